@@ -1,0 +1,172 @@
+/* csv.c — metadata and atomic CSV files. */
+#include "amp/csv.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "amp/device.h"
+#include "version.h"
+
+#define META_MAX 32
+
+static char command_[2048];
+static char date_[32];
+static char device_[1024];
+static char cuda_[256];
+static char keys_[META_MAX][48];
+static char values_[META_MAX][512];
+static int nkeys_;
+static char text_[16384];
+
+void hl_meta_init(int argc, char **argv) {
+  size_t k = 0;
+  command_[0] = '\0';
+  for (int i = 0; i < argc && k < sizeof command_ - 1; i++) {
+    const char *a = argv[i];
+    if (i == 0) { /* program name without its directory */
+      const char *slash = strrchr(a, '/');
+      if (slash) a = slash + 1;
+    }
+    int n = snprintf(command_ + k, sizeof command_ - k, "%s%s", i ? " " : "", a);
+    if (n < 0) break;
+    k += (size_t)n;
+  }
+  if (k >= sizeof command_) k = sizeof command_ - 1;
+  command_[k] = '\0';
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(date_, sizeof date_, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void hl_meta_set_devices(const hl_device_kind *kinds, int n) {
+  size_t k = 0;
+  device_[0] = cuda_[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    int w = snprintf(device_ + k, sizeof device_ - k, "%s%s", i ? "; " : "", hl_device_describe(kinds[i]));
+    if (w > 0) k += (size_t)w;
+    if (k >= sizeof device_) break;
+    if (kinds[i] == HL_DEVICE_CUDA) snprintf(cuda_, sizeof cuda_, "%s", hl_device_facts_get(kinds[i])->versions);
+  }
+}
+
+void hl_meta_set(const char *key, const char *fmt, ...) {
+  int i;
+  for (i = 0; i < nkeys_; i++)
+    if (!strcmp(keys_[i], key)) break;
+  if (i == nkeys_) {
+    if (nkeys_ == META_MAX) return;
+    nkeys_++;
+    snprintf(keys_[i], sizeof keys_[i], "%s", key);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(values_[i], sizeof values_[i], fmt, ap);
+  va_end(ap);
+}
+
+const char *hl_meta_text(void) {
+  struct utsname u;
+  char host[512] = "unknown";
+  if (uname(&u) == 0) snprintf(host, sizeof host, "%s, %s %s %s", u.nodename, u.sysname, u.release, u.machine);
+  int k = snprintf(text_, sizeof text_,
+                   "# halflab %s (%s)\n# schema: %d\n# command: %s\n# device: %s\n# host: %s\n",
+                   HL_VERSION, HL_GIT_DESCRIBE, HL_CSV_SCHEMA, command_[0] ? command_ : "unknown",
+                   device_[0] ? device_ : "unknown", host);
+  if (cuda_[0] && k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cuda: %s\n", cuda_);
+  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", date_[0] ? date_ : "unknown");
+  for (int i = 0; i < nkeys_ && k >= 0 && (size_t)k < sizeof text_; i++)
+    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# %s: %s\n", keys_[i], values_[i]);
+  return text_;
+}
+
+struct hl_csv {
+  FILE *f;
+  hl_csv_mode mode;
+  char path[4096];
+  char tmp[4096 + 8];
+  bool failed;
+  int saved_errno;
+};
+
+hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
+                    size_t errlen) {
+  hl_csv *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  c->mode = mode;
+  snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
+  snprintf(c->tmp, sizeof c->tmp, "%s.tmp", c->path);
+  bool fresh = true;
+  if (mode == HL_CSV_LOG_APPEND) {
+    struct stat st;
+    fresh = !(stat(c->path, &st) == 0 && st.st_size > 0);
+  }
+  const char *target = mode == HL_CSV_TABLE ? c->tmp : c->path;
+  c->f = fopen(target, mode == HL_CSV_LOG_APPEND ? "a" : "w");
+  if (!c->f) {
+    snprintf(err, errlen, "cannot write %s: %s", target, strerror(errno));
+    free(c);
+    return NULL;
+  }
+  if (fresh) {
+    fputs(hl_meta_text(), c->f);
+    fputs(header, c->f);
+    fputc('\n', c->f);
+    if (mode != HL_CSV_TABLE) fflush(c->f);
+  }
+  return c;
+}
+
+void hl_csv_row(hl_csv *c, const char *fmt, ...) {
+  char line[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof line - 1) {
+    c->failed = true;
+    c->saved_errno = EOVERFLOW;
+    return;
+  }
+  line[n] = '\n';
+  /* one write per line: an interrupted log never holds half a row */
+  if (fwrite(line, 1, (size_t)n + 1, c->f) != (size_t)n + 1 && !c->failed) {
+    c->failed = true;
+    c->saved_errno = errno;
+  }
+  if (c->mode != HL_CSV_TABLE) fflush(c->f);
+}
+
+bool hl_csv_close(hl_csv *c, char *err, size_t errlen) {
+  if (!c) return false;
+  bool ok = !c->failed;
+  int e = c->saved_errno;
+  if (fflush(c->f) != 0 && ok) ok = false, e = errno;
+  if (fclose(c->f) != 0 && ok) ok = false, e = errno;
+  if (ok && c->mode == HL_CSV_TABLE && rename(c->tmp, c->path) != 0) ok = false, e = errno;
+  if (!ok) {
+    snprintf(err, errlen, "writing %s failed: %s", c->mode == HL_CSV_TABLE ? c->tmp : c->path, strerror(e));
+    if (c->mode == HL_CSV_TABLE) unlink(c->tmp);
+  }
+  free(c);
+  return ok;
+}
+
+void hl_csv_abort(hl_csv *c) {
+  if (!c) return;
+  fclose(c->f);
+  if (c->mode == HL_CSV_TABLE) unlink(c->tmp);
+  free(c);
+}
+
+const char *hl_csv_path(const hl_csv *c) { return c->path; }

@@ -1,0 +1,54 @@
+/* csv.h — the one CSV schema every halflab file follows (DESIGN.md):
+ *   "# " metadata lines (program and version, schema, command, device, host,
+ *   CUDA versions when used, date, and any extra key the program adds),
+ *   then a header row and tidy rows with units in the column names.
+ * Tables are written to NAME.tmp and renamed when complete, so a crash never
+ * leaves half a file. Logs (per-step training rows) are written a whole line
+ * at a time and flushed, so an interrupted run leaves only complete lines. */
+#ifndef HL_CSV_H
+#define HL_CSV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HL_CSV_SCHEMA 1
+
+/* Run metadata shared by every file a program writes. */
+void hl_meta_init(int argc, char **argv);
+/* Devices whose results the files hold ("device" line; "cuda" line when CUDA is one). */
+void hl_meta_set_devices(const hl_device_kind *kinds, int n);
+/* Extra "# key: value" line; a later call with the same key replaces it. */
+void hl_meta_set(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* All metadata lines, each starting with "# " and ending in '\n'. */
+const char *hl_meta_text(void);
+
+typedef enum {
+  HL_CSV_TABLE,      /* NAME.tmp, renamed to NAME on close */
+  HL_CSV_LOG,        /* NAME, truncated, one flushed line per row */
+  HL_CSV_LOG_APPEND  /* NAME, appended (a resumed run); header written only if new */
+} hl_csv_mode;
+
+typedef struct hl_csv hl_csv;
+
+/* NULL with a message in err (the path and strerror) on failure. */
+hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
+                    size_t errlen);
+/* One row; the newline is added. */
+void hl_csv_row(hl_csv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flush, close and (tables) rename into place. false with a message on any I/O error. */
+bool hl_csv_close(hl_csv *c, char *err, size_t errlen);
+/* Drop a table that will not be completed (removes NAME.tmp). */
+void hl_csv_abort(hl_csv *c);
+const char *hl_csv_path(const hl_csv *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

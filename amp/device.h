@@ -1,0 +1,42 @@
+/* device.h — choosing a backend and describing the device it runs on. */
+#ifndef HL_DEVICE_H
+#define HL_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The backend for a device kind, or NULL where it was not built. */
+const hl_backend *hl_backend_for(hl_device_kind kind);
+
+/* Is the device usable? If not, `why` says why ("not built with CUDA", "no
+ * CUDA device or driver found", "driver older than the runtime"...). */
+bool hl_device_available(hl_device_kind kind, char *why, size_t len);
+
+/* Resolve a --device request ("auto", "cpu", "cuda"). auto takes the GPU
+ * when one is usable, else the CPU with a one-line notice on stderr (once).
+ * Returns false with a message in `err` when the request is malformed (exit 2)
+ * or asks for a device that is not usable (exit 1: *unusable set). */
+bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len);
+
+const char *hl_device_kind_name(hl_device_kind kind);
+
+/* Facts, cached after the first query except free memory. */
+const hl_device_facts *hl_device_facts_get(hl_device_kind kind);
+
+/* Machine slug for results/<machine>/: "nvidia-h200", "cpu-intel-xeon-processor". */
+const char *hl_device_slug(hl_device_kind kind);
+
+/* One line describing the device for CSV metadata and program headers. */
+const char *hl_device_describe(hl_device_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,94 @@
+/* format.h — what each floating-point format is: its fields, range and
+ * precision, and a generic, format-parameterised rounding routine.
+ *
+ * half.h converts by bit manipulation, one routine per format. This file
+ * rounds any format through double arithmetic (scale to an integer
+ * significand, nearbyint, scale back), which is written independently of
+ * half.h so that each can check the other.
+ */
+#ifndef HL_FORMAT_H
+#define HL_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  HL_FMT_FP32 = 0,
+  HL_FMT_TF32,
+  HL_FMT_FP16,
+  HL_FMT_BF16,
+  HL_FMT_E4M3,
+  HL_FMT_E5M2,
+  HL_FMT_COUNT
+} hl_format;
+
+typedef enum {
+  HL_CLASS_ZERO = 0,
+  HL_CLASS_SUBNORMAL,
+  HL_CLASS_NORMAL,
+  HL_CLASS_INF,
+  HL_CLASS_NAN
+} hl_fclass;
+
+/* What happens to a finite value beyond the largest finite one. */
+typedef enum {
+  HL_OVERFLOW_IEEE = 0, /* round to inf (or NaN where the format has no inf) */
+  HL_OVERFLOW_SATURATE  /* clamp to +-max (fp8 "satfinite"); inf -> +-max too */
+} hl_overflow;
+
+typedef struct {
+  hl_format id;
+  const char *name;     /* "fp16" */
+  const char *long_name;/* "IEEE 754 binary16" */
+  int bits;             /* stored width (tf32: 19 significant bits in an fp32 container) */
+  int exp_bits;
+  int man_bits;         /* stored fraction bits; precision p = man_bits + 1 */
+  int bias;
+  int emin;             /* exponent of the smallest normal */
+  int emax;             /* exponent of the largest finite */
+  double max;           /* largest finite */
+  double min_normal;
+  double min_subnormal;
+  double epsilon;       /* 2^-man_bits: spacing just above 1 */
+  double unit_roundoff; /* epsilon / 2 */
+  bool has_inf;
+  bool ieee_max;        /* false for e4m3, whose top exponent still holds finite values */
+} hl_format_info;
+
+const hl_format_info *hl_format_get(hl_format f);
+/* NULL if no format has that name ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2";
+ * "fp8-e4m3" / "fp8_e4m3" accepted too). */
+const hl_format_info *hl_format_by_name(const char *name);
+
+/* x rounded to the format, to nearest with ties to even, by the generic
+ * double-based method. NaN in, NaN out. */
+double hl_format_round(hl_format f, double x, hl_overflow ov);
+
+/* Encode an fp32 value into the format's bits (right-aligned), RNE, through
+ * half.h. tf32 keeps its 19 bits (fp32 bits >> 13). */
+uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov);
+/* Decode bits to the exact value. */
+double hl_format_decode(hl_format f, uint32_t bits);
+hl_fclass hl_format_classify(hl_format f, uint32_t bits);
+const char *hl_fclass_name(hl_fclass c);
+
+/* Split bits into fields. */
+void hl_format_fields(hl_format f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man);
+/* "0 01111101 10011001100110011001101" (sign | exponent | fraction). buf >= 48. */
+char *hl_format_bitstring(hl_format f, uint32_t bits, char *buf, size_t len);
+
+/* Neighbouring representable values of a finite encoding (towards -inf and
+ * +inf). Returns false when there is none (NaN, or past +-max / inf). */
+bool hl_format_next_down(hl_format f, uint32_t bits, uint32_t *out);
+bool hl_format_next_up(hl_format f, uint32_t bits, uint32_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HL_FORMAT_H */

@@ -1,0 +1,91 @@
+/* backend.h — the one interface every compute backend fills in.
+ *
+ * A backend owns memory, copies, timing events and device facts; the kernel
+ * families (numerics probes, streaming kernels, GEMM, tensor ops, optimizer
+ * kernels) hang off it as sub-tables, each declared in its own header under
+ * kernels/. A sub-table pointer is NULL where a backend lacks that family.
+ *
+ * Kernels know nothing of autograd or autocast: the only part of amp/ they
+ * include is the leaf headers amp/half.h and amp/format.h (and amp/philox.h).
+ */
+#ifndef HL_BACKEND_H
+#define HL_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { HL_DEVICE_CPU = 0, HL_DEVICE_CUDA = 1, HL_DEVICE_KINDS = 2 } hl_device_kind;
+
+/* What a backend knows of its device; "unknown" fields are 0 or -1 as noted. */
+typedef struct hl_device_facts {
+  char name[256];             /* "NVIDIA H200", "Intel(R) Xeon(R) Processor" */
+  int cc_major, cc_minor;     /* compute capability; 0 on the CPU */
+  int sm_count;               /* SMs; on the CPU: logical cores */
+  int threads;                /* CPU: OpenMP threads used; GPU: max threads per SM */
+  int clock_mhz;              /* current SM / core clock, 0 if unknown */
+  int max_clock_mhz;          /* maximum SM / core clock, 0 if unknown */
+  int mem_clock_mhz;          /* 0 if unknown */
+  int mem_bus_bits;           /* 0 if unknown */
+  uint64_t total_mem;         /* bytes */
+  uint64_t free_mem;          /* bytes, at the time of the query */
+  uint64_t l2_bytes;          /* GPU L2; CPU: last-level cache */
+  int ecc;                    /* 1 on, 0 off, -1 unknown */
+  int mig;                    /* 1 MIG enabled, 0 disabled, -1 unknown / not applicable */
+  int clocks_from_nvml;       /* 1 when the clocks came from NVML */
+  char versions[160];         /* "runtime 13.0, driver 13.0, cuBLAS 13.0.2" */
+} hl_device_facts;
+
+typedef struct hl_event hl_event;
+
+struct hl_probe_kernels;   /* kernels/probe.h   — numerics probes */
+struct hl_stream_kernels;  /* kernels/stream.h  — bandwidth (copy, scale, add, triad, dot) */
+struct hl_gemm_kernels;    /* kernels/gemm.h    — matrix products */
+struct hl_tensor_kernels;  /* kernels/tensor_kernels.h — ops of the AMP core */
+struct hl_optim_kernels;   /* kernels/optim_kernels.h  — scaler, optimizers, clipping */
+
+typedef struct hl_backend {
+  hl_device_kind kind;
+  const char *name; /* "cpu", "cuda" */
+
+  /* false with a reason (no device, driver too old, not built) */
+  bool (*available)(char *why, size_t len);
+  void (*facts)(hl_device_facts *out);
+
+  /* Memory. alloc returns NULL when the device is out of memory; every other
+   * failure is fatal with the call, file:line and the library's message. */
+  void *(*alloc)(size_t bytes);
+  void (*free)(void *p);
+  void (*copy_to_host)(void *host_dst, const void *dev_src, size_t bytes);
+  void (*copy_from_host)(void *dev_dst, const void *host_src, size_t bytes);
+  void (*copy)(void *dev_dst, const void *dev_src, size_t bytes);
+  void (*zero)(void *p, size_t bytes);
+  void (*synchronize)(void);
+
+  /* Timing: GPU events on the backend's stream; wall clock on the CPU. */
+  hl_event *(*event_create)(void);
+  void (*event_record)(hl_event *e);
+  float (*event_elapsed_ms)(hl_event *start, hl_event *stop); /* synchronizes on stop */
+  void (*event_destroy)(hl_event *e);
+
+  const struct hl_probe_kernels *probe;
+  const struct hl_stream_kernels *stream;
+  const struct hl_gemm_kernels *gemm;
+  const struct hl_tensor_kernels *tensor;
+  const struct hl_optim_kernels *optim;
+} hl_backend;
+
+extern const hl_backend hl_backend_cpu;
+#ifdef HL_HAVE_CUDA
+extern const hl_backend hl_backend_cuda;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HL_BACKEND_H */

@@ -1,0 +1,116 @@
+/* backend_cpu.c — the CPU backend: host memory, wall-clock events, facts
+ * from /proc and sysconf. Kernel families are filled in by their own files. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+struct hl_event {
+  struct timespec t;
+};
+
+static bool cpu_available(char *why, size_t len) {
+  if (why && len) why[0] = '\0';
+  return true;
+}
+
+/* First value of "key : value" in a /proc-style file, or "" */
+static void read_field(const char *path, const char *key, char *out, size_t len) {
+  out[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[512];
+  size_t klen = strlen(key);
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, key, klen) != 0) continue;
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    colon++;
+    while (*colon == ' ' || *colon == '\t') colon++;
+    snprintf(out, len, "%s", colon);
+    out[strcspn(out, "\n")] = '\0';
+    break;
+  }
+  fclose(f);
+}
+
+static long read_long_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  long v = 0;
+  if (f) {
+    if (fscanf(f, "%ld", &v) != 1) v = 0;
+    fclose(f);
+  }
+  return v;
+}
+
+static void cpu_facts(hl_device_facts *out) {
+  memset(out, 0, sizeof *out);
+  read_field("/proc/cpuinfo", "model name", out->name, sizeof out->name);
+  if (!out->name[0]) snprintf(out->name, sizeof out->name, "unknown CPU");
+  out->sm_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  out->threads = omp_get_max_threads();
+  char mhz[64];
+  read_field("/proc/cpuinfo", "cpu MHz", mhz, sizeof mhz);
+  out->clock_mhz = atoi(mhz);
+  out->max_clock_mhz = (int)(read_long_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") / 1000);
+  char kb[64];
+  read_field("/proc/meminfo", "MemTotal", kb, sizeof kb);
+  out->total_mem = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
+  read_field("/proc/meminfo", "MemAvailable", kb, sizeof kb);
+  out->free_mem = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  out->l2_bytes = llc > 0 ? (uint64_t)llc : 0;
+  out->ecc = -1;
+  out->mig = -1;
+  snprintf(out->versions, sizeof out->versions, "OpenMP %d", _OPENMP);
+}
+
+static void *cpu_alloc(size_t bytes) {
+  void *p = NULL;
+  if (bytes == 0) bytes = 1;
+  /* 64-byte alignment: whole cache lines, and AVX-512 loads without splits */
+  if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+  return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+static void cpu_zero(void *p, size_t n) { memset(p, 0, n); }
+static void cpu_synchronize(void) {}
+
+static hl_event *cpu_event_create(void) { return calloc(1, sizeof(hl_event)); }
+static void cpu_event_record(hl_event *e) { clock_gettime(CLOCK_MONOTONIC, &e->t); }
+static float cpu_event_elapsed_ms(hl_event *a, hl_event *b) {
+  return (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 + (double)(b->t.tv_nsec - a->t.tv_nsec) * 1e-6);
+}
+static void cpu_event_destroy(hl_event *e) { free(e); }
+
+const hl_backend hl_backend_cpu = {
+    .kind = HL_DEVICE_CPU,
+    .name = "cpu",
+    .available = cpu_available,
+    .facts = cpu_facts,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_to_host = cpu_copy,
+    .copy_from_host = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_synchronize,
+    .event_create = cpu_event_create,
+    .event_record = cpu_event_record,
+    .event_elapsed_ms = cpu_event_elapsed_ms,
+    .event_destroy = cpu_event_destroy,
+    .probe = HL_CPU_PROBE_KERNELS,
+    .stream = HL_CPU_STREAM_KERNELS,
+    .gemm = HL_CPU_GEMM_KERNELS,
+    .tensor = HL_CPU_TENSOR_KERNELS,
+    .optim = HL_CPU_OPTIM_KERNELS,
+};

@@ -1,0 +1,12 @@
+/* cpu_kernels.h — which kernel families the CPU backend has. Each family's
+ * file defines its table and turns its macro from NULL into the table. */
+#ifndef HL_CPU_KERNELS_H
+#define HL_CPU_KERNELS_H
+
+#define HL_CPU_PROBE_KERNELS NULL
+#define HL_CPU_STREAM_KERNELS NULL
+#define HL_CPU_GEMM_KERNELS NULL
+#define HL_CPU_TENSOR_KERNELS NULL
+#define HL_CPU_OPTIM_KERNELS NULL
+
+#endif

@@ -1,0 +1,217 @@
+/* backend_cuda.cu — the CUDA backend: device memory on one stream, CUDA
+ * events, device facts (runtime attributes, NVML when the driver has it). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+void hl_cuda_fail(const char *lib, const char *call, const char *file, int line, const char *msg) {
+  fprintf(stderr, "halflab: %s error: %s failed at %s:%d: %s\n", lib, call, file, line, msg ? msg : "?");
+  exit(1);
+}
+
+const char *hl_curand_status_string(curandStatus_t s) {
+  switch (s) {
+    case CURAND_STATUS_SUCCESS: return "success";
+    case CURAND_STATUS_VERSION_MISMATCH: return "header and library versions differ";
+    case CURAND_STATUS_NOT_INITIALIZED: return "generator not initialized";
+    case CURAND_STATUS_ALLOCATION_FAILED: return "memory allocation failed";
+    case CURAND_STATUS_TYPE_ERROR: return "generator is the wrong type";
+    case CURAND_STATUS_OUT_OF_RANGE: return "argument out of range";
+    case CURAND_STATUS_LENGTH_NOT_MULTIPLE: return "length not a multiple of the dimension";
+    case CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: return "GPU lacks double precision";
+    case CURAND_STATUS_LAUNCH_FAILURE: return "kernel launch failure";
+    case CURAND_STATUS_PREEXISTING_FAILURE: return "preexisting failure";
+    case CURAND_STATUS_INITIALIZATION_FAILED: return "initialization of CUDA failed";
+    case CURAND_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+    case CURAND_STATUS_INTERNAL_ERROR: return "internal library error";
+    default: return "unknown cuRAND status";
+  }
+}
+
+static cudaStream_t stream_;
+static int stream_ready_;
+
+cudaStream_t hl_cuda_stream(void) {
+  if (!stream_ready_) {
+    HL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    stream_ready_ = 1;
+  }
+  return stream_;
+}
+
+static bool cuda_available(char *why, size_t len) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess && n > 0) {
+    if (why && len) why[0] = '\0';
+    return true;
+  }
+  if (why && len) {
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    if (e == cudaErrorInsufficientDriver && drv > 0)
+      snprintf(why, len, "the CUDA driver (supports %d.%d) is older than this build's runtime %d.%d",
+               drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    else if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || n == 0)
+      snprintf(why, len, "no CUDA device or driver found (%s)", cudaGetErrorString(e));
+    else
+      snprintf(why, len, "cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
+  }
+  cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+  return false;
+}
+
+/* ---- NVML, loaded at run time: the toolkit here ships no nvml.h, and a
+ * machine without the driver has no libnvidia-ml. Declarations follow the
+ * NVML API's documented signatures. */
+typedef struct nvmlDevice_st *nvml_device;
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_by_pci_fn)(const char *, nvml_device *);
+typedef int (*nvml_clock_fn)(nvml_device, int, unsigned *);
+typedef int (*nvml_mode_fn)(nvml_device, unsigned *, unsigned *);
+enum { NVML_CLOCK_SM_ = 1, NVML_CLOCK_MEM_ = 2 };
+
+static void nvml_facts(int dev, hl_device_facts *out) {
+  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
+  nvml_init_fn shutdown = (nvml_init_fn)dlsym(lib, "nvmlShutdown");
+  nvml_by_pci_fn by_pci = (nvml_by_pci_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+  nvml_clock_fn clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
+  nvml_clock_fn max_clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetMaxClockInfo");
+  nvml_mode_fn ecc = (nvml_mode_fn)dlsym(lib, "nvmlDeviceGetEccMode");
+  nvml_mode_fn mig = (nvml_mode_fn)dlsym(lib, "nvmlDeviceGetMigMode");
+  char pci[32];
+  nvml_device h;
+  if (init && by_pci && init() == 0) {
+    if (cudaDeviceGetPCIBusId(pci, sizeof pci, dev) == cudaSuccess && by_pci(pci, &h) == 0) {
+      unsigned v = 0, pending = 0;
+      if (clock && clock(h, NVML_CLOCK_SM_, &v) == 0) out->clock_mhz = (int)v, out->clocks_from_nvml = 1;
+      if (max_clock && max_clock(h, NVML_CLOCK_SM_, &v) == 0) out->max_clock_mhz = (int)v;
+      if (max_clock && max_clock(h, NVML_CLOCK_MEM_, &v) == 0) out->mem_clock_mhz = (int)v;
+      if (ecc && ecc(h, &v, &pending) == 0) out->ecc = (int)v;
+      if (mig && mig(h, &v, &pending) == 0) out->mig = (int)v;
+    }
+    if (shutdown) shutdown();
+  }
+  dlclose(lib);
+}
+
+static void cuda_facts(hl_device_facts *out) {
+  memset(out, 0, sizeof *out);
+  out->ecc = -1;
+  out->mig = -1;
+  int dev = 0;
+  HL_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp p;
+  HL_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  out->cc_major = p.major;
+  out->cc_minor = p.minor;
+  out->sm_count = p.multiProcessorCount;
+  out->threads = p.maxThreadsPerMultiProcessor;
+  out->l2_bytes = (uint64_t)p.l2CacheSize;
+  out->mem_bus_bits = p.memoryBusWidth;
+  out->ecc = p.ECCEnabled;
+  int khz = 0;
+  /* cudaDeviceProp lost clockRate in CUDA 13; the attribute works on 12 and 13 */
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) == cudaSuccess) out->max_clock_mhz = khz / 1000;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) out->mem_clock_mhz = khz / 1000;
+  size_t free_b = 0, total_b = 0;
+  HL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  out->free_mem = free_b;
+  out->total_mem = total_b;
+  nvml_facts(dev, out);
+  int rt = 0, drv = 0, bl_major = 0, bl_minor = 0, bl_patch = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  cublasGetProperty(MAJOR_VERSION, &bl_major);
+  cublasGetProperty(MINOR_VERSION, &bl_minor);
+  cublasGetProperty(PATCH_LEVEL, &bl_patch);
+  snprintf(out->versions, sizeof out->versions, "runtime %d.%d, driver %d.%d, cuBLAS %d.%d.%d",
+           rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10, bl_major, bl_minor, bl_patch);
+}
+
+static void *cuda_alloc(size_t bytes) {
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return NULL;
+  }
+  HL_CUDA_CHECK(e);
+  return p;
+}
+
+static void cuda_free(void *p) {
+  if (p) HL_CUDA_CHECK(cudaFree(p));
+}
+
+static void cuda_copy_to_host(void *dst, const void *src, size_t n) {
+  HL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, hl_cuda_stream()));
+  HL_CUDA_CHECK(cudaStreamSynchronize(hl_cuda_stream()));
+}
+
+static void cuda_copy_from_host(void *dst, const void *src, size_t n) {
+  HL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, hl_cuda_stream()));
+  HL_CUDA_CHECK(cudaStreamSynchronize(hl_cuda_stream()));
+}
+
+static void cuda_copy(void *dst, const void *src, size_t n) {
+  HL_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, hl_cuda_stream()));
+}
+
+static void cuda_zero(void *p, size_t n) { HL_CUDA_CHECK(cudaMemsetAsync(p, 0, n, hl_cuda_stream())); }
+static void cuda_synchronize(void) { HL_CUDA_CHECK(cudaStreamSynchronize(hl_cuda_stream())); }
+
+struct hl_event {
+  cudaEvent_t e;
+};
+
+static hl_event *cuda_event_create(void) {
+  hl_event *ev = (hl_event *)calloc(1, sizeof *ev);
+  if (!ev) return NULL;
+  HL_CUDA_CHECK(cudaEventCreate(&ev->e));
+  return ev;
+}
+static void cuda_event_record(hl_event *ev) { HL_CUDA_CHECK(cudaEventRecord(ev->e, hl_cuda_stream())); }
+static float cuda_event_elapsed_ms(hl_event *a, hl_event *b) {
+  float ms = 0;
+  HL_CUDA_CHECK(cudaEventSynchronize(b->e));
+  HL_CUDA_CHECK(cudaEventElapsedTime(&ms, a->e, b->e));
+  return ms;
+}
+static void cuda_event_destroy(hl_event *ev) {
+  if (!ev) return;
+  HL_CUDA_CHECK(cudaEventDestroy(ev->e));
+  free(ev);
+}
+
+extern "C" const hl_backend hl_backend_cuda = {
+    HL_DEVICE_CUDA,
+    "cuda",
+    cuda_available,
+    cuda_facts,
+    cuda_alloc,
+    cuda_free,
+    cuda_copy_to_host,
+    cuda_copy_from_host,
+    cuda_copy,
+    cuda_zero,
+    cuda_synchronize,
+    cuda_event_create,
+    cuda_event_record,
+    cuda_event_elapsed_ms,
+    cuda_event_destroy,
+    HL_CUDA_PROBE_KERNELS,
+    HL_CUDA_STREAM_KERNELS,
+    HL_CUDA_GEMM_KERNELS,
+    HL_CUDA_TENSOR_KERNELS,
+    HL_CUDA_OPTIM_KERNELS,
+};

@@ -1,0 +1,12 @@
+/* cuda_kernels.h — which kernel families the CUDA backend has. Each family's
+ * file defines its table and turns its macro from NULL into the table. */
+#ifndef HL_CUDA_KERNELS_H
+#define HL_CUDA_KERNELS_H
+
+#define HL_CUDA_PROBE_KERNELS NULL
+#define HL_CUDA_STREAM_KERNELS NULL
+#define HL_CUDA_GEMM_KERNELS NULL
+#define HL_CUDA_TENSOR_KERNELS NULL
+#define HL_CUDA_OPTIM_KERNELS NULL
+
+#endif

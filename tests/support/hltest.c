@@ -1,0 +1,242 @@
+/* hltest.c — test support: processes, folders, CSV. */
+#include "tests/support/hltest.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "amp/device.h"
+
+const char *hl_test_prog(const char *name) {
+  char var[128];
+  size_t k = 0;
+  for (const char *p = name; *p && k + 1 < sizeof var; p++) var[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+  var[k] = '\0';
+  const char *v = getenv(var);
+  if (!v || !*v) fail_msg("environment variable %s (path of %s) is not set: run through meson test", var, name);
+  return v;
+}
+
+static char *slurp(FILE *f) {
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  assert_non_null(buf);
+  size_t got;
+  rewind(f);
+  while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += got;
+    if (cap - n - 1 == 0) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      assert_non_null(buf);
+    }
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+hl_run_result hl_run(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  FILE *out = tmpfile(), *err = tmpfile();
+  assert_non_null(out);
+  assert_non_null(err);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fileno(out), 1);
+    dup2(fileno(err), 2);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  hl_run_result r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fclose(out);
+  fclose(err);
+  return r;
+}
+
+void hl_run_free(hl_run_result *r) {
+  free(r->out);
+  free(r->err);
+  r->out = r->err = NULL;
+}
+
+char *hl_tmpdir(void) {
+  const char *base = getenv("TMPDIR");
+  char tmpl[4096];
+  snprintf(tmpl, sizeof tmpl, "%s/halflab-test-XXXXXX", base && *base ? base : "/tmp");
+  char *d = mkdtemp(tmpl);
+  assert_non_null(d);
+  return strdup(d);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+void hl_rmtree(const char *dir) {
+  if (dir) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int hl_count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+bool hl_file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Split a CSV line (no quoting in halflab files) in place. */
+static int split(char *line, char ***cells) {
+  int n = 1;
+  for (char *p = line; *p; p++) n += *p == ',';
+  *cells = malloc(sizeof(char *) * (size_t)n);
+  int k = 0;
+  char *start = line;
+  for (char *p = line;; p++) {
+    if (*p == ',' || *p == '\0') {
+      bool end = *p == '\0';
+      *p = '\0';
+      (*cells)[k++] = start;
+      start = p + 1;
+      if (end) break;
+    }
+  }
+  return n;
+}
+
+hl_table *hl_table_read(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  hl_table *t = calloc(1, sizeof *t);
+  size_t metacap = 1, metalen = 0;
+  t->meta = calloc(1, 1);
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  int lineno = 0;
+  bool ok = true;
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+    if (lineno == 1 && strncmp(line, "# halflab ", 10) != 0)
+      fail_msg("%s: first line is not '# halflab <version>': %s", path, line);
+    if (!strncmp(line, "# ", 2) && t->cols == NULL) {
+      metacap = metalen + (size_t)len + 2;
+      t->meta = realloc(t->meta, metacap);
+      memcpy(t->meta + metalen, line, (size_t)len);
+      metalen += (size_t)len;
+      t->meta[metalen++] = '\n';
+      t->meta[metalen] = '\0';
+      continue;
+    }
+    if (len == 0) continue;
+    char *copy = strdup(line);
+    char **cells;
+    int n = split(copy, &cells);
+    if (!t->cols) {
+      t->cols = cells;
+      t->ncols = n;
+      continue;
+    }
+    if (n != t->ncols) {
+      ok = false;
+      free(cells);
+      free(copy);
+      break;
+    }
+    t->cells = realloc(t->cells, sizeof(char **) * (size_t)(t->nrows + 1));
+    t->cells[t->nrows++] = cells;
+  }
+  free(line);
+  fclose(f);
+  if (!strstr(t->meta, "# schema: 1\n")) fail_msg("%s: no '# schema: 1' line", path);
+  if (!ok || !t->cols) {
+    hl_table_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+void hl_table_free(hl_table *t) {
+  if (!t) return;
+  for (int r = 0; r < t->nrows; r++) {
+    free(t->cells[r][0]);
+    free(t->cells[r]);
+  }
+  if (t->cols) {
+    free(t->cols[0]);
+    free(t->cols);
+  }
+  free(t->cells);
+  free(t->meta);
+  free(t);
+}
+
+int hl_table_col(const hl_table *t, const char *name) {
+  for (int c = 0; c < t->ncols; c++)
+    if (!strcmp(t->cols[c], name)) return c;
+  return -1;
+}
+
+const char *hl_table_get(const hl_table *t, int row, const char *col) {
+  int c = hl_table_col(t, col);
+  if (c < 0) fail_msg("no column '%s' in table", col);
+  if (row < 0 || row >= t->nrows) fail_msg("row %d out of range (%d rows)", row, t->nrows);
+  return t->cells[row][c];
+}
+
+double hl_table_num(const hl_table *t, int row, const char *col) {
+  return strtod(hl_table_get(t, row, col), NULL);
+}
+
+int hl_table_find(const hl_table *t, ...) {
+  for (int r = 0; r < t->nrows; r++) {
+    va_list ap;
+    va_start(ap, t);
+    bool match = true;
+    const char *col;
+    while ((col = va_arg(ap, const char *))) {
+      const char *want = va_arg(ap, const char *);
+      int c = hl_table_col(t, col);
+      if (c < 0 || strcmp(t->cells[r][c], want) != 0) match = false;
+    }
+    va_end(ap);
+    if (match) return r;
+  }
+  return -1;
+}
+
+void hl_require_gpu(void) {
+  char why[256];
+  if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
+    printf("skipped: no usable GPU: %s\n", why);
+    exit(77);
+  }
+}
