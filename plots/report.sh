@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# plots/report.sh RESULTS_DIR — writes RESULTS_DIR/REPORT.md: the headline
+# numbers and every chart of one machine. Each family contributes a section
+# (plots/report.d/NN-name.sh RESULTS_DIR prints markdown), in file order.
+set -euo pipefail
+dir=${1:?usage: plots/report.sh RESULTS_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+out=$dir/REPORT.md
+tmp=$out.tmp
+{
+  echo "# halflab report: $(basename "$dir")"
+  echo
+  meta=$(ls "$dir"/*.csv 2>/dev/null | head -1)
+  if [ -n "$meta" ]; then
+    echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
+    echo
+    grep -E '^# (halflab|device|host|cuda|date):' "$meta" | sed 's/^# /- /'
+    echo
+  fi
+  for section in "$here"/report.d/*.sh; do
+    [ -e "$section" ] || continue
+    bash "$section" "$dir"
+  done
+} >"$tmp"
+mv "$tmp" "$out"
+echo "plots: wrote $out" >&2

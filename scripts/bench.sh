@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# scripts/bench.sh BUILD_DIR [--quick] — what `ninja -C build bench` runs:
+# every measurement for the device (numerics probes, GEMM / bandwidth /
+# footprint benchmarks, training runs), then the charts and REPORT.md.
+# Results go to results/<machine>/ under the source tree. With --quick the
+# same at smoke-test sizes (`ninja -C build bench-quick`).
+set -euo pipefail
+build=$(cd "${1:?usage: scripts/bench.sh BUILD_DIR [--quick]}" && pwd)
+shift
+quick=()
+[ "${1:-}" = "--quick" ] && quick=(--quick)
+cd "$(dirname "$0")/.."
+
+start=$SECONDS
+stage() { printf '\n== %s ==\n' "$*" >&2; }
+run() { # run a program if it was built; a missing one is said, not hidden
+  local exe=$build/$1
+  shift
+  if [ ! -x "$exe" ]; then
+    echo "bench: $(basename "$exe") is not built in this tree; skipping its part" >&2
+    return 0
+  fi
+  "$exe" "$@"
+}
+
+# Each family appends its measurements below, in the order the report reads.
+stage "numerics probes"
+run numerics/halflab-numerics all "${quick[@]}"
+
+stage "GEMM and bandwidth"
+run bench/halflab-bench gemm "${quick[@]}"
+run bench/halflab-bench gemm --accuracy "${quick[@]}"
+run bench/halflab-bench bandwidth "${quick[@]}"
+
+stage "memory footprint"
+run bench/halflab-bench footprint "${quick[@]}"
+
+stage "training runs"
+if [ -x "$build/train/halflab-train" ]; then
+  scripts/train-all.sh "$build" "${quick[@]}"
+else
+  echo "bench: halflab-train is not built in this tree; skipping its part" >&2
+fi
+
+stage "charts and report"
+scripts/plots.sh
+echo "bench: done in $((SECONDS - start)) s" >&2
