@@ -5,7 +5,8 @@
 
 #define HL_CPU_PROBE_KERNELS NULL
 #define HL_CPU_STREAM_KERNELS NULL
-#define HL_CPU_GEMM_KERNELS NULL
+extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
+#define HL_CPU_GEMM_KERNELS (&hl_cpu_gemm_kernels)
 #define HL_CPU_TENSOR_KERNELS NULL
 #define HL_CPU_OPTIM_KERNELS NULL
 

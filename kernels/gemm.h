@@ -1,0 +1,86 @@
+/* gemm.h — matrix products, the one GEMM entry point every part of halflab
+ * uses (the benchmarks, the tensor ops of the AMP core, the training runs).
+ *
+ *   C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i],   i < batch
+ *
+ * Row-major throughout: A is m x k after op(), B is k x n, C is m x n; lda,
+ * ldb, ldc are row strides in elements of the stored (untransposed) matrix.
+ * Operand types are storage types; `compute` is the accumulation type, as
+ * cuBLAS's cublasComputeType_t names it.
+ *
+ * CPU backend (OpenBLAS): fp32 and fp64 directly; fp16/bf16 the way a CPU
+ * without matrix units does them: widen to fp32, sgemm, round the result once.
+ * CUDA backend: cublasGemmEx / cublasGemmStridedBatchedEx, and cuBLASLt for
+ * fp8. `supports` says, in words, why a combination cannot run here.
+ */
+#ifndef HL_GEMM_H
+#define HL_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  HL_GEMM_F64 = 0,
+  HL_GEMM_F32,
+  HL_GEMM_F16,
+  HL_GEMM_BF16,
+  HL_GEMM_E4M3, /* OCP fp8; inputs only */
+} hl_gemm_type;
+
+typedef enum {
+  HL_COMPUTE_F64 = 0,
+  HL_COMPUTE_F32,           /* fp32 accumulate (SIMT for fp32 inputs, tensor cores for half inputs) */
+  HL_COMPUTE_F32_FAST_TF32, /* fp32 in/out, products on tensor cores in tf32 */
+  HL_COMPUTE_F16,           /* fp16 accumulate (and fp16 alpha/beta on the GPU) */
+} hl_gemm_compute;
+
+typedef struct {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  int64_t batch;               /* >= 1 */
+  hl_gemm_type a_type, b_type, c_type;
+  hl_gemm_compute compute;
+  float alpha, beta;
+  const void *a;
+  int64_t lda, stride_a;       /* stride_*: elements between batch entries */
+  const void *b;
+  int64_t ldb, stride_b;
+  void *c;
+  int64_t ldc, stride_c;
+  /* fp8 only: per-tensor scales (dequantised product = a_scale * b_scale * A*B) */
+  float a_scale, b_scale;
+} hl_gemm_desc;
+
+struct hl_gemm_kernels {
+  /* Can this backend run d? If not, why (one line, for --list and errors). */
+  bool (*supports)(const hl_gemm_desc *d, char *why, size_t len);
+  /* Runs d on the backend's stream/threads; asynchronous on the GPU. The
+   * caller has checked supports(). */
+  void (*gemm)(const hl_gemm_desc *d);
+};
+
+static inline const char *hl_gemm_type_name(hl_gemm_type t) {
+  static const char *names[] = {"f64", "f32", "f16", "bf16", "e4m3"};
+  return (unsigned)t <= HL_GEMM_E4M3 ? names[t] : "?";
+}
+
+static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {
+  static const char *names[] = {"f64", "f32", "tf32", "f16"};
+  return (unsigned)c <= HL_COMPUTE_F16 ? names[c] : "?";
+}
+
+static inline size_t hl_gemm_type_size(hl_gemm_type t) {
+  static const size_t sizes[] = {8, 4, 2, 2, 1};
+  return (unsigned)t <= HL_GEMM_E4M3 ? sizes[t] : 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
