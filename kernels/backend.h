@@ -47,6 +47,7 @@ struct hl_stream_kernels;  /* kernels/stream.h  — bandwidth (copy, scale, add,
 struct hl_gemm_kernels;    /* kernels/gemm.h    — matrix products */
 struct hl_tensor_kernels;  /* kernels/tensor_kernels.h — ops of the AMP core */
 struct hl_optim_kernels;   /* kernels/optim_kernels.h  — scaler, optimizers, clipping */
+struct hl_convert_kernels; /* kernels/convert.h — conversions and half ops, for the gpu suite */
 
 typedef struct hl_backend {
   hl_device_kind kind;
@@ -77,6 +78,7 @@ typedef struct hl_backend {
   const struct hl_gemm_kernels *gemm;
   const struct hl_tensor_kernels *tensor;
   const struct hl_optim_kernels *optim;
+  const struct hl_convert_kernels *convert;
 } hl_backend;
 
 extern const hl_backend hl_backend_cpu;

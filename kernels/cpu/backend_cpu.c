@@ -113,4 +113,5 @@ const hl_backend hl_backend_cpu = {
     .gemm = HL_CPU_GEMM_KERNELS,
     .tensor = HL_CPU_TENSOR_KERNELS,
     .optim = HL_CPU_OPTIM_KERNELS,
+    .convert = &hl_cpu_convert_kernels,
 };

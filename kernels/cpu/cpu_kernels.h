@@ -10,4 +10,6 @@ extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 #define HL_CPU_TENSOR_KERNELS NULL
 #define HL_CPU_OPTIM_KERNELS NULL
 
+extern const struct hl_convert_kernels hl_cpu_convert_kernels;
+
 #endif

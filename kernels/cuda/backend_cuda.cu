@@ -214,4 +214,5 @@ extern "C" const hl_backend hl_backend_cuda = {
     HL_CUDA_GEMM_KERNELS,
     HL_CUDA_TENSOR_KERNELS,
     HL_CUDA_OPTIM_KERNELS,
+    &hl_cuda_convert_kernels,
 };

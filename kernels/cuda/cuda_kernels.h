@@ -9,4 +9,6 @@
 #define HL_CUDA_TENSOR_KERNELS NULL
 #define HL_CUDA_OPTIM_KERNELS NULL
 
+extern "C" const struct hl_convert_kernels hl_cuda_convert_kernels;
+
 #endif

@@ -1,0 +1,137 @@
+/* test_gpu_half.c — suite gpu: the device's conversion instructions and half
+ * arithmetic against amp/half.h's portable code on the CPU, bit for bit.
+ *   - every fp32 encoding -> fp16, bf16, e4m3 / e5m2 (saturating and not), tf32 (rna);
+ *   - every fp16 / bf16 / fp8 code decoded;
+ *   - +, -, *, / on every fp16 and bf16 value against 1024 Philox-drawn partners.
+ * NaN results are compared as NaN (payloads differ between instruction sets).
+ * Exit 77 (skipped) without a usable GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/device.h"
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "kernels/convert.h"
+#include "tests/support/hltest.h"
+
+#define CHUNK (UINT64_C(1) << 26)
+
+static const hl_backend *gpu, *cpu;
+
+static int is_nan_code(hl_conversion c, uint32_t v) {
+  switch (c) {
+    case HL_CONV_F16: return hl_f16_isnan((hl_f16)v);
+    case HL_CONV_BF16: return hl_bf16_isnan((hl_bf16)v);
+    case HL_CONV_E4M3:
+    case HL_CONV_E4M3_SAT: return (v & 0x7fu) == 0x7fu;
+    case HL_CONV_E5M2:
+    case HL_CONV_E5M2_SAT: return (v & 0x7fu) > 0x7cu;
+    default: return (v & 0x7fffffffu) > 0x7f800000u;
+  }
+}
+
+static uint32_t element(const void *p, size_t size, size_t i) {
+  return size == 1 ? ((const uint8_t *)p)[i] : size == 2 ? ((const uint16_t *)p)[i] : ((const uint32_t *)p)[i];
+}
+
+static const char *names[HL_CONV_COUNT] = {"fp16", "bf16", "e4m3", "e4m3 satfinite", "e5m2", "e5m2 satfinite",
+                                           "tf32 (rna)"};
+
+static void test_encode_every_fp32(void **state) {
+  (void)state;
+  for (int c = 0; c < HL_CONV_COUNT; c++) {
+    size_t size = hl_conversion_size((hl_conversion)c);
+    void *dev = gpu->alloc(CHUNK * size);
+    void *from_gpu = malloc(CHUNK * size), *from_cpu = malloc(CHUNK * size);
+    assert_non_null(dev);
+    assert_non_null(from_gpu);
+    assert_non_null(from_cpu);
+    uint64_t bad = 0;
+    for (uint64_t first = 0; first < (UINT64_C(1) << 32); first += CHUNK) {
+      gpu->convert->encode_range((hl_conversion)c, (uint32_t)first, CHUNK, dev);
+      cpu->convert->encode_range((hl_conversion)c, (uint32_t)first, CHUNK, from_cpu);
+      gpu->copy_to_host(from_gpu, dev, CHUNK * size);
+      if (!memcmp(from_gpu, from_cpu, CHUNK * size)) continue;
+      for (size_t i = 0; i < CHUNK; i++) {
+        uint32_t g = element(from_gpu, size, i), h = element(from_cpu, size, i);
+        if (g == h || (is_nan_code((hl_conversion)c, g) && is_nan_code((hl_conversion)c, h))) continue;
+        if (bad++ < 5)
+          print_error("%s: fp32 0x%08llx -> GPU 0x%x, CPU 0x%x\n", names[c], (unsigned long long)(first + i), g, h);
+      }
+    }
+    gpu->free(dev);
+    free(from_gpu);
+    free(from_cpu);
+    if (bad) fail_msg("%s: %llu of 2^32 conversions differ between GPU and CPU", names[c], (unsigned long long)bad);
+  }
+}
+
+static void test_decode_every_code(void **state) {
+  (void)state;
+  const hl_conversion kinds[] = {HL_CONV_F16, HL_CONV_BF16, HL_CONV_E4M3, HL_CONV_E5M2};
+  uint32_t *dev = gpu->alloc(65536 * sizeof(uint32_t));
+  uint32_t from_gpu[65536], from_cpu[65536];
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    size_t n = hl_conversion_size(kinds[k]) == 2 ? 65536 : 256;
+    gpu->convert->decode_range(kinds[k], 0, n, dev);
+    gpu->copy_to_host(from_gpu, dev, n * sizeof(uint32_t));
+    cpu->convert->decode_range(kinds[k], 0, n, from_cpu);
+    for (size_t i = 0; i < n; i++) {
+      int both_nan = (from_gpu[i] & 0x7fffffffu) > 0x7f800000u && (from_cpu[i] & 0x7fffffffu) > 0x7f800000u;
+      if (from_gpu[i] != from_cpu[i] && !both_nan)
+        fail_msg("%s code 0x%zx decodes to 0x%08x on the GPU, 0x%08x on the CPU", names[kinds[k]], i, from_gpu[i],
+                 from_cpu[i]);
+    }
+  }
+  gpu->free(dev);
+}
+
+static void test_half_arithmetic(void **state) {
+  (void)state;
+  const size_t partners = 1024, n = 65536 * partners;
+  uint16_t *a = malloc(n * 2), *b = malloc(n * 2), *from_gpu = malloc(n * 2), *from_cpu = malloc(n * 2);
+  assert_true(a && b && from_gpu && from_cpu);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = (uint16_t)(i & 0xffffu);
+    b[i] = (uint16_t)hl_philox_u32(2024, 7, i);
+  }
+  uint16_t *da = gpu->alloc(n * 2), *db = gpu->alloc(n * 2), *dout = gpu->alloc(n * 2);
+  assert_true(da && db && dout);
+  gpu->copy_from_host(da, a, n * 2);
+  gpu->copy_from_host(db, b, n * 2);
+  const hl_conversion kinds[] = {HL_CONV_F16, HL_CONV_BF16};
+  for (int k = 0; k < 2; k++)
+    for (const char *op = "+-*/"; *op; op++) {
+      gpu->convert->binop(kinds[k], *op, da, db, dout, n);
+      gpu->copy_to_host(from_gpu, dout, n * 2);
+      cpu->convert->binop(kinds[k], *op, a, b, from_cpu, n);
+      uint64_t bad = 0;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t g = from_gpu[i], h = from_cpu[i];
+        if (g == h || (is_nan_code(kinds[k], g) && is_nan_code(kinds[k], h))) continue;
+        if (bad++ < 5) print_error("%s 0x%04x %c 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kinds[k]], a[i], *op, b[i], g, h);
+      }
+      if (bad) fail_msg("%s '%c': %llu of %zu results differ", names[kinds[k]], *op, (unsigned long long)bad, n);
+    }
+  gpu->free(da);
+  gpu->free(db);
+  gpu->free(dout);
+  free(a);
+  free(b);
+  free(from_gpu);
+  free(from_cpu);
+}
+
+int main(void) {
+  hl_require_gpu();
+  gpu = hl_backend_for(HL_DEVICE_CUDA);
+  cpu = hl_backend_for(HL_DEVICE_CPU);
+  printf("GPU: %s\n", hl_device_describe(HL_DEVICE_CUDA));
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decode_every_code),
+      cmocka_unit_test(test_half_arithmetic),
+      cmocka_unit_test(test_encode_every_fp32),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
