@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh [OUTDIR] — on a machine with an NVIDIA GPU: configure
+# with the CUDA backend, build, run the gpu test suite, then the quick GPU
+# measurements, in that order of priority. After every stage it rewrites ONE
+# archive, OUTDIR/gpu-check.tar.gz (logs + CSVs under results/<gpu>/), so a
+# run cut short still brings back what it did. Budget: about 5 minutes on one
+# H200 for build + tests + probes; later stages are bounded by their timeouts.
+#
+#   scripts/gpu-check.sh --fetch-deps   (on a Debian machine with network)
+#       downloads the Debian packages a bare GPU node lacks (cmocka, OpenBLAS)
+#       into .deps/ (git-ignored); carry .deps/ to the GPU node, where this
+#       script unpacks them under /tmp/deps when pkg-config cannot find them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+deps_list=(libcmocka0 libcmocka-dev libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev libgfortran5 libquadmath0)
+if [ "${1:-}" = "--fetch-deps" ]; then
+  mkdir -p .deps && cd .deps && apt-get download "${deps_list[@]}"
+  exit $?
+fi
+
+out=$(mkdir -p "${1:-gpu-check-out}" && cd "${1:-gpu-check-out}" && pwd)
+work=$(mktemp -d /tmp/halflab-gpu-check.XXXXXX)
+mkdir -p "$work/logs"
+archive=$out/gpu-check.tar.gz
+started=$SECONDS
+
+pack() { # rewrite the archive with everything so far
+  tar czf "$archive.tmp" -C "$work" logs $( [ -d "$work/results" ] && echo results ) && mv "$archive.tmp" "$archive"
+}
+note() { echo "[gpu-check $((SECONDS - started))s] $*" | tee -a "$work/logs/summary.txt" >&2; }
+stage() { # stage NAME TIMEOUT_S COMMAND... : logs/NAME.log, status in summary.txt, archive rewritten
+  local name=$1 limit=$2
+  shift 2
+  note "stage $name: $*"
+  timeout "$limit" "$@" >"$work/logs/$name.log" 2>&1
+  local rc=$?
+  note "stage $name: exit $rc$( [ $rc = 124 ] && echo ' (timed out)')"
+  pack
+  return $rc
+}
+
+{
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown) $(git status --porcelain 2>/dev/null | grep -q . && echo '(uncommitted changes)')"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.sm,clocks.max.sm,ecc.mode.current,mig.mode.current --format=csv 2>&1
+  nvcc --version | tail -2
+} >"$work/logs/machine.txt" 2>&1
+pack
+
+# A bare GPU node has no cmocka / OpenBLAS development files: use .deps/.
+if ! pkg-config --exists cmocka openblas 2>/dev/null && ls .deps/*.deb >/dev/null 2>&1; then
+  D=/tmp/deps
+  mkdir -p $D
+  for f in .deps/*.deb; do dpkg -x "$f" $D; done
+  export PKG_CONFIG_SYSROOT_DIR=$D
+  export PKG_CONFIG_LIBDIR=$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
+  export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu:$D/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  note "using Debian packages unpacked from .deps/ into $D"
+fi
+
+build=$root/build-gpu
+rm -rf "$build"
+stage configure 120 meson setup "$build" --buildtype=release -Dcuda=enabled || exit 1
+stage build 300 ninja -C "$build" || exit 1
+
+# 1. correctness: the CUDA backend against the CPU backend
+stage gpu-tests 240 meson test -C "$build" --suite gpu --print-errorlogs --num-processes 4
+cp "$build/meson-logs/testlog.txt" "$work/logs/gpu-testlog.txt" 2>/dev/null && pack
+
+# 2. measurements, written under results/<gpu>/ in the work folder
+mkdir -p "$work/results"
+cd "$work"
+run_if_built() { [ -x "$build/$1" ] || { note "$1 not built: skipped"; return 0; }; local exe=$build/$1; shift; "$exe" "$@"; }
+stage numerics 120 run_if_built numerics/halflab-numerics all --device auto
+stage gemm-quick 240 run_if_built bench/halflab-bench gemm --quick --device cuda
+stage bandwidth-quick 180 run_if_built bench/halflab-bench bandwidth --quick --device cuda
+stage footprint 120 run_if_built bench/halflab-bench footprint --device cuda
+stage train-quick 300 run_if_built train/halflab-train --preset gpt2 --quick --device cuda
+note "done; archive: $archive"
+pack
