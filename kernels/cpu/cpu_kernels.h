@@ -4,7 +4,8 @@
 #define HL_CPU_KERNELS_H
 
 #define HL_CPU_PROBE_KERNELS NULL
-#define HL_CPU_STREAM_KERNELS NULL
+extern const struct hl_stream_kernels hl_cpu_stream_kernels;
+#define HL_CPU_STREAM_KERNELS (&hl_cpu_stream_kernels)
 extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 #define HL_CPU_GEMM_KERNELS (&hl_cpu_gemm_kernels)
 #define HL_CPU_TENSOR_KERNELS NULL

@@ -1,0 +1,65 @@
+/* stream.h — the bandwidth kernels of BabelStream (copy, scale, add, triad,
+ * dot) over fp32, fp16 and bf16 arrays, one table per backend.
+ *
+ *   copy   c[i] = a[i]              2 arrays moved
+ *   scale  b[i] = s * c[i]          2
+ *   add    c[i] = a[i] + b[i]       3
+ *   triad  a[i] = b[i] + s * c[i]   3
+ *   dot    sum a[i] * b[i]          2
+ *
+ * Bytes moved = arrays x sizeof(element) x n (BabelStream's accounting: what
+ * the kernel must read and write, not what the caches add on top).
+ *
+ * Arithmetic is done in fp32 on the widened values and rounded once to the
+ * storage type; the bodies are shared by both backends (kernels/stream_ops.h),
+ * so CPU and GPU produce the same bits for the element-wise kernels. dot
+ * accumulates fp32 products in fp32 partial sums (at most a few thousand
+ * terms each, see the backends) that are added in fp64.
+ *
+ * All entry points run on the backend's stream/threads; on the GPU they are
+ * asynchronous except dot, which waits for its result. */
+#ifndef HL_STREAM_H
+#define HL_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { HL_STREAM_F32 = 0, HL_STREAM_F16, HL_STREAM_BF16, HL_STREAM_TYPES } hl_stream_type;
+
+struct hl_stream_kernels {
+  /* a[i] = va, b[i] = vb, c[i] = vc (each rounded to t). On the CPU the
+   * pages are first touched by the threads that later run the kernels. */
+  void (*init)(hl_stream_type t, void *a, void *b, void *c, size_t n, float va, float vb, float vc);
+  void (*copy)(hl_stream_type t, const void *a, void *c, size_t n);
+  void (*scale)(hl_stream_type t, void *b, const void *c, float s, size_t n);
+  void (*add)(hl_stream_type t, const void *a, const void *b, void *c, size_t n);
+  void (*triad)(hl_stream_type t, void *a, const void *b, const void *c, float s, size_t n);
+  double (*dot)(hl_stream_type t, const void *a, const void *b, size_t n);
+
+  /* The practical limit measured beside the kernels: the platform's own copy
+   * of `bytes` (GPU: cudaMemcpyAsync device to device; CPU: memcpy of each
+   * thread's share, in parallel — the plain single-threaded memcpy is the
+   * backend's `copy`). */
+  void (*copy_ref)(void *dst, const void *src, size_t bytes);
+
+  /* Page-locked host memory for the host<->device table; NULL on the CPU. */
+  void *(*host_alloc_pinned)(size_t bytes);
+  void (*host_free_pinned)(void *p);
+};
+
+static inline size_t hl_stream_type_size(hl_stream_type t) { return t == HL_STREAM_F32 ? 4 : 2; }
+
+static inline const char *hl_stream_type_name(hl_stream_type t) {
+  static const char *names[] = {"f32", "f16", "bf16"};
+  return (unsigned)t < HL_STREAM_TYPES ? names[t] : "?";
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

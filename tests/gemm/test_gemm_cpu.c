@@ -1,0 +1,276 @@
+/* test_gemm_cpu.c — suite unit: the CPU backend of kernels/gemm.h against a
+ * double-precision reference computed here, element by element.
+ *
+ * Covered: every transpose combination, padded leading dimensions, strided
+ * batches, alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
+ * rounded once), mixed operand types, fp64, empty shapes, and the reasons
+ * supports() gives for what the CPU cannot run.
+ *
+ * Tolerances (stated, not tuned): an fp32-accumulated result may differ
+ * from the exact one by (k + 2) u32 (|alpha| sum_j |a_ij b_jl| + |beta c_il|),
+ * u32 = 2^-24 (Higham's bound for a dot product of length k, plus the
+ * alpha/beta steps); an fp16/bf16 output adds one rounding to the output
+ * format, u = 2^-11 / 2^-8 of the magnitude. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "kernels/backend.h"
+#include "kernels/gemm.h"
+#include "tests/support/hltest.h"
+
+static const struct hl_gemm_kernels *K(void) { return hl_backend_cpu.gemm; }
+
+/* Random values in [-1, 1) that are exact in every storage type used (multiples of 2^-7 with 8 bits) */
+static double draw(uint64_t stream, uint64_t i) {
+  uint32_t u = hl_philox_u32(1234, stream, i);
+  return (double)((int)(u >> 24) - 128) / 128.0;
+}
+
+static double load(const void *p, hl_gemm_type t, int64_t i) {
+  switch (t) {
+    case HL_GEMM_F64: return ((const double *)p)[i];
+    case HL_GEMM_F32: return ((const float *)p)[i];
+    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
+    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: fail_msg("type %d not used here", (int)t);
+  }
+  return 0;
+}
+
+static void store(void *p, hl_gemm_type t, int64_t i, double v) {
+  switch (t) {
+    case HL_GEMM_F64: ((double *)p)[i] = v; break;
+    case HL_GEMM_F32: ((float *)p)[i] = (float)v; break;
+    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
+    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
+    default: fail_msg("type %d not used here", (int)t);
+  }
+}
+
+/* Buffer of `count` elements of type t, filled from stream `s` */
+static void *filled(hl_gemm_type t, int64_t count, uint64_t s) {
+  void *p = malloc(hl_gemm_type_size(t) * (size_t)(count ? count : 1));
+  assert_non_null(p);
+  for (int64_t i = 0; i < count; i++) store(p, t, i, draw(s, (uint64_t)i));
+  return p;
+}
+
+typedef struct {
+  bool ta, tb;
+  int64_t m, n, k, batch;
+  int64_t pad_a, pad_b, pad_c;  /* extra elements per stored row */
+  int64_t gap;                  /* extra elements between batch entries */
+  hl_gemm_type at, bt, ct;
+  hl_gemm_compute compute;
+  float alpha, beta;
+} gemm_case;
+
+/* Runs one case and checks every element of C, and that the padding
+ * around C was not touched. */
+static void check_case(const gemm_case *g) {
+  const int64_t a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
+  const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
+  const int64_t lda = a_cols + g->pad_a, ldb = b_cols + g->pad_b, ldc = g->n + g->pad_c;
+  const int64_t sa = a_rows * lda + g->gap, sb = b_rows * ldb + g->gap, sc = g->m * ldc + g->gap;
+  void *a = filled(g->at, sa * g->batch, 1);
+  void *b = filled(g->bt, sb * g->batch, 2);
+  void *c = filled(g->ct, sc * g->batch, 3);
+  void *c0 = malloc(hl_gemm_type_size(g->ct) * (size_t)(sc * g->batch > 0 ? sc * g->batch : 1));
+  assert_non_null(c0);
+  memcpy(c0, c, hl_gemm_type_size(g->ct) * (size_t)(sc * g->batch));
+
+  hl_gemm_desc d = {
+      .trans_a = g->ta, .trans_b = g->tb, .m = g->m, .n = g->n, .k = g->k, .batch = g->batch,
+      .a_type = g->at, .b_type = g->bt, .c_type = g->ct, .compute = g->compute,
+      .alpha = g->alpha, .beta = g->beta,
+      .a = a, .lda = lda, .stride_a = sa, .b = b, .ldb = ldb, .stride_b = sb,
+      .c = c, .ldc = ldc, .stride_c = sc};
+  char why[256] = "";
+  assert_true(K()->supports(&d, why, sizeof why));
+  K()->gemm(&d);
+
+  const double u_acc = g->compute == HL_COMPUTE_F64 ? 0x1p-53 : 0x1p-24;
+  const double u_out = g->ct == HL_GEMM_F16 ? 0x1p-11 : g->ct == HL_GEMM_BF16 ? 0x1p-8 : g->ct == HL_GEMM_F32 ? 0x1p-24 : 0x1p-53;
+  for (int64_t bi = 0; bi < g->batch; bi++) {
+    for (int64_t i = 0; i < g->m; i++) {
+      for (int64_t j = 0; j < g->n; j++) {
+        double exact = 0, mag = 0;
+        for (int64_t p = 0; p < g->k; p++) {
+          double x = load(a, g->at, bi * sa + (g->ta ? p * lda + i : i * lda + p));
+          double y = load(b, g->bt, bi * sb + (g->tb ? j * ldb + p : p * ldb + j));
+          exact += x * y;
+          mag += fabs(x * y);
+        }
+        double cin = load(c0, g->ct, bi * sc + i * ldc + j);
+        double want = g->alpha * exact + g->beta * cin;
+        double bound = (double)(g->k + 2) * u_acc * (fabs(g->alpha) * mag + fabs(g->beta * cin)) +
+                       u_out * fabs(want) + 1e-300;
+        /* fp16 outputs below 2^-14 are subnormal: absolute spacing 2^-24 */
+        if (g->ct == HL_GEMM_F16) bound += 0x1p-25;
+        double got = load(c, g->ct, bi * sc + i * ldc + j);
+        if (!(fabs(got - want) <= bound))
+          fail_msg("batch %lld C[%lld][%lld] = %.9g, want %.9g (bound %.3g) ta=%d tb=%d %s/%s/%s",
+                   (long long)bi, (long long)i, (long long)j, got, want, bound, g->ta, g->tb,
+                   hl_gemm_type_name(g->at), hl_gemm_type_name(g->bt), hl_gemm_type_name(g->ct));
+      }
+      for (int64_t j = g->n; j < ldc; j++) /* padding of C untouched */
+        assert_true(load(c, g->ct, bi * sc + i * ldc + j) == load(c0, g->ct, bi * sc + i * ldc + j));
+    }
+    for (int64_t e = g->m * ldc; e < sc; e++) /* gap between batch entries untouched */
+      assert_true(load(c, g->ct, bi * sc + e) == load(c0, g->ct, bi * sc + e));
+  }
+  free(a);
+  free(b);
+  free(c);
+  free(c0);
+}
+
+static const hl_gemm_type storage[] = {HL_GEMM_F32, HL_GEMM_F16, HL_GEMM_BF16};
+
+static void test_transposes_and_padding(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        gemm_case g = {.ta = ta, .tb = tb, .m = 7, .n = 5, .k = 9, .batch = 1, .pad_a = 3, .pad_b = 1,
+                       .pad_c = 2, .at = storage[s], .bt = storage[s], .ct = storage[s],
+                       .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.0f};
+        check_case(&g);
+      }
+}
+
+static void test_alpha_beta(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++) {
+    gemm_case g = {.ta = false, .tb = true, .m = 6, .n = 11, .k = 13, .batch = 1, .pad_c = 3,
+                   .at = storage[s], .bt = storage[s], .ct = storage[s], .compute = HL_COMPUTE_F32,
+                   .alpha = -0.75f, .beta = 0.5f};
+    check_case(&g);
+    g.beta = 1.0f;
+    g.alpha = 2.0f;
+    check_case(&g);
+  }
+}
+
+static void test_strided_batches(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++)
+    for (int t = 0; t < 4; t++) {
+      gemm_case g = {.ta = t & 1, .tb = t >> 1, .m = 5, .n = 4, .k = 6, .batch = 3, .pad_a = 1, .pad_b = 2,
+                     .pad_c = 1, .gap = 5, .at = storage[s], .bt = storage[s], .ct = storage[s],
+                     .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.25f};
+      check_case(&g);
+    }
+}
+
+static void test_mixed_types(void **state) {
+  (void)state;
+  /* half inputs, fp32 output (the AMP core's "matmul in fp16, keep fp32") */
+  gemm_case g = {.ta = false, .tb = false, .m = 9, .n = 7, .k = 33, .batch = 2, .gap = 1,
+                 .at = HL_GEMM_F16, .bt = HL_GEMM_F16, .ct = HL_GEMM_F32, .compute = HL_COMPUTE_F32,
+                 .alpha = 1.0f, .beta = 1.0f};
+  check_case(&g);
+  g.at = HL_GEMM_BF16, g.bt = HL_GEMM_F32, g.ct = HL_GEMM_BF16, g.ta = true;
+  check_case(&g);
+  g.at = HL_GEMM_F32, g.bt = HL_GEMM_F16, g.ct = HL_GEMM_F16, g.tb = true;
+  check_case(&g);
+}
+
+static void test_fp64(void **state) {
+  (void)state;
+  for (int t = 0; t < 4; t++) {
+    gemm_case g = {.ta = t & 1, .tb = t >> 1, .m = 8, .n = 6, .k = 10, .batch = 2, .pad_a = 2, .pad_c = 1, .gap = 3,
+                   .at = HL_GEMM_F64, .bt = HL_GEMM_F64, .ct = HL_GEMM_F64, .compute = HL_COMPUTE_F64,
+                   .alpha = 1.5f, .beta = -1.0f};
+    check_case(&g);
+  }
+}
+
+/* Large enough for the parallel widening/rounding loops (> 65536 elements) */
+static void test_large_half(void **state) {
+  (void)state;
+  gemm_case g = {.ta = false, .tb = true, .m = 300, .n = 260, .k = 280, .batch = 1, .pad_a = 8, .pad_c = 4,
+                 .at = HL_GEMM_F16, .bt = HL_GEMM_F16, .ct = HL_GEMM_F16, .compute = HL_COMPUTE_F32,
+                 .alpha = 0.125f, .beta = 0.5f};
+  check_case(&g);
+  g.at = g.bt = g.ct = HL_GEMM_BF16;
+  check_case(&g);
+}
+
+/* The output is rounded ONCE from the fp32 accumulation: a product whose
+ * exact value needs more than fp16's 11 bits but whose terms are exact
+ * must come out as the correctly rounded fp16 of the exact sum. */
+static void test_rounded_once(void **state) {
+  (void)state;
+  /* 1 + 2^-11 + 2^-12: rounding to fp16 once gives 1 + 2^-10; rounding the
+   * partial sum 1 + 2^-11 to fp16 first (a tie, to even: 1.0) would give 1. */
+  uint16_t a[3] = {hl_f32_to_f16(1.0f), hl_f32_to_f16(0x1p-11f), hl_f32_to_f16(0x1p-12f)};
+  uint16_t b[3] = {hl_f32_to_f16(1.0f), hl_f32_to_f16(1.0f), hl_f32_to_f16(1.0f)};
+  uint16_t c[1] = {0};
+  hl_gemm_desc d = {.m = 1, .n = 1, .k = 3, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
+                    .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
+                    .a = a, .lda = 3, .b = b, .ldb = 1, .c = c, .ldc = 1};
+  K()->gemm(&d);
+  assert_int_equal(c[0], hl_f32_to_f16(1.0f + 0x1p-10f));
+}
+
+static void test_empty_shapes(void **state) {
+  (void)state;
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
+  hl_gemm_desc d = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
+                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0.5f,
+                    .a = a, .lda = 1, .b = b, .ldb = 2, .c = c, .ldc = 2};
+  K()->gemm(&d); /* k = 0: C = beta C */
+  assert_true(c[0] == 2.5f && c[1] == 3.0f && c[2] == 3.5f && c[3] == 4.0f);
+  d.k = 2, d.m = 0, d.lda = 2;
+  K()->gemm(&d); /* m = 0: nothing to do, nothing touched */
+  d.m = 2, d.n = 0, d.ldb = 1, d.ldc = 1;
+  K()->gemm(&d);
+  assert_true(c[0] == 2.5f && c[3] == 4.0f);
+  uint16_t h[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
+  hl_gemm_desc e = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
+                    .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 2,
+                    .a = h, .lda = 1, .b = h, .ldb = 2, .c = h, .ldc = 2};
+  K()->gemm(&e);
+  for (int i = 0; i < 4; i++) assert_int_equal(h[i], 0x4000); /* 2.0 */
+}
+
+static void test_supports_reasons(void **state) {
+  (void)state;
+  char why[256];
+  hl_gemm_desc d = {.m = 4, .n = 4, .k = 4, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
+                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32_FAST_TF32};
+  assert_false(K()->supports(&d, why, sizeof why));
+  assert_non_null(strstr(why, "tf32"));
+  d.a_type = d.b_type = d.c_type = HL_GEMM_F16, d.compute = HL_COMPUTE_F16;
+  assert_false(K()->supports(&d, why, sizeof why));
+  assert_non_null(strstr(why, "fp16 accumulation"));
+  d.a_type = d.b_type = HL_GEMM_E4M3, d.compute = HL_COMPUTE_F32;
+  assert_false(K()->supports(&d, why, sizeof why));
+  assert_non_null(strstr(why, "fp8"));
+  d.a_type = d.b_type = d.c_type = HL_GEMM_F32, d.compute = HL_COMPUTE_F64;
+  assert_false(K()->supports(&d, why, sizeof why));
+  d.a_type = d.b_type = d.c_type = HL_GEMM_F16, d.compute = HL_COMPUTE_F32;
+  why[0] = 'x';
+  assert_true(K()->supports(&d, why, sizeof why));
+  d.a_type = d.b_type = d.c_type = HL_GEMM_BF16;
+  assert_true(K()->supports(&d, why, sizeof why));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_transposes_and_padding),
+      cmocka_unit_test(test_alpha_beta),
+      cmocka_unit_test(test_strided_batches),
+      cmocka_unit_test(test_mixed_types),
+      cmocka_unit_test(test_fp64),
+      cmocka_unit_test(test_large_half),
+      cmocka_unit_test(test_rounded_once),
+      cmocka_unit_test(test_empty_shapes),
+      cmocka_unit_test(test_supports_reasons),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

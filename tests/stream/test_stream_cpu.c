@@ -1,0 +1,211 @@
+/* test_stream_cpu.c — suite unit: the CPU backend of kernels/stream.h and
+ * the array conversions of kernels/cpu/half_arrays.h, against references
+ * written here element by element with amp/half.h.
+ *
+ * Element-wise kernels must match bit for bit (NaN: any NaN), at lengths
+ * around the 8-lane vector step and the 4096-element chunk, with values that
+ * overflow, underflow into subnormals and include inf and NaN. dot must be
+ * within (4096 + 8) u32 sum|a b| of the exact sum: fp32 partial sums of at
+ * most one chunk, added in fp64. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/half_arrays.h"
+#include "kernels/stream.h"
+#include "tests/support/hltest.h"
+
+static const struct hl_stream_kernels *S(void) { return hl_backend_cpu.stream; }
+
+static float widen(hl_stream_type t, const void *p, size_t i) {
+  if (t == HL_STREAM_F32) return ((const float *)p)[i];
+  uint16_t v = ((const uint16_t *)p)[i];
+  return t == HL_STREAM_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v);
+}
+
+static uint32_t narrow_bits(hl_stream_type t, float v) {
+  if (t == HL_STREAM_F32) return hl_f32_bits(v);
+  return t == HL_STREAM_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+}
+
+static uint32_t bits_at(hl_stream_type t, const void *p, size_t i) {
+  return t == HL_STREAM_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+}
+
+static int is_nan_bits(hl_stream_type t, uint32_t b) {
+  return t == HL_STREAM_F32 ? isnan(hl_f32_from_bits(b)) : t == HL_STREAM_F16 ? hl_f16_isnan((uint16_t)b)
+                                                                              : hl_bf16_isnan((uint16_t)b);
+}
+
+/* Random values of every kind: ordinary magnitudes, large ones that
+ * overflow fp16 once scaled, tiny ones in the subnormal range, inf, NaN. */
+static float draw(uint64_t stream, size_t i) {
+  uint32_t u = hl_philox_u32(77, stream, i), k = hl_philox_u32(78, stream, i);
+  float x = hl_u32_to_unit_float(u) * 2.0f - 1.0f;
+  switch (k % 16) {
+    case 0: return x * 60000.0f;
+    case 1: return x * 1e-6f;
+    case 2: return x * 3e-8f;
+    case 3: return k & 16 ? INFINITY : -INFINITY;
+    case 4: return (k & 32) ? NAN : x * 1e30f;
+    default: return x * 4.0f;
+  }
+}
+
+static void *array(hl_stream_type t, size_t n, uint64_t stream) {
+  void *p = hl_backend_cpu.alloc(n * hl_stream_type_size(t) + 1);
+  assert_non_null(p);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b = narrow_bits(t, draw(stream, i));
+    if (t == HL_STREAM_F32) ((uint32_t *)p)[i] = b;
+    else ((uint16_t *)p)[i] = (uint16_t)b;
+  }
+  return p;
+}
+
+static void expect_bits(hl_stream_type t, const void *got, size_t i, float want, const char *what, size_t n) {
+  uint32_t g = bits_at(t, got, i), w = narrow_bits(t, want);
+  if (is_nan_bits(t, w) && is_nan_bits(t, g)) return;
+  if (g != w)
+    fail_msg("%s %s n=%zu: element %zu is 0x%x, want 0x%x (%.9g)", hl_stream_type_name(t), what, n, i, g, w,
+             (double)want);
+}
+
+static const size_t lengths[] = {0, 1, 7, 8, 9, 17, 4095, 4096, 4097, 3 * 4096 + 13, 100003};
+#define NLENGTHS (sizeof lengths / sizeof lengths[0])
+
+static void test_elementwise_bit_exact(void **state) {
+  (void)state;
+  const float s = 3.0f; /* 60000 * 3 overflows fp16 */
+  for (int t = 0; t < HL_STREAM_TYPES; t++)
+    for (size_t li = 0; li < NLENGTHS; li++) {
+      const size_t n = lengths[li];
+      void *a = array(t, n, 1), *b = array(t, n, 2), *c = array(t, n, 3), *o = array(t, n, 4);
+      S()->copy(t, a, o, n);
+      for (size_t i = 0; i < n; i++) assert_int_equal(bits_at(t, o, i), bits_at(t, a, i));
+      S()->scale(t, o, c, s, n);
+      for (size_t i = 0; i < n; i++) expect_bits(t, o, i, s * widen(t, c, i), "scale", n);
+      S()->add(t, a, b, o, n);
+      for (size_t i = 0; i < n; i++) expect_bits(t, o, i, widen(t, a, i) + widen(t, b, i), "add", n);
+      S()->triad(t, o, b, c, s, n);
+      for (size_t i = 0; i < n; i++) {
+        float p = s * widen(t, c, i); /* rounded to fp32 before the sum, as the kernels do */
+        expect_bits(t, o, i, widen(t, b, i) + p, "triad", n);
+      }
+      hl_backend_cpu.free(a), hl_backend_cpu.free(b), hl_backend_cpu.free(c), hl_backend_cpu.free(o);
+    }
+}
+
+/* finite values only: dot of arrays holding inf/NaN is inf/NaN, not a bound */
+static void *finite_array(hl_stream_type t, size_t n, uint64_t stream) {
+  void *p = hl_backend_cpu.alloc(n * hl_stream_type_size(t) + 1);
+  assert_non_null(p);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t b = narrow_bits(t, (hl_u32_to_unit_float(hl_philox_u32(5, stream, i)) - 0.25f) * 2.0f);
+    if (t == HL_STREAM_F32) ((uint32_t *)p)[i] = b;
+    else ((uint16_t *)p)[i] = (uint16_t)b;
+  }
+  return p;
+}
+
+static void test_dot_bound(void **state) {
+  (void)state;
+  for (int t = 0; t < HL_STREAM_TYPES; t++)
+    for (size_t li = 0; li < NLENGTHS; li++) {
+      const size_t n = lengths[li] * 3; /* also 300009 elements: many chunks */
+      void *a = finite_array(t, n, 1), *b = finite_array(t, n, 2);
+      double exact = 0, mag = 0;
+      for (size_t i = 0; i < n; i++) {
+        double p = (double)widen(t, a, i) * widen(t, b, i);
+        exact += p;
+        mag += fabs(p);
+      }
+      double got = S()->dot(t, a, b, n);
+      double bound = (4096.0 + 8.0) * 0x1p-24 * mag;
+      if (!(fabs(got - exact) <= bound))
+        fail_msg("%s dot n=%zu: %.12g, exact %.12g, bound %.3g", hl_stream_type_name(t), n, got, exact, bound);
+      /* a missed or doubled element would be far outside */
+      hl_backend_cpu.free(a), hl_backend_cpu.free(b);
+    }
+}
+
+static void test_init_and_copy_ref(void **state) {
+  (void)state;
+  for (int t = 0; t < HL_STREAM_TYPES; t++) {
+    const size_t n = 3 * 4096 + 5;
+    void *a = array(t, n, 1), *b = array(t, n, 2), *c = array(t, n, 3);
+    S()->init(t, a, b, c, n, 0.1f, 0.2f, 0.0f);
+    for (size_t i = 0; i < n; i++) {
+      assert_int_equal(bits_at(t, a, i), narrow_bits(t, 0.1f));
+      assert_int_equal(bits_at(t, b, i), narrow_bits(t, 0.2f));
+      assert_int_equal(bits_at(t, c, i), narrow_bits(t, 0.0f));
+    }
+    hl_backend_cpu.free(a), hl_backend_cpu.free(b), hl_backend_cpu.free(c);
+  }
+  static const size_t sizes[] = {1, 63, 64, 65, 1000001};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t bytes = sizes[k];
+    unsigned char *src = malloc(bytes + 16), *dst = malloc(bytes + 16);
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < bytes + 16; i++) src[i] = (unsigned char)(i * 7 + 3), dst[i] = 0xee;
+    S()->copy_ref(dst, src, bytes);
+    assert_memory_equal(dst, src, bytes);
+    for (size_t i = bytes; i < bytes + 16; i++) assert_int_equal(dst[i], 0xee); /* nothing past the end */
+    free(src), free(dst);
+  }
+  assert_null(S()->host_alloc_pinned);
+}
+
+/* Whole-array conversions (GEMM operand widening, stream kernels' vector
+ * path) against the per-element functions of amp/half.h */
+static void test_half_arrays(void **state) {
+  (void)state;
+  enum { N = 65536 + 5 };
+  uint16_t *h = malloc(sizeof *h * N), *back = malloc(sizeof *back * N), *ref16 = malloc(sizeof *ref16 * N);
+  float *f = malloc(sizeof *f * N);
+  assert_true(h && back && ref16 && f);
+  for (size_t i = 0; i < N; i++) h[i] = (uint16_t)i; /* every encoding (and a few again) */
+  hl_cpu_widen_f16(h, f, N);
+  for (size_t i = 0; i < N; i++) {
+    float w = hl_f16_to_f32(h[i]);
+    if (isnan(w)) assert_true(isnan(f[i]));
+    else assert_int_equal(hl_f32_bits(f[i]), hl_f32_bits(w));
+  }
+  hl_cpu_widen_bf16(h, f, N);
+  for (size_t i = 0; i < N; i++) assert_int_equal(hl_f32_bits(f[i]), hl_f32_bits(hl_bf16_to_f32(h[i])));
+  /* narrowing: random fp32 encodings plus the rounding edges */
+  static const uint32_t edges[] = {0x477ff000u, 0x477fefffu, 0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u,
+                                   0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u, 0x7f7fffffu, 0x00000001u,
+                                   0x3f808000u, 0x3f818000u, 0x80000000u};
+  for (size_t i = 0; i < N; i++) {
+    uint32_t bits = i < sizeof edges / sizeof edges[0] ? edges[i] : hl_philox_u32(9, 1, i);
+    f[i] = hl_f32_from_bits(bits);
+  }
+  hl_cpu_narrow_f16(f, back, N);
+  for (size_t i = 0; i < N; i++) {
+    uint16_t w = hl_f32_to_f16(f[i]);
+    if (hl_f16_isnan(w)) assert_true(hl_f16_isnan(back[i]));
+    else if (back[i] != w) fail_msg("fp16 narrow of 0x%08x: 0x%04x, want 0x%04x", hl_f32_bits(f[i]), back[i], w);
+  }
+  hl_cpu_narrow_bf16(f, back, N);
+  for (size_t i = 0; i < N; i++) {
+    uint16_t w = hl_f32_to_bf16(f[i]);
+    if (hl_bf16_isnan(w)) assert_true(hl_bf16_isnan(back[i]));
+    else if (back[i] != w) fail_msg("bf16 narrow of 0x%08x: 0x%04x, want 0x%04x", hl_f32_bits(f[i]), back[i], w);
+  }
+  free(h), free(back), free(ref16), free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_elementwise_bit_exact),
+      cmocka_unit_test(test_dot_bound),
+      cmocka_unit_test(test_init_and_copy_ref),
+      cmocka_unit_test(test_half_arrays),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
