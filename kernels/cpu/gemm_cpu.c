@@ -3,14 +3,35 @@
  * fp32 and fp64 go straight to sgemm/dgemm. fp16 and bf16 operands are what
  * a CPU without half-precision matrix units actually does with them: widen
  * to fp32 (exact), sgemm (fp32 accumulation), round the result to the output
- * type once. The widening is O(mk + kn) against the product's O(mnk). */
+ * type once (RNE). The widening is O(mk + kn) against the product's O(mnk);
+ * it runs eight elements at a time (kernels/cpu/half_arrays.h) into fp32
+ * working copies that each calling thread keeps between calls, so a call
+ * pays neither malloc nor page faults for them. Those copies stay allocated
+ * (at the size of the largest operands seen) until the thread exits.
+ *
+ * The conversions run in the calling thread, deliberately not in an OpenMP
+ * region: this OpenBLAS runs its own pthreads, which spin a while after each
+ * call, and OpenMP's workers spin after each region; interleaved on a
+ * machine with few cores they steal each other's time slices. Measured on 2
+ * cores at n = 1024: fp16 path 82% of sgemm's GFLOP/s with serial
+ * conversions, 48-64% with OpenMP ones (bench/gemm.c reports the ratio).
+ *
+ * Semantics the callers rely on (tests/gemm/test_gemm_cpu.c):
+ *   - row-major, op() per trans flag, lda/ldb/ldc row strides of the stored
+ *     matrices, stride_* between batch entries (batch < 1 counts as 1);
+ *   - beta != 0 reads C (a half C is widened first); beta == 0 ignores C;
+ *   - m == 0 or n == 0 touches nothing; k == 0 gives C = beta C;
+ *   - operand types may differ (e.g. fp16 A and B, fp32 C).
+ */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "amp/half.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/half_arrays.h"
 #include "kernels/gemm.h"
 
 static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
@@ -34,40 +55,55 @@ static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
   return no == NULL;
 }
 
-/* rows x cols (row stride ld) of a stored operand, widened to a packed fp32 matrix */
-static float *widen(const void *src, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld) {
-  float *dst = malloc(sizeof(float) * (size_t)(rows * cols));
-  if (!dst) return NULL;
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-  for (int64_t r = 0; r < rows; r++) {
-    const uint16_t *s = (const uint16_t *)src + r * ld;
-    float *o = dst + r * cols;
-    if (t == HL_GEMM_F16)
-      for (int64_t c = 0; c < cols; c++) o[c] = hl_f16_to_f32(s[c]);
-    else
-      for (int64_t c = 0; c < cols; c++) o[c] = hl_bf16_to_f32(s[c]);
+/* ---- per-thread fp32 working copies (A, B, C), grown as needed */
+typedef struct {
+  float *p[3];
+  size_t cap[3];
+} workspace;
+
+static _Thread_local workspace ws_;
+static pthread_key_t ws_key_;
+static pthread_once_t ws_once_ = PTHREAD_ONCE_INIT;
+
+static void ws_release(void *w) {
+  workspace *ws = w;
+  for (int i = 0; i < 3; i++) free(ws->p[i]), ws->p[i] = NULL, ws->cap[i] = 0;
+}
+static void ws_make_key(void) { pthread_key_create(&ws_key_, ws_release); }
+
+static float *ws_get(int slot, size_t elems) {
+  if (ws_.cap[slot] < elems) {
+    pthread_once(&ws_once_, ws_make_key);
+    pthread_setspecific(ws_key_, &ws_); /* frees the copies when this thread exits */
+    free(ws_.p[slot]);
+    ws_.p[slot] = malloc(sizeof(float) * elems);
+    ws_.cap[slot] = ws_.p[slot] ? elems : 0;
+    if (!ws_.p[slot]) {
+      fprintf(stderr, "halflab: out of host memory for a GEMM's fp32 working copies (%zu MiB) (%s:%d)\n",
+              sizeof(float) * elems >> 20, __FILE__, __LINE__);
+      exit(1);
+    }
   }
-  return dst;
+  return ws_.p[slot];
 }
 
-static void narrow(const float *src, void *dst, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld) {
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+/* rows x cols (row stride ld) of a stored half operand -> packed fp32 */
+static void widen(const uint16_t *src, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld, float *dst) {
   for (int64_t r = 0; r < rows; r++) {
-    uint16_t *o = (uint16_t *)dst + r * ld;
-    const float *s = src + r * cols;
-    if (t == HL_GEMM_F16)
-      for (int64_t c = 0; c < cols; c++) o[c] = hl_f32_to_f16(s[c]);
-    else
-      for (int64_t c = 0; c < cols; c++) o[c] = hl_f32_to_bf16(s[c]);
+    if (t == HL_GEMM_F16) hl_cpu_widen_f16(src + r * ld, dst + r * cols, (size_t)cols);
+    else hl_cpu_widen_bf16(src + r * ld, dst + r * cols, (size_t)cols);
   }
 }
 
-static void oom(void) {
-  fprintf(stderr, "halflab: out of host memory for a GEMM's fp32 working copies (%s:%d)\n", __FILE__, __LINE__);
-  exit(1);
+static void narrow(const float *src, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld, uint16_t *dst) {
+  for (int64_t r = 0; r < rows; r++) {
+    if (t == HL_GEMM_F16) hl_cpu_narrow_f16(src + r * cols, dst + r * ld, (size_t)cols);
+    else hl_cpu_narrow_bf16(src + r * cols, dst + r * ld, (size_t)cols);
+  }
 }
 
 static void cpu_gemm(const hl_gemm_desc *d) {
+  if (d->m <= 0 || d->n <= 0) return;
   const CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
   const int64_t batch = d->batch > 0 ? d->batch : 1;
@@ -83,32 +119,30 @@ static void cpu_gemm(const hl_gemm_desc *d) {
     /* fp32 views of the operands: the data itself, or a widened copy */
     const float *a = (const float *)d->a + i * d->stride_a;
     const float *b = (const float *)d->b + i * d->stride_b;
-    float *wa = NULL, *wb = NULL, *wc = NULL;
-    int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
-    if (d->a_type != HL_GEMM_F32) {
-      a = wa = widen((const uint16_t *)d->a + i * d->stride_a, d->a_type, a_rows, a_cols, d->lda);
-      if (!wa) oom();
-      lda = (int)a_cols;
-    }
-    if (d->b_type != HL_GEMM_F32) {
-      b = wb = widen((const uint16_t *)d->b + i * d->stride_b, d->b_type, b_rows, b_cols, d->ldb);
-      if (!wb) oom();
-      ldb = (int)b_cols;
-    }
     float *c = (float *)d->c + i * d->stride_c;
+    int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
+    if (d->a_type != HL_GEMM_F32 && d->k > 0) {
+      float *wa = ws_get(0, (size_t)(a_rows * a_cols));
+      widen((const uint16_t *)d->a + i * d->stride_a, d->a_type, a_rows, a_cols, d->lda, wa);
+      a = wa;
+      lda = (int)(a_cols > 0 ? a_cols : 1);
+    }
+    if (d->b_type != HL_GEMM_F32 && d->k > 0) {
+      float *wb = ws_get(1, (size_t)(b_rows * b_cols));
+      widen((const uint16_t *)d->b + i * d->stride_b, d->b_type, b_rows, b_cols, d->ldb, wb);
+      b = wb;
+      ldb = (int)(b_cols > 0 ? b_cols : 1);
+    }
+    uint16_t *c_half = NULL;
     if (d->c_type != HL_GEMM_F32) {
-      void *cdst = (uint16_t *)d->c + i * d->stride_c;
-      if (d->beta != 0.0f) wc = widen(cdst, d->c_type, d->m, d->n, d->ldc);
-      else wc = malloc(sizeof(float) * (size_t)(d->m * d->n));
-      if (!wc) oom();
-      c = wc;
+      c_half = (uint16_t *)d->c + i * d->stride_c;
+      c = ws_get(2, (size_t)(d->m * d->n));
+      /* beta == 0: sgemm does not read C, so neither do we */
+      if (d->beta != 0.0f) widen(c_half, d->c_type, d->m, d->n, d->ldc, c);
       ldc = (int)d->n;
     }
     cblas_sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a, lda, b, ldb, d->beta, c, ldc);
-    if (wc) narrow(wc, (uint16_t *)d->c + i * d->stride_c, d->c_type, d->m, d->n, d->ldc);
-    free(wa);
-    free(wb);
-    free(wc);
+    if (c_half) narrow(c, d->c_type, d->m, d->n, d->ldc, c_half);
   }
 }
 
