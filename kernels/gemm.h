@@ -79,6 +79,43 @@ static inline size_t hl_gemm_type_size(hl_gemm_type t) {
   return (unsigned)t <= HL_GEMM_E4M3 ? sizes[t] : 0;
 }
 
+/* How far a correct result may lie from the exact product, entry by entry:
+ *
+ *   |c - exact| <= out * |exact| + term * (sum_p |alpha a_ip b_pj| + |beta c_in|)
+ *
+ * out: one rounding to the output type. term: rounding of the inputs inside
+ * the GEMM (tf32: each input to 10 bits, so 2^-10 per product) plus the
+ * accumulation, u_acc x g. For round-to-nearest accumulation with random
+ * signs the normwise error stays near u_acc whatever k (the partial sums
+ * random-walk), so g = 16 leaves a wide margin; tensor cores truncate while
+ * they align addends (Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of
+ * NVIDIA tensor cores", 2021), a bias that grows like sqrt(k), so there
+ * g = max(16, 4 sqrt(k)); Hopper's fp8 tensor cores keep about 14 bits in
+ * the accumulator between promotions to fp32 (DeepSeek-V3 technical report,
+ * 2024), so u_acc = 2^-14 there. These are validation bounds for data of
+ * mixed signs (benchmarks, tests), not worst-case bounds. */
+typedef struct {
+  double out, term;
+} hl_gemm_bound;
+
+static inline hl_gemm_bound hl_gemm_error_bound(const hl_gemm_desc *d, bool tensor_cores) {
+  hl_gemm_bound b;
+  b.out = d->c_type == HL_GEMM_F16 ? 0x1p-11 : d->c_type == HL_GEMM_BF16 ? 0x1p-8
+        : d->c_type == HL_GEMM_F32 ? 0x1p-24 : 0x1p-53;
+  double u_in = d->compute == HL_COMPUTE_F32_FAST_TF32 ? 0x1p-10 : 0.0;
+  double u_acc = d->compute == HL_COMPUTE_F16 ? 0x1p-11 : d->compute == HL_COMPUTE_F64 ? 0x1p-53 : 0x1p-24;
+  if (tensor_cores && d->a_type == HL_GEMM_E4M3) u_acc = 0x1p-14;
+  double g = 16.0;
+  if (tensor_cores) {
+    /* 4 sqrt(k) without <math.h>: Newton's iteration from above */
+    double k = d->k > 1 ? (double)d->k : 1.0, r = k;
+    for (int i = 0; i < 64 && r * r > k * (1.0 + 1e-12); i++) r = 0.5 * (r + k / r);
+    if (4.0 * r > g) g = 4.0 * r;
+  }
+  b.term = u_in + u_acc * g;
+  return b;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,8 +4,10 @@
 #define HL_CUDA_KERNELS_H
 
 #define HL_CUDA_PROBE_KERNELS NULL
-#define HL_CUDA_STREAM_KERNELS NULL
-#define HL_CUDA_GEMM_KERNELS NULL
+extern "C" const struct hl_stream_kernels hl_cuda_stream_kernels;
+#define HL_CUDA_STREAM_KERNELS (&hl_cuda_stream_kernels)
+extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels;
+#define HL_CUDA_GEMM_KERNELS (&hl_cuda_gemm_kernels)
 #define HL_CUDA_TENSOR_KERNELS NULL
 #define HL_CUDA_OPTIM_KERNELS NULL
 

@@ -1,0 +1,251 @@
+/* gemm_cuda.cu — kernels/gemm.h on the GPU: cuBLAS for fp32/tf32/fp16/bf16/
+ * fp64, cuBLASLt for fp8 e4m3. One cuBLAS and one cuBLASLt handle per
+ * process, both on hl_cuda_stream(); every call checked (kernels/cuda/check.h).
+ *
+ * Row-major is cuBLAS's column-major seen transposed: C^T = op(B)^T op(A)^T,
+ * so a row-major call passes B as cuBLAS's A and A as its B, with m and n
+ * swapped and the same leading dimensions.
+ *
+ * What each combination runs (the labels halflab-bench writes):
+ *   fp32 in/out, compute f32   cublasGemmEx CUBLAS_COMPUTE_32F, default math:
+ *                              SIMT FFMA, never tf32 (that needs the FAST_TF32
+ *                              compute type or the tf32 math mode)
+ *   fp32 in/out, compute tf32  CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores)
+ *   fp16/bf16 in, compute f32  CUBLAS_COMPUTE_32F on tensor cores, with
+ *                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+ *                              so split-k partial sums stay fp32 too
+ *   fp16 in/out, compute f16   CUBLAS_COMPUTE_16F, alpha/beta in fp16
+ *   e4m3 in, compute f32       cublasLtMatmul, heuristic algorithm, 32 MiB
+ *                              workspace, per-tensor A/B scales, fp8 fast
+ *                              accumulation off (the default)
+ *   batch > 1                  the strided-batched forms of the same calls
+ */
+#include <cuda_fp16.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/gemm.h"
+
+namespace {
+
+cublasHandle_t blas_;
+cublasLtHandle_t lt_;
+void *lt_workspace_;
+const size_t lt_workspace_bytes_ = 32u << 20;
+float *scales_dev_;          /* a_scale, b_scale on the device (cuBLASLt reads them there) */
+float scales_host_[2] = {0, 0};
+
+void ensure_handles() {
+  if (blas_) return;
+  HL_CUBLAS_CHECK(cublasCreate(&blas_));
+  HL_CUBLAS_CHECK(cublasSetStream(blas_, hl_cuda_stream()));
+  HL_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  HL_CUDA_CHECK(cudaMalloc(&lt_workspace_, lt_workspace_bytes_));
+  HL_CUDA_CHECK(cudaMalloc(&scales_dev_, 2 * sizeof(float)));
+}
+
+/* compute capability of the current device; false without one */
+bool device_cc(int *major, int *minor) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+cudaDataType cuda_type(hl_gemm_type t) {
+  switch (t) {
+    case HL_GEMM_F64: return CUDA_R_64F;
+    case HL_GEMM_F32: return CUDA_R_32F;
+    case HL_GEMM_F16: return CUDA_R_16F;
+    case HL_GEMM_BF16: return CUDA_R_16BF;
+    default: return CUDA_R_8F_E4M3;
+  }
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
+
+const char *why_not(const hl_gemm_desc *d) {
+  int major = 0, minor = 0;
+  if (!device_cc(&major, &minor)) return "no usable CUDA device";
+  const int cc = major * 10 + minor;
+  const hl_gemm_type a = d->a_type, b = d->b_type, c = d->c_type;
+  if (!fits_int(d->m) || !fits_int(d->n) || !fits_int(d->k) || !fits_int(d->lda) || !fits_int(d->ldb) ||
+      !fits_int(d->ldc) || !fits_int(d->batch))
+    return "a dimension or leading dimension is beyond cuBLAS's 32-bit int";
+  if (a == HL_GEMM_E4M3 || b == HL_GEMM_E4M3) {
+    if (cc < 89) return "fp8 (e4m3) tensor cores need sm_89 or newer";
+    if (a != b) return "fp8 GEMM here takes e4m3 for both A and B";
+    if (d->compute != HL_COMPUTE_F32) return "fp8 GEMM accumulates in fp32 only";
+    if (c != HL_GEMM_F32 && c != HL_GEMM_F16 && c != HL_GEMM_BF16) return "fp8 GEMM writes fp32, fp16 or bf16";
+    if (d->trans_a || !d->trans_b)
+      return "cuBLASLt's fp8 kernels need the TN layout: row-major A not transposed, B transposed (n x k)";
+    if (d->m % 16 || d->n % 16 || d->k % 16 || d->lda % 16 || d->ldb % 16 || d->ldc % 16)
+      return "cuBLASLt's fp8 kernels need m, n, k and the leading dimensions to be multiples of 16";
+    return NULL;
+  }
+  if (c == HL_GEMM_E4M3) return "fp8 output is not supported";
+  if (a != b) return "A and B must have the same type (cublasGemmEx)";
+  switch (d->compute) {
+    case HL_COMPUTE_F64:
+      if (a != HL_GEMM_F64 || c != HL_GEMM_F64) return "fp64 compute needs fp64 operands";
+      return NULL;
+    case HL_COMPUTE_F32_FAST_TF32:
+      if (a != HL_GEMM_F32 || c != HL_GEMM_F32) return "tf32 takes fp32 operands";
+      if (cc < 80) return "tf32 tensor cores need sm_80 (Ampere) or newer";
+      return NULL;
+    case HL_COMPUTE_F16:
+      if (a != HL_GEMM_F16 || c != HL_GEMM_F16) return "fp16 accumulation takes fp16 operands and output";
+      return NULL;
+    case HL_COMPUTE_F32:
+      if (a == HL_GEMM_F64) return "fp64 operands need fp64 compute";
+      if (a == HL_GEMM_BF16 && cc < 80) return "bf16 tensor cores need sm_80 (Ampere) or newer";
+      if (c != a && c != HL_GEMM_F32) return "the output must have the input type or be fp32";
+      return NULL;
+  }
+  return "unknown compute type";
+}
+
+bool cuda_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
+  const char *no = why_not(d);
+  if (no && why && len) {
+    strncpy(why, no, len - 1);
+    why[len - 1] = '\0';
+  }
+  return no == NULL;
+}
+
+/* ---- cuBLASLt fp8: descriptors and the chosen algorithm, cached per shape */
+struct lt_plan {
+  bool used;
+  int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
+  hl_gemm_type c_type;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+};
+lt_plan plans_[16];
+int next_plan_;
+
+bool same_shape(const lt_plan &p, const hl_gemm_desc *d) {
+  return p.used && p.m == d->m && p.n == d->n && p.k == d->k && p.batch == d->batch && p.lda == d->lda &&
+         p.ldb == d->ldb && p.ldc == d->ldc && p.sa == d->stride_a && p.sb == d->stride_b && p.sc == d->stride_c &&
+         p.c_type == d->c_type;
+}
+
+cublasLtMatrixLayout_t layout(cudaDataType t, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l;
+  HL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld));
+  if (batch > 1) {
+    int32_t count = (int32_t)batch;
+    HL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    HL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                     sizeof stride));
+  }
+  return l;
+}
+
+lt_plan &plan_for(const hl_gemm_desc *d) {
+  for (lt_plan &p : plans_)
+    if (same_shape(p, d)) return p;
+  lt_plan &p = plans_[next_plan_];
+  next_plan_ = (next_plan_ + 1) % 16;
+  if (p.used) {
+    HL_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p.la));
+    HL_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p.lb));
+    HL_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p.lc));
+    HL_CUBLAS_CHECK(cublasLtMatmulDescDestroy(p.op));
+  }
+  p.used = true;
+  p.m = d->m, p.n = d->n, p.k = d->k, p.batch = d->batch, p.lda = d->lda, p.ldb = d->ldb, p.ldc = d->ldc;
+  p.sa = d->stride_a, p.sb = d->stride_b, p.sc = d->stride_c, p.c_type = d->c_type;
+  HL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
+  /* cuBLAS's A is our B (stored n x k row-major = k x n column-major), its B our A (k x m column-major) */
+  const float *scale_a_lt = scales_dev_ + 1, *scale_b_lt = scales_dev_;
+  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a_lt,
+                                                 sizeof scale_a_lt));
+  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b_lt,
+                                                 sizeof scale_b_lt));
+  p.la = layout(CUDA_R_8F_E4M3, d->k, d->n, d->ldb, d->batch, d->stride_b);
+  p.lb = layout(CUDA_R_8F_E4M3, d->k, d->m, d->lda, d->batch, d->stride_a);
+  p.lc = layout(cuda_type(d->c_type), d->n, d->m, d->ldc, d->batch, d->stride_c);
+  cublasLtMatmulPreference_t pref;
+  HL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  HL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                       &lt_workspace_bytes_, sizeof lt_workspace_bytes_));
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  HL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found));
+  HL_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+  if (found == 0)
+    hl_cuda_fail("cuBLASLt", "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__,
+                 "no algorithm for this fp8 problem (m, n, k, layout or output type unsupported on this GPU)");
+  p.algo = result.algo;
+  return p;
+}
+
+void run_fp8(const hl_gemm_desc *d) {
+  if (scales_host_[0] != d->a_scale || scales_host_[1] != d->b_scale) {
+    scales_host_[0] = d->a_scale, scales_host_[1] = d->b_scale;
+    /* pageable source: staged before the call returns, so scales_host_ may change afterwards */
+    HL_CUDA_CHECK(cudaMemcpyAsync(scales_dev_, scales_host_, sizeof scales_host_, cudaMemcpyHostToDevice,
+                                  hl_cuda_stream()));
+  }
+  lt_plan &p = plan_for(d);
+  HL_CUBLAS_CHECK(cublasLtMatmul(lt_, p.op, &d->alpha, d->b, p.la, d->a, p.lb, &d->beta, d->c, p.lc, d->c, p.lc,
+                                 &p.algo, lt_workspace_, lt_workspace_bytes_, hl_cuda_stream()));
+}
+
+void cuda_gemm(const hl_gemm_desc *d) {
+  if (d->m <= 0 || d->n <= 0) return;
+  ensure_handles();
+  if (d->a_type == HL_GEMM_E4M3) {
+    run_fp8(d);
+    return;
+  }
+  const cublasOperation_t op_b = d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLAS's A */
+  const cublasOperation_t op_a = d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLAS's B */
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  const void *alpha = &d->alpha, *beta = &d->beta;
+  __half alpha_h, beta_h;
+  double alpha_d = d->alpha, beta_d = d->beta;
+  switch (d->compute) {
+    case HL_COMPUTE_F64:
+      compute = CUBLAS_COMPUTE_64F, alpha = &alpha_d, beta = &beta_d;
+      break;
+    case HL_COMPUTE_F32_FAST_TF32:
+      compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+      break;
+    case HL_COMPUTE_F16:
+      compute = CUBLAS_COMPUTE_16F;
+      alpha_h = __float2half_rn(d->alpha), beta_h = __float2half_rn(d->beta);
+      alpha = &alpha_h, beta = &beta_h;
+      break;
+    case HL_COMPUTE_F32:
+      if (d->a_type != HL_GEMM_F32) math = (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+      break;
+  }
+  HL_CUBLAS_CHECK(cublasSetMathMode(blas_, math));
+  const int m = (int)d->n, n = (int)d->m, k = (int)d->k; /* cuBLAS's view */
+  const cudaDataType at = cuda_type(d->a_type), ct = cuda_type(d->c_type);
+  if (d->batch <= 1) {
+    HL_CUBLAS_CHECK(cublasGemmEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)d->ldb, d->a, at, (int)d->lda,
+                                 beta, d->c, ct, (int)d->ldc, compute, CUBLAS_GEMM_DEFAULT));
+  } else {
+    HL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)d->ldb, d->stride_b,
+                                               d->a, at, (int)d->lda, d->stride_a, beta, d->c, ct, (int)d->ldc,
+                                               d->stride_c, (int)d->batch, compute, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+}  // namespace
+
+extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm};
