@@ -3,7 +3,8 @@
 #ifndef HL_CPU_KERNELS_H
 #define HL_CPU_KERNELS_H
 
-#define HL_CPU_PROBE_KERNELS NULL
+extern const struct hl_probe_kernels hl_cpu_probe_kernels;
+#define HL_CPU_PROBE_KERNELS (&hl_cpu_probe_kernels)
 extern const struct hl_stream_kernels hl_cpu_stream_kernels;
 #define HL_CPU_STREAM_KERNELS (&hl_cpu_stream_kernels)
 extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;

@@ -3,7 +3,8 @@
 #ifndef HL_CUDA_KERNELS_H
 #define HL_CUDA_KERNELS_H
 
-#define HL_CUDA_PROBE_KERNELS NULL
+extern "C" const struct hl_probe_kernels hl_cuda_probe_kernels;
+#define HL_CUDA_PROBE_KERNELS (&hl_cuda_probe_kernels)
 extern "C" const struct hl_stream_kernels hl_cuda_stream_kernels;
 #define HL_CUDA_STREAM_KERNELS (&hl_cuda_stream_kernels)
 extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels;
