@@ -1,0 +1,290 @@
+/* absorption.c — `halflab-numerics absorption`: updates too small to move a
+ * number. The seed's 1 + 0.0001; the threshold at 1 in each format; a sweep
+ * of updates u from 2^-30 to 1 (fl(1 + u) - 1 against u); the lost-update
+ * experiment (10000 updates of 1e-4 to a weight of 1, five ways); and the
+ * harmonic series, which stops growing in every format. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/format.h"
+#include "amp/half.h"
+#include "numerics/nx.h"
+
+static const hl_format arith_formats[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16};
+#define NARITH 3
+
+static const char *mode_name(hl_arith_mode m) {
+  return m == HL_ROUND_NATIVE ? "native" : m == HL_ROUND_VIA_FP32 ? "fp32_then_round" : "rounded_once";
+}
+
+/* ---------------------------------------------------------- the cases -- */
+
+typedef struct {
+  const char *id;
+  hl_format f;
+  hl_arith_mode mode;
+  float a, b;
+} add_case;
+
+#define MAX_CASES 16
+
+static int build_cases(add_case *cs) {
+  int n = 0;
+  for (int i = 0; i < NARITH; i++) cs[n++] = (add_case){"1+0.0001", arith_formats[i], HL_ROUND_NATIVE, 1.0f, 0.0001f};
+  for (int i = 0; i < NARITH; i++) {
+    const hl_format_info *fi = hl_format_get(arith_formats[i]);
+    float u = (float)fi->unit_roundoff;
+    cs[n++] = (add_case){"1+u", arith_formats[i], HL_ROUND_NATIVE, 1.0f, u}; /* a tie: to even, 1 */
+    cs[n++] = (add_case){"1+next_above_u", arith_formats[i], HL_ROUND_NATIVE, 1.0f, u * (1.0f + (float)fi->epsilon)};
+  }
+  const float trap = 0x1p-11f + 0x1p-34f; /* an fp32 value just above fp16's half-spacing at 1 */
+  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_FMT_FP16, HL_ROUND_VIA_FP32, 1.0f, trap};
+  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_FMT_FP16, HL_ROUND_ONCE, 1.0f, trap};
+  cs[n++] = (add_case){"1.9+1.9/2100", HL_FMT_FP16, HL_ROUND_NATIVE, 1.9f, 1.9f / 2100.0f};
+  return n;
+}
+
+typedef struct {
+  double a, b_stored, result, change;
+  uint32_t bits;
+} add_view;
+
+static add_view view_case(const add_case *k, uint32_t bits) {
+  add_view v;
+  bool native = k->mode == HL_ROUND_NATIVE;
+  v.a = hl_format_decode(k->f, hl_format_encode(k->f, k->a, HL_OVERFLOW_IEEE));
+  v.b_stored = native ? hl_format_decode(k->f, hl_format_encode(k->f, k->b, HL_OVERFLOW_IEEE)) : (double)k->b;
+  v.bits = bits;
+  v.result = hl_format_decode(k->f, bits);
+  v.change = v.result - (native ? v.a : (double)k->a);
+  return v;
+}
+
+static void run_cases(const nx_ctx *c, add_case *cs, int n, uint32_t bits[NX_MAX_DEVICES][MAX_CASES]) {
+  for (int d = 0; d < c->ndev; d++)
+    for (int i = 0; i < n; i++) c->k[d]->arith(HL_ARITH_ADD, cs[i].mode, cs[i].f, &cs[i].a, &cs[i].b, &bits[d][i], 1);
+}
+
+static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bits[NX_MAX_DEVICES][MAX_CASES]) {
+  char s1[64], s2[64], s3[64], s4[64];
+  nx_heading("absorption: 1 + 0.0001 (the seed's second example), on %s", nx_dev_label(c, 0));
+  printf("  %-6s %-27s %-26s %s\n", "format", "0.0001 is stored as", "1 + that", "why");
+  for (int i = 0; i < n; i++) {
+    if (strcmp(cs[i].id, "1+0.0001")) continue;
+    add_view v = view_case(&cs[i], bits[0][i]);
+    const hl_format_info *fi = hl_format_get(cs[i].f);
+    uint32_t b16 = hl_format_encode(cs[i].f, cs[i].b, HL_OVERFLOW_IEEE);
+    char stored[64], sum[64];
+    snprintf(stored, sizeof stored, "%s (%s)", nx_show(v.b_stored, s1, sizeof s1), nx_hex(cs[i].f, b16, s2, sizeof s2));
+    snprintf(sum, sizeof sum, "%s (%s)", nx_show(v.result, s3, sizeof s3), nx_hex(cs[i].f, v.bits, s4, sizeof s4));
+    printf("  %-6s %-27s %-26s spacing at 1 is %s = %.3g: 0.0001 is %s half of it\n", fi->name, stored, sum,
+           nx_pow2(fi->epsilon, s1, sizeof s1), fi->epsilon, v.b_stored < fi->epsilon / 2 ? "less than" : "more than");
+  }
+  printf("\n  The threshold at 1: an update u survives 1 + u only above half the spacing (u > epsilon/2).\n");
+  printf("  %-6s %-36s %s\n", "format", "1 + epsilon/2 (a tie, to even)", "1 + the next value above epsilon/2");
+  for (int i = 0; i < n; i++) {
+    if (strcmp(cs[i].id, "1+u")) continue;
+    add_view tie = view_case(&cs[i], bits[0][i]), above = view_case(&cs[i + 1], bits[0][i + 1]);
+    char l[96], r[96];
+    snprintf(l, sizeof l, "1 + %s = %s", nx_pow2(tie.b_stored, s1, sizeof s1), nx_show(tie.result, s2, sizeof s2));
+    snprintf(r, sizeof r, "1 + %s (%s) = %s", nx_show(above.b_stored, s3, sizeof s3),
+             nx_hex(cs[i].f, hl_format_encode(cs[i].f, cs[i + 1].b, HL_OVERFLOW_IEEE), s4, sizeof s4),
+             nx_show(above.result, s1, sizeof s1));
+    printf("  %-6s %-36s %s\n", hl_format_get(cs[i].f)->name, l, r);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(cs[i].id, "1+(2^-11+2^-34)") && cs[i].mode == HL_ROUND_VIA_FP32) {
+      add_view twice = view_case(&cs[i], bits[0][i]), once = view_case(&cs[i + 1], bits[0][i + 1]);
+      printf("\n  Double rounding: x = 2^-11 + 2^-34 held in fp32. 1 + x rounded to fp32 is 1 + 2^-11, a tie in\n"
+             "  fp16, so rounding that to fp16 gives %s; rounded once, straight to fp16, 1 + x is %s.\n",
+             nx_show(twice.result, s1, sizeof s1), nx_exact(once.result, 20, s2, sizeof s2));
+    }
+    if (!strcmp(cs[i].id, "1.9+1.9/2100")) {
+      add_view v = view_case(&cs[i], bits[0][i]);
+      printf("\n  Ratio rule: in fp16 an update u may be lost once |w/u| > 2048 and always is once |w/u| > 4096.\n"
+             "  w = 1.9, u = w/2100 (ratio 2100): w + u = %s, a move of %s: not lost yet.\n",
+             nx_show(v.result, s1, sizeof s1), nx_pow2(v.change, s2, sizeof s2));
+    }
+  }
+}
+
+static void write_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bits[NX_MAX_DEVICES][MAX_CASES]) {
+  hl_csv *f = nx_csv_open(c, "absorption.csv", "device,case,format,rounding,a,b,b_stored,result,result_hex,change");
+  for (int d = 0; d < c->ndev; d++)
+    for (int i = 0; i < n; i++) {
+      add_view v = view_case(&cs[i], bits[d][i]);
+      char hex[16];
+      hl_csv_row(f, "%s,%s,%s,%s,%.9g,%.9g,%.17g,%.17g,%s,%.17g", nx_dev_name(c, d), cs[i].id,
+                 hl_format_get(cs[i].f)->name, mode_name(cs[i].mode), cs[i].a, cs[i].b, v.b_stored, v.result,
+                 nx_hex(cs[i].f, v.bits, hex, sizeof hex), v.change);
+    }
+  nx_csv_close(f);
+}
+
+/* ------------------------------------------------------------ the sweep -- */
+
+static void sweep(const nx_ctx *c) {
+  const int per_octave = c->quick ? 4 : 16, n = 30 * per_octave + 1;
+  float *u = malloc(sizeof(float) * (size_t)n), *ones = malloc(sizeof(float) * (size_t)n);
+  uint32_t *out = malloc(sizeof(uint32_t) * (size_t)n * NARITH * NX_MAX_DEVICES);
+  if (!u || !ones || !out) hl_fatal("out of memory");
+  for (int i = 0; i < n; i++) u[i] = (float)exp2(-30.0 + (double)i / per_octave), ones[i] = 1.0f;
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < NARITH; fi++)
+      c->k[d]->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, arith_formats[fi], ones, u, out + ((size_t)d * NARITH + fi) * n, n);
+
+  nx_heading("absorption sweep: fl(1 + u) - 1 for u = 2^-30 ... 1, %d per octave, on %s", per_octave, nx_dev_label(c, 0));
+  printf("  %-6s %-34s %s\n", "format", "u lost entirely (1 + u = 1) up to", "above that, 1 + u moves in steps of");
+  for (int fi = 0; fi < NARITH; fi++) {
+    hl_format f = arith_formats[fi];
+    double lost_up_to = 0;
+    for (int i = 0; i < n; i++)
+      if (hl_format_decode(f, out[(size_t)fi * n + i]) == 1.0) lost_up_to = u[i];
+    char s1[48], s2[48];
+    printf("  %-6s %-34s %s\n", hl_format_get(f)->name, nx_pow2(lost_up_to, s1, sizeof s1),
+           nx_pow2(hl_format_get(f)->epsilon, s2, sizeof s2));
+  }
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (size_t i = 0; i < (size_t)n * NARITH; i++)
+      bad += !nx_same_bits(arith_formats[i / n], out[i], out[(size_t)d * NARITH * n + i]);
+    nx_report_agreement(c, d, "the sweep", bad, (long)n * NARITH);
+  }
+
+  hl_csv *f = nx_csv_open(c, "absorption_sweep.csv", "device,format,update,update_stored,effective_update");
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < NARITH; fi++) {
+      hl_format fm = arith_formats[fi];
+      for (int i = 0; i < n; i++) {
+        double stored = hl_format_decode(fm, hl_format_encode(fm, u[i], HL_OVERFLOW_IEEE));
+        double eff = hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0;
+        hl_csv_row(f, "%s,%s,%.9g,%.17g,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name, u[i], stored, eff);
+      }
+    }
+  nx_csv_close(f);
+  free(u), free(ones), free(out);
+}
+
+/* ------------------------------------------------------- lost update -- */
+
+static const char *update_id[HL_UPDATE_STRATEGIES] = {"fp16", "bf16", "fp32_master", "fp16_kahan", "fp16_stochastic"};
+static const char *update_label[HL_UPDATE_STRATEGIES] = {
+    "fp16 weight", "bf16 weight", "fp32 master weight (fp16 updates)", "fp16 weight + Kahan compensation",
+    "fp16 weight, stochastic rounding"};
+
+static void lost_update(const nx_ctx *c) {
+  hl_update_params p = {.weight = 1.0f, .update = 1e-4f, .steps = 10000, .sample_every = 100, .seed = c->seed};
+  const uint32_t ns = hl_update_samples(&p);
+  uint32_t fin[NX_MAX_DEVICES][HL_UPDATE_STRATEGIES];
+  double *tr[NX_MAX_DEVICES];
+  for (int d = 0; d < c->ndev; d++) {
+    tr[d] = malloc(sizeof(double) * HL_UPDATE_STRATEGIES * ns);
+    if (!tr[d]) hl_fatal("out of memory");
+    c->k[d]->update(&p, fin[d], tr[d]);
+  }
+  double stored_update[HL_UPDATE_STRATEGIES];
+  for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
+    hl_format f = hl_update_step_format((hl_update_strategy)s);
+    stored_update[s] = hl_format_decode(f, hl_format_encode(f, p.update, HL_OVERFLOW_IEEE));
+  }
+
+  nx_heading("lost update: w = 1, then %u updates of 0.0001 each, on %s", p.steps, nx_dev_label(c, 0));
+  printf("  %-35s %-13s %-11s %s\n", "strategy", "final weight", "bits", "exact (1 + 10000 x the stored update)");
+  for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
+    hl_format f = hl_update_weight_format((hl_update_strategy)s);
+    char w[48], hex[16], ex[48];
+    printf("  %-35s %-13s %-11s %s\n", update_label[s], nx_show(hl_format_decode(f, fin[0][s]), w, sizeof w),
+           nx_hex(f, fin[0][s], hex, sizeof hex), nx_show(1.0 + p.steps * stored_update[s], ex, sizeof ex));
+  }
+  printf("\n  fp16 and bf16 weights never move: 0.0001 is less than half their spacing at 1 (2^-11, 2^-8),\n"
+         "  so every single add rounds back. An fp32 master copy keeps the updates (its spacing at 1 is\n"
+         "  2^-23); Kahan's compensation carries what each rounding dropped into the next add; stochastic\n"
+         "  rounding (seed %llu) rounds up with probability (distance to the value below) / spacing, so\n"
+         "  the weight is right on average (about 0.04 either way after 10000 updates).\n",
+         (unsigned long long)p.seed);
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
+      bad += !nx_same_bits(hl_update_weight_format((hl_update_strategy)s), fin[0][s], fin[d][s]);
+      for (uint32_t j = 0; j < ns; j++) bad += tr[0][s * ns + j] != tr[d][s * ns + j];
+    }
+    nx_report_agreement(c, d, "the lost-update experiment (stochastic rounding included)", bad,
+                        (long)HL_UPDATE_STRATEGIES * (ns + 1));
+  }
+
+  hl_csv *f = nx_csv_open(c, "lost_update.csv", "device,strategy,step,weight,exact_weight");
+  for (int d = 0; d < c->ndev; d++)
+    for (int s = 0; s < HL_UPDATE_STRATEGIES; s++)
+      for (uint32_t j = 0; j < ns; j++) {
+        uint32_t step = j * p.sample_every;
+        hl_csv_row(f, "%s,%s,%u,%.17g,%.17g", nx_dev_name(c, d), update_id[s], step, tr[d][s * ns + j],
+                   1.0 + step * stored_update[s]);
+      }
+  nx_csv_close(f);
+  for (int d = 0; d < c->ndev; d++) free(tr[d]);
+}
+
+/* ---------------------------------------------------------- harmonic -- */
+
+static void harmonic(const nx_ctx *c) {
+  const uint64_t max_terms[NARITH] = {1u << 24, 1u << 20, 1u << 20}; /* fp32 stalls at 2^21 */
+  hl_harmonic_outcome o[NX_MAX_DEVICES][NARITH];
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < NARITH; fi++) c->k[d]->harmonic(arith_formats[fi], max_terms[fi], &o[d][fi]);
+
+  double true_sum[NARITH];
+  for (int fi = 0; fi < NARITH; fi++) { /* H_terms in double, small terms first */
+    true_sum[fi] = 0;
+    for (uint64_t k = o[0][fi].terms; k >= 1; k--) true_sum[fi] += 1.0 / (double)k;
+  }
+  nx_heading("harmonic series 1 + 1/2 + 1/3 + ... in each format, on %s", nx_dev_label(c, 0));
+  printf("  %-6s %-16s %-12s %-10s %s\n", "format", "stalls at term", "sum", "bits", "true sum of those terms");
+  for (int fi = 0; fi < NARITH; fi++) {
+    hl_format f = arith_formats[fi];
+    char n[32] = "-", sum[48], hex[16], t[48];
+    if (o[0][fi].stall_n) snprintf(n, sizeof n, "1/%llu", (unsigned long long)o[0][fi].stall_n);
+    printf("  %-6s %-16s %-12s %-10s %s\n", hl_format_get(f)->name, n,
+           nx_show(hl_format_decode(f, o[0][fi].sum_bits), sum, sizeof sum), nx_hex(f, o[0][fi].sum_bits, hex, sizeof hex),
+           nx_show(true_sum[fi], t, sizeof t));
+  }
+  printf("\n  The series diverges, but each format's sum stops growing at the first term smaller than half\n"
+         "  its spacing at the sum (the term is absorbed), and every later term is smaller still.\n");
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int fi = 0; fi < NARITH; fi++)
+      bad += o[d][fi].stall_n != o[0][fi].stall_n || o[d][fi].sum_bits != o[0][fi].sum_bits;
+    nx_report_agreement(c, d, "the harmonic series", bad, NARITH);
+  }
+
+  hl_csv *f = nx_csv_open(c, "harmonic.csv", "device,format,stall_n,terms,sum,sum_hex,true_sum");
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < NARITH; fi++) {
+      hl_format fm = arith_formats[fi];
+      char hex[16];
+      hl_csv_row(f, "%s,%s,%llu,%llu,%.17g,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+                 (unsigned long long)o[d][fi].stall_n, (unsigned long long)o[d][fi].terms,
+                 hl_format_decode(fm, o[d][fi].sum_bits), nx_hex(fm, o[d][fi].sum_bits, hex, sizeof hex), true_sum[fi]);
+    }
+  nx_csv_close(f);
+}
+
+int nx_absorption(const nx_ctx *c) {
+  add_case cs[MAX_CASES];
+  uint32_t bits[NX_MAX_DEVICES][MAX_CASES];
+  int n = build_cases(cs);
+  run_cases(c, cs, n, bits);
+  print_cases(c, cs, n, bits);
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int i = 0; i < n; i++) bad += !nx_same_bits(cs[i].f, bits[0][i], bits[d][i]);
+    nx_report_agreement(c, d, "the cases above", bad, n);
+  }
+  write_cases(c, cs, n, bits);
+  sweep(c);
+  lost_update(c);
+  harmonic(c);
+  return 0;
+}

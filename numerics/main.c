@@ -1,0 +1,159 @@
+/* main.c — halflab-numerics: the command line. Every option is read and
+ * checked before anything is created; then the subcommand runs its probes on
+ * each chosen device and writes its CSV files. */
+#include <float.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/device.h"
+#include "numerics/nx.h"
+#include "version.h"
+
+static const char usage_text[] =
+    "Usage: halflab-numerics SUBCOMMAND [OPTIONS]\n"
+    "\n"
+    "What half precision does to numbers: overflow, updates that vanish, subnormals.\n"
+    "Each probe runs on the CPU and, when one is usable, on the GPU with its own half\n"
+    "arithmetic; tables go to stdout, CSV files to the output folder.\n"
+    "\n"
+    "Subcommands:\n"
+    "  formats     fields, range and precision of fp32, tf32, fp16, bf16, fp8 (formats.csv);\n"
+    "              with --value X: X in every format, bit by bit (formats_value.csv)\n"
+    "  overflow    N copies of V summed seven ways: where fp16 overflows or stops growing\n"
+    "              (overflow.csv, overflow_trajectory.csv)\n"
+    "  absorption  1 + 0.0001, updates too small to move a weight, the lost-update experiment,\n"
+    "              the harmonic series (absorption.csv, absorption_sweep.csv, lost_update.csv,\n"
+    "              harmonic.csv)\n"
+    "  subnormal   the ladder 2^-10 ... 2^-26, loss scaling, flush-to-zero (subnormal_ladder.csv,\n"
+    "              loss_scale.csv, loss_scale_distribution.csv, ftz.csv)\n"
+    "  tour        the seeds' demonstrations in order, for a live class (tour.csv)\n"
+    "  all         formats, overflow, absorption, subnormal and tour\n"
+    "\n"
+    "Options:\n"
+    "  --value X     formats: any number, also inf, nan and hex floats such as 0x1p-24;\n"
+    "                overflow: the value summed, finite in fp32 (default 16)\n"
+    "  --count N     overflow: how many copies, 1 to 2147483647 (default 4096). Without\n"
+    "                --count and --value, overflow also runs the spec's contrasts\n"
+    "                (4000 x 16, 4096 x 1)\n"
+    "  --device D    auto (default: the CPU, and the GPU as well when one is usable), cpu, cuda\n"
+    "  --out DIR     output folder (default results/<machine>/, named after the GPU if used)\n"
+    "  --quick       smaller sweeps and samples\n"
+    "  --seed N      seed of the random streams (stochastic rounding, gradient sample); default 1\n"
+    "  --help        this text\n"
+    "  --version     version and git revision\n";
+
+typedef enum { SUB_FORMATS, SUB_OVERFLOW, SUB_ABSORPTION, SUB_SUBNORMAL, SUB_TOUR, SUB_ALL, SUB_NONE } subcommand;
+static const char *sub_names[] = {"formats", "overflow", "absorption", "subnormal", "tour", "all"};
+
+static subcommand parse_subcommand(const char *s) {
+  for (int i = 0; i < SUB_NONE; i++)
+    if (!strcmp(s, sub_names[i])) return (subcommand)i;
+  hl_usage_error("unknown subcommand '%s' (expected formats, overflow, absorption, subnormal, tour or all)", s);
+}
+
+/* --device auto: the CPU always, the GPU too when usable. `notice` gets the
+ * line saying why there is no GPU, printed once the output folder is known
+ * to be usable, so that a bad --out still yields a one-line error. */
+static void choose_devices(const char *request, nx_ctx *c, char *notice, size_t len) {
+  c->ndev = 0;
+  notice[0] = '\0';
+  if (!request || !strcmp(request, "auto")) {
+    char why[256];
+    c->dev[c->ndev++] = HL_DEVICE_CPU;
+    if (hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) c->dev[c->ndev++] = HL_DEVICE_CUDA;
+    else snprintf(notice, len, "%s: no usable GPU (%s): the probes run on the CPU only\n", hl_prog(), why);
+  } else {
+    c->dev[c->ndev++] = hl_cli_device(request);
+  }
+  for (int d = 0; d < c->ndev; d++) {
+    const hl_backend *b = hl_backend_for(c->dev[d]);
+    if (!b || !b->probe) hl_fatal("the %s backend of this build has no probe kernels", hl_device_kind_name(c->dev[d]));
+    c->k[d] = b->probe;
+  }
+}
+
+int main(int argc, char **argv) {
+  hl_cli_init("halflab-numerics", argc, argv);
+  enum { OPT_VALUE = 256, OPT_COUNT, OPT_DEVICE, OPT_OUT, OPT_QUICK, OPT_SEED, OPT_HELP, OPT_VERSION };
+  static const struct option longopts[] = {
+      {"value", required_argument, NULL, OPT_VALUE}, {"count", required_argument, NULL, OPT_COUNT},
+      {"device", required_argument, NULL, OPT_DEVICE}, {"out", required_argument, NULL, OPT_OUT},
+      {"quick", no_argument, NULL, OPT_QUICK},          {"seed", required_argument, NULL, OPT_SEED},
+      {"help", no_argument, NULL, OPT_HELP},            {"version", no_argument, NULL, OPT_VERSION},
+      {NULL, 0, NULL, 0}};
+  const char *value_s = NULL, *count_s = NULL, *device_s = NULL, *out_s = NULL, *seed_s = NULL;
+  bool quick = false;
+  opterr = 0; /* our own one-line messages */
+  int opt;
+  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    switch (opt) {
+      case OPT_VALUE: value_s = optarg; break;
+      case OPT_COUNT: count_s = optarg; break;
+      case OPT_DEVICE: device_s = optarg; break;
+      case OPT_OUT: out_s = optarg; break;
+      case OPT_QUICK: quick = true; break;
+      case OPT_SEED: seed_s = optarg; break;
+      case OPT_HELP: fputs(usage_text, stdout); return 0;
+      case OPT_VERSION: printf("halflab-numerics (halflab %s, %s)\n", HL_VERSION, HL_GIT_DESCRIBE); return 0;
+      case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
+      default:
+        if (optopt) hl_usage_error("unknown option '-%c'", optopt);
+        hl_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc) hl_usage_error("no subcommand given (formats, overflow, absorption, subnormal, tour or all)");
+  subcommand sub = parse_subcommand(argv[optind]);
+  if (optind + 1 < argc) hl_usage_error("unexpected argument '%s'", argv[optind + 1]);
+
+  /* every value checked before anything is created */
+  nx_ctx c = {0};
+  c.quick = quick;
+  c.seed = seed_s ? (uint64_t)hl_parse_int("--seed", seed_s, 0, INT64_MAX) : 1;
+  if (count_s && sub != SUB_OVERFLOW) hl_usage_error("--count applies to 'overflow' only, not '%s'", sub_names[sub]);
+  if (value_s && sub != SUB_OVERFLOW && sub != SUB_FORMATS)
+    hl_usage_error("--value applies to 'formats' and 'overflow' only, not '%s'", sub_names[sub]);
+  nx_overflow_opts ov = {.count = 4096, .value = 16.0};
+  double formats_value = 0;
+  if (sub == SUB_OVERFLOW) {
+    if (count_s) ov.count = (uint64_t)hl_parse_int("--count", count_s, 1, 2147483647), ov.has_count = true;
+    if (value_s) {
+      ov.value = hl_parse_double("--value", value_s, true);
+      if (fabs(ov.value) > FLT_MAX)
+        hl_usage_error("--value: %s is beyond fp32's range (largest finite %.9g)", value_s, (double)FLT_MAX);
+      ov.has_value = true;
+    }
+  }
+  if (sub == SUB_FORMATS && value_s) formats_value = hl_parse_double("--value", value_s, false);
+
+  char notice[512];
+  choose_devices(device_s, &c, notice, sizeof notice);
+  hl_device_kind primary = c.dev[c.ndev - 1]; /* the GPU names the folder when it is used */
+  char outdir[4096];
+  c.outdir = hl_cli_outdir(out_s, primary, outdir, sizeof outdir);
+  fputs(notice, stderr);
+  hl_meta_set_devices(c.dev, c.ndev);
+  hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
+  if (quick) hl_meta_set("quick", "yes");
+
+  switch (sub) {
+    case SUB_FORMATS: return nx_formats(&c, value_s ? &formats_value : NULL);
+    case SUB_OVERFLOW: return nx_overflow(&c, &ov);
+    case SUB_ABSORPTION: return nx_absorption(&c);
+    case SUB_SUBNORMAL: return nx_subnormal(&c);
+    case SUB_TOUR: return nx_tour(&c);
+    default: {
+      int rc = nx_formats(&c, NULL);
+      if (!rc) rc = nx_overflow(&c, &ov);
+      if (!rc) rc = nx_absorption(&c);
+      if (!rc) rc = nx_subnormal(&c);
+      if (!rc) rc = nx_tour(&c);
+      if (!rc) fprintf(stderr, "%s: CSV files written to %s/\n", hl_prog(), c.outdir);
+      return rc;
+    }
+  }
+}

@@ -1,0 +1,68 @@
+/* nx.h — what the subcommands of halflab-numerics share: the run context
+ * (devices, output folder, options), CSV files and value formatting. */
+#ifndef HL_NX_H
+#define HL_NX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp/csv.h"
+#include "amp/format.h"
+#include "kernels/backend.h"
+#include "kernels/probe.h"
+
+#define NX_MAX_DEVICES 2
+
+typedef struct {
+  int ndev;
+  hl_device_kind dev[NX_MAX_DEVICES]; /* the CPU first when both run */
+  const hl_probe_kernels *k[NX_MAX_DEVICES];
+  const char *outdir;
+  bool quick;
+  uint64_t seed;
+} nx_ctx;
+
+/* The options of `overflow`; has_count / has_value: given on the command line. */
+typedef struct {
+  uint64_t count;
+  double value;
+  bool has_count, has_value;
+} nx_overflow_opts;
+
+int nx_formats(const nx_ctx *c, const double *value); /* value: --value X, or NULL */
+int nx_overflow(const nx_ctx *c, const nx_overflow_opts *o);
+int nx_absorption(const nx_ctx *c);
+int nx_subnormal(const nx_ctx *c);
+int nx_tour(const nx_ctx *c);
+
+/* ------------------------------------------------------------ helpers -- */
+
+const char *nx_dev_name(const nx_ctx *c, int d);   /* "cpu", "cuda" (CSV device column) */
+const char *nx_dev_label(const nx_ctx *c, int d);  /* "cpu (Intel Xeon ...)" for headings */
+
+/* A CSV table in the output folder; I/O failure is fatal (exit 1). */
+hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header);
+void nx_csv_close(hl_csv *f);
+
+/* Display of a value held in format f: "%.9g" (every fp32 value reads back
+ * exactly), "inf", "-inf", "nan". */
+const char *nx_show(double v, char *buf, size_t len);
+/* Hex of an encoding, as wide as the format: 0x3c00, 0x3f800000, 0x7e. */
+const char *nx_hex(hl_format f, uint32_t bits, char *buf, size_t len);
+/* The exact decimal value of a double when it has at most `maxdig`
+ * significant digits, else the shortest round-trip form. */
+const char *nx_exact(double v, int maxdig, char *buf, size_t len);
+/* "2^-24" for exact powers of two, else nx_show. */
+const char *nx_pow2(double v, char *buf, size_t len);
+
+/* Do two encodings of format f agree bit for bit (any NaN matches any NaN)? */
+bool nx_same_bits(hl_format f, uint32_t a, uint32_t b);
+/* Print, after a probe's table, how the other devices compare with device 0:
+ * `mismatches` values differed out of `total`. */
+void nx_report_agreement(const nx_ctx *c, int d, const char *what, long mismatches, long total);
+
+/* Section heading on stdout. */
+void nx_heading(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,104 @@
+/* nx_util.c — CSV files, value formatting and device comparison for the
+ * subcommands of halflab-numerics. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/device.h"
+#include "numerics/nx.h"
+
+const char *nx_dev_name(const nx_ctx *c, int d) { return hl_device_kind_name(c->dev[d]); }
+
+const char *nx_dev_label(const nx_ctx *c, int d) {
+  static char buf[NX_MAX_DEVICES][320];
+  snprintf(buf[d], sizeof buf[d], "%s (%s)", nx_dev_name(c, d), hl_device_facts_get(c->dev[d])->name);
+  return buf[d];
+}
+
+hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header) {
+  char err[4200];
+  hl_csv *f = hl_csv_open(c->outdir, name, header, HL_CSV_TABLE, err, sizeof err);
+  if (!f) hl_fatal("%s", err);
+  return f;
+}
+
+void nx_csv_close(hl_csv *f) {
+  char err[4200];
+  if (!hl_csv_close(f, err, sizeof err)) hl_fatal("%s", err);
+}
+
+const char *nx_show(double v, char *buf, size_t len) {
+  if (isnan(v)) snprintf(buf, len, "nan");
+  else if (isinf(v)) snprintf(buf, len, v < 0 ? "-inf" : "inf");
+  else snprintf(buf, len, "%.9g", v);
+  return buf;
+}
+
+const char *nx_hex(hl_format f, uint32_t bits, char *buf, size_t len) {
+  int digits = (hl_format_get(f)->bits + 3) / 4;
+  snprintf(buf, len, "0x%0*x", digits, bits);
+  return buf;
+}
+
+const char *nx_exact(double v, int maxdig, char *buf, size_t len) {
+  if (!isfinite(v) || v == 0) return nx_show(v, buf, len);
+  /* glibc prints the exact binary value; drop the zeros it pads with */
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%.*e", maxdig - 1, v);
+  double back = strtod(tmp, NULL);
+  if (back == v) {
+    char *e = strchr(tmp, 'e');
+    char *m = e - 1;
+    while (*m == '0') m--;
+    if (*m == '.') m--;
+    int exp10 = atoi(e + 1);
+    char mant[512];
+    snprintf(mant, sizeof mant, "%.*s", (int)(m - tmp + 1), tmp);
+    /* plain notation between 1e-5 and 1e15 reads better */
+    if (exp10 >= -5 && exp10 < 16) {
+      int sig = 0;
+      for (const char *p = mant; *p; p++) sig += *p >= '0' && *p <= '9';
+      int decimals = sig - 1 - exp10;
+      snprintf(buf, len, "%.*f", decimals > 0 ? decimals : 0, v);
+    } else {
+      snprintf(buf, len, "%se%+03d", mant, exp10);
+    }
+    return buf;
+  }
+  snprintf(buf, len, "%.17g", v);
+  return buf;
+}
+
+const char *nx_pow2(double v, char *buf, size_t len) {
+  int e;
+  double m = frexp(fabs(v), &e);
+  if (isfinite(v) && v != 0 && m == 0.5) snprintf(buf, len, "%s2^%d", v < 0 ? "-" : "", e - 1);
+  else nx_show(v, buf, len);
+  return buf;
+}
+
+bool nx_same_bits(hl_format f, uint32_t a, uint32_t b) {
+  if (a == b) return true;
+  return hl_format_classify(f, a) == HL_CLASS_NAN && hl_format_classify(f, b) == HL_CLASS_NAN;
+}
+
+void nx_report_agreement(const nx_ctx *c, int d, const char *what, long mismatches, long total) {
+  if (mismatches == 0)
+    printf("  %s on %s: the same as on %s, all %ld values bit for bit (any NaN counts as NaN)\n", what,
+           nx_dev_label(c, d), nx_dev_name(c, 0), total);
+  else
+    printf("  %s on %s: %ld of %ld values DIFFER from %s (see the CSV's device column)\n", what, nx_dev_label(c, d),
+           mismatches, total, nx_dev_name(c, 0));
+}
+
+void nx_heading(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("\n== ");
+  vprintf(fmt, ap);
+  printf(" ==\n");
+  va_end(ap);
+}

@@ -1,0 +1,232 @@
+/* overflow.c — `halflab-numerics overflow [--count N] [--value V]`: the
+ * seed's 4096 x 16.0 (exact sum 65536, beyond fp16's 65504), summed seven
+ * ways on every device, with the element at which each way first loses an
+ * add or overflows, and the running sum along the way. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/cli.h"
+#include "amp/format.h"
+#include "numerics/nx.h"
+
+static const char *strategy_id[HL_SUM_STRATEGIES] = {
+    "fp16_sequential", "fp16_pairwise", "fp16_kahan", "fp32_acc_fp16_result", "fp32", "bf16_sequential",
+    "bf16_pairwise"};
+static const char *strategy_label[HL_SUM_STRATEGIES] = {
+    "fp16 sequential",        "fp16 pairwise (tree)",   "fp16 Kahan-compensated", "fp32 accumulator -> fp16",
+    "fp32 accumulator, fp32", "bf16 sequential",        "bf16 pairwise (tree)"};
+
+#define TRAJECTORY_POINTS 4096 /* at most this many steps (+ step 0) in the trajectory */
+
+typedef struct {
+  uint64_t count;
+  float value;
+  bool primary; /* the case whose trajectory is written */
+} sum_case;
+
+typedef struct {
+  hl_sum_outcome out[HL_SUM_STRATEGIES];
+  double *traj; /* [strategy][nsamples] */
+} sum_result;
+
+/* Smallest value that rounds to inf in f: max + half a spacing there. */
+static double overflow_threshold(hl_format f) {
+  const hl_format_info *fi = hl_format_get(f);
+  return fi->max + ldexp(1.0, fi->emax - fi->man_bits - 1);
+}
+
+/* Gap from x (>= 0, finite, in f) to the next value of f. */
+static double spacing_at(hl_format f, double x) {
+  uint32_t bits = hl_format_encode(f, (float)x, HL_OVERFLOW_IEEE), up;
+  if (!hl_format_next_up(f, bits, &up)) return INFINITY;
+  return hl_format_decode(f, up) - x;
+}
+
+/* One line saying why the strategy ended where it did, from what it recorded.
+ * value: the value as given (fp32); v: the addend as the strategy stores it. */
+static void explain(hl_sum_strategy s, const hl_sum_outcome *o, uint64_t count, float value, double v, double result,
+                    double exact, char *buf, size_t len) {
+  const hl_format f = hl_sum_format(s);
+  const char *fn = hl_format_get(f)->name;
+  char a[48], b[48], t[48], u[48];
+  size_t k = 0;
+#define SAY(...) (k += (size_t)snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__))
+  buf[0] = '\0';
+  if (isinf(v)) {
+    SAY("%s itself is beyond %s's range and rounds to %s: every element is %s already", nx_show(value, a, sizeof a), fn,
+        nx_show(v, b, sizeof b), b);
+    if (o->first_nan) SAY("; element %llu then meets inf - inf = NaN", (unsigned long long)o->first_nan);
+    return;
+  }
+  if (v == 0 && value != 0) {
+    SAY("%s rounds to 0 in %s (below half its smallest subnormal): every element is 0", nx_show(value, a, sizeof a), fn);
+    return;
+  }
+  bool lost_first = o->first_lost && (!o->first_overflow || o->first_lost < o->first_overflow);
+  if (lost_first) {
+    const hl_format acc = s == HL_SUM_FP32_TO_FP16 ? HL_FMT_FP32 : f; /* where the adds happen */
+    const double T = o->total_at_lost, gap = spacing_at(acc, fabs(T));
+    char ts[48], vs[48], gs[48], us[48];
+    nx_show(T, ts, sizeof ts), nx_show(v, vs, sizeof vs), nx_show(gap, gs, sizeof gs);
+    nx_show(T + copysign(gap, T), us, sizeof us);
+    const unsigned long long at = (unsigned long long)o->first_lost;
+    if (s == HL_SUM_FP16_PAIRWISE || s == HL_SUM_BF16_PAIRWISE)
+      SAY("element %llu changes nothing: the tree's merges round it away", at);
+    else if (s == HL_SUM_FP16_KAHAN)
+      SAY("element %llu changes neither the sum nor its compensation", at);
+    else if (2 * fabs(v) == gap)
+      SAY("element %llu is lost: %s + %s is a tie between %s and %s (%s spacing there: %s) and rounds to the even %s",
+          at, ts, vs, ts, us, hl_format_get(acc)->name, gs, ts);
+    else
+      SAY("element %llu is lost: %s + %s rounds back to %s (%s spacing there: %s, more than twice %s)", at, ts, vs, ts,
+          hl_format_get(acc)->name, gs, vs);
+    if (result == T && !o->first_overflow) SAY("; so is every later one");
+  }
+  if (o->first_overflow) {
+    const double T = o->total_before_overflow, reach = T + v;
+    const unsigned long long at = (unsigned long long)o->first_overflow;
+    const char *inf = reach < 0 ? "-inf" : "inf";
+    if (k) SAY("; ");
+    if (s == HL_SUM_FP32_TO_FP16 && o->first_overflow == count && fabs(reach) <= hl_format_get(HL_FMT_FP32)->max)
+      SAY("the fp32 accumulator holds %s exactly; the final cast to fp16 rounds it to %s (fp16 overflows from magnitude %s)",
+          nx_show(reach, a, sizeof a), inf, nx_show(overflow_threshold(HL_FMT_FP16), b, sizeof b));
+    else {
+      const hl_format of = s == HL_SUM_FP32_TO_FP16 ? HL_FMT_FP32 : f;
+      if (s == HL_SUM_FP16_PAIRWISE || s == HL_SUM_BF16_PAIRWISE)
+        SAY("the partial sums are exact until element %llu, whose merges reach %s: %s rounds that to %s", at,
+            nx_show(reach, a, sizeof a), hl_format_get(of)->name, inf);
+      else
+        SAY("element %llu: %s + %s = %s, which %s rounds to %s", at, nx_show(T, t, sizeof t), nx_show(v, a, sizeof a),
+            nx_show(reach, u, sizeof u), hl_format_get(of)->name, inf);
+      SAY(" (%s overflows from magnitude %s)", hl_format_get(of)->name, nx_show(overflow_threshold(of), b, sizeof b));
+    }
+    if (o->first_nan)
+      SAY("; element %llu then meets inf - inf = NaN%s", (unsigned long long)o->first_nan,
+          s == HL_SUM_FP16_KAHAN ? " in the compensation" : "");
+  }
+  if (!k) {
+    if (result == exact) SAY("exact: every partial sum is representable");
+    else SAY("rounded to %s (exact %s), but no element was lost entirely", nx_show(result, a, sizeof a),
+             nx_show(exact, b, sizeof b));
+  }
+#undef SAY
+}
+
+static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r, int d) {
+  char v[48], ex[48];
+  nx_heading("overflow: %llu x %s summed seven ways, on %s", (unsigned long long)sc->count,
+             nx_show(sc->value, v, sizeof v), nx_dev_label(c, d));
+  long double exact = (long double)sc->count * sc->value;
+  printf("  exact sum %s; fp16 holds at most 65504 and rounds to inf from 65520; bf16 keeps 8 significant bits\n\n",
+         nx_show((double)exact, ex, sizeof ex));
+  printf("  %-26s %-12s %-11s %-11s %s\n", "strategy", "result", "bits", "first lost", "first inf/NaN");
+  for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
+    hl_format f = hl_sum_format((hl_sum_strategy)s);
+    char res[48], hex[16], lost[24] = "-", over[24] = "-";
+    if (r->out[s].first_lost) snprintf(lost, sizeof lost, "%llu", (unsigned long long)r->out[s].first_lost);
+    if (r->out[s].first_overflow) snprintf(over, sizeof over, "%llu", (unsigned long long)r->out[s].first_overflow);
+    printf("  %-26s %-12s %-11s %-11s %s\n", strategy_label[s], nx_show(hl_format_decode(f, r->out[s].result_bits), res, sizeof res),
+           nx_hex(f, r->out[s].result_bits, hex, sizeof hex), lost, over);
+  }
+  printf("\n");
+  for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
+    hl_format f = hl_sum_format((hl_sum_strategy)s);
+    double vf = hl_format_decode(f, hl_format_encode(f, sc->value, HL_OVERFLOW_IEEE));
+    char why[512];
+    explain((hl_sum_strategy)s, &r->out[s], sc->count, sc->value, vf, hl_format_decode(f, r->out[s].result_bits),
+            (double)((long double)sc->count * vf), why, sizeof why);
+    printf("  %-26s %s\n", strategy_label[s], why);
+  }
+}
+
+/* Trajectory points: every element up to TRAJECTORY_POINTS, else evenly spread. */
+static int sample_points(uint64_t count, uint64_t **at) {
+  uint64_t m = count < TRAJECTORY_POINTS ? count : TRAJECTORY_POINTS;
+  *at = malloc(sizeof(uint64_t) * (size_t)(m + 1));
+  if (!*at) hl_fatal("out of memory");
+  for (uint64_t i = 0; i <= m; i++) (*at)[i] = (uint64_t)(((long double)i * count) / m + 0.5L);
+  return (int)(m + 1);
+}
+
+int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
+  sum_case cases[3];
+  int ncases = 0;
+  cases[ncases++] = (sum_case){opts->count, (float)opts->value, true};
+  if (!opts->has_count && !opts->has_value) { /* the spec's contrasts */
+    cases[ncases++] = (sum_case){4000, 16.0f, false};
+    cases[ncases++] = (sum_case){4096, 1.0f, false};
+  }
+  if (opts->count > 100000000 && isatty(2))
+    fprintf(stderr, "%s: summing %llu values seven ways: about a minute on a CPU\n", hl_prog(),
+            (unsigned long long)opts->count);
+
+  uint64_t *at;
+  const int ns = sample_points(cases[0].count, &at);
+  uint64_t none[1] = {0};
+  static double no_traj[HL_SUM_STRATEGIES];
+  sum_result res[3][NX_MAX_DEVICES];
+  for (int i = 0; i < ncases; i++)
+    for (int d = 0; d < c->ndev; d++) {
+      sum_result *r = &res[i][d];
+      r->traj = cases[i].primary ? malloc(sizeof(double) * HL_SUM_STRATEGIES * (size_t)ns) : no_traj;
+      if (!r->traj) hl_fatal("out of memory");
+      c->k[d]->sum(cases[i].value, cases[i].count, cases[i].primary ? at : none, cases[i].primary ? ns : 0, r->out,
+                   r->traj);
+    }
+
+  for (int i = 0; i < ncases; i++) {
+    print_case(c, &cases[i], &res[i][0], 0);
+    for (int d = 1; d < c->ndev; d++) {
+      long bad = 0, total = 0;
+      for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
+        const hl_sum_outcome *a = &res[i][0].out[s], *b = &res[i][d].out[s];
+        total += 4;
+        bad += !nx_same_bits(hl_sum_format((hl_sum_strategy)s), a->result_bits, b->result_bits);
+        bad += a->first_lost != b->first_lost;
+        bad += a->first_overflow != b->first_overflow;
+        bad += a->first_nan != b->first_nan;
+        if (cases[i].primary)
+          for (int j = 0; j < ns; j++) {
+            double x = res[i][0].traj[s * ns + j], y = res[i][d].traj[s * ns + j];
+            total++;
+            bad += !(x == y || (isnan(x) && isnan(y)));
+          }
+      }
+      printf("\n");
+      nx_report_agreement(c, d, "results, events and trajectories", bad, total);
+    }
+  }
+
+  hl_csv *f = nx_csv_open(c, "overflow.csv",
+                          "device,count,value,strategy,format,addend,exact_sum,result,result_hex,first_lost_add,"
+                          "total_at_lost,first_overflow_add,total_before_overflow,first_nan_add");
+  for (int d = 0; d < c->ndev; d++)
+    for (int i = 0; i < ncases; i++)
+      for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
+        const hl_sum_outcome *o = &res[i][d].out[s];
+        hl_format fm = hl_sum_format((hl_sum_strategy)s);
+        double vf = hl_format_decode(fm, hl_format_encode(fm, cases[i].value, HL_OVERFLOW_IEEE));
+        char hex[16];
+        hl_csv_row(f, "%s,%llu,%.9g,%s,%s,%.17g,%.17Lg,%.17g,%s,%llu,%.17g,%llu,%.17g,%llu", nx_dev_name(c, d),
+                   (unsigned long long)cases[i].count, cases[i].value, strategy_id[s], hl_format_get(fm)->name, vf,
+                   (long double)cases[i].count * vf, hl_format_decode(fm, o->result_bits),
+                   nx_hex(fm, o->result_bits, hex, sizeof hex), (unsigned long long)o->first_lost, o->total_at_lost,
+                   (unsigned long long)o->first_overflow, o->total_before_overflow, (unsigned long long)o->first_nan);
+      }
+  nx_csv_close(f);
+
+  f = nx_csv_open(c, "overflow_trajectory.csv", "device,count,value,strategy,adds,running_sum");
+  for (int d = 0; d < c->ndev; d++)
+    for (int s = 0; s < HL_SUM_STRATEGIES; s++)
+      for (int j = 0; j < ns; j++)
+        hl_csv_row(f, "%s,%llu,%.9g,%s,%llu,%.17g", nx_dev_name(c, d), (unsigned long long)cases[0].count,
+                   cases[0].value, strategy_id[s], (unsigned long long)at[j], res[0][d].traj[s * ns + j]);
+  nx_csv_close(f);
+
+  for (int d = 0; d < c->ndev; d++) free(res[0][d].traj);
+  free(at);
+  return 0;
+}

@@ -1,0 +1,296 @@
+/* subnormal.c — `halflab-numerics subnormal`: the bottom of the range.
+ * The ladder 2^-10 ... 2^-26 in fp16 and bf16 (value, encoding, class,
+ * relative error); loss scaling (which power-of-two scales lift gradients out
+ * of fp16's subnormal and zero zones without overflowing); and whether
+ * arithmetic flushes subnormals to zero (on a GPU: fp32 with and without
+ * -ftz=true; on the CPU: with and without the FTZ/DAZ bits). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/format.h"
+#include "amp/philox.h"
+#include "numerics/nx.h"
+
+/* --------------------------------------------------------------- ladder -- */
+
+#define K_MIN 10
+#define K_MAX 26
+#define NK (K_MAX - K_MIN + 1)
+#define NSERIES 3
+static const char *series_name[NSERIES] = {"2^-k", "1.5*2^-k", "4/3*2^-k"};
+static const hl_format ladder_formats[2] = {HL_FMT_FP16, HL_FMT_BF16};
+
+static float rung(int series, int k) {
+  const float m[NSERIES] = {1.0f, 1.5f, (float)(4.0 / 3.0)};
+  return ldexpf(m[series], -k);
+}
+
+static double rel_error(double stored, double x) { return fabs(stored - x) / fabs(x); }
+
+static void ladder(const nx_ctx *c) {
+  float x[NSERIES * NK];
+  for (int s = 0; s < NSERIES; s++)
+    for (int k = K_MIN; k <= K_MAX; k++) x[s * NK + (k - K_MIN)] = rung(s, k);
+  uint32_t out[NX_MAX_DEVICES][2][NSERIES * NK];
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < 2; fi++) c->k[d]->convert(ladder_formats[fi], HL_OVERFLOW_IEEE, x, out[d][fi], NSERIES * NK);
+
+  nx_heading("subnormal ladder: 2^-10 ... 2^-26 in fp16 and bf16, on %s", nx_dev_label(c, 0));
+  printf("  fp16 is normal down to 2^-14; below it the spacing stays 2^-24 (subnormal), so each step down\n"
+         "  keeps one bit less; 2^-25 is half the smallest subnormal and rounds (a tie, to even) to 0.\n"
+         "  bf16 has fp32's exponent range: all of these are normal there, with 8 significant bits.\n\n");
+  printf("  %3s %-15s %-7s %-10s %-7s %-8s | %-15s %-9s %s\n", "k", "x = 2^-k", "fp16", "class", "bf16", "class",
+         "(4/3)2^-k fp16", "rel.err", "bf16 rel.err");
+  for (int k = K_MIN; k <= K_MAX; k++) {
+    int i = k - K_MIN, j = 2 * NK + i; /* series 0 and series 2 */
+    char xs[32], h16[16], hb[16], st[32];
+    double v43 = hl_format_decode(HL_FMT_FP16, out[0][0][j]), b43 = hl_format_decode(HL_FMT_BF16, out[0][1][j]);
+    printf("  %3d %-15s %-7s %-10s %-7s %-8s | %-15s %-9.3g %.3g\n", k, nx_show(x[i], xs, sizeof xs),
+           nx_hex(HL_FMT_FP16, out[0][0][i], h16, sizeof h16), hl_fclass_name(hl_format_classify(HL_FMT_FP16, out[0][0][i])),
+           nx_hex(HL_FMT_BF16, out[0][1][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_FMT_BF16, out[0][1][i])),
+           nx_show(v43, st, sizeof st), rel_error(v43, x[j]), rel_error(b43, x[j]));
+  }
+  /* the spec's ties, read from the 1.5 * 2^-k series */
+  char a[32], b[32];
+  double r25 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 25 - K_MIN]);
+  double r24 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 24 - K_MIN]);
+  printf("\n  Relative error doubles with each step below 2^-14 (the (4/3)2^-k column) until it reaches 1/2,\n"
+         "  then values round to 0 (relative error 1). Ties: 3*2^-26 = 1.5*2^-25 rounds to %s;\n"
+         "  3*2^-25 = 1.5*2^-24 lies halfway between 2^-24 and 2^-23 and rounds to the even %s.\n",
+         nx_pow2(r25, a, sizeof a), nx_pow2(r24, b, sizeof b));
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int fi = 0; fi < 2; fi++)
+      for (int i = 0; i < NSERIES * NK; i++) bad += out[d][fi][i] != out[0][fi][i];
+    nx_report_agreement(c, d, "the ladder", bad, 2L * NSERIES * NK);
+  }
+
+  hl_csv *f = nx_csv_open(c, "subnormal_ladder.csv", "device,format,series,k,x,stored,stored_hex,class,rel_error");
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < 2; fi++)
+      for (int s = 0; s < NSERIES; s++)
+        for (int k = K_MIN; k <= K_MAX; k++) {
+          int i = s * NK + (k - K_MIN);
+          hl_format fm = ladder_formats[fi];
+          double v = hl_format_decode(fm, out[d][fi][i]);
+          char hex[16];
+          hl_csv_row(f, "%s,%s,%s,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+                     series_name[s], k, (double)x[i], v, nx_hex(fm, out[d][fi][i], hex, sizeof hex),
+                     hl_fclass_name(hl_format_classify(fm, out[d][fi][i])), rel_error(v, x[i]));
+        }
+  nx_csv_close(f);
+}
+
+/* --------------------------------------------------------- loss scaling -- */
+
+#define S_MAX 32 /* scales 2^0 ... 2^32 */
+#define NS (S_MAX + 1)
+#define NGRAD 8
+static const float gradients[NGRAD] = {1e-3f, 1e-4f, 1e-5f, 1e-6f, 1e-7f, 1e-8f, 1e-9f, 1e-10f};
+
+/* g * S computed in fp32 (exact: S is a power of two) and rounded to fmt,
+ * for every gradient and every scale. out[g * NS + s]. */
+static void scale_all(const hl_probe_kernels *k, hl_format fmt, const float *g, size_t ng, uint32_t *out) {
+  float *a = malloc(sizeof(float) * ng * NS), *b = malloc(sizeof(float) * ng * NS);
+  if (!a || !b) hl_fatal("out of memory");
+  for (size_t i = 0; i < ng; i++)
+    for (int s = 0; s < NS; s++) a[i * NS + s] = g[i], b[i * NS + s] = ldexpf(1.0f, s);
+  k->arith(HL_ARITH_MUL, HL_ROUND_VIA_FP32, fmt, a, b, out, ng * NS);
+  free(a), free(b);
+}
+
+static void loss_scale(const nx_ctx *c) {
+  uint32_t out[NX_MAX_DEVICES][2][NGRAD * NS];
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < 2; fi++) scale_all(c->k[d], ladder_formats[fi], gradients, NGRAD, out[d][fi]);
+
+  nx_heading("loss scaling: which scales S = 2^s lift a gradient into fp16's normal range, on %s", nx_dev_label(c, 0));
+  printf("  Scaling the loss by S scales every gradient by S; the optimizer divides by S again in fp32.\n\n");
+  printf("  %-9s %-32s %-18s %-14s %s\n", "gradient", "in fp16 at S = 1", "normal from S =", "inf from S =",
+         "bf16 at S = 1");
+  for (int g = 0; g < NGRAD; g++) {
+    const uint32_t *o = &out[0][0][g * NS];
+    int first_normal = -1, first_inf = -1;
+    for (int s = 0; s < NS; s++) {
+      hl_fclass cl = hl_format_classify(HL_FMT_FP16, o[s]);
+      if (cl == HL_CLASS_NORMAL && first_normal < 0) first_normal = s;
+      if (cl == HL_CLASS_INF && first_inf < 0) first_inf = s;
+    }
+    char gs[24], at1[64], v[32], from[24] = "beyond 2^32", inf[24] = "beyond 2^32";
+    snprintf(at1, sizeof at1, "%s (%s)", nx_show(hl_format_decode(HL_FMT_FP16, o[0]), v, sizeof v),
+             hl_fclass_name(hl_format_classify(HL_FMT_FP16, o[0])));
+    if (first_normal >= 0) snprintf(from, sizeof from, "2^%d", first_normal);
+    if (first_inf >= 0) snprintf(inf, sizeof inf, "2^%d", first_inf);
+    snprintf(gs, sizeof gs, "%g", gradients[g]);
+    printf("  %-9s %-32s %-18s %-14s %s\n", gs, at1, from, inf,
+           hl_fclass_name(hl_format_classify(HL_FMT_BF16, out[0][1][g * NS])));
+  }
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int fi = 0; fi < 2; fi++)
+      for (int i = 0; i < NGRAD * NS; i++) bad += out[d][fi][i] != out[0][fi][i];
+    nx_report_agreement(c, d, "the loss-scale table", bad, 2L * NGRAD * NS);
+  }
+
+  hl_csv *f = nx_csv_open(c, "loss_scale.csv",
+                          "device,format,gradient,scale_log2,scale,scaled,scaled_hex,class,unscaled_rel_error");
+  for (int d = 0; d < c->ndev; d++)
+    for (int fi = 0; fi < 2; fi++)
+      for (int g = 0; g < NGRAD; g++)
+        for (int s = 0; s < NS; s++) {
+          hl_format fm = ladder_formats[fi];
+          uint32_t bits = out[d][fi][g * NS + s];
+          double v = hl_format_decode(fm, bits), unscaled = ldexp(v, -s);
+          char hex[16];
+          hl_csv_row(f, "%s,%s,%.9g,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+                     gradients[g], s, ldexp(1.0, s), v, nx_hex(fm, bits, hex, sizeof hex),
+                     hl_fclass_name(hl_format_classify(fm, bits)), rel_error(unscaled, gradients[g]));
+        }
+  nx_csv_close(f);
+}
+
+/* A sample of gradient magnitudes spread evenly in log2 over [2^-40, 2^-8]:
+ * wider than fp16's normal window (2^-14 ... 65504, about 30 octaves), as the
+ * activation gradients of real networks are (Micikevicius et al., "Mixed
+ * precision training", 2018). */
+#define GRAD_LO (-40.0)
+#define GRAD_HI (-8.0)
+#define GRAD_STREAM 0x4c53u /* "LS" */
+
+static void loss_scale_distribution(const nx_ctx *c) {
+  const size_t n = c->quick ? 4096 : 65536;
+  float *g = malloc(sizeof(float) * n);
+  uint32_t *out = malloc(sizeof(uint32_t) * n * NS);
+  double (*frac)[NS][4] = malloc(sizeof(double) * NX_MAX_DEVICES * NS * 4); /* zero, subnormal, normal, overflow */
+  if (!g || !out || !frac) hl_fatal("out of memory");
+  for (size_t i = 0; i < n; i++)
+    g[i] = (float)exp2(GRAD_LO + (GRAD_HI - GRAD_LO) * hl_u32_to_unit_float(hl_philox_u32(c->seed, GRAD_STREAM, i)));
+  for (int d = 0; d < c->ndev; d++) {
+    scale_all(c->k[d], HL_FMT_FP16, g, n, out);
+    memset(frac[d], 0, sizeof frac[d]);
+    for (size_t i = 0; i < n; i++)
+      for (int s = 0; s < NS; s++) {
+        hl_fclass cl = hl_format_classify(HL_FMT_FP16, out[i * NS + s]);
+        int col = cl == HL_CLASS_ZERO ? 0 : cl == HL_CLASS_SUBNORMAL ? 1 : cl == HL_CLASS_NORMAL ? 2 : 3;
+        frac[d][s][col] += 1.0 / (double)n;
+      }
+  }
+
+  printf("\n  %zu gradients spread evenly in log2 over [2^-40, 2^-8] (seed %llu), multiplied by S in fp16:\n",
+         n, (unsigned long long)c->seed);
+  printf("  %-8s %9s %11s %9s %9s\n", "S", "zero", "subnormal", "normal", "inf");
+  int best = 0;
+  for (int s = 0; s < NS; s++)
+    if (frac[0][s][3] == 0) best = s;
+  for (int s = 0; s < NS; s++) {
+    if (s % 4 && s != best && s != best + 1) continue;
+    char sl[16];
+    snprintf(sl, sizeof sl, "2^%d", s);
+    printf("  %-8s %8.3f%% %10.3f%% %8.3f%% %8.3f%%%s\n", sl, 100 * frac[0][s][0], 100 * frac[0][s][1],
+           100 * frac[0][s][2], 100 * frac[0][s][3],
+           s == best ? "   <- largest S without overflow" : s == 16 ? "   <- PyTorch GradScaler's initial scale" : "");
+  }
+  printf("  No scale fits all 32 octaves into fp16's 30: raise S until something overflows, then back off,\n"
+         "  which is what a dynamic loss scaler does (skip the step on inf, halve S; grow it when calm).\n");
+  for (int d = 1; d < c->ndev; d++) {
+    long bad = 0;
+    for (int s = 0; s < NS; s++)
+      for (int col = 0; col < 4; col++) bad += frac[d][s][col] != frac[0][s][col];
+    nx_report_agreement(c, d, "the gradient sample's classes", bad, NS * 4L);
+  }
+
+  hl_csv *f = nx_csv_open(c, "loss_scale_distribution.csv",
+                          "device,scale_log2,scale,gradients,frac_zero,frac_subnormal,frac_normal,frac_overflow");
+  for (int d = 0; d < c->ndev; d++)
+    for (int s = 0; s < NS; s++)
+      hl_csv_row(f, "%s,%d,%.17g,%zu,%.17g,%.17g,%.17g,%.17g", nx_dev_name(c, d), s, ldexp(1.0, s), n, frac[d][s][0],
+                 frac[d][s][1], frac[d][s][2], frac[d][s][3]);
+  nx_csv_close(f);
+  free(g), free(out), free(frac);
+}
+
+/* ------------------------------------------------------- flush to zero -- */
+
+typedef struct {
+  const char *label;
+  hl_format f;
+  hl_arith_op op;
+  double a, b;
+} ftz_case;
+
+static const ftz_case ftz_cases[] = {
+    {"2^-63 * 2^-64", HL_FMT_FP32, HL_ARITH_MUL, 0x1p-63, 0x1p-64},
+    {"1.5*2^-126 - 2^-126", HL_FMT_FP32, HL_ARITH_SUB, 0x1.8p-126, 0x1p-126},
+    {"2^-130 * 1", HL_FMT_FP32, HL_ARITH_MUL, 0x1p-130, 1.0},
+    {"2^-126 / 2", HL_FMT_FP32, HL_ARITH_DIV, 0x1p-126, 2.0},
+    {"2^-14 * 2^-10", HL_FMT_FP16, HL_ARITH_MUL, 0x1p-14, 0x1p-10},
+    {"1.5*2^-14 - 2^-14", HL_FMT_FP16, HL_ARITH_SUB, 0x1.8p-14, 0x1p-14},
+    {"2^-24 * 1", HL_FMT_FP16, HL_ARITH_MUL, 0x1p-24, 1.0},
+};
+#define NFTZ ((int)(sizeof ftz_cases / sizeof ftz_cases[0]))
+
+static double exact_of(const ftz_case *k) {
+  double r = k->op == HL_ARITH_MUL ? k->a * k->b : k->op == HL_ARITH_SUB ? k->a - k->b : k->a / k->b;
+  return hl_format_round(k->f, r, HL_OVERFLOW_IEEE);
+}
+
+static void flush_to_zero(const nx_ctx *c) {
+  hl_subnormal_case cases[NFTZ];
+  for (int i = 0; i < NFTZ; i++) {
+    cases[i].format = ftz_cases[i].f;
+    cases[i].op = ftz_cases[i].op;
+    cases[i].a_bits = hl_format_encode(ftz_cases[i].f, (float)ftz_cases[i].a, HL_OVERFLOW_IEEE);
+    cases[i].b_bits = hl_format_encode(ftz_cases[i].f, (float)ftz_cases[i].b, HL_OVERFLOW_IEEE);
+  }
+  uint32_t out[NX_MAX_DEVICES][2][NFTZ];
+  bool have[NX_MAX_DEVICES][2];
+  for (int d = 0; d < c->ndev; d++)
+    for (int v = 0; v < 2; v++) have[d][v] = c->k[d]->subnormals(v, cases, out[d][v], NFTZ);
+
+  hl_csv *f = nx_csv_open(c, "ftz.csv", "device,build,format,operation,expected,result,result_hex,flushed");
+  for (int d = 0; d < c->ndev; d++) {
+    const char *const *names = c->k[d]->variant_names;
+    nx_heading("flush to zero: are subnormal results kept? on %s", nx_dev_label(c, d));
+    printf("  %-22s %-6s %-9s %-27s %s\n", "operation", "format", "exact", names[0], names[1]);
+    for (int i = 0; i < NFTZ; i++) {
+      char ex[24], r[2][48];
+      double want = exact_of(&ftz_cases[i]);
+      for (int v = 0; v < 2; v++) {
+        if (!have[d][v]) {
+          snprintf(r[v], sizeof r[v], "not available here");
+          continue;
+        }
+        double got = hl_format_decode(ftz_cases[i].f, out[d][v][i]);
+        char g[24];
+        snprintf(r[v], sizeof r[v], "%s%s", nx_pow2(got, g, sizeof g), got == 0 && want != 0 ? " (flushed)" : "");
+      }
+      printf("  %-22s %-6s %-9s %-27s %s\n", ftz_cases[i].label, hl_format_get(ftz_cases[i].f)->name,
+             nx_pow2(want, ex, sizeof ex), r[0], r[1]);
+    }
+    for (int v = 0; v < 2; v++) {
+      if (!have[d][v]) continue;
+      for (int i = 0; i < NFTZ; i++) {
+        double want = exact_of(&ftz_cases[i]), got = hl_format_decode(ftz_cases[i].f, out[d][v][i]);
+        char hex[16];
+        hl_csv_row(f, "%s,%s,%s,%s,%.17g,%.17g,%s,%d", nx_dev_name(c, d), names[v], hl_format_get(ftz_cases[i].f)->name,
+                   ftz_cases[i].label, want, got, nx_hex(ftz_cases[i].f, out[d][v][i], hex, sizeof hex),
+                   got == 0 && want != 0);
+      }
+    }
+  }
+  printf("\n  Flushing makes a != b while a - b == 0 (second line). On a GPU, -ftz=true (implied by\n"
+         "  --use_fast_math) flushes fp32 subnormal inputs and results; fp16 arithmetic keeps its\n"
+         "  subnormals, which is where fp16 gradients below 2^-14 live.\n");
+  nx_csv_close(f);
+}
+
+int nx_subnormal(const nx_ctx *c) {
+  ladder(c);
+  loss_scale(c);
+  loss_scale_distribution(c);
+  flush_to_zero(c);
+  return 0;
+}

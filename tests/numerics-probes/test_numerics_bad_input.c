@@ -1,0 +1,111 @@
+/* test_numerics_bad_input.c — suite e2e: halflab-numerics refuses bad input
+ * with one line naming the problem and exit status 2, and writes nothing:
+ * neither the default results folder nor the --out folder gains a file, and
+ * a CSV already there keeps its bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/hltest.h"
+
+static const char sentinel[] = "an earlier run's overflow.csv\n";
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  static char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static int count_lines(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
+}
+
+/* ARGS must fail with exit 2 and one stderr line containing `names`, twice:
+ * run inside an empty folder with the default output folder (nothing may be
+ * created there), and with --out a folder that holds an earlier CSV (it must
+ * keep its bytes, and no other file may appear). */
+static void refused(const char *args, const char *names) {
+  const char *prog = hl_test_prog("halflab-numerics");
+  char *cwd = hl_tmpdir(), *out = hl_tmpdir();
+  char csv[4200];
+  snprintf(csv, sizeof csv, "%s/overflow.csv", out);
+  write_file(csv, sentinel);
+  for (int with_out = 0; with_out < 2; with_out++) {
+    hl_run_result r = with_out ? hl_run("cd '%s' && '%s' --out '%s' %s", cwd, prog, out, args)
+                               : hl_run("cd '%s' && '%s' %s", cwd, prog, args);
+    if (r.status != 2) fail_msg("'%s': exit %d, expected 2 (stderr: %s)", args, r.status, r.err);
+    if (count_lines(r.err) != 1) fail_msg("'%s': expected one line on stderr, got:\n%s", args, r.err);
+    if (!strstr(r.err, names)) fail_msg("'%s': the message does not name '%s': %s", args, names, r.err);
+    assert_string_equal(r.out, "");
+    hl_run_free(&r);
+    assert_int_equal(hl_count_files(cwd), 0); /* no results/ folder */
+    assert_int_equal(hl_count_files(out), 1);
+    assert_string_equal(read_file(csv), sentinel);
+  }
+  hl_rmtree(cwd), hl_rmtree(out);
+  free(cwd), free(out);
+}
+
+static void test_count_negative(void **s) { (void)s, refused("overflow --count -1", "--count: -1"); }
+static void test_count_zero(void **s) { (void)s, refused("overflow --count 0", "--count: 0"); }
+static void test_count_not_a_number(void **s) { (void)s, refused("overflow --count abc", "'abc'"); }
+static void test_count_too_large(void **s) { (void)s, refused("overflow --count 2147483648", "2147483648"); }
+static void test_value_beyond_double(void **s) { (void)s, refused("overflow --value 1e999", "1e999"); }
+static void test_value_nan(void **s) { (void)s, refused("overflow --value nan", "--value: nan"); }
+static void test_value_beyond_fp32(void **s) { (void)s, refused("overflow --value 1e39", "1e39"); }
+static void test_formats_value_not_a_number(void **s) { (void)s, refused("formats --value xyz", "'xyz'"); }
+static void test_unknown_subcommand(void **s) { (void)s, refused("frobnicate", "'frobnicate'"); }
+static void test_no_subcommand(void **s) { (void)s, refused("--quick", "no subcommand"); }
+static void test_unknown_option(void **s) { (void)s, refused("overflow --bogus", "'--bogus'"); }
+static void test_missing_option_value(void **s) { (void)s, refused("overflow --count", "'--count' needs a value"); }
+static void test_option_for_another_subcommand(void **s) { (void)s, refused("absorption --count 5", "--count"); }
+static void test_unknown_device(void **s) { (void)s, refused("tour --device tpu", "tpu"); }
+static void test_bad_seed(void **s) { (void)s, refused("tour --seed -3", "--seed"); }
+
+/* An --out folder that cannot be made: its parent is a regular file (this
+ * holds for root too, for whom permission bits stop nothing). */
+static void test_out_under_a_file(void **state) {
+  (void)state;
+  const char *prog = hl_test_prog("halflab-numerics");
+  char *dir = hl_tmpdir();
+  char file[4200];
+  snprintf(file, sizeof file, "%s/not-a-folder", dir);
+  write_file(file, sentinel);
+  hl_run_result r = hl_run("cd '%s' && '%s' overflow --out '%s/results'", dir, prog, file);
+  if (r.status != 2) fail_msg("exit %d, expected 2 (stderr: %s)", r.status, r.err);
+  if (count_lines(r.err) != 1) fail_msg("expected one line on stderr, got:\n%s", r.err);
+  assert_non_null(strstr(r.err, "not-a-folder/results"));
+  assert_string_equal(r.out, "");
+  hl_run_free(&r);
+  assert_int_equal(hl_count_files(dir), 1);
+  assert_string_equal(read_file(file), sentinel);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_count_negative),        cmocka_unit_test(test_count_zero),
+      cmocka_unit_test(test_count_not_a_number),    cmocka_unit_test(test_count_too_large),
+      cmocka_unit_test(test_value_beyond_double),   cmocka_unit_test(test_value_nan),
+      cmocka_unit_test(test_value_beyond_fp32),     cmocka_unit_test(test_formats_value_not_a_number),
+      cmocka_unit_test(test_unknown_subcommand),    cmocka_unit_test(test_no_subcommand),
+      cmocka_unit_test(test_unknown_option),        cmocka_unit_test(test_missing_option_value),
+      cmocka_unit_test(test_option_for_another_subcommand), cmocka_unit_test(test_unknown_device),
+      cmocka_unit_test(test_bad_seed),              cmocka_unit_test(test_out_under_a_file),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
