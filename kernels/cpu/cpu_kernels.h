@@ -9,7 +9,8 @@ extern const struct hl_stream_kernels hl_cpu_stream_kernels;
 #define HL_CPU_STREAM_KERNELS (&hl_cpu_stream_kernels)
 extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 #define HL_CPU_GEMM_KERNELS (&hl_cpu_gemm_kernels)
-#define HL_CPU_TENSOR_KERNELS NULL
+extern const struct hl_tensor_kernels hl_cpu_tensor_kernels;
+#define HL_CPU_TENSOR_KERNELS (&hl_cpu_tensor_kernels)
 #define HL_CPU_OPTIM_KERNELS NULL
 
 extern const struct hl_convert_kernels hl_cpu_convert_kernels;

@@ -1,0 +1,121 @@
+/* tensor_cpu.h — what the CPU tensor kernels (tensor_cpu_*.c) share:
+ * per-dtype load/store, vectorised clones, parallel thresholds, and the
+ * entry points each file contributes to the table in tensor_cpu.c.
+ *
+ * How the loops are built: a switch on dtype and op sits OUTSIDE each loop;
+ * inside, one element is loaded, widened, computed by the HL_HD function of
+ * kernels/tensor_math.h with a constant op, and rounded once on store. The
+ * innermost row/chunk functions are compiled for several x86 ISAs
+ * (target_clones; chosen once per process by the loader), since the library
+ * is built for baseline x86-64 and AVX-512 doubles what SSE2 gets from exp
+ * and GELU. The build does not contract a*b+c (ISO C17), so every clone
+ * rounds the same way: results do not depend on the machine's ISA.
+ * OpenMP splits work into fixed chunks, so sums and statistics do not
+ * depend on the thread count either.
+ */
+#ifndef HL_TENSOR_CPU_H
+#define HL_TENSOR_CPU_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "amp/half.h"
+#include "kernels/tensor_kernels.h"
+#include "kernels/tensor_math.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define HL_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "arch=skylake-avx512")))
+#else
+#define HL_VECTOR_CLONES
+#endif
+
+/* Below this many elements a loop stays on one thread: an OpenMP fork and
+ * join costs a few microseconds, about what 32K simple elements take. */
+#define HL_PAR_MIN 32768
+/* Work unit of parallel element-wise loops (elements). */
+#define HL_CHUNK 16384
+
+/* Load/store of each float storage type; compute type float (f64: double). */
+#define HL_LD_F64(v) (v)
+#define HL_ST_F64(v) (v)
+#define HL_LD_F32(v) (v)
+#define HL_ST_F32(v) (v)
+#define HL_LD_F16(v) hl_f16_to_f32(v)
+#define HL_ST_F16(v) hl_f32_to_f16(v)
+#define HL_LD_BF16(v) hl_bf16_to_f32(v)
+#define HL_ST_BF16(v) hl_f32_to_bf16(v)
+
+/* X(SUF, storage type, compute type, compute suffix) once per float dtype. */
+#define HL_FOR_FLOAT_TYPES(X)        \
+  X(F64, double, double, f64)        \
+  X(F32, float, float, f32)          \
+  X(F16, uint16_t, float, f32)       \
+  X(BF16, uint16_t, float, f32)
+
+static inline int64_t hl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Deterministic sums: 16 independent lane accumulators (a vector register
+ * on AVX-512, four on SSE; the same order either way), folded by a fixed
+ * tree. Faster than one running sum and not dependent on the ISA. */
+#define HL_LANES 16
+#define HL_FOLD_LANES(acc)                                          \
+  do {                                                              \
+    for (int w_ = HL_LANES / 2; w_ > 0; w_ /= 2)                    \
+      for (int k_ = 0; k_ < w_; k_++) (acc)[k_] += (acc)[k_ + w_];  \
+  } while (0)
+
+/* Runs the statement list on i = 0 .. n-1 with `lane` = i % HL_LANES, written
+ * as blocks of HL_LANES so that the lane accumulators become vector
+ * registers; the tail keeps the same lane assignment. */
+#define HL_LANE_LOOP(n, ...)                                                    \
+  do {                                                                          \
+    int64_t i_ = 0;                                                             \
+    for (; i_ + HL_LANES <= (n); i_ += HL_LANES)                                \
+      for (int lane = 0; lane < HL_LANES; lane++) {                             \
+        const int64_t i = i_ + lane;                                            \
+        __VA_ARGS__                                                             \
+      }                                                                         \
+    for (int lane = 0; i_ < (n); i_++, lane++) {                                \
+      const int64_t i = i_;                                                     \
+      __VA_ARGS__                                                               \
+    }                                                                           \
+  } while (0)
+
+/* Entry points of the CPU table, by file. */
+void hl_cpu_fill(void *dst, hl_dtype t, int64_t n, double value);
+void hl_cpu_copy(const hl_kview *dst, const hl_kview *src, const int64_t size[HL_MAX_DIMS]);
+void hl_cpu_random(void *dst, hl_dtype t, int64_t n, hl_random_kind kind, double a, double b, uint64_t seed,
+                   uint64_t stream);
+
+void hl_cpu_binary(hl_binary_op op, const hl_kview *out, const hl_kview *a, const hl_kview *b,
+                   const int64_t size[HL_MAX_DIMS]);
+void hl_cpu_unary(hl_unary_op op, hl_dtype t, int64_t n, void *out, const void *x, double p);
+void hl_cpu_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, const void *dy, const void *x);
+void hl_cpu_causal_mask(hl_dtype t, void *out, const void *x, int64_t batch, int64_t rows, int64_t cols,
+                        double value);
+
+void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner, double alpha);
+void hl_cpu_softmax(hl_dtype t, void *y, const void *x, int64_t rows, int64_t cols, bool log);
+void hl_cpu_softmax_backward(hl_dtype t, void *dx, const void *dy, const void *y, int64_t rows, int64_t cols,
+                             bool log);
+void hl_cpu_layer_norm(hl_dtype t, void *y, void *mean, void *rstd, const void *x, const void *w, const void *b,
+                       int64_t rows, int64_t cols, double eps);
+void hl_cpu_layer_norm_backward(hl_dtype t, void *dx, void *dw, void *db, const void *dy, const void *x,
+                                const void *w, const void *mean, const void *rstd, int64_t rows, int64_t cols);
+void hl_cpu_cross_entropy(hl_dtype t, void *loss, void *row_loss, void *lse, const void *x, const int32_t *targets,
+                          int64_t rows, int64_t cols, int32_t *bad);
+void hl_cpu_cross_entropy_backward(hl_dtype t, void *dx, const void *x, const int32_t *targets, const void *lse,
+                                   const void *dloss, int64_t rows, int64_t cols);
+void hl_cpu_one_hot(hl_dtype t, void *dst, const int32_t *targets, int64_t rows, int64_t cols);
+
+void hl_cpu_embedding(hl_dtype t, void *out, const void *weight, const int32_t *idx, int64_t n, int64_t dim,
+                      int64_t vocab, int32_t *bad);
+void hl_cpu_embedding_backward(hl_dtype t, void *dweight, const void *dy, const int32_t *idx, int64_t n,
+                               int64_t dim, int64_t vocab);
+
+/* Merges dims that are contiguous in every operand (stride[d] ==
+ * stride[d+1] * size[d+1] for all) and drops size-1 dims; the result keeps
+ * 4 dims with leading 1s. Returns the number of meaningful trailing dims. */
+int hl_cpu_coalesce(int64_t size[HL_MAX_DIMS], int64_t *strides[], int nops);
+
+#endif

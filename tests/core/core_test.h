@@ -1,0 +1,44 @@
+/* core_test.h — what the AMP-core tests share: f64 leaves, finite
+ * differences (first order, and Hessian-vector products for second
+ * order), memory-leak checks. */
+#ifndef HL_CORE_TEST_H
+#define HL_CORE_TEST_H
+
+#include "amp/autocast.h"
+#include "amp/autograd.h"
+#include "amp/error.h"
+#include "amp/mem.h"
+#include "amp/ops.h"
+#include "amp/tensor.h"
+#include "tests/support/hltest.h"
+
+/* Fails the test with hl_error() when p is NULL / false. */
+#define OK(p) ok_or_fail_((p) != 0, #p, __FILE__, __LINE__)
+void ok_or_fail_(int ok, const char *what, const char *file, int line);
+
+/* An f64 leaf requiring grad, normal(0, 1) from (seed, stream), plus an
+ * offset (to keep log/sqrt inputs positive). */
+hl_tensor *leaf64(hl_shape s, uint64_t stream, double offset);
+/* Reads a tensor into a malloc'd f64 array. */
+double *values(const hl_tensor *t);
+
+/* A scalar function of n tensors (the test's composition of ops). */
+typedef hl_tensor *(*scalar_fn)(hl_tensor **in, int n, void *ctx);
+
+/* d f / d in[i] by autograd against central differences, for every element
+ * of every input that requires grad. */
+void check_grad(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx);
+/* Second order: for a random direction V, the gradient of
+ * h(x) = sum_i <df/dx_i, V_i> by double backward (create_graph) against
+ * central differences of h (h itself through first-order autograd). */
+void check_hvp(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx);
+
+/* sum(t * R) with a fixed pseudo-random R of t's shape: a scalar that
+ * weighs every output element differently. */
+hl_tensor *weighted_sum(hl_tensor *t);
+
+/* Bytes live on the CPU now (the accounting allocator): tests compare
+ * before and after to find leaked tensors or graphs. */
+uint64_t cpu_bytes(void);
+
+#endif
