@@ -1,0 +1,59 @@
+# plots/absorption.gp RESULTS_DIR — what is left of an update u added to 1:
+# the effective update fl(1 + u) - 1 against the intended u, on log-log axes,
+# for fp32, fp16 and bf16. Updates that vanish entirely are drawn on the row
+# at the bottom. Reads absorption_sweep.csv; writes absorption.png and .svg.
+dir = ARG1
+in = dir.'/absorption_sweep.csv'
+if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
+  print sprintf("absorption.gp: %s not found: no chart (run halflab-numerics absorption)", in)
+  exit
+}
+dev = system(sprintf("grep -q '^cuda,' '%s' && echo cuda || echo cpu", in))
+desc = system(sprintf("sed -n 's/^# device: //p' '%s' | tr ';' '\\n' | sed 's/^ *//' | grep '^%s:' | cut -d, -f1", in, dev))
+
+set datafile separator ','
+set datafile commentschars '#'
+set datafile columnheaders
+
+array id[3] = ["fp32", "fp16", "bf16"]
+array color[3] = ['#000000', '#D55E00', '#0072B2']
+array half_eps[3] = [2**-24, 2**-11, 2**-8]   # updates up to this are lost at 1 (u = epsilon/2 is a tie, to even)
+array lost_row[3] = [2**-33.5, 2**-34.5, 2**-35.5]
+
+set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
+set output dir.'/absorption.png'
+set title sprintf("1 + u in each format: the update that survives, fl(1 + u) - 1, against the intended u\n{/*0.8 %s; u from 2^{-30} to 1; the bottom rows mark updates lost entirely}", desc)
+set xlabel 'intended update u'
+set ylabel 'effective update fl(1 + u) - 1'
+set logscale xy 2
+set format x '2^{%L}'
+set format y '2^{%L}'
+set xtics 4
+set ytics 2**-32, 4, 2   # none in the rows of lost updates
+set xrange [2**-30:1]
+set yrange [2**-36.3:2]
+set grid back lc rgb '#dddddd'
+set border 3
+set xtics nomirror
+set ytics nomirror
+set key top left box opaque spacing 1.2 width 1
+
+set arrow 1 from graph 0, first 2**-32.8 to graph 1, first 2**-32.8 nohead lw 1 lc rgb '#bbbbbb' back
+set label 1 'lost: fl(1 + u) = 1' at graph 0.99, first 2**-32.2 right tc rgb '#444444'
+do for [i=1:3] {
+  set arrow 10 + i from first half_eps[i], graph 0 to first half_eps[i], graph 1 nohead dt 3 lw 1.5 lc rgb color[i] back
+  set label 10 + i sprintf("%s: u ≤ 2^{%d} lost", id[i], int(log(half_eps[i]) / log(2) - 0.5)) \
+      at first half_eps[i], graph 0.55 rotate by 90 offset -0.8, 0 center tc rgb color[i]
+}
+
+is(s) = strcol("device") eq dev && strcol("format") eq s
+plot x with lines dt 2 lw 1.5 lc rgb '#999999' title 'nothing lost (effective = intended)', \
+     for [i=1:3] in using (column("update")):(is(id[i]) && column("effective_update") > 0 ? column("effective_update") : 1/0) \
+       with linespoints pt 7 ps 0.5 lw 2 lc rgb color[i] title id[i], \
+     for [i=1:3] in using (column("update")):(is(id[i]) && column("effective_update") == 0 ? lost_row[i] : 1/0) \
+       with points pt 7 ps 0.5 lc rgb color[i] notitle
+
+set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
+set output dir.'/absorption.svg'
+replot
+unset output
