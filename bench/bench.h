@@ -1,0 +1,142 @@
+/* bench.h — what the subcommands of halflab-bench share: the options every
+ * subcommand takes, the timing method of spec/bench.md, the device metadata,
+ * the built-in peak table, memory checks before allocating, result rows held
+ * until the run is complete, and the PASS/MISS target lines.
+ *
+ * One subcommand is one file (gemm.c, bandwidth.c, ...) with an entry point
+ * declared here and listed in main.c. */
+#ifndef HL_BENCH_H
+#define HL_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp/timer.h"
+#include "kernels/backend.h"
+
+/* ------------------------------------------------------- subcommands -- */
+
+int bench_gemm_main(int argc, char **argv);
+int bench_bandwidth_main(int argc, char **argv);
+
+/* ------------------------------------------------- common options -- */
+
+/* The options every subcommand takes. bench_common_option() consumes them
+ * in a getopt_long loop (returns true when it handled opt). */
+typedef struct {
+  const char *device, *out, *reps;
+  bool quick;
+  uint64_t seed;
+  const char *usage; /* the subcommand's --help text */
+} bench_common;
+
+enum { BENCH_OPT_DEVICE = 1000, BENCH_OPT_OUT, BENCH_OPT_QUICK, BENCH_OPT_SEED, BENCH_OPT_REPS, BENCH_OPT_HELP,
+       BENCH_OPT_VERSION };
+#define BENCH_COMMON_LONGOPTS                                                                               \
+  {"device", required_argument, NULL, BENCH_OPT_DEVICE}, {"out", required_argument, NULL, BENCH_OPT_OUT},   \
+      {"quick", no_argument, NULL, BENCH_OPT_QUICK}, {"seed", required_argument, NULL, BENCH_OPT_SEED},     \
+      {"reps", required_argument, NULL, BENCH_OPT_REPS}, {"help", no_argument, NULL, BENCH_OPT_HELP},       \
+      {"version", no_argument, NULL, BENCH_OPT_VERSION}
+bool bench_common_option(bench_common *c, int opt, char **argv);
+/* getopt's errors (unknown option, missing value) as one-line usage errors */
+_Noreturn void bench_bad_option(int opt, char **argv);
+
+/* The run's device and backend, with its metadata recorded (devices, SM
+ * count, clocks, ECC, MIG, cache size, threads, versions). */
+typedef struct {
+  hl_device_kind kind;
+  const hl_backend *be;
+  const hl_device_facts *facts;
+  const char *name;  /* "cpu" / "cuda": the CSV device column */
+} bench_device;
+void bench_device_open(bench_device *d, const char *request);
+
+/* --reps N: 1 .. 100000, or 0 (adaptive) when not given */
+int bench_parse_reps(const char *s);
+
+/* ------------------------------------------------------------ timing -- */
+/* spec/bench.md: warm up at least 3 launches and while a warm-up is still
+ * more than 2% faster than the one before; then repeat and report min,
+ * median and max. Each sample times `inner` back-to-back launches between
+ * two events (GPU) or clock reads (CPU) and divides; inner > 1 only where one
+ * launch is too short for an event pair to time it well. */
+typedef struct {
+  int reps;           /* fixed repetitions (>0), or 0: adaptive */
+  double target_s;    /* adaptive: aim for about this much timed work per point */
+  int min_reps, max_reps;
+  double min_sample_ms; /* GPU: make a sample at least this long (inner launches) */
+  int max_warmup;
+} bench_method;
+
+/* The method for a device: GPU events, or the CPU's clock; quick shortens it. */
+bench_method bench_method_for(const bench_device *d, int reps, bool quick);
+
+typedef void (*bench_launch)(void *ctx, long iteration);
+
+typedef struct {
+  hl_stats ms; /* per launch, over the samples */
+  int samples, inner, warmups;
+} bench_timing;
+
+bench_timing bench_time(const bench_device *d, const bench_method *m, bench_launch launch, void *ctx);
+/* Describes the method for the CSV metadata */
+const char *bench_method_text(const bench_device *d, const bench_method *m);
+
+/* ---------------------------------------------------------- peaks -- */
+
+typedef enum { PEAK_FP32, PEAK_TF32, PEAK_FP16, PEAK_BF16, PEAK_FP8, PEAK_HBM, PEAK_KINDS } bench_peak_kind;
+
+typedef struct {
+  bool known;           /* the device is in the built-in table */
+  double value[PEAK_KINDS]; /* TFLOP/s (dense) or GB/s; 0 where the device has no such unit / unknown */
+  char source[512];     /* "datasheet NVIDIA H200 SXM (sm_90) ...; scaled ..." or "peak unknown: ..." */
+} bench_peaks;
+
+/* The datasheet figures of spec/bench.md for this device, scaled from SM
+ * count x clock on a MIG slice or a clock-capped part (and said so). */
+bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind);
+
+/* ---------------------------------------------------------- memory -- */
+
+/* Refuses (exit 2, one line) a run needing more than the device (or, for a
+ * GPU run, the host) has: "needs X GiB, device has Y GiB free". */
+void bench_require_memory(const bench_device *d, const char *what, uint64_t device_bytes, uint64_t host_bytes);
+
+/* Allocation that was checked beforehand: out of memory now is a runtime failure (exit 1). */
+void *bench_alloc(const bench_device *d, size_t bytes, const char *what);
+void bench_free(const bench_device *d, void *p);
+void *bench_host_alloc(size_t bytes, const char *what);
+
+/* ---------------------------------------------------------- rows -- */
+/* Result rows are kept until the run is complete and validated, then
+ * written at once: a failed run leaves no CSV behind. */
+typedef struct {
+  char **rows;
+  int n, cap;
+} bench_rows;
+void bench_rows_add(bench_rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes DIR/NAME (atomic table) with header and rows; exit 1 on I/O error. */
+void bench_rows_write(const bench_rows *r, const char *dir, const char *name, const char *header);
+void bench_rows_free(bench_rows *r);
+
+/* ---------------------------------------------------------- targets -- */
+/* A performance target of issue 3: prints "PASS|MISS|SKIP target: detail"
+ * on stdout and keeps a row for NAME_targets.csv. value/threshold as ratios. */
+typedef struct {
+  bench_rows rows;
+  int pass, miss, skip;
+} bench_targets;
+void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
+                  const char *detail);
+void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why);
+void bench_targets_write(bench_targets *t, const char *dir, const char *file);
+
+/* -------------------------------------------------------- progress -- */
+/* A line on stderr, only when stderr is a terminal */
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "%.4g", or "" for NaN (an empty CSV cell) */
+const char *bench_num(double v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,246 @@
+/* common.c — see bench.h. */
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/device.h"
+#include "bench/bench.h"
+#include "version.h"
+
+bool bench_common_option(bench_common *c, int opt, char **argv) {
+  (void)argv;
+  switch (opt) {
+    case BENCH_OPT_DEVICE: c->device = optarg; return true;
+    case BENCH_OPT_OUT: c->out = optarg; return true;
+    case BENCH_OPT_QUICK: c->quick = true; return true;
+    case BENCH_OPT_SEED: c->seed = (uint64_t)hl_parse_int("--seed", optarg, 0, INT64_MAX); return true;
+    case BENCH_OPT_REPS: c->reps = optarg; return true;
+    case BENCH_OPT_HELP: fputs(c->usage, stdout); exit(0);
+    case BENCH_OPT_VERSION: printf("halflab-bench (halflab %s, %s)\n", HL_VERSION, HL_GIT_DESCRIBE); exit(0);
+    default: return false;
+  }
+}
+
+void bench_bad_option(int opt, char **argv) {
+  if (opt == ':') hl_usage_error("option '%s' needs a value", argv[optind - 1]);
+  if (optopt) hl_usage_error("unknown option '-%c'", optopt);
+  hl_usage_error("unknown option '%s'", argv[optind - 1]);
+}
+
+int bench_parse_reps(const char *s) { return s ? (int)hl_parse_int("--reps", s, 1, 100000) : 0; }
+
+void bench_device_open(bench_device *d, const char *request) {
+  d->kind = hl_cli_device(request);
+  d->be = hl_backend_for(d->kind);
+  d->facts = hl_device_facts_get(d->kind);
+  d->name = hl_device_kind_name(d->kind);
+  hl_meta_set_devices(&d->kind, 1);
+  const hl_device_facts *f = d->facts;
+  hl_meta_set("sm_count", "%d%s", f->sm_count, d->kind == HL_DEVICE_CPU ? " (logical cores)" : "");
+  hl_meta_set("threads", "%d%s", f->threads, d->kind == HL_DEVICE_CPU ? " (OpenMP)" : " (max per SM)");
+  hl_meta_set("clock_mhz", "%d current, %d max%s", f->clock_mhz, f->max_clock_mhz,
+              f->clocks_from_nvml ? " (NVML)" : d->kind == HL_DEVICE_CUDA ? " (CUDA attribute; no NVML)" : "");
+  hl_meta_set("ecc", "%s", f->ecc == 1 ? "on" : f->ecc == 0 ? "off" : "unknown");
+  hl_meta_set("mig", "%s", f->mig == 1 ? "enabled" : f->mig == 0 ? "disabled" : "not applicable / unknown");
+  hl_meta_set(d->kind == HL_DEVICE_CPU ? "llc_bytes" : "l2_bytes", "%llu", (unsigned long long)f->l2_bytes);
+  hl_meta_set("memory_bytes", "%llu total, %llu free at start", (unsigned long long)f->total_mem,
+              (unsigned long long)f->free_mem);
+  if (f->versions[0]) hl_meta_set("versions", "%s", f->versions);
+}
+
+/* ------------------------------------------------------------ timing -- */
+
+bench_method bench_method_for(const bench_device *d, int reps, bool quick) {
+  bench_method m;
+  m.reps = reps;
+  if (d->kind == HL_DEVICE_CUDA) {
+    m.target_s = quick ? 0.05 : 0.2;
+    m.min_reps = quick ? 5 : 10;
+    m.max_reps = 200;
+    m.min_sample_ms = 0.5;
+    m.max_warmup = 50;
+  } else {
+    m.target_s = quick ? 0.25 : 1.0;
+    m.min_reps = 3;
+    m.max_reps = 30;
+    m.min_sample_ms = 0.0;
+    m.max_warmup = 10;
+  }
+  return m;
+}
+
+const char *bench_method_text(const bench_device *d, const bench_method *m) {
+  static char buf[640];
+  char reps[96];
+  if (m->reps > 0) snprintf(reps, sizeof reps, "%d samples (--reps)", m->reps);
+  else snprintf(reps, sizeof reps, "about %.2g s of timed work per point, %d to %d samples", m->target_s, m->min_reps,
+                m->max_reps);
+  snprintf(buf, sizeof buf,
+           "%s; warm-up of at least 3 launches, continued while a warm-up is more than 2%% faster than the one "
+           "before (at most %d); then %s%s; min, median and max per point, charts use the median",
+           d->kind == HL_DEVICE_CUDA ? "CUDA events around the launches on one stream" : "clock_gettime(CLOCK_MONOTONIC)",
+           m->max_warmup, reps,
+           m->min_sample_ms > 0 ? ", each sample the mean of enough back-to-back launches to last 0.5 ms (column inner)" : "");
+  return buf;
+}
+
+static double time_once(const bench_device *d, hl_event *e0, hl_event *e1, bench_launch launch, void *ctx, long *it,
+                        int inner) {
+  d->be->event_record(e0);
+  for (int i = 0; i < inner; i++) launch(ctx, (*it)++);
+  d->be->event_record(e1);
+  return (double)d->be->event_elapsed_ms(e0, e1) / inner;
+}
+
+bench_timing bench_time(const bench_device *d, const bench_method *m, bench_launch launch, void *ctx) {
+  bench_timing r = {0};
+  hl_event *e0 = d->be->event_create(), *e1 = d->be->event_create();
+  if (!e0 || !e1) hl_fatal("out of memory creating timing events");
+  long it = 0;
+  double prev = INFINITY, t = 0;
+  for (;;) {
+    t = time_once(d, e0, e1, launch, ctx, &it, 1);
+    r.warmups++;
+    const bool dropping = t < prev * 0.98;
+    prev = t;
+    if ((r.warmups >= 3 && !dropping) || r.warmups >= m->max_warmup) break;
+  }
+  int inner = 1;
+  if (m->min_sample_ms > 0 && t < m->min_sample_ms) {
+    double need = ceil(m->min_sample_ms / (t > 1e-4 ? t : 1e-4));
+    inner = need > 10000 ? 10000 : (int)need;
+  }
+  int reps = m->reps;
+  if (reps <= 0) {
+    double want = ceil(m->target_s * 1e3 / ((t > 1e-6 ? t : 1e-6) * inner));
+    reps = want < m->min_reps ? m->min_reps : want > m->max_reps ? m->max_reps : (int)want;
+  }
+  double *v = malloc(sizeof *v * (size_t)reps);
+  if (!v) hl_fatal("out of memory");
+  for (int s = 0; s < reps; s++) v[s] = time_once(d, e0, e1, launch, ctx, &it, inner);
+  r.ms = hl_stats_of(v, reps);
+  r.samples = reps;
+  r.inner = inner;
+  free(v);
+  d->be->event_destroy(e0);
+  d->be->event_destroy(e1);
+  return r;
+}
+
+/* ---------------------------------------------------------- memory -- */
+
+void bench_require_memory(const bench_device *d, const char *what, uint64_t device_bytes, uint64_t host_bytes) {
+  char need[32], have[32];
+  const hl_device_facts *host = hl_device_facts_get(HL_DEVICE_CPU);
+  if (d->kind == HL_DEVICE_CPU) device_bytes += host_bytes, host_bytes = 0;
+  if (device_bytes > d->facts->free_mem)
+    hl_usage_error("%s: needs %s, the %s has %s free", what, hl_format_bytes(device_bytes, need, sizeof need),
+                   d->kind == HL_DEVICE_CPU ? "host" : "device", hl_format_bytes(d->facts->free_mem, have, sizeof have));
+  if (host_bytes > host->free_mem)
+    hl_usage_error("%s: needs %s of host memory beside the device's, the host has %s free", what,
+                   hl_format_bytes(host_bytes, need, sizeof need), hl_format_bytes(host->free_mem, have, sizeof have));
+}
+
+void *bench_alloc(const bench_device *d, size_t bytes, const char *what) {
+  void *p = d->be->alloc(bytes);
+  if (!p) {
+    char b[32];
+    hl_fatal("out of %s memory allocating %s for %s", d->kind == HL_DEVICE_CPU ? "host" : "device",
+             hl_format_bytes(bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void bench_free(const bench_device *d, void *p) {
+  if (p) d->be->free(p);
+}
+
+void *bench_host_alloc(size_t bytes, const char *what) {
+  void *p = hl_backend_cpu.alloc(bytes);
+  if (!p) {
+    char b[32];
+    hl_fatal("out of host memory allocating %s for %s", hl_format_bytes(bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+/* ---------------------------------------------------------- rows -- */
+
+void bench_rows_add(bench_rows *r, const char *fmt, ...) {
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (r->n == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 64;
+    r->rows = realloc(r->rows, sizeof *r->rows * (size_t)r->cap);
+    if (!r->rows) hl_fatal("out of memory");
+  }
+  r->rows[r->n] = strdup(line);
+  if (!r->rows[r->n]) hl_fatal("out of memory");
+  r->n++;
+}
+
+void bench_rows_write(const bench_rows *r, const char *dir, const char *name, const char *header) {
+  char err[4400];
+  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, sizeof err);
+  if (!c) hl_fatal("%s", err);
+  for (int i = 0; i < r->n; i++) hl_csv_row(c, "%s", r->rows[i]);
+  if (!hl_csv_close(c, err, sizeof err)) hl_fatal("%s", err);
+}
+
+void bench_rows_free(bench_rows *r) {
+  for (int i = 0; i < r->n; i++) free(r->rows[i]);
+  free(r->rows);
+  r->rows = NULL;
+  r->n = r->cap = 0;
+}
+
+/* ---------------------------------------------------------- targets -- */
+
+void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
+                  const char *detail) {
+  const bool pass = value >= threshold;
+  pass ? t->pass++ : t->miss++;
+  printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
+  bench_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
+}
+
+void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why) {
+  t->skip++;
+  printf("SKIP  %s: %s\n", name, why);
+  bench_rows_add(&t->rows, "%s,%s,,,SKIP,%s", name, d->name, why);
+}
+
+void bench_targets_write(bench_targets *t, const char *dir, const char *file) {
+  if (t->rows.n == 0) return;
+  bench_rows_write(&t->rows, dir, file, "target,device,value,threshold,status,detail");
+  bench_rows_free(&t->rows);
+}
+
+/* -------------------------------------------------------- progress -- */
+
+void bench_progress(const char *fmt, ...) {
+  static int tty = -1;
+  if (tty < 0) tty = isatty(2);
+  if (!tty) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", hl_prog());
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+const char *bench_num(double v, char *buf, size_t len) {
+  if (isnan(v)) buf[0] = '\0';
+  else snprintf(buf, len, "%.6g", v);
+  return buf;
+}

@@ -1,0 +1,666 @@
+/* gemm.c — halflab-bench gemm: matrix-product throughput per variant (fp32,
+ * tf32, fp16 with fp32 or fp16 accumulation, bf16, fp8) over square sizes,
+ * the alignment study around 4096 and GPT-2 124M's shapes, by the method of
+ * spec/bench.md; `gemm --accuracy` is gemm_accuracy.c.
+ *
+ * Per variant, one pool of random operands is made (uniform in [-1, 1),
+ * rounded to the variant's input type) on the host and copied to the device;
+ * each shape's A, B and C are carved out of it in "slots", and the timed
+ * launches walk through the slots so that the operands a launch reads were
+ * last touched at least 2x the L2 (CPU: last-level cache) ago. Before any
+ * time is taken, the first slot's product is checked against an fp64
+ * product of the stored inputs on sampled entries (hl_gemm_error_bound): a
+ * wrong result stops the run with exit status 1 and no CSV. */
+#include <cblas.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "amp/trace.h"
+#include "bench/bench.h"
+#include "bench/gemm_bench.h"
+#include "kernels/gemm.h"
+
+static const char usage[] =
+    "Usage: halflab-bench gemm [OPTIONS]\n"
+    "\n"
+    "Matrix-product throughput (TFLOP/s, FLOPs = 2 m n k) per variant, next to the device's\n"
+    "dense peak; every variant's result is checked against an fp64 reference before it is timed.\n"
+    "Writes gemm.csv (and gemm_targets.csv); with --accuracy, gemm_accuracy.csv instead.\n"
+    "\n"
+    "Variants (--dtypes):\n"
+    "  fp32        fp32 in/out, fp32 accumulation (GPU: SIMT cores, never tf32)\n"
+    "  tf32        fp32 in/out, products on tensor cores in tf32 (GPU, sm_80+)\n"
+    "  fp16        fp16 in/out, fp32 accumulation (CPU: widened to fp32, sgemm, rounded once)\n"
+    "  fp16-acc16  fp16 in/out, fp16 accumulation (GPU)\n"
+    "  bf16        bf16 in/out, fp32 accumulation (GPU: sm_80+)\n"
+    "  fp8         fp8 e4m3 in, bf16 out, fp32 accumulation, cuBLASLt (GPU: sm_89+)\n"
+    "  openblas    CPU only: cblas_sgemm called directly, the reference the fp32 path is held to\n"
+    "\n"
+    "Studies (--studies):\n"
+    "  square      n x n x n, powers of two and midpoints: 128 .. 16384 (GPU), 128 .. 4096 (CPU)\n"
+    "  align       around 4096: multiples of 8 against their neighbours (4088 .. 4104)\n"
+    "  gpt2        GPT-2 124M at 8 x 1024 tokens: qkv, attn-proj, mlp-fc, mlp-proj, and the attention\n"
+    "              batches (8 x 12 heads of 1024 x 1024 x 64 and 1024 x 64 x 1024, strided-batched)\n"
+    "\n"
+    "Options:\n"
+    "  --list          print the variants, whether this device runs them and why not; write nothing\n"
+    "  --sizes N,...   square sizes to run instead of the sweeps (1 .. 1000000); with --accuracy: the k values\n"
+    "  --dtypes LIST   variants, comma-separated (default: every one the device runs)\n"
+    "  --studies LIST  square, align, gpt2 (default: all three; with --sizes: square)\n"
+    "  --reps N        timed samples per point (default: adaptive, see the CSV's method line)\n"
+    "  --accuracy      relative error against fp64 as k grows (64 .. 65536) per input and accumulation type\n"
+    "  --device D      auto (default: the GPU when usable, else the CPU), cpu, cuda\n"
+    "  --out DIR       output folder (default results/<machine>/)\n"
+    "  --quick         a few sizes only (on a GPU: exactly what the issue's targets need)\n"
+    "  --seed N        seed of the random operands (default 1)\n"
+    "  --help, --version\n";
+
+/* ------------------------------------------------------------ variants -- */
+
+const gemm_variant gemm_variants[GEMM_VARIANTS] = {
+    {"fp32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32, PEAK_FP32, false},
+    {"tf32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32_FAST_TF32, PEAK_TF32, false},
+    {"fp16", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F32, PEAK_FP16, false},
+    {"fp16-acc16", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F16, PEAK_FP16, false},
+    {"bf16", HL_GEMM_BF16, HL_GEMM_BF16, HL_COMPUTE_F32, PEAK_BF16, false},
+    {"fp8", HL_GEMM_E4M3, HL_GEMM_BF16, HL_COMPUTE_F32, PEAK_FP8, false},
+    {"openblas", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32, PEAK_FP32, true},
+};
+
+int gemm_variant_index(const char *name) {
+  for (int i = 0; i < GEMM_VARIANTS; i++)
+    if (!strcmp(name, gemm_variants[i].name)) return i;
+  return -1;
+}
+
+bool gemm_tensor_cores(const bench_device *d, const gemm_variant *v) {
+  return d->kind == HL_DEVICE_CUDA && (v->in != HL_GEMM_F32 || v->compute == HL_COMPUTE_F32_FAST_TF32);
+}
+
+/* Can the device run v at all? (a representative TN shape, multiples of 16) */
+bool gemm_variant_runs(const bench_device *d, const gemm_variant *v, char *why, size_t len) {
+  if (v->baseline) {
+    if (d->kind != HL_DEVICE_CPU) {
+      snprintf(why, len, "the OpenBLAS baseline is a CPU reference");
+      return false;
+    }
+    return true;
+  }
+  hl_gemm_desc probe = {.trans_b = true, .m = 64, .n = 64, .k = 64, .batch = 1, .a_type = v->in, .b_type = v->in,
+                        .c_type = v->out, .compute = v->compute, .lda = 64, .ldb = 64, .ldc = 64};
+  return d->be->gemm && d->be->gemm->supports(&probe, why, len);
+}
+
+/* What ran, in words, for the implementation column (no commas: CSV) */
+void gemm_implementation(const bench_device *d, const gemm_variant *v, int64_t batch, char *buf, size_t len) {
+  if (v->baseline) {
+    snprintf(buf, len, "cblas_sgemm called directly (reference; no halflab code in the timed call)");
+  } else if (d->kind == HL_DEVICE_CPU) {
+    if (v->in == HL_GEMM_F32) snprintf(buf, len, "openblas sgemm through hl_gemm");
+    else
+      snprintf(buf, len, "openblas sgemm on fp32-widened inputs; output rounded to %s once (no %s arithmetic)",
+               hl_gemm_type_name(v->out), hl_gemm_type_name(v->in));
+  } else if (v->in == HL_GEMM_E4M3) {
+    snprintf(buf, len, "cublasLtMatmul e4m3 x e4m3 -> bf16%s; heuristic algorithm; 32 MiB workspace; fast accumulation off",
+             batch > 1 ? " strided-batched" : "");
+  } else {
+    const char *call = batch > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+    const char *how = v->compute == HL_COMPUTE_F32_FAST_TF32 ? "CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores)"
+                      : v->compute == HL_COMPUTE_F16         ? "CUBLAS_COMPUTE_16F (tensor cores; fp16 alpha/beta)"
+                      : v->in == HL_GEMM_F32 ? "CUBLAS_COMPUTE_32F default math (SIMT; no tf32)"
+                                             : "CUBLAS_COMPUTE_32F (tensor cores; fp32 split-k reductions)";
+    snprintf(buf, len, "%s %s", call, how);
+  }
+}
+
+/* -------------------------------------------------------------- shapes -- */
+
+typedef struct {
+  const char *study;
+  char name[32];
+  int64_t m, n, k, batch;
+  bool ta, tb;
+} shape;
+
+typedef struct {
+  shape *s;
+  int n, cap;
+} shape_list;
+
+static void add_shape(shape_list *l, const char *study, const char *name, int64_t m, int64_t n, int64_t k,
+                      int64_t batch, bool tb) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    l->s = realloc(l->s, sizeof *l->s * (size_t)l->cap);
+    if (!l->s) hl_fatal("out of memory");
+  }
+  shape *s = &l->s[l->n++];
+  s->study = study;
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->m = m, s->n = n, s->k = k, s->batch = batch, s->ta = false, s->tb = tb;
+}
+
+/* Weights are stored as a linear layer stores them (out x in, so B is
+ * transposed): also the layout cuBLASLt's fp8 kernels require. */
+static void add_square(shape_list *l, int64_t n) {
+  char name[32];
+  snprintf(name, sizeof name, "%lld^3", (long long)n);
+  add_shape(l, "square", name, n, n, n, 1, true);
+}
+
+enum { STUDY_SQUARE = 1, STUDY_ALIGN = 2, STUDY_GPT2 = 4 };
+
+static void build_shapes(shape_list *l, const bench_device *d, int studies, bool quick, const long long *sizes,
+                         int nsizes) {
+  const bool gpu = d->kind == HL_DEVICE_CUDA;
+  if (studies & STUDY_SQUARE) {
+    if (nsizes > 0) {
+      for (int i = 0; i < nsizes; i++) add_square(l, sizes[i]);
+    } else if (quick) {
+      static const int64_t gq[] = {1024, 4096, 8192}, cq[] = {128, 256, 512, 1024};
+      const int64_t *q = gpu ? gq : cq;
+      for (int i = 0; i < (gpu ? 3 : 4); i++) add_square(l, q[i]);
+    } else {
+      const int64_t top = gpu ? 16384 : 4096;
+      for (int64_t p = 128; p <= top; p *= 2) {
+        add_square(l, p);
+        if (p * 3 / 2 < top) add_square(l, p * 3 / 2);
+      }
+    }
+  }
+  if (studies & STUDY_ALIGN) {
+    if (quick) {
+      if (gpu)
+        for (int64_t n = 4095; n <= 4097; n++) add_shape(l, "align", "align", n, n, n, 1, true);
+    } else if (gpu) {
+      for (int64_t n = 4088; n <= 4104; n++) add_shape(l, "align", "align", n, n, n, 1, true);
+    } else {
+      /* each point costs about 0.5 s a launch on a small CPU: the multiples
+       * of 8 and their nearest neighbours */
+      static const int64_t cpu_align[] = {4088, 4092, 4095, 4096, 4097, 4100, 4104};
+      for (size_t i = 0; i < sizeof cpu_align / sizeof cpu_align[0]; i++)
+        add_shape(l, "align", "align", cpu_align[i], cpu_align[i], cpu_align[i], 1, true);
+    }
+  }
+  if ((studies & STUDY_GPT2) && !(quick && !gpu)) {
+    const int64_t tokens = 8 * 1024, c = 768, heads = 12, t = 1024, hd = 64;
+    add_shape(l, "gpt2", "qkv", tokens, 3 * c, c, 1, true);
+    add_shape(l, "gpt2", "attn-proj", tokens, c, c, 1, true);
+    add_shape(l, "gpt2", "mlp-fc", tokens, 4 * c, c, 1, true);
+    add_shape(l, "gpt2", "mlp-proj", tokens, c, 4 * c, 1, true);
+    add_shape(l, "gpt2", "attn-scores", t, t, hd, 8 * heads, true);    /* Q K^T */
+    add_shape(l, "gpt2", "attn-context", t, hd, t, 8 * heads, false);  /* P V: V stored k x n */
+  }
+}
+
+/* ---------------------------------------------------------- operands -- */
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* One slot: every batch entry's A and B (in the input pool, never written)
+ * and C (in the output pool), in 256-byte aligned parts */
+typedef struct {
+  size_t b_off, ab_bytes, c_bytes, bytes;
+} slot_layout;
+
+static slot_layout layout_of(const shape *s, const gemm_variant *v) {
+  const size_t in = hl_gemm_type_size(v->in), out = hl_gemm_type_size(v->out);
+  slot_layout L;
+  L.b_off = round_up((size_t)(s->batch * s->m * s->k) * in, 256);
+  L.ab_bytes = L.b_off + round_up((size_t)(s->batch * s->k * s->n) * in, 256);
+  L.c_bytes = round_up((size_t)(s->batch * s->m * s->n) * out, 256);
+  L.bytes = L.ab_bytes + L.c_bytes;
+  return L;
+}
+
+static size_t slots_for(size_t slot_bytes, size_t rotation_bytes) {
+  size_t n = (rotation_bytes + slot_bytes - 1) / slot_bytes;
+  return n ? n : 1;
+}
+
+/* What v's pools must hold for every shape of the run */
+static void pool_sizes(const gemm_variant *v, const shape_list *l, size_t rot, size_t *in_bytes, size_t *out_bytes) {
+  *in_bytes = *out_bytes = 256;
+  for (int si = 0; si < l->n; si++) {
+    const slot_layout L = layout_of(&l->s[si], v);
+    const size_t n = slots_for(L.bytes, rot);
+    if (n * L.ab_bytes > *in_bytes) *in_bytes = n * L.ab_bytes;
+    if (n * L.c_bytes > *out_bytes) *out_bytes = n * L.c_bytes;
+  }
+}
+
+static void free_pools(const bench_device *d, char **in, char **host, char **out) {
+  if (*host && *host != *in) free(*host);
+  bench_free(d, *in), bench_free(d, *out);
+  *in = *host = *out = NULL;
+}
+
+/* The working set the rotation must exceed: 2x L2 on the GPU; on the CPU 2x
+ * the last-level cache, at most 1 GiB or a quarter of free memory. */
+static size_t rotation_bytes(const bench_device *d) {
+  size_t r = 2 * (size_t)d->facts->l2_bytes;
+  if (d->kind == HL_DEVICE_CPU) {
+    if (r > (1u << 30)) r = 1u << 30;
+    if (r > d->facts->free_mem / 4) r = (size_t)(d->facts->free_mem / 4);
+  }
+  return r ? r : (64u << 20);
+}
+
+/* Random values uniform in [-1, 1), rounded to t (e4m3: saturating), whole pool */
+static void fill_random(void *p, hl_gemm_type t, size_t bytes, uint64_t seed) {
+  const size_t es = hl_gemm_type_size(t), n = bytes / es, words = (n + 3) / 4;
+#pragma omp parallel for schedule(static)
+  for (size_t w = 0; w < words; w++) {
+    uint32_t ctr[4] = {(uint32_t)w, (uint32_t)((uint64_t)w >> 32), 7, 0}, key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint32_t r[4];
+    hl_philox4x32_10(ctr, key, r);
+    for (int j = 0; j < 4 && w * 4 + (size_t)j < n; j++) {
+      const size_t i = w * 4 + (size_t)j;
+      const float x = hl_u32_to_unit_float(r[j]) * 2.0f - 1.0f;
+      switch (t) {
+        case HL_GEMM_F32: ((float *)p)[i] = x; break;
+        case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16(x); break;
+        case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16(x); break;
+        default: ((uint8_t *)p)[i] = hl_f32_to_fp8(x, HL_FP8_E4M3, 1); break;
+      }
+    }
+  }
+}
+
+double gemm_load(const void *p, hl_gemm_type t, size_t i) {
+  switch (t) {
+    case HL_GEMM_F64: return ((const double *)p)[i];
+    case HL_GEMM_F32: return ((const float *)p)[i];
+    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
+    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return hl_fp8_to_f32(((const uint8_t *)p)[i], HL_FP8_E4M3);
+  }
+}
+
+/* ------------------------------------------------------- one point -- */
+
+typedef struct {
+  const bench_device *d;
+  const gemm_variant *v;
+  const shape *s;
+  slot_layout L;
+  size_t nslots;
+  char *in, *out;   /* the input and output pools: device (or host, CPU) */
+  hl_gemm_desc desc;
+} point;
+
+static void point_desc(point *p, size_t slot) {
+  const shape *s = p->s;
+  char *ab = p->in + slot * p->L.ab_bytes, *c = p->out + slot * p->L.c_bytes;
+  hl_gemm_desc d = {.trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n, .k = s->k, .batch = s->batch,
+                    .a_type = p->v->in, .b_type = p->v->in, .c_type = p->v->out, .compute = p->v->compute,
+                    .alpha = 1.0f, .beta = 0.0f,
+                    .a = ab, .lda = s->ta ? s->m : s->k, .stride_a = s->m * s->k,
+                    .b = ab + p->L.b_off, .ldb = s->tb ? s->k : s->n, .stride_b = s->k * s->n,
+                    .c = c, .ldc = s->n, .stride_c = s->m * s->n,
+                    .a_scale = 1.0f, .b_scale = 1.0f};
+  p->desc = d;
+}
+
+static void launch(void *ctx, long it) {
+  point *p = ctx;
+  point_desc(p, (size_t)it % p->nslots);
+  const hl_gemm_desc *d = &p->desc;
+  if (p->v->baseline) {
+    for (int64_t b = 0; b < d->batch; b++)
+      cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
+                  (int)d->m, (int)d->n, (int)d->k, 1.0f, (const float *)d->a + b * d->stride_a, (int)d->lda,
+                  (const float *)d->b + b * d->stride_b, (int)d->ldb, 0.0f, (float *)d->c + b * d->stride_c,
+                  (int)d->ldc);
+  } else {
+    p->d->be->gemm->gemm(d);
+  }
+}
+
+/* Checks slot 0's product on sampled entries against fp64 from the host
+ * copy of the inputs; exits 1 on a wrong entry. Returns the largest error
+ * relative to sum |a b| (and the bound's per-term factor in *bound_term). */
+static double validate(point *p, const char *host_pool, uint64_t seed, double *bound_term, double *worst_ratio) {
+  launch(p, 0);
+  p->d->be->synchronize();
+  point_desc(p, 0);
+  const hl_gemm_desc *d = &p->desc;
+  const shape *s = p->s;
+  const hl_gemm_bound bound = hl_gemm_error_bound(d, gemm_tensor_cores(p->d, p->v));
+  *bound_term = bound.term;
+  const char *ha = host_pool, *hb = host_pool + p->L.b_off;
+  const size_t out_size = hl_gemm_type_size(p->v->out);
+  double worst = 0;
+  *worst_ratio = 0;
+  enum { SAMPLES = 96 };
+  for (int t = 0; t < SAMPLES + 2; t++) {
+    int64_t bi, i, j;
+    if (t < 2) { /* the first and the last entry of C, then random ones */
+      bi = t ? s->batch - 1 : 0, i = t ? s->m - 1 : 0, j = t ? s->n - 1 : 0;
+    } else {
+      bi = (int64_t)(hl_philox_u32(seed, 99, 3 * (uint64_t)t) % (uint64_t)s->batch);
+      i = (int64_t)(hl_philox_u32(seed, 99, 3 * (uint64_t)t + 1) % (uint64_t)s->m);
+      j = (int64_t)(hl_philox_u32(seed, 99, 3 * (uint64_t)t + 2) % (uint64_t)s->n);
+    }
+    double exact = 0, mag = 0;
+    for (int64_t q = 0; q < s->k; q++) {
+      const double x = gemm_load(ha, d->a_type, (size_t)(bi * d->stride_a + (s->ta ? q * d->lda + i : i * d->lda + q)));
+      const double y = gemm_load(hb, d->b_type, (size_t)(bi * d->stride_b + (s->tb ? j * d->ldb + q : q * d->ldb + j)));
+      exact += x * y;
+      mag += fabs(x * y);
+    }
+    unsigned char cell[8];
+    p->d->be->copy_to_host(cell, (const char *)d->c + (size_t)(bi * d->stride_c + i * d->ldc + j) * out_size, out_size);
+    const double got = gemm_load(cell, d->c_type, 0);
+    const double err = fabs(got - exact), lim = bound.out * fabs(exact) + bound.term * mag;
+    if (!(err <= lim))
+      hl_fatal("gemm %s %s (%lld x %lld x %lld, batch %lld) is wrong at C[%lld][%lld] of batch entry %lld: %.9g, fp64 "
+               "reference %.9g, |error| %.3g > bound %.3g; not timing it, no CSV written",
+               p->v->name, s->name, (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch,
+               (long long)i, (long long)j, (long long)bi, got, exact, err, lim);
+    if (mag > 0 && err / mag > worst) worst = err / mag;
+    if (lim > 0 && err / lim > *worst_ratio) *worst_ratio = err / lim;
+  }
+  return worst;
+}
+
+/* ------------------------------------------------------------- main -- */
+
+static int parse_studies(const char *s) {
+  if (!s) return 0;
+  int mask = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "square")) mask |= STUDY_SQUARE;
+    else if (!strcmp(t, "align")) mask |= STUDY_ALIGN;
+    else if (!strcmp(t, "gpt2")) mask |= STUDY_GPT2;
+    else hl_usage_error("--studies: unknown study '%s' (expected square, align or gpt2)", t);
+  }
+  if (!mask) hl_usage_error("--studies: empty list");
+  return mask;
+}
+
+/* --dtypes: variant names; each must exist, and (when named explicitly) run
+ * here. Without --dtypes, what the device cannot run is skipped; the notice
+ * lines go to `notice`, printed once every input has been accepted. */
+static void parse_dtypes(const char *s, const bench_device *d, bool chosen[GEMM_VARIANTS], char *notice, size_t len) {
+  char why[256];
+  notice[0] = '\0';
+  if (!s) {
+    size_t k = 0;
+    for (int i = 0; i < GEMM_VARIANTS; i++) {
+      chosen[i] = gemm_variant_runs(d, &gemm_variants[i], why, sizeof why);
+      if (!chosen[i] && !(gemm_variants[i].baseline && d->kind != HL_DEVICE_CPU) && k < len)
+        k += (size_t)snprintf(notice + k, len - k, "%s: gemm: skipping %s on this %s: %s\n", hl_prog(),
+                              gemm_variants[i].name, d->name, why);
+    }
+    return;
+  }
+  memset(chosen, 0, sizeof(bool) * GEMM_VARIANTS);
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *save = NULL;
+  int n = 0;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+    int i = gemm_variant_index(t);
+    if (i < 0) hl_usage_error("--dtypes: unknown variant '%s' (expected fp32, tf32, fp16, fp16-acc16, bf16, fp8, openblas)", t);
+    if (!gemm_variant_runs(d, &gemm_variants[i], why, sizeof why))
+      hl_usage_error("--dtypes: %s cannot run on this %s (%s): %s", t, d->name, d->facts->name, why);
+    chosen[i] = true;
+  }
+  if (!n) hl_usage_error("--dtypes: empty list");
+}
+
+static void list_variants(const bench_device *d) {
+  printf("%-11s %-6s %-11s %-5s %-4s  %s\n", "variant", "inputs", "accumulate", "out", "runs", "implementation / why not");
+  for (int i = 0; i < GEMM_VARIANTS; i++) {
+    const gemm_variant *v = &gemm_variants[i];
+    char why[256] = "", impl[256];
+    const bool ok = gemm_variant_runs(d, v, why, sizeof why);
+    gemm_implementation(d, v, 1, impl, sizeof impl);
+    printf("%-11s %-6s %-11s %-5s %-4s  %s\n", v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
+           hl_gemm_type_name(v->out), ok ? "yes" : "no", ok ? impl : why);
+  }
+  printf("device: %s (%s)\n", d->name, d->facts->name);
+}
+
+typedef struct {
+  bool done;
+  double tflops, pct;
+} gemm_result;
+
+/* The issue's targets from this run's results. GPU: fp16 8192^3 at >= 75%
+ * of the dense peak. CPU: at every square n >= 1024, fp32 through hl_gemm
+ * within 15% of cblas_sgemm called directly, and the fp16 path at >= 80% of
+ * the fp32 path's rate (bf16 reported beside it). */
+static void check_targets(bench_targets *t, const bench_device *d, const bench_peaks *pk, const gemm_result *res,
+                          const shape_list *l) {
+  const int fp32 = gemm_variant_index("fp32"), fp16 = gemm_variant_index("fp16"), bf16 = gemm_variant_index("bf16"),
+            ob = gemm_variant_index("openblas");
+  char detail[256];
+  if (d->kind == HL_DEVICE_CUDA) {
+    const char *name = "fp16 8192^3 >= 75% of dense peak";
+    int at = -1;
+    for (int i = 0; i < l->n; i++)
+      if (!strcmp(l->s[i].study, "square") && l->s[i].m == 8192) at = i;
+    if (at < 0 || !res[at * GEMM_VARIANTS + fp16].done) {
+      bench_target_skip(t, d, name, "no fp16 8192^3 point in this run");
+    } else if (!pk->known || pk->value[PEAK_FP16] <= 0) {
+      bench_target_skip(t, d, name, "peak unknown for this device");
+    } else {
+      const gemm_result *r = &res[at * GEMM_VARIANTS + fp16];
+      snprintf(detail, sizeof detail, "%.1f TFLOP/s = %.1f%% of %.1f TFLOP/s", r->tflops, r->pct, pk->value[PEAK_FP16]);
+      bench_target(t, d, name, r->pct / 100.0, 0.75, detail);
+    }
+    return;
+  }
+  int checked = 0;
+  for (int i = 0; i < l->n; i++) {
+    const shape *s = &l->s[i];
+    if (strcmp(s->study, "square") || s->m < 1024) continue;
+    const gemm_result *r32 = &res[i * GEMM_VARIANTS + fp32], *rob = &res[i * GEMM_VARIANTS + ob],
+                      *r16 = &res[i * GEMM_VARIANTS + fp16], *rb16 = &res[i * GEMM_VARIANTS + bf16];
+    char name[96];
+    if (r32->done && rob->done) {
+      snprintf(name, sizeof name, "fp32 %lld^3 within 15%% of OpenBLAS called directly", (long long)s->m);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", r32->tflops * 1e3, rob->tflops * 1e3,
+               r32->tflops / rob->tflops);
+      bench_target(t, d, name, r32->tflops / rob->tflops, 0.85, detail);
+      checked++;
+    }
+    if (r16->done && r32->done) {
+      snprintf(name, sizeof name, "fp16 path %lld^3 >= 80%% of the fp32 path", (long long)s->m);
+      char b16[32] = "not run";
+      if (rb16->done) snprintf(b16, sizeof b16, "%.3f", rb16->tflops / r32->tflops);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f (bf16 path: %s)", r16->tflops * 1e3,
+               r32->tflops * 1e3, r16->tflops / r32->tflops, b16);
+      bench_target(t, d, name, r16->tflops / r32->tflops, 0.80, detail);
+      checked++;
+    }
+  }
+  if (!checked)
+    bench_target_skip(t, d, "CPU GEMM ratios at n >= 1024", "no square size >= 1024 with fp32 and its references in this run");
+}
+
+int bench_gemm_main(int argc, char **argv) {
+  bench_common c = {.seed = 1, .usage = usage};
+  enum { OPT_LIST = 1, OPT_SIZES, OPT_DTYPES, OPT_STUDIES, OPT_ACCURACY };
+  static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
+                                           {"list", no_argument, NULL, OPT_LIST},
+                                           {"sizes", required_argument, NULL, OPT_SIZES},
+                                           {"dtypes", required_argument, NULL, OPT_DTYPES},
+                                           {"studies", required_argument, NULL, OPT_STUDIES},
+                                           {"accuracy", no_argument, NULL, OPT_ACCURACY},
+                                           {NULL, 0, NULL, 0}};
+  const char *sizes_s = NULL, *dtypes_s = NULL, *studies_s = NULL;
+  bool list = false, accuracy = false;
+  int opt;
+  opterr = 0;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (bench_common_option(&c, opt, argv)) continue;
+    switch (opt) {
+      case OPT_LIST: list = true; break;
+      case OPT_SIZES: sizes_s = optarg; break;
+      case OPT_DTYPES: dtypes_s = optarg; break;
+      case OPT_STUDIES: studies_s = optarg; break;
+      case OPT_ACCURACY: accuracy = true; break;
+      default: bench_bad_option(opt, argv);
+    }
+  }
+  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+
+  /* ---- every input checked before anything is created */
+  long long sizes[64];
+  int nsizes = sizes_s ? hl_parse_int_list("--sizes", sizes_s, 1, 1000000, sizes, 64) : 0;
+  const int reps = bench_parse_reps(c.reps);
+  if (accuracy && (studies_s || list || c.reps))
+    hl_usage_error("--accuracy takes --sizes (the k values), --dtypes, --quick, --seed, --device and --out only");
+  int studies = parse_studies(studies_s);
+  if (!studies) studies = nsizes ? STUDY_SQUARE : (STUDY_SQUARE | STUDY_ALIGN | STUDY_GPT2);
+  if (nsizes && !(studies & STUDY_SQUARE)) hl_usage_error("--sizes sets the square sizes: --studies must include square");
+
+  bench_device dev;
+  bench_device_open(&dev, c.device);
+  if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
+  if (list) {
+    list_variants(&dev);
+    return 0;
+  }
+  if (accuracy) return gemm_accuracy_main(&dev, &c, dtypes_s, nsizes ? sizes : NULL, nsizes);
+
+  bool chosen[GEMM_VARIANTS];
+  char notice[2048];
+  parse_dtypes(dtypes_s, &dev, chosen, notice, sizeof notice);
+  shape_list shapes = {0};
+  build_shapes(&shapes, &dev, studies, c.quick, sizes, nsizes);
+
+  /* memory: the largest pools of any variant (one variant's pools at a time) */
+  const size_t rot = rotation_bytes(&dev);
+  uint64_t need = 0, need_host = 0;
+  for (int vi = 0; vi < GEMM_VARIANTS; vi++) {
+    if (!chosen[vi]) continue;
+    size_t in_bytes, out_bytes;
+    pool_sizes(&gemm_variants[vi], &shapes, rot, &in_bytes, &out_bytes);
+    if (in_bytes + out_bytes > need) need = in_bytes + out_bytes;
+    if (in_bytes > need_host) need_host = in_bytes;
+  }
+  bench_require_memory(&dev, "gemm (operands of the largest size)", need, dev.kind == HL_DEVICE_CUDA ? need_host : 0);
+
+  char outbuf[4096];
+  const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+  fputs(notice, stderr);
+  const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
+  const bench_method method = bench_method_for(&dev, reps, c.quick);
+  hl_meta_set("peak_source", "%s", peaks.source);
+  hl_meta_set("method", "%s", bench_method_text(&dev, &method));
+  hl_meta_set("rotation", "operands rotate through slots so that a launch's inputs were last used >= %.0f MiB ago (2x %s)",
+              (double)rot / 1048576.0, dev.kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");
+  hl_meta_set("validation", "every point: %d sampled entries of the first slot against an fp64 product of the stored "
+              "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b|; max_err_norm = "
+              "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", 98);
+  hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
+  hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
+  if (c.quick) hl_meta_set("quick", "yes");
+
+  bench_rows rows = {0};
+  gemm_result *results = calloc((size_t)shapes.n * GEMM_VARIANTS, sizeof *results);
+  if (!results) hl_fatal("out of memory");
+  printf("%-10s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
+         "median_ms", "TFLOP/s", "%peak");
+
+  /* pools per input type, kept while consecutive variants share it */
+  char *in_pool = NULL, *host_pool = NULL, *out_pool = NULL;
+  size_t in_have = 0, out_have = 0;
+  hl_gemm_type pool_type = HL_GEMM_F64;
+  static const int order[GEMM_VARIANTS] = {6, 0, 1, 2, 3, 4, 5}; /* the baseline first, beside fp32's pool */
+  for (int oi = 0; oi < GEMM_VARIANTS; oi++) {
+    const int vi = order[oi];
+    if (!chosen[vi]) continue;
+    const gemm_variant *v = &gemm_variants[vi];
+    size_t in_bytes, out_bytes;
+    pool_sizes(v, &shapes, rot, &in_bytes, &out_bytes);
+    if (!in_pool || pool_type != v->in || in_have < in_bytes || out_have < out_bytes) {
+      free_pools(&dev, &in_pool, &host_pool, &out_pool);
+      hl_range_push("gemm: random operands");
+      bench_progress("gemm: %s operands (%.0f MiB)", hl_gemm_type_name(v->in), (double)in_bytes / 1048576.0);
+      in_pool = bench_alloc(&dev, in_bytes, "GEMM inputs");
+      out_pool = bench_alloc(&dev, out_bytes, "GEMM outputs");
+      host_pool = dev.kind == HL_DEVICE_CUDA ? bench_host_alloc(in_bytes, "a host copy of the GEMM inputs") : in_pool;
+      fill_random(host_pool, v->in, in_bytes, c.seed);
+      if (dev.kind == HL_DEVICE_CUDA) dev.be->copy_from_host(in_pool, host_pool, in_bytes);
+      dev.be->zero(out_pool, out_bytes);
+      in_have = in_bytes, out_have = out_bytes, pool_type = v->in;
+      hl_range_pop();
+    }
+    for (int si = 0; si < shapes.n; si++) {
+      const shape *s = &shapes.s[si];
+      point p = {.d = &dev, .v = v, .s = s, .L = layout_of(s, v), .in = in_pool, .out = out_pool};
+      p.nslots = slots_for(p.L.bytes, rot);
+      point_desc(&p, 0);
+      char why[256];
+      if (!v->baseline && !dev.be->gemm->supports(&p.desc, why, sizeof why)) {
+        fprintf(stderr, "%s: gemm: %s skips %s (%lld x %lld x %lld): %s\n", hl_prog(), v->name, s->name,
+                (long long)s->m, (long long)s->n, (long long)s->k, why);
+        continue;
+      }
+      char range[96];
+      snprintf(range, sizeof range, "gemm %s %s %lldx%lldx%lld", v->name, s->name, (long long)s->m, (long long)s->n,
+               (long long)s->k);
+      bench_progress("%s", range);
+      hl_range_push(range);
+      hl_range_push("validate");
+      double bound_term = 0, ratio = 0;
+      const double err = validate(&p, host_pool, c.seed, &bound_term, &ratio);
+      hl_range_pop();
+      hl_range_push("time");
+      const bench_timing t = bench_time(&dev, &method, launch, &p);
+      hl_range_pop();
+      hl_range_pop();
+      const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k * (double)s->batch;
+      const double tflops = flops / (t.ms.median * 1e-3) / 1e12, best = flops / (t.ms.min * 1e-3) / 1e12;
+      const double peak = peaks.value[v->peak];
+      const double pct = peak > 0 ? 100.0 * tflops / peak : NAN;
+      char impl[256], b1[32], b2[32];
+      gemm_implementation(&dev, v, s->batch, impl, sizeof impl);
+      bench_rows_add(&rows,
+                     "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g",
+                     dev.name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
+                     hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
+                     (long long)s->batch, s->ta, s->tb, flops, t.warmups, t.samples, t.inner, p.nslots, t.ms.min,
+                     t.ms.median, t.ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
+                     bench_num(pct, b2, sizeof b2), err, bound_term, ratio);
+      gemm_result *r = &results[si * GEMM_VARIANTS + vi];
+      r->done = true, r->tflops = tflops, r->pct = pct;
+      printf("%-10s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
+             (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t.ms.median, tflops,
+             isnan(pct) ? "-" : bench_num(pct, b2, sizeof b2));
+      fflush(stdout);
+    }
+  }
+  free_pools(&dev, &in_pool, &host_pool, &out_pool);
+
+  bench_rows_write(&rows, outdir, "gemm.csv",
+                   "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,"
+                   "flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,"
+                   "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound");
+  bench_rows_free(&rows);
+
+  /* ---- the targets, from this run's rows */
+  bench_targets targets = {0};
+  check_targets(&targets, &dev, &peaks, results, &shapes);
+  bench_targets_write(&targets, outdir, "gemm_targets.csv");
+  fprintf(stderr, "%s: gemm: wrote %s/gemm.csv\n", hl_prog(), outdir);
+  free(results);
+  free(shapes.s);
+  return 0;
+}

@@ -1,0 +1,252 @@
+/* gemm_accuracy.c — halflab-bench gemm --accuracy: how far C = A B lies
+ * from an fp64 reference as k grows (64 ... 65536), per input format and
+ * accumulation format: the chart that shows why accumulation stays in fp32.
+ *
+ * Two ways, both written to gemm_accuracy.csv:
+ *   simulated (always, on the CPU): each output a sequential dot product
+ *     whose products are formed in fp32 (exact for fp16/bf16/fp8/tf32
+ *     inputs) and whose running sum is rounded to the accumulation format
+ *     after every addition (to fp32 first, then to fp16/bf16: amp/half.h);
+ *     16 x 16 outputs;
+ *   cublas (with --device cuda/auto on a GPU): the device's own GEMM on the
+ *     same kind of data, 64 x 64 outputs, fp32 output where the accumulation
+ *     is fp32 (fp8: bf16 output, the layout the throughput run uses).
+ * Two data sets: uniform in [-1, 1) (signs mixed: partial sums stay ~sqrt(k))
+ * and uniform in [0, 1) (one sign: partial sums grow ~k/4, the hard case for
+ * a narrow accumulator). Errors are normwise, ||C - C_ref||_F / ||C_ref||_F,
+ * against the fp64 product of the original fp32 data (rel_err: what a user
+ * sees, input rounding included) and of the inputs as stored in their format
+ * (rel_err_accumulation: the accumulation and the output rounding alone). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "amp/trace.h"
+#include "bench/bench.h"
+#include "bench/gemm_bench.h"
+
+typedef struct {
+  const char *name;
+  hl_gemm_type in;     /* storage of the inputs */
+  bool tf32;           /* fp32 storage, products of tf32-rounded inputs */
+  hl_gemm_type acc;    /* accumulation format: F32, F16 or BF16 */
+  const char *gpu;     /* the throughput variant that runs it on a GPU, or NULL */
+} acc_variant;
+
+static const acc_variant variants[] = {
+    {"fp32", HL_GEMM_F32, false, HL_GEMM_F32, "fp32"},
+    {"tf32", HL_GEMM_F32, true, HL_GEMM_F32, "tf32"},
+    {"fp16", HL_GEMM_F16, false, HL_GEMM_F32, "fp16"},
+    {"fp16-acc16", HL_GEMM_F16, false, HL_GEMM_F16, "fp16-acc16"},
+    {"bf16", HL_GEMM_BF16, false, HL_GEMM_F32, "bf16"},
+    {"bf16-accbf16", HL_GEMM_BF16, false, HL_GEMM_BF16, NULL},
+    {"fp8", HL_GEMM_E4M3, false, HL_GEMM_F32, "fp8"},
+};
+enum { NVARIANTS = sizeof variants / sizeof variants[0] };
+
+static const char *data_names[2] = {"signed", "positive"}; /* uniform in [-1, 1), in [0, 1) */
+
+/* the original fp32 data, element i of stream s */
+static float datum(uint64_t seed, int data, uint64_t s, uint64_t i) {
+  const float u = hl_u32_to_unit_float(hl_philox_u32(seed, s, i));
+  return data == 0 ? 2.0f * u - 1.0f : u;
+}
+
+/* x as the input format stores it (fp32 value) */
+static float stored(const acc_variant *v, float x) {
+  if (v->tf32) return hl_f32_round_tf32_rna(x);
+  switch (v->in) {
+    case HL_GEMM_F16: return hl_f16_to_f32(hl_f32_to_f16(x));
+    case HL_GEMM_BF16: return hl_bf16_to_f32(hl_f32_to_bf16(x));
+    case HL_GEMM_E4M3: return hl_fp8_to_f32(hl_f32_to_fp8(x, HL_FP8_E4M3, 1), HL_FP8_E4M3);
+    default: return x;
+  }
+}
+
+static float round_acc(hl_gemm_type acc, float x) {
+  return acc == HL_GEMM_F16 ? hl_f16_to_f32(hl_f32_to_f16(x)) : acc == HL_GEMM_BF16 ? hl_bf16_to_f32(hl_f32_to_bf16(x)) : x;
+}
+
+typedef struct {
+  double num_total, num_acc, den_total, den_acc; /* sums of squares */
+} fro;
+
+static void fro_add(fro *f, double got, double exact_orig, double exact_stored) {
+  f->num_total += (got - exact_orig) * (got - exact_orig);
+  f->den_total += exact_orig * exact_orig;
+  f->num_acc += (got - exact_stored) * (got - exact_stored);
+  f->den_acc += exact_stored * exact_stored;
+}
+
+/* A is m x k, B is n x k (transposed, as the throughput run stores weights) */
+static void make_data(float *a, float *b, int m, int n, int64_t k, int data, uint64_t seed) {
+  for (int64_t i = 0; i < (int64_t)m * k; i++) a[i] = datum(seed, data, 1, (uint64_t)i);
+  for (int64_t i = 0; i < (int64_t)n * k; i++) b[i] = datum(seed, data, 2, (uint64_t)i);
+}
+
+static void exact_products(const acc_variant *v, const float *a, const float *b, int m, int n, int64_t k,
+                           double *orig, double *st) {
+#pragma omp parallel for schedule(static)
+  for (int ij = 0; ij < m * n; ij++) {
+    const int i = ij / n, j = ij % n;
+    double so = 0, ss = 0;
+    for (int64_t p = 0; p < k; p++) {
+      so += (double)a[i * k + p] * b[j * k + p];
+      ss += (double)stored(v, a[i * k + p]) * stored(v, b[j * k + p]);
+    }
+    orig[ij] = so, st[ij] = ss;
+  }
+}
+
+static fro simulate(const acc_variant *v, const float *a, const float *b, int m, int n, int64_t k,
+                    const double *orig, const double *st) {
+  fro f = {0};
+  double *got = malloc(sizeof *got * (size_t)(m * n));
+  if (!got) hl_fatal("out of memory");
+#pragma omp parallel for schedule(static)
+  for (int ij = 0; ij < m * n; ij++) {
+    const int i = ij / n, j = ij % n;
+    float acc = 0.0f;
+    for (int64_t p = 0; p < k; p++) {
+      const float prod = stored(v, a[i * k + p]) * stored(v, b[j * k + p]);
+      acc = round_acc(v->acc, acc + prod);
+    }
+    got[ij] = acc;
+  }
+  for (int ij = 0; ij < m * n; ij++) fro_add(&f, got[ij], orig[ij], st[ij]);
+  free(got);
+  return f;
+}
+
+static void store_as(void *p, hl_gemm_type t, size_t i, float x) {
+  switch (t) {
+    case HL_GEMM_F32: ((float *)p)[i] = x; break;
+    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16(x); break;
+    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16(x); break;
+    default: ((uint8_t *)p)[i] = hl_f32_to_fp8(x, HL_FP8_E4M3, 1); break;
+  }
+}
+
+static fro on_device(const bench_device *d, const gemm_variant *gv, const float *a, const float *b, int m, int n,
+                     int64_t k, const double *orig, const double *st) {
+  const size_t in = hl_gemm_type_size(gv->in), out = hl_gemm_type_size(gv->out);
+  char *ha = bench_host_alloc(in * (size_t)(m * k), "accuracy inputs"), *hb = bench_host_alloc(in * (size_t)(n * k), "accuracy inputs");
+  char *hc = bench_host_alloc(out * (size_t)(m * n), "accuracy outputs");
+  for (int64_t i = 0; i < (int64_t)m * k; i++) store_as(ha, gv->in, (size_t)i, a[i]);
+  for (int64_t i = 0; i < (int64_t)n * k; i++) store_as(hb, gv->in, (size_t)i, b[i]);
+  void *da = bench_alloc(d, in * (size_t)(m * k), "accuracy inputs"), *db = bench_alloc(d, in * (size_t)(n * k), "accuracy inputs");
+  void *dc = bench_alloc(d, out * (size_t)(m * n), "accuracy outputs");
+  d->be->copy_from_host(da, ha, in * (size_t)(m * k));
+  d->be->copy_from_host(db, hb, in * (size_t)(n * k));
+  hl_gemm_desc g = {.trans_b = true, .m = m, .n = n, .k = k, .batch = 1, .a_type = gv->in, .b_type = gv->in,
+                    .c_type = gv->out, .compute = gv->compute, .alpha = 1, .beta = 0, .a = da, .lda = k, .b = db,
+                    .ldb = k, .c = dc, .ldc = n, .a_scale = 1, .b_scale = 1};
+  d->be->gemm->gemm(&g);
+  d->be->synchronize();
+  d->be->copy_to_host(hc, dc, out * (size_t)(m * n));
+  fro f = {0};
+  for (int ij = 0; ij < m * n; ij++) fro_add(&f, gemm_load(hc, gv->out, (size_t)ij), orig[ij], st[ij]);
+  bench_free(d, da), bench_free(d, db), bench_free(d, dc);
+  free(ha), free(hb), free(hc);
+  return f;
+}
+
+int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks) {
+  bool chosen[NVARIANTS];
+  for (int i = 0; i < NVARIANTS; i++) chosen[i] = dtypes == NULL;
+  if (dtypes) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", dtypes);
+    char *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+      int found = -1;
+      for (int i = 0; i < NVARIANTS; i++)
+        if (!strcmp(t, variants[i].name)) found = i;
+      if (found < 0)
+        hl_usage_error("--dtypes: '%s' is not part of the accuracy study (fp32, tf32, fp16, fp16-acc16, bf16, "
+                       "bf16-accbf16, fp8)", t);
+      chosen[found] = true;
+    }
+    if (!n) hl_usage_error("--dtypes: empty list");
+  }
+  long long kdef[16];
+  int nk = 0;
+  if (ks) {
+    for (int i = 0; i < nks; i++) kdef[nk++] = ks[i];
+  } else {
+    for (long long k = 64; k <= (c->quick ? 4096 : 65536); k *= 2) kdef[nk++] = k;
+  }
+  long long kmax = 0;
+  for (int i = 0; i < nk; i++) kmax = kdef[i] > kmax ? kdef[i] : kmax;
+  const int sm = 16, gm = 64; /* outputs per side: simulated, on the GPU */
+  const bool gpu = d->kind == HL_DEVICE_CUDA;
+  /* host: the fp32 data and the references; device: one variant's operands */
+  bench_require_memory(d, "gemm --accuracy", gpu ? (uint64_t)(2 * gm) * (uint64_t)kmax * 4 + (uint64_t)gm * gm * 4 : 0,
+                       (uint64_t)(2 * gm) * (uint64_t)kmax * 8 + (1u << 20));
+
+  char outbuf[4096];
+  const char *outdir = hl_cli_outdir(c->out, d->kind, outbuf, sizeof outbuf);
+  hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
+              "sum rounded to the accumulation format after each addition; cublas: %d x %d outputs by the device's "
+              "GEMM; errors normwise (Frobenius) against fp64", sm, sm, gm, gm);
+  hl_meta_set("data", "signed: uniform in [-1, 1) (partial sums grow like sqrt(k)); positive: uniform in [0, 1) "
+              "(partial sums grow like k/4: the hard case for a narrow accumulator)");
+  hl_meta_set("errors", "rel_err against the fp64 product of the original fp32 data (input rounding included); "
+              "rel_err_accumulation against the fp64 product of the inputs as stored (accumulation and output rounding)");
+  hl_meta_set("seed", "%llu", (unsigned long long)c->seed);
+  if (c->quick) hl_meta_set("quick", "yes");
+
+  bench_rows rows = {0};
+  const int side = gpu ? gm : sm;
+  float *a = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
+  float *b = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
+  double *orig = bench_host_alloc(sizeof(double) * (size_t)(side * side), "references");
+  double *st = bench_host_alloc(sizeof(double) * (size_t)(side * side), "references");
+  printf("%-12s %-9s %-13s %6s %12s %12s\n", "variant", "method", "data", "k", "rel_err", "rel_err_acc");
+  hl_range_push("gemm --accuracy");
+  for (int vi = 0; vi < NVARIANTS; vi++) {
+    if (!chosen[vi]) continue;
+    const acc_variant *v = &variants[vi];
+    const gemm_variant *gv = v->gpu ? &gemm_variants[gemm_variant_index(v->gpu)] : NULL;
+    char why[256] = "";
+    const bool run_gpu = gpu && gv && gemm_variant_runs(d, gv, why, sizeof why);
+    if (gpu && gv && !run_gpu) fprintf(stderr, "%s: gemm --accuracy: %s not on this GPU: %s\n", hl_prog(), v->name, why);
+    for (int data = 0; data < 2; data++)
+      for (int ki = 0; ki < nk; ki++) {
+        const int64_t k = kdef[ki];
+        for (int method = 0; method < (run_gpu ? 2 : 1); method++) {
+          const int m = method ? gm : sm;
+          if (method && k % 16 && gv->in == HL_GEMM_E4M3) continue; /* cuBLASLt's fp8 layout rule */
+          bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method ? "cublas" : "simulated");
+          make_data(a, b, m, m, k, data, c->seed);
+          exact_products(v, a, b, m, m, k, orig, st);
+          const fro f = method ? on_device(d, gv, a, b, m, m, k, orig, st) : simulate(v, a, b, m, m, k, orig, st);
+          const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);
+          char impl[256];
+          if (method) gemm_implementation(d, gv, 1, impl, sizeof impl);
+          else snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
+                        hl_gemm_type_name(v->acc));
+          const char *input = v->tf32 ? "tf32" : hl_gemm_type_name(v->in);
+          const char *out = method ? hl_gemm_type_name(gv->out) : hl_gemm_type_name(v->acc);
+          bench_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
+                         method ? "cublas" : "simulated", v->name, input, hl_gemm_type_name(v->acc), out,
+                         data_names[data], m, m, (long long)k, rel, rel_acc, impl);
+          printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method ? "cublas" : "simulated", data_names[data],
+                 (long long)k, rel, rel_acc);
+        }
+      }
+  }
+  hl_range_pop();
+  free(a), free(b), free(orig), free(st);
+  bench_rows_write(&rows, outdir, "gemm_accuracy.csv",
+                   "device,method,variant,input,accumulate,out_dtype,data,m,n,k,rel_err,rel_err_accumulation,implementation");
+  bench_rows_free(&rows);
+  fprintf(stderr, "%s: gemm --accuracy: wrote %s/gemm_accuracy.csv\n", hl_prog(), outdir);
+  return 0;
+}

@@ -1,0 +1,36 @@
+/* gemm_bench.h — what gemm.c (throughput) and gemm_accuracy.c share: the
+ * variants and how they are labelled. */
+#ifndef HL_GEMM_BENCH_H
+#define HL_GEMM_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/bench.h"
+#include "kernels/gemm.h"
+
+typedef struct {
+  const char *name; /* --dtypes and the CSV's variant column */
+  hl_gemm_type in, out;
+  hl_gemm_compute compute;
+  bench_peak_kind peak;
+  bool baseline;    /* cblas_sgemm called directly (CPU reference) */
+} gemm_variant;
+
+enum { GEMM_VARIANTS = 7 };
+extern const gemm_variant gemm_variants[GEMM_VARIANTS];
+
+int gemm_variant_index(const char *name);
+/* Does the device run v at all? If not, why (one line). */
+bool gemm_variant_runs(const bench_device *d, const gemm_variant *v, char *why, size_t len);
+/* Does v run on tensor cores on this device? (selects the validation bound) */
+bool gemm_tensor_cores(const bench_device *d, const gemm_variant *v);
+/* What ran, in words, for the implementation column (no commas) */
+void gemm_implementation(const bench_device *d, const gemm_variant *v, int64_t batch, char *buf, size_t len);
+/* Element i of an array of type t, as a double */
+double gemm_load(const void *p, hl_gemm_type t, size_t i);
+
+/* gemm --accuracy; ks: the k values (NULL: the default sweep) */
+int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks);
+
+#endif

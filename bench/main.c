@@ -1,0 +1,51 @@
+/* main.c — halflab-bench: one binary, one file per subcommand. A new
+ * subcommand adds its entry point to bench.h and a line to `subcommands`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "bench/bench.h"
+#include "version.h"
+
+static const struct {
+  const char *name;
+  int (*main)(int argc, char **argv);
+  const char *what;
+} subcommands[] = {
+    {"gemm", bench_gemm_main, "matrix-product TFLOP/s per precision, % of peak; --accuracy: error vs k"},
+    {"bandwidth", bench_bandwidth_main, "BabelStream copy/scale/add/triad/dot GB/s and Gelem/s per precision"},
+};
+enum { NSUB = sizeof subcommands / sizeof subcommands[0] };
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "Usage: halflab-bench SUBCOMMAND [OPTIONS]   (halflab-bench SUBCOMMAND --help for its options)\n"
+          "\n"
+          "FP16/BF16 against FP32 on this machine's GPU (or its CPU), by the method of spec/bench.md:\n"
+          "results on stdout, CSV in results/<machine>/.\n"
+          "\n"
+          "Subcommands:\n");
+  for (int i = 0; i < NSUB; i++) fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].what);
+  fprintf(f,
+          "\n"
+          "Options every subcommand takes: --device auto|cpu|cuda, --out DIR, --quick, --seed N, --reps N,\n"
+          "--help, --version\n");
+}
+
+int main(int argc, char **argv) {
+  hl_cli_init("halflab-bench", argc, argv);
+  if (argc < 2) hl_usage_error("no subcommand given (gemm or bandwidth)");
+  const char *sub = argv[1];
+  if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(sub, "--version")) {
+    printf("halflab-bench (halflab %s, %s)\n", HL_VERSION, HL_GIT_DESCRIBE);
+    return 0;
+  }
+  for (int i = 0; i < NSUB; i++)
+    if (!strcmp(sub, subcommands[i].name)) return subcommands[i].main(argc - 1, argv + 1);
+  if (sub[0] == '-') hl_usage_error("'%s' before the subcommand: options follow it (halflab-bench gemm %s)", sub, sub);
+  hl_usage_error("unknown subcommand '%s' (expected gemm or bandwidth)", sub);
+}

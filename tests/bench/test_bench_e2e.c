@@ -1,0 +1,223 @@
+/* test_bench_e2e.c — suite e2e: halflab-bench gemm and bandwidth run end to
+ * end on the CPU at tiny sizes, their CSV read back; bad input gives one line
+ * on stderr, exit status 2 and no file. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/hltest.h"
+
+static const char *bench(void) { return hl_test_prog("halflab-bench"); }
+
+static char *path_in(const char *dir, const char *name) {
+  static char buf[4][4096];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
+
+static void expect_columns(const hl_table *t, const char *const *cols) {
+  for (int i = 0; cols[i]; i++)
+    if (hl_table_col(t, cols[i]) < 0) fail_msg("column '%s' missing", cols[i]);
+}
+
+static void test_gemm_tiny(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run("%s gemm --device cpu --quick --sizes 64,96 --reps 3 --out %s", bench(), dir);
+  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  assert_non_null(strstr(r.out, "fp16"));
+  hl_table *t = hl_table_read(path_in(dir, "gemm.csv"));
+  assert_non_null(t);
+  static const char *cols[] = {"device", "study", "variant", "dtype", "accumulate", "implementation", "m", "n", "k",
+                               "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflops", "peak_tflops",
+                               "pct_of_peak", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", NULL};
+  expect_columns(t, cols);
+  /* every CPU variant at both sizes: fp32, fp16, bf16 and the OpenBLAS baseline */
+  static const char *variants[] = {"fp32", "fp16", "bf16", "openblas"};
+  for (int v = 0; v < 4; v++) {
+    assert_true(hl_table_find(t, "variant", variants[v], "m", "64", NULL) >= 0);
+    assert_true(hl_table_find(t, "variant", variants[v], "m", "96", NULL) >= 0);
+  }
+  assert_int_equal(t->nrows, 8);
+  for (int i = 0; i < t->nrows; i++) {
+    const double lo = num(t, i, "time_ms_min"), med = num(t, i, "time_ms_median"), hi = num(t, i, "time_ms_max");
+    assert_true(lo > 0 && lo <= med && med <= hi);
+    const double m = num(t, i, "m"), flops = 2 * m * num(t, i, "n") * num(t, i, "k") * num(t, i, "batch");
+    /* tflops is 2mnk / median time */
+    assert_true(fabs(num(t, i, "tflops") - flops / (med * 1e-3) / 1e12) <= 1e-3 * num(t, i, "tflops"));
+    assert_true(num(t, i, "tflops") > 1e-5 && num(t, i, "tflops") < 100); /* a CPU: GFLOP/s to a few TFLOP/s */
+    /* validated before timing: the sampled error within the bound */
+    assert_true(num(t, i, "max_err_over_bound") <= 1.0);
+    if (!strcmp(hl_table_get(t, i, "dtype"), "f32")) assert_true(num(t, i, "max_err_norm") < 1e-6);
+    assert_string_equal(hl_table_get(t, i, "pct_of_peak"), ""); /* peak unknown on a CPU */
+    assert_string_equal(hl_table_get(t, i, "accumulate"), "f32");
+    assert_int_equal((int)num(t, i, "samples"), 3);
+  }
+  int f16 = hl_table_find(t, "variant", "fp16", NULL);
+  assert_non_null(strstr(hl_table_get(t, f16, "implementation"), "widened"));
+  assert_non_null(strstr(t->meta, "# peak_source: peak unknown"));
+  assert_non_null(strstr(t->meta, "# sm_count: "));
+  assert_non_null(strstr(t->meta, "# clock_mhz: "));
+  assert_non_null(strstr(t->meta, "# ecc: "));
+  assert_non_null(strstr(t->meta, "# mig: "));
+  assert_non_null(strstr(t->meta, "# method: "));
+  hl_table_free(t);
+  /* no size >= 1024: the CPU targets are reported as skipped, not passed */
+  hl_table *g = hl_table_read(path_in(dir, "gemm_targets.csv"));
+  assert_non_null(g);
+  assert_string_equal(hl_table_get(g, 0, "status"), "SKIP");
+  hl_table_free(g);
+  assert_non_null(strstr(r.out, "SKIP"));
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_gemm_accuracy_tiny(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run("%s gemm --accuracy --device cpu --sizes 64,1024 --dtypes fp32,fp16,fp16-acc16 --out %s",
+                           bench(), dir);
+  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  hl_table *t = hl_table_read(path_in(dir, "gemm_accuracy.csv"));
+  assert_non_null(t);
+  static const char *cols[] = {"method", "variant", "input", "accumulate", "data", "k", "rel_err", "rel_err_accumulation", NULL};
+  expect_columns(t, cols);
+  assert_int_equal(t->nrows, 3 * 2 * 2); /* variants x data x k */
+  int f32 = hl_table_find(t, "variant", "fp32", "data", "positive", "k", "1024", NULL);
+  int f16 = hl_table_find(t, "variant", "fp16", "data", "positive", "k", "1024", NULL);
+  int acc16 = hl_table_find(t, "variant", "fp16-acc16", "data", "positive", "k", "1024", NULL);
+  assert_true(f32 >= 0 && f16 >= 0 && acc16 >= 0);
+  assert_true(num(t, f32, "rel_err") < 1e-5);
+  /* fp16 inputs cost about 2^-11 each; fp32 accumulation adds almost nothing to it */
+  assert_true(num(t, f16, "rel_err") < 1e-3);
+  assert_true(num(t, f16, "rel_err_accumulation") < 1e-5);
+  /* an fp16 accumulator of a sum of 1024 positive terms (~256) loses far more */
+  assert_true(num(t, acc16, "rel_err_accumulation") > 100 * num(t, f16, "rel_err_accumulation"));
+  assert_true(num(t, acc16, "rel_err") > num(t, f16, "rel_err"));
+  hl_table_free(t);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_bandwidth_tiny(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run("%s bandwidth --device cpu --sizes 64KiB,1MiB --reps 3 --out %s", bench(), dir);
+  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  hl_table *t = hl_table_read(path_in(dir, "bandwidth.csv"));
+  assert_non_null(t);
+  static const char *cols[] = {"device", "kernel", "dtype", "array_bytes", "elements", "bytes_moved", "time_ms_min",
+                               "time_ms_median", "time_ms_max", "gbps", "gbps_best", "gelems", "ref_kernel", "ref_gbps",
+                               "pct_of_ref", "datasheet_gbps", NULL};
+  expect_columns(t, cols);
+  /* 2 sizes x (2 reference copies + 3 types x 5 kernels) */
+  assert_int_equal(t->nrows, 2 * (2 + 15));
+  static const char *kernels[] = {"copy", "scale", "add", "triad", "dot"};
+  static const int arrays[] = {2, 2, 3, 3, 2};
+  static const char *dtypes[] = {"fp32", "fp16", "bf16"};
+  static const int width[] = {4, 2, 2};
+  for (int d = 0; d < 3; d++)
+    for (int k = 0; k < 5; k++) {
+      int i = hl_table_find(t, "kernel", kernels[k], "dtype", dtypes[d], "array_bytes", "1048576", NULL);
+      if (i < 0) fail_msg("no row for %s %s at 1 MiB", kernels[k], dtypes[d]);
+      assert_true(num(t, i, "elements") == 1048576.0 / width[d]);
+      assert_true(num(t, i, "bytes_moved") == arrays[k] * 1048576.0);
+      const double gbps = num(t, i, "gbps");
+      assert_true(gbps > 0.05 && gbps < 10000);
+      assert_true(fabs(gbps - num(t, i, "bytes_moved") / (num(t, i, "time_ms_median") * 1e-3) / 1e9) < 1e-3 * gbps);
+      assert_true(fabs(num(t, i, "gelems") * width[d] - gbps) < 1e-3 * gbps); /* same bytes, width-fold elements */
+      assert_true(fabs(num(t, i, "pct_of_ref") - 100 * gbps / num(t, i, "ref_gbps")) < 1e-2 * num(t, i, "pct_of_ref"));
+      assert_string_equal(hl_table_get(t, i, "datasheet_gbps"), "");
+    }
+  assert_true(hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL) >= 0);
+  assert_true(hl_table_find(t, "kernel", "memcpy-omp", "array_bytes", "65536", NULL) >= 0);
+  hl_table_free(t);
+  hl_table *g = hl_table_read(path_in(dir, "bandwidth_targets.csv"));
+  assert_non_null(g);
+  assert_true(hl_table_find(g, "target", "fp32 triad at 1 MiB >= 80% of the same-run memcpy", NULL) >= 0);
+  hl_table_free(g);
+  assert_false(hl_file_exists(path_in(dir, "bandwidth_host.csv"))); /* GPU only */
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_list_writes_nothing(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run("%s gemm --list --device cpu --out %s/out", bench(), dir);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "fp16-acc16"));
+  assert_non_null(strstr(r.out, "fp16 accumulation is a GPU mode"));
+  assert_non_null(strstr(r.out, "sm_89"));
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* One line on stderr naming the problem, exit status 2, nothing created or truncated */
+static void expect_bad_input(const char *sub, const char *args, const char *needle) {
+  char *dir = hl_tmpdir();
+  FILE *f = fopen(path_in(dir, "gemm.csv"), "w");
+  assert_non_null(f);
+  fputs("old\n", f);
+  fclose(f);
+  hl_run_result r = hl_run("%s %s --device cpu --out %s %s", bench(), sub, dir, args);
+  if (r.status != 2) fail_msg("'%s %s': exit %d, want 2 (stderr: %s)", sub, args, r.status, r.err);
+  int lines = 0;
+  for (const char *p = r.err; *p; p++) lines += *p == '\n';
+  if (lines != 1) fail_msg("'%s': %d lines on stderr, want 1: %s", args, lines, r.err);
+  if (!strstr(r.err, needle)) fail_msg("'%s': stderr does not say '%s': %s", args, needle, r.err);
+  assert_int_equal(hl_count_files(dir), 1); /* only our gemm.csv */
+  f = fopen(path_in(dir, "gemm.csv"), "r");
+  char buf[16] = "";
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  assert_string_equal(buf, "old\n");
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  expect_bad_input("gemm", "--sizes 0", "--sizes");
+  expect_bad_input("gemm", "--sizes -128", "--sizes");
+  expect_bad_input("gemm", "--sizes abc", "not an integer");
+  expect_bad_input("gemm", "--sizes 64,x", "not an integer");
+  expect_bad_input("gemm", "--sizes 1000000", "needs");
+  expect_bad_input("gemm", "--dtypes fp64", "unknown variant");
+  expect_bad_input("gemm", "--dtypes tf32", "cannot run");
+  expect_bad_input("gemm", "--dtypes fp16-acc16", "cannot run");
+  expect_bad_input("gemm", "--studies cubes", "unknown study");
+  expect_bad_input("gemm", "--reps 0", "--reps");
+  expect_bad_input("gemm", "--accuracy --dtypes openblas", "not part of the accuracy study");
+  expect_bad_input("gemm", "--bogus", "unknown option");
+  expect_bad_input("gemm", "--sizes", "needs a value");
+  expect_bad_input("bandwidth", "--sizes 0", "--sizes");
+  expect_bad_input("bandwidth", "--sizes -1MiB", "negative");
+  expect_bad_input("bandwidth", "--sizes lots", "not a size");
+  expect_bad_input("bandwidth", "--sizes 1TiB", "needs");
+  expect_bad_input("bandwidth", "--dtypes fp64", "unknown value");
+  expect_bad_input("bandwidth", "--kernels memset", "unknown value");
+  expect_bad_input("footprintz", "", "unknown subcommand");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_tiny),
+      cmocka_unit_test(test_gemm_accuracy_tiny),
+      cmocka_unit_test(test_bandwidth_tiny),
+      cmocka_unit_test(test_list_writes_nothing),
+      cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
