@@ -112,12 +112,14 @@ hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to) {
     for (int i = 0; i < cache_n_; i++)
       if (cache_[i].source == t && cache_[i].cast->dtype == to) {
         hits_++;
-        if (hl_op_tracing()) hl_op_trace_line("%-12s in %s -> %s (autocast cast cache hit)", "to", hl_desc(t),
-                                              hl_desc(cache_[i].cast));
+        if (hl_op_tracing()) hl_op_trace_line("%-12s in %s -> %s  (autocast cast, from the cache)", "to",
+                                              hl_desc(t), hl_desc(cache_[i].cast));
         return hl_retain(cache_[i].cast);
       }
   }
+  hl_dispatch_set_note(cacheable ? "autocast cast, cached" : "autocast cast");
   hl_tensor *r = hl_to_dtype(t, to);
+  hl_dispatch_set_note(NULL);
   if (!r) return NULL;
   conversions_++;
   if (cacheable) {

@@ -281,6 +281,17 @@ static bool route(graph *g, const run_opts *o, hl_node *node, hl_tensor **gin) {
       hl_release(gi);
       continue;
     }
+    /* a user's backward (custom op) may return another float dtype: convert
+     * it, as PyTorch's engine does; built-in ops must match exactly */
+    if (node->op->id == HL_OP_CUSTOM && gi->dtype != node->in_meta[e].dtype && hl_dtype_is_float(gi->dtype) &&
+        hl_dtype_is_float(node->in_meta[e].dtype)) {
+      hl_tensor *conv = hl_to_dtype(gi, node->in_meta[e].dtype);
+      hl_release(gi);
+      if (!(gi = conv)) {
+        for (int r = e + 1; r < node->n_in; r++) hl_release(gin[r]), gin[r] = NULL;
+        return false;
+      }
+    }
     if (!meta_matches(&node->in_meta[e], gi)) {
       hl_meta *m = &node->in_meta[e];
       char want[96];

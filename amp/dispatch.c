@@ -9,8 +9,10 @@
 #include "amp/ops.h"
 
 static _Thread_local bool in_backward_;
+static _Thread_local const char *note_;
 
 void hl_dispatch_set_backward(bool on) { in_backward_ = on; }
+void hl_dispatch_set_note(const char *note) { note_ = note; }
 
 hl_dtype hl_promote(hl_dtype a, hl_dtype b) {
   if (a == b) return a;
@@ -143,6 +145,8 @@ hl_tensor *hl_op_end(hl_op_call *c, hl_tensor *out) {
     if (c->applied != HL_POLICY_NONE)
       snprintf(note, sizeof note, "  autocast %s %s: %s", hl_device_kind_name(c->device),
                hl_dtype_name(hl_autocast_dtype(c->device)), hl_policy_name(c->applied));
+    else if (note_)
+      snprintf(note, sizeof note, "  (%s)", note_);
     hl_op_trace_line("%-12s in %s -> %s%s%s", c->op->name, ins, hl_desc(out), note, in_backward_ ? "  (backward)" : "");
   }
   release_casts(c);

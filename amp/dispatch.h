@@ -57,7 +57,9 @@ hl_dtype hl_promote(hl_dtype a, hl_dtype b);
 /* Autocast's cast of one input (amp/autocast.c): cached for weights. */
 hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to);
 
-/* The engine marks ops run by backward functions (for the trace). */
+/* The engine marks ops run by backward functions, autocast its casts
+ * (for the trace). */
 void hl_dispatch_set_backward(bool in_backward);
+void hl_dispatch_set_note(const char *note); /* NULL clears */
 
 #endif

@@ -119,12 +119,22 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
 
 static hl_tensor *t_last2(hl_tensor *x) { return hl_tmp(hl_transpose(x, -1, -2)); }
 
+/* The forward's own op again (mm's backward runs mm: the trace reads as
+ * the seed's explanation does). */
+static hl_tensor *same_product(const hl_node *n, hl_tensor *a, hl_tensor *b) {
+  switch (n->op->id) {
+    case HL_OP_MM: return hl_mm(a, b);
+    case HL_OP_BMM: return hl_bmm(a, b);
+    default: return hl_matmul(a, b);
+  }
+}
+
 /* mm, bmm and matmul with equal batch dims: dA = g B^T, dB = A^T g */
 static bool matmul_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   const bool shared_b = n->ip[2] != 0; /* matmul with a 2-D b */
   if (hl_node_wants(n, 0)) {
     hl_tensor *b = hl_tmp(hl_node_saved(n, (int)n->ip[1]));
-    gin[0] = hl_matmul(g, t_last2(b));
+    gin[0] = same_product(n, g, t_last2(b));
     if (!gin[0]) return false;
   }
   if (hl_node_wants(n, 1)) {
@@ -135,7 +145,7 @@ static bool matmul_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
       hl_tensor *af = hl_tmp(hl_reshape(a, HL_SHAPE(-1, k))), *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, cols)));
       gin[1] = hl_mm(t_last2(af), gf);
     } else {
-      gin[1] = hl_matmul(t_last2(a), g);
+      gin[1] = same_product(n, t_last2(a), g);
     }
     if (!gin[1]) return false;
   }

@@ -9,11 +9,12 @@
 static hl_shape meta_shape(const hl_node *n, int i) { return hl_shape_of(n->in_meta[i].ndim, n->in_meta[i].shape); }
 
 /* g broadcast back over the input's shape (g already has the input's rank
- * with 1s at the reduced dims, or is a scalar), times `scale`. */
+ * with 1s at the reduced dims, or is a scalar), times `scale`. A plain sum
+ * passes the broadcast view on (stride 0, no copy): ops and the engine
+ * take strided gradients. */
 static hl_tensor *spread(hl_node *n, hl_tensor *g, double scale) {
-  hl_tensor *e = hl_tmp(hl_expand(g, meta_shape(n, 0)));
-  if (scale == 1.0) return hl_contiguous(e);
-  return hl_mul_scalar(e, scale);
+  if (scale == 1.0) return hl_expand(g, meta_shape(n, 0));
+  return hl_mul_scalar(hl_tmp(hl_expand(g, meta_shape(n, 0))), scale);
 }
 
 static bool sum_all_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
@@ -80,7 +81,7 @@ hl_tensor *hl_mean_dim(hl_tensor *x, int dim, bool keepdim) { return reduce(HL_O
 /* ---------------------------------------------------------------- sum_to -- */
 
 static bool sum_to_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  gin[0] = hl_contiguous(hl_tmp(hl_expand(g, meta_shape(n, 0))));
+  gin[0] = hl_expand(g, meta_shape(n, 0));
   return gin[0] != NULL;
 }
 

@@ -30,13 +30,14 @@
  *     single +,-,*,/ or comparisons (neg, relu, add/mul/div/rdiv/rsub_scalar,
  *     pow with p in {0, 1, 2, -1}), relu backward, causal_mask, embedding,
  *     one_hot, random uniform;
- *   2 ulp of the compute type: exp, gelu (+ its derivatives), sqrt/log/pow
- *     (device libm vs glibc), softmax and log_softmax rows, cross-entropy row
- *     terms, random normal, before the final rounding to f16/bf16 (so at most
- *     1 ulp of the storage type there);
- *   reductions (sum, layer_norm statistics, softmax backward, cross-entropy
- *     mean, embedding backward, layer_norm dw/db): relative 1e-5 (f32
- *     accumulate) of sum |terms|, because the summation order differs.
+ *   4 ulp of the compute type (then at most 1 ulp of f16/bf16 after the
+ *     final rounding): exp, gelu and its derivatives, unary_grad gelu (the
+ *     GPU contracts a*b+c into FMAs), sqrt/log/pow (device libm vs glibc),
+ *     pow with other exponents, random normal;
+ *   relative 1e-5 of the largest |term| (f32 accumulation; 1e-12 for f64),
+ *     because the summation order differs: sum, softmax and log_softmax
+ *     (their row sums), softmax_backward, layer_norm (+ backward),
+ *     cross_entropy (+ backward), embedding_backward.
  */
 #ifndef HL_TENSOR_KERNELS_H
 #define HL_TENSOR_KERNELS_H

@@ -1,0 +1,223 @@
+/* test_autograd.c — suite unit: what the backward engine promises beyond
+ * the per-op derivatives: accumulation, retain_graph, grad() leaving
+ * .grad alone, pruning, non-leaf inputs, no-grad mode, in-place
+ * detection, graph lifetimes (no leaks, no deep recursion). */
+#include <math.h>
+#include <string.h>
+
+#include "tests/core/core_test.h"
+
+static hl_tensor *w_(void) {
+  hl_tensor *w = hl_from_f32(HL_SHAPE(2, 2), (float[]){1, 2, 3, 4}, HL_F32, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(w, true));
+  return w;
+}
+
+static void grad_values(const hl_tensor *t, float *out) { OK(hl_read_f32(hl_tensor_grad(t), out)); }
+
+static void test_backward_accumulates(void **state) {
+  (void)state;
+  hl_tensor *w = w_();
+  hl_pool_push();
+  for (int step = 0; step < 2; step++) {
+    hl_tensor *loss = hl_tmp(hl_sum(hl_tmp(hl_mul(w, w)))); /* d/dw = 2w */
+    OK(hl_backward(loss, NULL, false));
+  }
+  hl_pool_pop();
+  float g[4];
+  grad_values(w, g);
+  for (int i = 0; i < 4; i++) assert_true(g[i] == 4.0f * (float)(i + 1)); /* two backwards: 2 x 2w */
+  assert_int_equal(hl_tensor_grad(w)->dtype, HL_F32);
+  hl_zero_grad(w);
+  assert_null(hl_tensor_grad(w));
+  hl_release(w);
+}
+
+static void test_retain_graph(void **state) {
+  (void)state;
+  hl_tensor *w = w_();
+  hl_tensor *loss = hl_sum(hl_tmp(hl_mm(w, w)));
+  OK(hl_backward(loss, NULL, true));
+  OK(hl_backward(loss, NULL, false)); /* the graph was kept: a second pass works and adds */
+  float g[4];
+  grad_values(w, g);
+  /* d sum(W W) / dW = 1 W^T + W^T 1 ... doubled */
+  const float want[4] = {2 * (1 + 2 + 1 + 3), 2 * (3 + 4 + 1 + 3), 2 * (1 + 2 + 2 + 4), 2 * (3 + 4 + 2 + 4)};
+  assert_memory_equal(g, want, sizeof want);
+  /* now freed: a third pass is refused, naming the op and the remedy */
+  assert_false(hl_backward(loss, NULL, false));
+  assert_non_null(strstr(hl_error(), "mm"));
+  assert_non_null(strstr(hl_error(), "retain_graph"));
+  hl_release(loss);
+  hl_release(w);
+}
+
+static void test_two_losses_share_a_graph(void **state) {
+  (void)state;
+  /* the seed's two-loss example: without retain_graph the shared part is
+   * freed by the first backward and the second is refused */
+  hl_tensor *w = w_();
+  hl_pool_push();
+  hl_tensor *h = hl_tmp(hl_exp(w));
+  hl_tensor *l0 = hl_tmp(hl_sum(hl_tmp(hl_mul_scalar(h, 2.0))));
+  hl_tensor *l1 = hl_tmp(hl_sum(hl_tmp(hl_mul_scalar(h, 3.0))));
+  OK(hl_backward(l0, NULL, false));
+  assert_false(hl_backward(l1, NULL, false));
+  assert_non_null(strstr(hl_error(), "exp"));
+  /* with retain_graph on the first, both work */
+  hl_zero_grad(w);
+  h = hl_tmp(hl_exp(w));
+  l0 = hl_tmp(hl_sum(hl_tmp(hl_mul_scalar(h, 2.0))));
+  l1 = hl_tmp(hl_sum(hl_tmp(hl_mul_scalar(h, 3.0))));
+  OK(hl_backward(l0, NULL, true));
+  OK(hl_backward(l1, NULL, false));
+  hl_pool_pop();
+  float g[4];
+  grad_values(w, g);
+  for (int i = 0; i < 4; i++) assert_true(fabsf(g[i] - 5.0f * expf((float)(i + 1))) <= 1e-5f * g[i]);
+  hl_release(w);
+}
+
+static void test_grad_leaves_dot_grad_alone(void **state) {
+  (void)state;
+  hl_tensor *w = w_(), *b = hl_ones(HL_SHAPE(2), HL_F32, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(b, true));
+  hl_pool_push();
+  hl_tensor *h = hl_tmp(hl_add(hl_tmp(hl_mul(w, w)), b)); /* non-leaf input */
+  hl_tensor *loss = hl_tmp(hl_sum(hl_tmp(hl_mul_scalar(h, 3.0))));
+  hl_tensor *in[3] = {w, h, w}, *g[3];
+  OK(hl_autograd_grad(&loss, 1, NULL, in, 3, g, (hl_grad_opts){.retain_graph = true}));
+  assert_null(hl_tensor_grad(w));
+  assert_null(hl_tensor_grad(b)); /* b was not asked for: pruned, not accumulated */
+  float v[4];
+  OK(hl_read_f32(g[1], v));
+  for (int i = 0; i < 4; i++) assert_true(v[i] == 3.0f);
+  OK(hl_read_f32(g[0], v));
+  for (int i = 0; i < 4; i++) assert_true(v[i] == 6.0f * (float)(i + 1));
+  assert_true(g[2] == g[0]); /* asked twice: the same gradient */
+  for (int i = 0; i < 3; i++) hl_release(g[i]);
+  /* an input the outputs do not use */
+  hl_tensor *unused = hl_ones(HL_SHAPE(1), HL_F32, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(unused, true));
+  hl_tensor *in2[2] = {w, unused}, *g2[2];
+  assert_false(hl_autograd_grad(&loss, 1, NULL, in2, 2, g2, (hl_grad_opts){.retain_graph = true}));
+  assert_non_null(strstr(hl_error(), "not used"));
+  OK(hl_autograd_grad(&loss, 1, NULL, in2, 2, g2, (hl_grad_opts){.allow_unused = true}));
+  assert_non_null(g2[0]);
+  assert_null(g2[1]);
+  hl_release(g2[0]);
+  hl_pool_pop();
+  hl_release(unused);
+  hl_release(w);
+  hl_release(b);
+}
+
+static void test_no_grad(void **state) {
+  (void)state;
+  hl_tensor *w = w_();
+  hl_tensor *y = NULL;
+  HL_NO_GRAD {
+    assert_false(hl_grad_enabled());
+    y = hl_mul(w, w);
+  }
+  assert_true(hl_grad_enabled());
+  assert_false(hl_requires_grad(y));
+  assert_true(hl_is_leaf(y));
+  hl_release(y);
+  /* leaving the block early restores the mode too */
+  for (int i = 0; i < 3; i++) HL_NO_GRAD {
+      if (i == 1) break;
+    }
+  assert_true(hl_grad_enabled());
+  assert_false(hl_set_grad_enabled(true) == false);
+  hl_release(w);
+}
+
+static void test_in_place_after_save_is_detected(void **state) {
+  (void)state;
+  hl_tensor *w = w_(), *x = hl_ones(HL_SHAPE(2, 2), HL_F32, HL_DEVICE_CPU);
+  hl_tensor *loss = hl_sum(hl_tmp(hl_mm(x, w))); /* mm saved x for w's gradient */
+  HL_NO_GRAD { OK(hl_scale_(x, 2.0)); }
+  assert_false(hl_backward(loss, NULL, false));
+  assert_non_null(strstr(hl_error(), "modified in place"));
+  hl_release(loss);
+  hl_release(x);
+  hl_release(w);
+}
+
+static void test_long_chain_frees_iteratively(void **state) {
+  (void)state;
+  /* a loss accumulated over many steps: backward and release must not
+   * recurse once per node */
+  uint64_t before = cpu_bytes();
+  hl_tensor *w = hl_ones(HL_SHAPE(1), HL_F32, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(w, true));
+  hl_tensor *acc = hl_mul_scalar(w, 1.0);
+  for (int i = 0; i < 200000; i++) {
+    hl_tensor *next = hl_add(acc, w);
+    hl_release(acc);
+    acc = next;
+  }
+  OK(hl_backward(acc, NULL, false));
+  assert_true(hl_item(hl_tensor_grad(w)) == 200001.0);
+  hl_release(acc);
+  hl_release(w);
+  assert_int_equal(cpu_bytes(), before);
+}
+
+static void test_higher_order_limits(void **state) {
+  (void)state;
+  /* gelu is twice differentiable; a third derivative is refused by name */
+  hl_tensor *x = hl_from_f64(HL_SHAPE(3), (double[]){-1, 0.5, 2}, HL_F64, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(x, true));
+  hl_pool_push();
+  hl_tensor *y = hl_tmp(hl_sum(hl_tmp(hl_gelu(x))));
+  hl_tensor *g1, *g2, *g3;
+  hl_grad_opts keep = {.create_graph = true, .retain_graph = true};
+  OK(hl_autograd_grad(&y, 1, NULL, &x, 1, &g1, keep));
+  hl_tensor *s1 = hl_tmp(hl_sum(hl_tmp(g1)));
+  OK(hl_autograd_grad(&s1, 1, NULL, &x, 1, &g2, keep));
+  hl_tensor *s2 = hl_tmp(hl_sum(hl_tmp(g2)));
+  assert_false(hl_autograd_grad(&s2, 1, NULL, &x, 1, &g3, keep));
+  assert_non_null(strstr(hl_error(), "gelu_grad2"));
+  /* layer_norm: first order only; differentiating its gradient is refused */
+  hl_tensor *m = hl_from_f64(HL_SHAPE(2, 3), (double[]){1, 2, 4, -1, 0, 3}, HL_F64, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(m, true));
+  hl_tensor *ln = hl_tmp(hl_sum(hl_tmp(hl_mul(hl_tmp(hl_layer_norm(m, NULL, NULL, 1e-5)), m))));
+  hl_tensor *gm;
+  OK(hl_autograd_grad(&ln, 1, NULL, &m, 1, &gm, keep));
+  hl_tensor *sg = hl_tmp(hl_sum(hl_tmp(hl_mul(hl_tmp(gm), hl_tmp(gm)))));
+  assert_false(hl_backward(sg, NULL, false));
+  assert_non_null(strstr(hl_error(), "layer_norm_backward"));
+  hl_pool_pop();
+  hl_release(m);
+  hl_release(x);
+}
+
+static void test_create_graph_leaf_grad(void **state) {
+  (void)state;
+  /* backward with create_graph (through hl_autograd_grad results) keeps
+   * history; plain backward leaves .grad without it */
+  hl_tensor *w = w_();
+  hl_pool_push();
+  hl_tensor *loss = hl_tmp(hl_sum(hl_tmp(hl_pow(w, 3.0))));
+  OK(hl_backward(loss, NULL, false));
+  assert_false(hl_requires_grad(hl_tensor_grad(w)));
+  hl_pool_pop();
+  hl_release(w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_backward_accumulates),
+      cmocka_unit_test(test_retain_graph),
+      cmocka_unit_test(test_two_losses_share_a_graph),
+      cmocka_unit_test(test_grad_leaves_dot_grad_alone),
+      cmocka_unit_test(test_no_grad),
+      cmocka_unit_test(test_in_place_after_save_is_detected),
+      cmocka_unit_test(test_long_chain_frees_iteratively),
+      cmocka_unit_test(test_higher_order_limits),
+      cmocka_unit_test(test_create_graph_leaf_grad),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

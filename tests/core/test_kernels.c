@@ -1,0 +1,307 @@
+/* test_kernels.c — suite unit: the shared element-wise math
+ * (kernels/tensor_math.h) against double references, and the CPU tensor
+ * kernels called directly: one rounding for f16/bf16, broadcasting,
+ * reductions that do not depend on the thread count, fused rows. These are
+ * the references the CUDA twins are compared with in the gpu suite. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/format.h"
+#include "amp/half.h"
+#include "amp/philox.h"
+#include "kernels/backend.h"
+#include "kernels/tensor_kernels.h"
+#include "kernels/tensor_math.h"
+#include "tests/support/hltest.h"
+
+static const struct hl_tensor_kernels *K(void) { return hl_backend_cpu.tensor; }
+
+/* distance in ulps of float a from the double reference r */
+static double ulps(float a, double r) {
+  if (isnan(r)) return isnan(a) ? 0 : INFINITY;
+  if (isinf(r) || fabs(r) > 3.4028234663852886e38) return (isinf(a) && (a > 0) == (r > 0)) ? 0 : INFINITY;
+  double ulp = fabs(r) < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(r) - 23);
+  return fabs((double)a - r) / ulp;
+}
+
+static void test_exp_accuracy(void **state) {
+  (void)state;
+  double worst = 0;
+  float at = 0;
+  for (int i = 0; i <= 2000000; i++) {
+    float x = -104.0f + 193.0f * (float)i / 2000000.0f;
+    double u = ulps(hl_exp_f32(x), exp((double)x));
+    if (u > worst) worst = u, at = x;
+  }
+  /* around 0 densely, and the subnormal range */
+  for (int i = -100000; i <= 100000; i++) {
+    float x = (float)i * 1e-5f;
+    double u = ulps(hl_exp_f32(x), exp((double)x));
+    if (u > worst) worst = u, at = x;
+  }
+  print_message("hl_exp_f32: worst %.3f ulp at x = %.9g\n", worst, at);
+  assert_true(worst <= 2.0);
+  assert_true(hl_exp_f32(0.0f) == 1.0f);
+  assert_true(isinf(hl_exp_f32(INFINITY)) && hl_exp_f32(-INFINITY) == 0.0f);
+  assert_true(isnan(hl_exp_f32(NAN)));
+  assert_true(isinf(hl_exp_f32(88.8f)) && hl_exp_f32(88.7f) < INFINITY);
+  assert_true(hl_exp_f32(-103.9f) > 0.0f && hl_exp_f32(-103.9f) < 0x1p-140f); /* subnormal, not flushed */
+}
+
+/* the tanh form in long double: 1 + tanh(u) cancels for negative x, and
+ * the extra bits keep the reference ahead of the f64 code under test */
+static double gelu_ref(double x) {
+  long double u = 0.7978845608028654L * ((long double)x + 0.044715L * x * x * x);
+  return (double)(0.5L * x * (1.0L + tanhl(u)));
+}
+
+static void test_gelu_math(void **state) {
+  (void)state;
+  for (int i = -6000; i <= 6000; i++) {
+    double x = i * 1e-3;
+    double r = gelu_ref(x);
+    /* float: the error is that of u = c (x + a x^3) rounded in float (a few
+     * ulps of u), amplified by |2u| in the far negative tail where
+     * gelu ~ x e^(2u): relative (8 + 8|u|) 2^-24 */
+    float xf = (float)x;
+    double rf = gelu_ref(xf), u = 0.7978845608028654 * (xf + 0.044715 * xf * xf * xf);
+    assert_true(fabs((double)hl_gelu_f32(xf) - rf) <= (8 + 8 * fabs(u)) * 0x1p-24 * fabs(rf) + 1e-38);
+    assert_true(fabs(hl_gelu_f64(x) - r) <= 1e-13 * fmax(fabs(r), 1e-3));
+    /* derivatives by central differences in double */
+    double h = 1e-5;
+    double d1 = (gelu_ref(x + h) - gelu_ref(x - h)) / (2 * h);
+    double d2 = (gelu_ref(x + h) - 2 * r + gelu_ref(x - h)) / (h * h);
+    assert_true(fabs(hl_gelu_grad_f64(x) - d1) <= 1e-8);
+    assert_true(fabs(hl_gelu_grad2_f64(x) - d2) <= 1e-4);
+  }
+  /* far tails: exact limits, no NaN from x^3 overflow */
+  assert_true(hl_gelu_f32(1e30f) == 1e30f && hl_gelu_f32(-1e30f) == 0.0f);
+  assert_true(hl_gelu_grad_f32(1e30f) == 1.0f && hl_gelu_grad_f32(-1e30f) == 0.0f);
+  assert_true(hl_gelu_grad2_f32(1e30f) == 0.0f && !isnan(hl_gelu_grad2_f32(-1e30f)));
+}
+
+static void test_f64_to_half_rounds_once(void **state) {
+  (void)state;
+  for (uint64_t i = 0; i < 200000; i++) {
+    /* values around fp16/bf16 rounding boundaries, including exact midpoints plus tiny offsets */
+    double base = ldexp(1.0 + (double)(hl_philox_u32(3, 0, i) & 0x3ff) / 1024.0, (int)(hl_philox_u32(3, 1, i) % 40) - 24);
+    double x = base + ldexp(1.0, -11 + (int)floor(log2(base))) * (1 + (double)(hl_philox_u32(3, 2, i) % 5) * 1e-9 - 2e-9);
+    if (i & 1) x = -x;
+    assert_true(hl_f16_to_f32(hl_f64_to_f16(x)) == (float)hl_format_round(HL_FMT_FP16, x, HL_OVERFLOW_IEEE));
+    assert_true(hl_bf16_to_f32(hl_f64_to_bf16(x)) == (float)hl_format_round(HL_FMT_BF16, x, HL_OVERFLOW_IEEE));
+  }
+}
+
+/* element-wise f16/bf16: one rounding of the f32 result, i.e. half.h's ops */
+static void test_binary_rounds_once(void **state) {
+  (void)state;
+  enum { N = 4096 };
+  uint16_t a[N], b[N], o[N];
+  for (int i = 0; i < N; i++) {
+    a[i] = (uint16_t)hl_philox_u32(1, 0, (uint64_t)i);
+    b[i] = (uint16_t)hl_philox_u32(1, 1, (uint64_t)i);
+  }
+  int64_t size[4] = {1, 1, 1, N};
+  for (int t = HL_F16; t <= HL_BF16; t++)
+    for (int op = 0; op < HL_BINARY_OPS; op++) {
+      hl_kview vo = {o, (hl_dtype)t, {0, 0, 0, 1}}, va = {a, (hl_dtype)t, {0, 0, 0, 1}}, vb = {b, (hl_dtype)t, {0, 0, 0, 1}};
+      K()->binary((hl_binary_op)op, &vo, &va, &vb, size);
+      for (int i = 0; i < N; i++) {
+        uint16_t want;
+        if (t == HL_F16) {
+          hl_f16 (*f[])(hl_f16, hl_f16) = {hl_f16_add, hl_f16_sub, hl_f16_mul, hl_f16_div};
+          want = f[op](a[i], b[i]);
+          if (hl_f16_isnan(want)) { assert_true(hl_f16_isnan(o[i])); continue; }
+        } else {
+          hl_bf16 (*f[])(hl_bf16, hl_bf16) = {hl_bf16_add, hl_bf16_sub, hl_bf16_mul, hl_bf16_div};
+          want = f[op](a[i], b[i]);
+          if (hl_bf16_isnan(want)) { assert_true(hl_bf16_isnan(o[i])); continue; }
+        }
+        assert_int_equal(o[i], want);
+      }
+    }
+}
+
+static void test_binary_broadcast_and_inplace(void **state) {
+  (void)state;
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {10, 20, 30}, o[6];
+  int64_t size[4] = {1, 1, 2, 3};
+  hl_kview vo = {o, HL_F32, {0, 0, 3, 1}}, va = {a, HL_F32, {0, 0, 3, 1}}, vb = {b, HL_F32, {0, 0, 0, 1}};
+  K()->binary(HL_BIN_ADD, &vo, &va, &vb, size);
+  const float want[6] = {11, 22, 33, 14, 25, 36};
+  assert_memory_equal(o, want, sizeof want);
+  /* column broadcast, strided a (a transposed view) */
+  float col[2] = {100, 200};
+  hl_kview vt = {a, HL_F32, {0, 0, 1, 2}}, vc = {col, HL_F32, {0, 0, 1, 0}};
+  int64_t size2[4] = {1, 1, 2, 3};
+  K()->binary(HL_BIN_MUL, &vo, &vt, &vc, size2);
+  const float want2[6] = {100, 300, 500, 400, 800, 1200};
+  assert_memory_equal(o, want2, sizeof want2);
+  /* in place: out is a */
+  K()->binary(HL_BIN_SUB, &va, &va, &vb, size);
+  const float want3[6] = {-9, -18, -27, -6, -15, -24};
+  assert_memory_equal(a, want3, sizeof want3);
+}
+
+static void test_unary_ops(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  float x[N], o[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i - 500) / 50.0f;
+  K()->unary(HL_UN_RELU, HL_F32, N, o, x, 0);
+  for (int i = 0; i < N; i++) assert_true(o[i] == (x[i] > 0 ? x[i] : 0.0f));
+  K()->unary(HL_UN_POW, HL_F32, N, o, x, 2.0);
+  for (int i = 0; i < N; i++) assert_true(o[i] == x[i] * x[i]);
+  K()->unary(HL_UN_RDIV_SCALAR, HL_F32, N, o, x, 3.0);
+  for (int i = 0; i < N; i++) assert_true(o[i] == 3.0f / x[i]);
+  float nan_in = NAN, nan_out;
+  K()->unary(HL_UN_RELU, HL_F32, 1, &nan_out, &nan_in, 0);
+  assert_true(isnan(nan_out)); /* relu propagates NaN */
+  /* f16: compute in float, round once */
+  uint16_t h[N], ho[N];
+  for (int i = 0; i < N; i++) h[i] = hl_f32_to_f16(x[i]);
+  K()->unary(HL_UN_GELU, HL_F16, N, ho, h, 0);
+  for (int i = 0; i < N; i++) assert_int_equal(ho[i], hl_f32_to_f16(hl_gelu_f32(hl_f16_to_f32(h[i]))));
+  K()->unary(HL_UN_EXP, HL_BF16, N, ho, h, 0); /* reads h as bf16 bit patterns: any bits do */
+  for (int i = 0; i < N; i++) {
+    uint16_t want = hl_f32_to_bf16(hl_exp_f32(hl_bf16_to_f32(h[i])));
+    if (hl_bf16_isnan(want)) assert_true(hl_bf16_isnan(ho[i]));
+    else assert_int_equal(ho[i], want);
+  }
+  K()->unary_grad(HL_GRAD_GELU, HL_F32, N, o, x, x);
+  for (int i = 0; i < N; i++) assert_true(o[i] == x[i] * hl_gelu_grad_f32(x[i]));
+}
+
+static void test_sum_is_deterministic(void **state) {
+  (void)state;
+  const int64_t n = 3000001;
+  float *x = malloc(sizeof(float) * (size_t)n);
+  assert_non_null(x);
+  double exact = 0;
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = hl_u32_to_unit_float(hl_philox_u32(5, 0, (uint64_t)i)) - 0.25f;
+    exact += x[i];
+  }
+  float s1, s2;
+  int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  K()->sum(HL_F32, &s1, x, 1, n, 1, 1.0);
+  omp_set_num_threads(threads > 1 ? threads : 2);
+  K()->sum(HL_F32, &s2, x, 1, n, 1, 1.0);
+  omp_set_num_threads(threads);
+  assert_memory_equal(&s1, &s2, sizeof s1); /* same bits for any thread count */
+  assert_true(fabs(s1 - exact) <= 1e-6 * fabs(exact) + 1e-3);
+  /* column sums: [outer 2, r 1000, inner 700] */
+  float *cols = malloc(sizeof(float) * 1400);
+  K()->sum(HL_F32, cols, x, 2, 1000, 700, 0.5);
+  for (int o = 0; o < 2; o++)
+    for (int i = 0; i < 700; i += 37) {
+      double ref = 0;
+      for (int j = 0; j < 1000; j++) ref += x[(o * 1000 + j) * 700 + i];
+      assert_true(fabs(cols[o * 700 + i] - 0.5 * ref) <= 1e-4);
+    }
+  free(cols);
+  /* f16 output of an f32-accumulated sum: 4096 x 16 = 65536 overflows only at the end */
+  uint16_t h[4096], hs;
+  for (int i = 0; i < 4096; i++) h[i] = hl_f32_to_f16(16.0f);
+  K()->sum(HL_F16, &hs, h, 1, 4096, 1, 1.0);
+  assert_true(hl_f16_isinf(hs));
+  K()->sum(HL_F16, &hs, h, 1, 4096, 1, 1.0 / 4096);
+  assert_true(hl_f16_to_f32(hs) == 16.0f); /* mean: 65536 / 4096, finite in f32 first */
+  free(x);
+}
+
+static void test_softmax_layer_norm_rows(void **state) {
+  (void)state;
+  enum { R = 7, C = 37 };
+  float x[R * C], y[R * C], mean[R], rstd[R];
+  for (int i = 0; i < R * C; i++) x[i] = 3.0f * sinf(0.37f * (float)i);
+  K()->softmax(HL_F32, y, x, R, C, false);
+  for (int r = 0; r < R; r++) {
+    double s = 0, m = -INFINITY;
+    for (int c = 0; c < C; c++) m = fmax(m, x[r * C + c]);
+    for (int c = 0; c < C; c++) s += exp(x[r * C + c] - m);
+    for (int c = 0; c < C; c++) assert_true(fabs(y[r * C + c] - exp(x[r * C + c] - m) / s) <= 1e-6 * exp(x[r * C + c] - m) / s);
+  }
+  K()->softmax(HL_F32, y, x, R, C, true);
+  for (int r = 0; r < R; r++) {
+    double s = 0, m = -INFINITY;
+    for (int c = 0; c < C; c++) m = fmax(m, x[r * C + c]);
+    for (int c = 0; c < C; c++) s += exp(x[r * C + c] - m);
+    for (int c = 0; c < C; c++) assert_true(fabs(y[r * C + c] - (x[r * C + c] - m - log(s))) <= 1e-5);
+  }
+  K()->layer_norm(HL_F32, y, mean, rstd, x, NULL, NULL, R, C, 1e-5);
+  for (int r = 0; r < R; r++) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; c++) m += y[r * C + c];
+    m /= C;
+    for (int c = 0; c < C; c++) v += (y[r * C + c] - m) * (y[r * C + c] - m);
+    assert_true(fabs(m) < 1e-6 && fabs(v / C - 1) < 1e-3);
+  }
+}
+
+static void test_cross_entropy_kernel(void **state) {
+  (void)state;
+  enum { R = 5, C = 11 };
+  float x[R * C], loss, row_loss[R], lse[R], dx[R * C], one = 1.0f;
+  int32_t t[R] = {0, 10, 3, 3, 7}, bad = -1;
+  for (int i = 0; i < R * C; i++) x[i] = 2.0f * cosf(0.91f * (float)i);
+  K()->cross_entropy(HL_F32, &loss, row_loss, lse, x, t, R, C, &bad);
+  assert_int_equal(bad, 0);
+  double ref = 0;
+  for (int r = 0; r < R; r++) {
+    double s = 0;
+    for (int c = 0; c < C; c++) s += exp(x[r * C + c]);
+    ref += log(s) - x[r * C + t[r]];
+  }
+  assert_true(fabs(loss - ref / R) <= 1e-6);
+  K()->cross_entropy_backward(HL_F32, dx, x, t, lse, &one, R, C);
+  for (int r = 0; r < R; r++) {
+    double rowsum = 0;
+    for (int c = 0; c < C; c++) rowsum += dx[r * C + c];
+    assert_true(fabs(rowsum) < 1e-6); /* softmax - onehot sums to 0 */
+  }
+  t[2] = 11;
+  t[4] = -1;
+  K()->cross_entropy(HL_F32, &loss, row_loss, lse, x, t, R, C, &bad);
+  assert_int_equal(bad, 2);
+  assert_true(isnan(loss));
+}
+
+static void test_copy_and_masks(void **state) {
+  (void)state;
+  /* transposed f32 [3,2] view -> contiguous bf16 */
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  uint16_t o[6];
+  int64_t size[4] = {1, 1, 3, 2};
+  hl_kview d = {o, HL_BF16, {0, 0, 2, 1}}, s = {a, HL_F32, {0, 0, 1, 3}};
+  K()->copy(&d, &s, size);
+  const float want[6] = {1, 4, 2, 5, 3, 6};
+  for (int i = 0; i < 6; i++) assert_true(hl_bf16_to_f32(o[i]) == want[i]);
+  /* causal mask, square and with more keys than queries */
+  float x[2 * 3 * 4], m[2 * 3 * 4];
+  for (int i = 0; i < 24; i++) x[i] = 1.0f;
+  K()->causal_mask(HL_F32, m, x, 2, 3, 4, -INFINITY);
+  for (int b = 0; b < 2; b++)
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 4; c++) assert_true((c <= r + 1) == (m[(b * 3 + r) * 4 + c] == 1.0f));
+  /* embedding: bad indices counted, rows zeroed */
+  float w[4 * 2] = {0, 1, 2, 3, 4, 5, 6, 7}, e[3 * 2];
+  int32_t idx[3] = {3, 4, 0}, bad = -1;
+  K()->embedding(HL_F32, e, w, idx, 3, 2, 4, &bad);
+  assert_int_equal(bad, 1);
+  assert_true(e[0] == 6 && e[1] == 7 && e[2] == 0 && e[3] == 0 && e[4] == 0 && e[5] == 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
+      cmocka_unit_test(test_f64_to_half_rounds_once), cmocka_unit_test(test_binary_rounds_once),
+      cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
+      cmocka_unit_test(test_sum_is_deterministic),  cmocka_unit_test(test_softmax_layer_norm_rows),
+      cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
