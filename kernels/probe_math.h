@@ -235,6 +235,18 @@ HL_HD static inline void hl_sum_sample(const uint64_t *sample_at, int nsamples, 
   while (*j < nsamples && sample_at[*j] == k) trajectory[(*j)++] = total;
 }
 
+/* A sequential strategy whose registers came out of element k unchanged is
+ * at a fixed point: every later element repeats the same operation on the
+ * same operands and gets the same result. Its remaining trajectory points are
+ * filled in and the loop resumes at the last element, which (as everywhere)
+ * also performs the strategy's final step. Returns the new k. */
+HL_HD static inline uint64_t hl_sum_skip_fixed_point(const uint64_t *sample_at, int nsamples, int *j, uint64_t k,
+                                                     uint64_t count, double total, double *trajectory) {
+  if (k + 1 >= count) return k;
+  while (*j < nsamples && sample_at[*j] < count) trajectory[(*j)++] = total;
+  return count - 1;
+}
+
 /* Sum `count` copies of `value` with strategy s; fills *o and the strategy's
  * trajectory row (nsamples values). See kernels/probe.h for the definitions. */
 HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t count, const uint64_t *sample_at,
@@ -257,11 +269,13 @@ HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t cou
     case HL_SUM_FP32: {
       uint32_t acc = 0; /* +0 in every format */
       for (uint64_t k = 1; k <= count; k++) {
+        const uint32_t before = acc;
         acc = hl_probe_native_op(HL_ARITH_ADD, f, acc, v);
         double after = hl_probe_decode(f, acc);
         hl_sum_note(o, k, total, after, nonzero);
         total = after;
         hl_sum_sample(sample_at, nsamples, &j, k, total, trajectory);
+        if (acc == before) k = hl_sum_skip_fixed_point(sample_at, nsamples, &j, k, count, total, trajectory);
       }
       o->result_bits = acc;
       break;
@@ -271,6 +285,7 @@ HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t cou
        * element is corrected by it before it is added. */
       hl_f16 sum = 0, c = 0;
       for (uint64_t k = 1; k <= count; k++) {
+        const hl_f16 sum_before = sum, c_before = c;
         hl_f16 y = hl_f16_sub((hl_f16)v, c);
         hl_f16 t = hl_f16_add(sum, y);
         c = hl_f16_sub(hl_f16_sub(t, sum), y);
@@ -280,6 +295,8 @@ HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t cou
         hl_sum_note(o, k, total, after, nonzero);
         total = after;
         hl_sum_sample(sample_at, nsamples, &j, k, total, trajectory);
+        if (sum == sum_before && c == c_before)
+          k = hl_sum_skip_fixed_point(sample_at, nsamples, &j, k, count, total, trajectory);
       }
       o->result_bits = sum;
       break;
@@ -288,12 +305,15 @@ HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t cou
       float acc = 0.0f;
       const float vf = (float)vd; /* fp16 input widened: exact */
       for (uint64_t k = 1; k <= count; k++) {
+        const uint32_t before = hl_f32_bits(acc);
         acc = acc + vf;
         double after = acc;
         if (k == count) after = hl_f16_to_f32(hl_f32_to_f16(acc)); /* the final cast */
         hl_sum_note(o, k, total, after, nonzero);
         total = after;
         hl_sum_sample(sample_at, nsamples, &j, k, total, trajectory);
+        if (hl_f32_bits(acc) == before)
+          k = hl_sum_skip_fixed_point(sample_at, nsamples, &j, k, count, total, trajectory);
       }
       o->result_bits = hl_f32_to_f16(acc);
       break;

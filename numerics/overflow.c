@@ -160,7 +160,7 @@ int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
     cases[ncases++] = (sum_case){4096, 1.0f, false};
   }
   if (opts->count > 100000000 && isatty(2))
-    fprintf(stderr, "%s: summing %llu values seven ways: about a minute on a CPU\n", hl_prog(),
+    fprintf(stderr, "%s: summing %llu values seven ways: a minute or more on a CPU\n", hl_prog(),
             (unsigned long long)opts->count);
 
   uint64_t *at;
