@@ -62,6 +62,10 @@ bool nx_same_bits(hl_format f, uint32_t a, uint32_t b);
  * `mismatches` values differed out of `total`. */
 void nx_report_agreement(const nx_ctx *c, int d, const char *what, long mismatches, long total);
 
+/* Print `text` on stdout wrapped at `width` columns: `first` before the
+ * first line, `indent` spaces before the others. */
+void nx_print_wrapped(const char *first, int indent, int width, const char *text);
+
 /* Section heading on stdout. */
 void nx_heading(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

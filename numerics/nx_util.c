@@ -94,6 +94,21 @@ void nx_report_agreement(const nx_ctx *c, int d, const char *what, long mismatch
            mismatches, total, nx_dev_name(c, 0));
 }
 
+void nx_print_wrapped(const char *first, int indent, int width, const char *text) {
+  int col = printf("%s", first);
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ') p++;
+    size_t word = strcspn(p, " ");
+    if (!word) break;
+    if (col > indent && col + 1 + (int)word > width) col = printf("\n%*s", indent, "") - 1;
+    else if (col > (int)strlen(first) || (col > 0 && first[strlen(first) - 1] != ' ')) col += printf(" ");
+    col += printf("%.*s", (int)word, p);
+    p += word;
+  }
+  printf("\n");
+}
+
 void nx_heading(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -138,7 +138,9 @@ static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r,
     char why[512];
     explain((hl_sum_strategy)s, &r->out[s], sc->count, sc->value, vf, hl_format_decode(f, r->out[s].result_bits),
             (double)((long double)sc->count * vf), why, sizeof why);
-    printf("  %-26s %s\n", strategy_label[s], why);
+    char first[40];
+    snprintf(first, sizeof first, "  %-26s ", strategy_label[s]);
+    nx_print_wrapped(first, 29, 110, why);
   }
 }
 

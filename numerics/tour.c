@@ -45,11 +45,11 @@ static void print_demo(const nx_ctx *c, int number, const demo *dm) {
       char v[48], h[16], cell[72];
       snprintf(cell, sizeof cell, "%s (%s)", nx_show(hl_format_decode(l->f, l->bits[d]), v, sizeof v),
                nx_hex(l->f, l->bits[d], h, sizeof h));
-      printf(" %-28s", cell);
+      printf(d + 1 < c->ndev ? " %-28s" : " %s", cell);
     }
     printf("\n");
   }
-  printf("   why: %s\n", dm->why);
+  nx_print_wrapped("   why: ", 8, 100, dm->why);
 }
 
 int nx_tour(const nx_ctx *c) {
@@ -60,13 +60,20 @@ int nx_tour(const nx_ctx *c) {
   demo *dm = &demos[0];
   dm->title = "0.4 as a float: 0.0110 0110 0110 ... in binary never ends, so every format rounds it";
   dm->seed_code = "n = 0.4  (fp32: sign 0, exponent 01111101 = -2 + 127, mantissa 10011001100110011001101)";
-  dm->why = "each format keeps 1 + (mantissa bits) significant bits of 1.1001 1001 ... x 2^-2 and rounds the "
-            "rest; fp32's error is 6e-9, fp16's 1e-4, bf16's 4e-4";
   add_line(dm, "fp32 (23 mantissa bits)", HL_FMT_FP32);
   add_line(dm, "fp16 (10)", HL_FMT_FP16);
   add_line(dm, "bf16 (7)", HL_FMT_BF16);
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, 0.4f);
+  static char why1[320];
+  double err[3];
+  char bits32[48];
+  for (int i = 0; i < 3; i++) err[i] = hl_format_decode(dm->line[i].f, dm->line[i].bits[0]) - 0.4;
+  snprintf(why1, sizeof why1,
+           "the fp32 bits computed here are %s; each format keeps 1 + (mantissa bits) significant bits of "
+           "1.1001 1001 ... x 2^-2 and rounds the rest: off by %.2g in fp32, %.2g in fp16, %.2g in bf16",
+           hl_format_bitstring(HL_FMT_FP32, dm->line[0].bits[0], bits32, sizeof bits32), err[0], err[1], err[2]);
+  dm->why = why1;
 
   /* 2. overflow: 4096 x 16 */
   dm = &demos[1];
@@ -133,7 +140,7 @@ int nx_tour(const nx_ctx *c) {
 
   nx_heading("tour: the seeds' examples, computed here");
   printf("   %-36s", "");
-  for (int d = 0; d < c->ndev; d++) printf(" %-28s", nx_dev_name(c, d));
+  for (int d = 0; d < c->ndev; d++) printf(d + 1 < c->ndev ? " %-28s" : " %s", nx_dev_name(c, d));
   printf("\n");
   for (int i = 0; i < 5; i++) print_demo(c, i + 1, &demos[i]);
 
