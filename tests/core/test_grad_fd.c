@@ -269,7 +269,9 @@ static void test_gradient_penalty(void **state) {
 static void test_cast_gradient(void **state) {
   (void)state;
   hl_tensor *x = leaf64(HL_SHAPE(3), 95, 0);
+  hl_pool_push();
   hl_tensor *x32 = hl_to_dtype(x, HL_F32), *y = hl_sum(hl_tmp(hl_mul_scalar(x32, 3.0)));
+  hl_pool_pop();
   OK(hl_backward(y, NULL, false));
   assert_int_equal(hl_tensor_grad(x)->dtype, HL_F64);
   double *g = values(hl_tensor_grad(x));
