@@ -122,13 +122,13 @@ static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r,
   long double exact = (long double)sc->count * sc->value;
   printf("  exact sum %s; fp16 holds at most 65504 and rounds to inf from 65520; bf16 keeps 8 significant bits\n\n",
          nx_show((double)exact, ex, sizeof ex));
-  printf("  %-26s %-12s %-11s %-11s %s\n", "strategy", "result", "bits", "first lost", "first inf/NaN");
+  printf("  %-26s %-15s %-11s %-11s %s\n", "strategy", "result", "bits", "first lost", "first inf/NaN");
   for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
     hl_format f = hl_sum_format((hl_sum_strategy)s);
     char res[48], hex[16], lost[24] = "-", over[24] = "-";
     if (r->out[s].first_lost) snprintf(lost, sizeof lost, "%llu", (unsigned long long)r->out[s].first_lost);
     if (r->out[s].first_overflow) snprintf(over, sizeof over, "%llu", (unsigned long long)r->out[s].first_overflow);
-    printf("  %-26s %-12s %-11s %-11s %s\n", strategy_label[s], nx_show(hl_format_decode(f, r->out[s].result_bits), res, sizeof res),
+    printf("  %-26s %-15s %-11s %-11s %s\n", strategy_label[s], nx_show(hl_format_decode(f, r->out[s].result_bits), res, sizeof res),
            nx_hex(f, r->out[s].result_bits, hex, sizeof hex), lost, over);
   }
   printf("\n");
