@@ -14,7 +14,7 @@ tmp=$out.tmp
   if [ -n "$meta" ]; then
     echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
     echo
-    grep -E '^# (halflab|device|host|cuda|date):' "$meta" | sed 's/^# /- /'
+    grep -E '^# (halflab |device:|host:|cuda:|date:)' "$meta" | sed 's/^# /- /'
     echo
   fi
   for section in "$here"/report.d/*.sh; do
