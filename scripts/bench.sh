@@ -32,6 +32,9 @@ run bench/halflab-bench gemm "${quick[@]}"
 run bench/halflab-bench gemm --accuracy "${quick[@]}"
 run bench/halflab-bench bandwidth "${quick[@]}"
 
+stage "AMP core overhead (CPU)"
+run bench/halflab-bench mlp-step --device cpu "${quick[@]}"
+
 stage "memory footprint"
 run bench/halflab-bench footprint "${quick[@]}"
 

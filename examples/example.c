@@ -1,0 +1,92 @@
+/* example.c — command line, device choice and self-checks of the examples. */
+#include "examples/example.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/device.h"
+#include "amp/error.h"
+#include "amp/op_trace.h"
+#include "amp/registry.h"
+#include "version.h"
+
+static int failures_;
+
+example_opts example_init(const char *prog, const char *what, int argc, char **argv) {
+  hl_cli_init(prog, argc, argv);
+  example_opts o = {HL_DEVICE_CPU, 1, false};
+  const char *device = "auto";
+  static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
+                                           {"seed", required_argument, NULL, 's'},
+                                           {"trace-ops", no_argument, NULL, 't'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'v'},
+                                           {0}};
+  int opt;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (opt) {
+      case 'd': device = optarg; break;
+      case 's': o.seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
+      case 't': o.trace = true; break;
+      case 'h':
+        printf("Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
+               "  --device D    auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
+               "  --seed N      seed of the random inputs (default 1)\n"
+               "  --trace-ops   print every op with its input and output dtypes on stderr\n"
+               "  --help, --version\n",
+               prog, what);
+        exit(0);
+      case 'v': printf("%s (halflab %s, %s)\n", prog, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
+      case '?':
+        if (optopt) hl_usage_error("option '-%c' is not known", optopt);
+        hl_usage_error("option '%s' is not known or lacks its value", argv[optind - 1]);
+      default: hl_usage_error("bad option");
+    }
+  }
+  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+  o.device = hl_cli_device(device);
+  char why[256];
+  if (!hl_op_supported(hl_op_get(HL_OP_MM), o.device, HL_F32, why, sizeof why)) {
+    if (strcmp(device, "auto")) hl_fatal("--device %s: %s", device, why);
+    fprintf(stderr, "%s: %s; running on the CPU\n", prog, why);
+    o.device = HL_DEVICE_CPU;
+  }
+  if (o.trace) hl_op_trace_to(stderr);
+  hl_pool_push(); /* the examples' temporaries, released by example_finish */
+  return o;
+}
+
+void example_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: CHECK FAILED: ", hl_prog());
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  failures_++;
+}
+
+void example_expect(const char *line, const hl_tensor *t, hl_dtype want) {
+  if (!t) {
+    printf("%-52s failed: %s\n", line, hl_error());
+    example_fail("%s: %s", line, hl_error());
+    return;
+  }
+  printf("%-52s %s %s\n", line, hl_dtype_name(t->dtype), hl_device_kind_name(t->device));
+  if (t->dtype != want) example_fail("%s gave %s, expected %s", line, hl_dtype_name(t->dtype), hl_dtype_name(want));
+}
+
+int example_finish(void) {
+  hl_pool_pop();
+  fflush(stdout);
+  if (failures_) {
+    fprintf(stderr, "%s: %d check(s) failed\n", hl_prog(), failures_);
+    return 1;
+  }
+  return 0;
+}
