@@ -58,8 +58,10 @@ static bool cuda_available(char *why, size_t len) {
     if (e == cudaErrorInsufficientDriver && drv > 0)
       snprintf(why, len, "the CUDA driver (supports %d.%d) is older than this build's runtime %d.%d",
                drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
-    else if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || n == 0)
-      snprintf(why, len, "no CUDA device or driver found (%s)", cudaGetErrorString(e));
+    else if (drv == 0)
+      snprintf(why, len, "no NVIDIA driver is installed (cudaDriverGetVersion reports none)");
+    else if (e == cudaErrorNoDevice || n == 0)
+      snprintf(why, len, "the NVIDIA driver sees no CUDA device");
     else
       snprintf(why, len, "cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
   }
