@@ -106,8 +106,9 @@ void hl_autocast_pop_state(void) {
  * gradients are wanted. */
 hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to) {
   if (t->dtype == to) return hl_retain(t);
-  const bool cacheable = t->dtype == HL_F32 && to == hl_autocast_dtype(t->device) && t->requires_grad &&
-                         !t->grad_fn && hl_grad_enabled();
+  /* only inside a program's region: the cache is emptied when its outermost region exits */
+  const bool cacheable = user_depth_ > 0 && t->dtype == HL_F32 && to == hl_autocast_dtype(t->device) &&
+                         t->requires_grad && !t->grad_fn && hl_grad_enabled();
   if (cacheable) {
     for (int i = 0; i < cache_n_; i++)
       if (cache_[i].source == t && cache_[i].cast->dtype == to) {

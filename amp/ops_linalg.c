@@ -211,8 +211,10 @@ hl_tensor *hl_matmul(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MATMUL, 
 
 static bool linear_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   if (hl_node_wants(n, 0)) {
+    /* [M, out] x [out, in], viewed back as x's shape (x may be 1-D) */
     hl_tensor *w = hl_tmp(hl_node_saved(n, (int)n->ip[1]));
-    gin[0] = hl_matmul(g, w); /* [..., out] x [out, in] */
+    hl_tensor *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, n->in_meta[1].shape[0])));
+    gin[0] = hl_reshape(hl_tmp(hl_mm(gf, w)), hl_shape_of(n->in_meta[0].ndim, n->in_meta[0].shape));
     if (!gin[0]) return false;
   }
   if (hl_node_wants(n, 1)) {

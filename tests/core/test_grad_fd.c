@@ -155,6 +155,10 @@ static void test_products(void **state) {
   check_grad("linear", f_linear, in, 3, NULL);
   check_hvp("linear", f_linear, in, 3, NULL);
   check_grad("linear without bias", f_linear, in, 2, NULL);
+  hl_tensor *in1[3] = {leaf64(HL_SHAPE(4), 53, 0), in[1], in[2]};
+  check_grad("linear of a vector", f_linear, in1, 3, NULL);
+  check_hvp("linear of a vector", f_linear, in1, 3, NULL);
+  hl_release(in1[0]);
   for (int i = 0; i < 3; i++) hl_release(in[i]);
 }
 
