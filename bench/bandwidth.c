@@ -253,6 +253,10 @@ int bench_bandwidth_main(int argc, char **argv) {
   hl_meta_set("reference", "%s", gpu ? "memcpy-d2d: cudaMemcpyAsync device to device of the same array size, same run"
                                      : "memcpy: one memcpy call (one thread); memcpy-omp: a memcpy per OpenMP thread "
                                        "over its share; ref_gbps is the faster of the two at that size");
+  if (!gpu)
+    hl_meta_set("stores", "CPU kernels store regularly while the arrays a kernel touches fit the last-level cache (%.0f "
+                "MiB) and with non-temporal (streaming) AVX stores beyond it, as glibc's memcpy does for large copies",
+                (double)dev.facts->l2_bytes / 1048576.0);
   hl_meta_set("validation", "after the timed runs every element of a, b, c equals the value the same arithmetic gives "
               "on one element (bit for bit), dot within 1e-3 of n a b");
   if (c.quick) hl_meta_set("quick", "yes");

@@ -28,16 +28,20 @@ HL_SIMD_TARGET static inline __m256 hl_load8_f16(const uint16_t *p) {
   return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-HL_SIMD_TARGET static inline void hl_store8_f16(uint16_t *p, __m256 v) {
-  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+/* eight fp32 -> eight fp16 (RNE) in a 16-byte vector */
+HL_SIMD_TARGET static inline __m128i hl_pack8_f16(__m256 v) {
+  return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+
+HL_SIMD_TARGET static inline void hl_store8_f16(uint16_t *p, __m256 v) { _mm_storeu_si128((__m128i *)p, hl_pack8_f16(v)); }
 
 HL_SIMD_TARGET static inline __m256 hl_load8_bf16(const uint16_t *p) {
   __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-HL_SIMD_TARGET static inline void hl_store8_bf16(uint16_t *p, __m256 v) {
+/* eight fp32 -> eight bf16 (RNE, NaN stays NaN) in a 16-byte vector */
+HL_SIMD_TARGET static inline __m128i hl_pack8_bf16(__m256 v) {
   const __m256i x = _mm256_castps_si256(v);
   const __m256i top = _mm256_srli_epi32(x, 16);
   /* x + 0x7fff + lsb, top half: round to nearest, ties to even */
@@ -49,8 +53,10 @@ HL_SIMD_TARGET static inline void hl_store8_bf16(uint16_t *p, __m256 v) {
   const __m256i quiet = _mm256_or_si256(top, _mm256_set1_epi32(0x0040));
   const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
   /* eight values < 2^16 in 32-bit lanes -> eight 16-bit values */
-  _mm_storeu_si128((__m128i *)p, _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
+
+HL_SIMD_TARGET static inline void hl_store8_bf16(uint16_t *p, __m256 v) { _mm_storeu_si128((__m128i *)p, hl_pack8_bf16(v)); }
 
 #else
 #define HL_HAVE_HALF_SIMD 0

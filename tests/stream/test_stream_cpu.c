@@ -15,6 +15,7 @@
 #include "amp/philox.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/half_arrays.h"
+#include "kernels/cpu/stream_cpu.h"
 #include "kernels/stream.h"
 #include "tests/support/hltest.h"
 
@@ -77,26 +78,35 @@ static void expect_bits(hl_stream_type t, const void *got, size_t i, float want,
 static const size_t lengths[] = {0, 1, 7, 8, 9, 17, 4095, 4096, 4097, 3 * 4096 + 13, 100003};
 #define NLENGTHS (sizeof lengths / sizeof lengths[0])
 
+/* every kernel, both store kinds (regular; streaming where the arrays are
+ * aligned), aligned arrays and arrays one element off alignment */
 static void test_elementwise_bit_exact(void **state) {
   (void)state;
   const float s = 3.0f; /* 60000 * 3 overflows fp16 */
-  for (int t = 0; t < HL_STREAM_TYPES; t++)
-    for (size_t li = 0; li < NLENGTHS; li++) {
-      const size_t n = lengths[li];
-      void *a = array(t, n, 1), *b = array(t, n, 2), *c = array(t, n, 3), *o = array(t, n, 4);
-      S()->copy(t, a, o, n);
-      for (size_t i = 0; i < n; i++) assert_int_equal(bits_at(t, o, i), bits_at(t, a, i));
-      S()->scale(t, o, c, s, n);
-      for (size_t i = 0; i < n; i++) expect_bits(t, o, i, s * widen(t, c, i), "scale", n);
-      S()->add(t, a, b, o, n);
-      for (size_t i = 0; i < n; i++) expect_bits(t, o, i, widen(t, a, i) + widen(t, b, i), "add", n);
-      S()->triad(t, o, b, c, s, n);
-      for (size_t i = 0; i < n; i++) {
-        float p = s * widen(t, c, i); /* rounded to fp32 before the sum, as the kernels do */
-        expect_bits(t, o, i, widen(t, b, i) + p, "triad", n);
-      }
-      hl_backend_cpu.free(a), hl_backend_cpu.free(b), hl_backend_cpu.free(c), hl_backend_cpu.free(o);
-    }
+  static const hl_cpu_store_mode modes[2] = {HL_CPU_STORES_REGULAR, HL_CPU_STORES_STREAMING};
+  for (int mode = 0; mode < 2; mode++)
+    for (int offset = 0; offset < 2; offset++)
+      for (int t = 0; t < HL_STREAM_TYPES; t++)
+        for (size_t li = 0; li < NLENGTHS; li++) {
+          hl_cpu_stream_set_stores(modes[mode]);
+          const size_t n = lengths[li], es = hl_stream_type_size(t);
+          char *ba = array(t, n + 1, 1), *bb = array(t, n + 1, 2), *bc = array(t, n + 1, 3), *bo = array(t, n + 1, 4);
+          void *a = ba + offset * es, *b = bb + offset * es, *c = bc + offset * es, *o = bo + offset * es;
+          S()->copy(t, a, o, n);
+          for (size_t i = 0; i < n; i++) assert_int_equal(bits_at(t, o, i), bits_at(t, a, i));
+          S()->scale(t, o, c, s, n);
+          for (size_t i = 0; i < n; i++) expect_bits(t, o, i, s * widen(t, c, i), "scale", n);
+          S()->add(t, a, b, o, n);
+          for (size_t i = 0; i < n; i++) expect_bits(t, o, i, widen(t, a, i) + widen(t, b, i), "add", n);
+          S()->triad(t, o, b, c, s, n);
+          for (size_t i = 0; i < n; i++) {
+            float p = s * widen(t, c, i); /* rounded to fp32 before the sum, as the kernels do */
+            expect_bits(t, o, i, widen(t, b, i) + p, "triad", n);
+          }
+          hl_backend_cpu.free(ba), hl_backend_cpu.free(bb), hl_backend_cpu.free(bc), hl_backend_cpu.free(bo);
+        }
+  hl_cpu_stream_set_stores(HL_CPU_STORES_AUTO);
+  assert_true(hl_cpu_stream_nt_threshold() >= (1u << 20)); /* a last-level cache, not zero */
 }
 
 /* finite values only: dot of arrays holding inf/NaN is inf/NaN, not a bound */
