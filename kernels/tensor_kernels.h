@@ -25,6 +25,18 @@
  *   - Nothing here allocates tensor memory: the core allocates outputs,
  *     saved statistics and scratch through amp/mem.h and passes them in.
  *
+ * Adding the CUDA twin (kernels/cuda/tensor_cuda.cu):
+ *   1. fill every entry below, launching on hl_cuda_stream() and checking
+ *      every call with kernels/cuda/check.h; element math from
+ *      tensor_math.h with the op as a template argument, conversions from
+ *      amp/half.h (hardware intrinsics on the device);
+ *   2. cuda_kernels.h: HL_CUDA_TENSOR_KERNELS -> &hl_cuda_tensor_kernels;
+ *   3. amp/registry.c: give each op its cuda dtypes, regenerate docs/ops.md
+ *      (ninja -C build ops-doc); the dispatcher then routes cuda tensors;
+ *   4. a gpu-suite test comparing every entry with the CPU table on the same
+ *      inputs, at the tolerances below (plus the GEMMs of backend->gemm,
+ *      which mm/bmm/matmul/linear need).
+ *
  * Tolerances the gpu suite holds the CUDA twin to (CPU result = reference):
  *   bit-exact: fill, copy (every dtype pair), binary ops, unary ops made of
  *     single +,-,*,/ or comparisons (neg, relu, add/mul/div/rdiv/rsub_scalar,
