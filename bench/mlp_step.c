@@ -138,11 +138,14 @@ static void direct_step(void *p, long it) {
       for (int64_t i = 0; i < (int64_t)B * n; i++) dy[i] = y[i] > 0 ? dy[i] : 0;
     }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, B, 1.0f, dy, n, m->a[l], k, 0.0f, m->dw[l], k);
+    /* bias gradient: column sums, rows streamed through a block of accumulators */
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < n; c++) {
-      float s = 0;
-      for (int r = 0; r < B; r++) s += dy[(size_t)r * n + c];
-      m->db[l][c] = s;
+    for (int c0 = 0; c0 < n; c0 += 256) {
+      const int w = n - c0 < 256 ? n - c0 : 256;
+      float acc[256] = {0};
+      for (int r = 0; r < B; r++)
+        for (int c = 0; c < w; c++) acc[c] += dy[(size_t)r * n + c0 + c];
+      memcpy(m->db[l] + c0, acc, sizeof(float) * (size_t)w);
     }
     if (l > 0)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, k, n, 1.0f, dy, n, m->w[l], k, 0.0f, m->d[l], k);
