@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "amp/autograd.h"
 #include "amp/cli.h"
@@ -264,6 +265,15 @@ int bench_mlp_step_main(int argc, char **argv) {
                    flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / td.ms.median);
   }
   printf("core / direct: %.3f (median step times)\n", ratio);
+  /* libgomp's default spin-wait starves OpenBLAS's pthreads between the
+   * kernels (docs/core.md): step times then scatter by several times */
+  const char *wait = getenv("OMP_WAIT_POLICY");
+  hl_meta_set("omp_wait_policy", "%s", wait ? wait : "unset (libgomp spins after each parallel region)");
+  if (!wait || strcasecmp(wait, "passive"))
+    fprintf(stderr,
+            "mlp-step: note: OMP_WAIT_POLICY is %s; OpenMP's spinning threads compete with OpenBLAS's and the times "
+            "scatter; set OMP_WAIT_POLICY=passive for stable numbers\n",
+            wait ? wait : "unset");
   hl_meta_set("method", "%s", bench_method_text(&dev, &m));
   hl_meta_set("model", "MLP %d-%d-%d-%d relu, mean cross-entropy, SGD lr %g, fp32", IN, H1, H2, OUT, lr);
   bench_rows_write(&rows, dir, "mlp_step.csv",

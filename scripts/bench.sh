@@ -33,7 +33,8 @@ run bench/halflab-bench gemm --accuracy "${quick[@]}"
 run bench/halflab-bench bandwidth "${quick[@]}"
 
 stage "AMP core overhead (CPU)"
-run bench/halflab-bench mlp-step --device cpu "${quick[@]}"
+# passive: OpenMP's spin-waiting would starve OpenBLAS's threads (docs/core.md)
+OMP_WAIT_POLICY=passive run bench/halflab-bench mlp-step --device cpu "${quick[@]}"
 
 stage "memory footprint"
 run bench/halflab-bench footprint "${quick[@]}"
