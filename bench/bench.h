@@ -52,6 +52,9 @@ typedef struct {
   const char *name;  /* "cpu" / "cuda": the CSV device column */
 } bench_device;
 void bench_device_open(bench_device *d, const char *request);
+/* The same, but the "no usable GPU, running on the CPU" line of --device auto
+ * goes to `notice`, for the caller to print once all input has been checked */
+void bench_device_open_deferred(bench_device *d, const char *request, char *notice, size_t len);
 
 /* --reps N: 1 .. 100000, or 0 (adaptive) when not given */
 int bench_parse_reps(const char *s);
@@ -131,6 +134,8 @@ typedef struct {
 void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
                   const char *detail);
 void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why);
+/* A ratio reported beside the targets that is not one of them ("INFO") */
+void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail);
 void bench_targets_write(bench_targets *t, const char *dir, const char *file);
 
 /* -------------------------------------------------------- progress -- */

@@ -36,6 +36,23 @@ void bench_bad_option(int opt, char **argv) {
 int bench_parse_reps(const char *s) { return s ? (int)hl_parse_int("--reps", s, 1, 100000) : 0; }
 
 void bench_device_open(bench_device *d, const char *request) {
+  char notice[512];
+  bench_device_open_deferred(d, request, notice, sizeof notice);
+  fputs(notice, stderr);
+}
+
+void bench_device_open_deferred(bench_device *d, const char *request, char *notice, size_t len) {
+  notice[0] = '\0';
+  char why[256];
+  if (!request || !strcmp(request, "auto")) {
+    /* resolved here rather than by hl_cli_device, whose notice would come
+     * before a later one-line usage error */
+    if (hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) request = "cuda";
+    else {
+      snprintf(notice, len, "%s: no usable GPU (%s): running on the CPU\n", hl_prog(), why);
+      request = "cpu";
+    }
+  }
   d->kind = hl_cli_device(request);
   d->be = hl_backend_for(d->kind);
   d->facts = hl_device_facts_get(d->kind);
@@ -211,6 +228,11 @@ void bench_target(bench_targets *t, const bench_device *d, const char *name, dou
   pass ? t->pass++ : t->miss++;
   printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
   bench_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
+}
+
+void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail) {
+  printf("INFO  %s: %s\n", name, detail);
+  bench_rows_add(&t->rows, "%s,%s,%.4f,,INFO,%s", name, d->name, value, detail);
 }
 
 void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why) {

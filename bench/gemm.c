@@ -530,13 +530,15 @@ int bench_gemm_main(int argc, char **argv) {
   if (nsizes && !(studies & STUDY_SQUARE)) hl_usage_error("--sizes sets the square sizes: --studies must include square");
 
   bench_device dev;
-  bench_device_open(&dev, c.device);
+  char device_notice[512];
+  bench_device_open_deferred(&dev, c.device, device_notice, sizeof device_notice);
   if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
   if (list) {
+    fputs(device_notice, stderr);
     list_variants(&dev);
     return 0;
   }
-  if (accuracy) return gemm_accuracy_main(&dev, &c, dtypes_s, nsizes ? sizes : NULL, nsizes);
+  if (accuracy) return gemm_accuracy_main(&dev, &c, dtypes_s, nsizes ? sizes : NULL, nsizes, device_notice);
 
   bool chosen[GEMM_VARIANTS];
   char notice[2048];
@@ -558,6 +560,7 @@ int bench_gemm_main(int argc, char **argv) {
 
   char outbuf[4096];
   const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+  fputs(device_notice, stderr);
   fputs(notice, stderr);
   const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
   const bench_method method = bench_method_for(&dev, reps, c.quick);

@@ -156,7 +156,8 @@ static fro on_device(const bench_device *d, const gemm_variant *gv, const float 
   return f;
 }
 
-int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks) {
+int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks,
+                       const char *notice) {
   bool chosen[NVARIANTS];
   for (int i = 0; i < NVARIANTS; i++) chosen[i] = dtypes == NULL;
   if (dtypes) {
@@ -192,6 +193,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
 
   char outbuf[4096];
   const char *outdir = hl_cli_outdir(c->out, d->kind, outbuf, sizeof outbuf);
+  fputs(notice, stderr);
   hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
               "sum rounded to the accumulation format after each addition; cublas: %d x %d outputs by the device's "
               "GEMM; errors normwise (Frobenius) against fp64", sm, sm, gm, gm);

@@ -30,7 +30,8 @@ void gemm_implementation(const bench_device *d, const gemm_variant *v, int64_t b
 /* Element i of an array of type t, as a double */
 double gemm_load(const void *p, hl_gemm_type t, size_t i);
 
-/* gemm --accuracy; ks: the k values (NULL: the default sweep) */
-int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks);
+/* gemm --accuracy; ks: the k values (NULL: the default sweep); notice: printed once input is checked */
+int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks,
+                       const char *notice);
 
 #endif

@@ -47,9 +47,8 @@ HL_SIMD_TARGET static inline __m128i hl_pack8_bf16(__m256 v) {
   /* x + 0x7fff + lsb, top half: round to nearest, ties to even */
   const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(top, _mm256_set1_epi32(1)));
   const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
-  /* NaN (|x| > inf as integers; both sides positive, so the signed compare is right) -> quiet NaN */
-  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
-                                            _mm256_set1_epi32(0x7f800000));
+  /* NaN -> quiet NaN keeping the top of the payload (an unordered compare finds NaNs in one instruction) */
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   const __m256i quiet = _mm256_or_si256(top, _mm256_set1_epi32(0x0040));
   const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
   /* eight values < 2^16 in 32-bit lanes -> eight 16-bit values */

@@ -164,13 +164,13 @@ static void test_list_writes_nothing(void **state) {
 }
 
 /* One line on stderr naming the problem, exit status 2, nothing created or truncated */
-static void expect_bad_input(const char *sub, const char *args, const char *needle) {
+static void expect_bad_input_on(const char *device, const char *sub, const char *args, const char *needle) {
   char *dir = hl_tmpdir();
   FILE *f = fopen(path_in(dir, "gemm.csv"), "w");
   assert_non_null(f);
   fputs("old\n", f);
   fclose(f);
-  hl_run_result r = hl_run("%s %s --device cpu --out %s %s", bench(), sub, dir, args);
+  hl_run_result r = hl_run("%s %s --device %s --out %s %s", bench(), sub, device, dir, args);
   if (r.status != 2) fail_msg("'%s %s': exit %d, want 2 (stderr: %s)", sub, args, r.status, r.err);
   int lines = 0;
   for (const char *p = r.err; *p; p++) lines += *p == '\n';
@@ -185,6 +185,10 @@ static void expect_bad_input(const char *sub, const char *args, const char *need
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
+}
+
+static void expect_bad_input(const char *sub, const char *args, const char *needle) {
+  expect_bad_input_on("cpu", sub, args, needle);
 }
 
 static void test_bad_input(void **state) {
@@ -209,6 +213,11 @@ static void test_bad_input(void **state) {
   expect_bad_input("bandwidth", "--dtypes fp64", "unknown value");
   expect_bad_input("bandwidth", "--kernels memset", "unknown value");
   expect_bad_input("footprintz", "", "unknown subcommand");
+  /* --device auto: the "no usable GPU" notice must not come on top of the one line */
+  expect_bad_input_on("auto", "gemm", "--sizes 0", "--sizes");
+  expect_bad_input_on("auto", "gemm", "--dtypes fp64", "unknown variant");
+  expect_bad_input_on("auto", "bandwidth", "--sizes 1TiB", "needs");
+  expect_bad_input_on("nonsense", "gemm", "", "--device");
 }
 
 int main(void) {
