@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-deps_list=(libcmocka0 libcmocka-dev libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev libgfortran5 libquadmath0)
+deps_list=(libcmocka0 libcmocka-dev libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0)
 if [ "${1:-}" = "--fetch-deps" ]; then
   mkdir -p .deps && cd .deps && apt-get download "${deps_list[@]}"
   exit $?
@@ -55,8 +55,8 @@ if ! pkg-config --exists cmocka openblas 2>/dev/null && ls .deps/*.deb >/dev/nul
   mkdir -p $D
   for f in .deps/*.deb; do dpkg -x "$f" $D; done
   export PKG_CONFIG_SYSROOT_DIR=$D
-  export PKG_CONFIG_LIBDIR=$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/lib/x86_64-linux-gnu/openblas-pthread/pkgconfig
-  export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu:$D/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PKG_CONFIG_LIBDIR=$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/lib/x86_64-linux-gnu/openblas-openmp/pkgconfig
+  export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu:$D/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   note "using Debian packages unpacked from .deps/ into $D"
 fi
 

@@ -22,7 +22,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev)
+packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev)
 [ $peers = 1 ] && packages+=(python3 python3-torch python3-numpy)
 
 missing=()
