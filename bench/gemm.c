@@ -359,7 +359,7 @@ static double validate(point *p, const char *host_pool, uint64_t seed, double *b
     unsigned char cell[8];
     p->d->be->copy_to_host(cell, (const char *)d->c + (size_t)(bi * d->stride_c + i * d->ldc + j) * out_size, out_size);
     const double got = gemm_load(cell, d->c_type, 0);
-    const double err = fabs(got - exact), lim = bound.out * fabs(exact) + bound.term * mag;
+    const double err = fabs(got - exact), lim = bound.out * fabs(exact) + bound.term * mag + bound.abs;
     if (!(err <= lim))
       hl_fatal("gemm %s %s (%lld x %lld x %lld, batch %lld) is wrong at C[%lld][%lld] of batch entry %lld: %.9g, fp64 "
                "reference %.9g, |error| %.3g > bound %.3g; not timing it, no CSV written",
@@ -569,7 +569,7 @@ int bench_gemm_main(int argc, char **argv) {
   hl_meta_set("rotation", "operands rotate through slots so that a launch's inputs were last used >= %.0f MiB ago (2x %s)",
               (double)rot / 1048576.0, dev.kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");
   hl_meta_set("validation", "every point: %d sampled entries of the first slot against an fp64 product of the stored "
-              "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b|; max_err_norm = "
+              "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b| + abs; max_err_norm = "
               "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", 98);
   hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
   hl_meta_set("seed", "%llu", (unsigned long long)c.seed);

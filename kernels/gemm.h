@@ -81,9 +81,10 @@ static inline size_t hl_gemm_type_size(hl_gemm_type t) {
 
 /* How far a correct result may lie from the exact product, entry by entry:
  *
- *   |c - exact| <= out * |exact| + term * (sum_p |alpha a_ip b_pj| + |beta c_in|)
+ *   |c - exact| <= out * |exact| + term * (sum_p |alpha a_ip b_pj| + |beta c_in|) + abs
  *
- * out: one rounding to the output type. term: rounding of the inputs inside
+ * out: one rounding to the output type (abs: half its subnormal spacing, for
+ * results too small for the relative bound). term: rounding of the inputs inside
  * the GEMM (tf32: each input to 10 bits, so 2^-10 per product) plus the
  * accumulation, u_acc x g. For round-to-nearest accumulation with random
  * signs the normwise error stays near u_acc whatever k (the partial sums
@@ -95,13 +96,15 @@ static inline size_t hl_gemm_type_size(hl_gemm_type t) {
  * 2024), so u_acc = 2^-14 there. These are validation bounds for data of
  * mixed signs (benchmarks, tests), not worst-case bounds. */
 typedef struct {
-  double out, term;
+  double out, term, abs;
 } hl_gemm_bound;
 
 static inline hl_gemm_bound hl_gemm_error_bound(const hl_gemm_desc *d, bool tensor_cores) {
   hl_gemm_bound b;
   b.out = d->c_type == HL_GEMM_F16 ? 0x1p-11 : d->c_type == HL_GEMM_BF16 ? 0x1p-8
         : d->c_type == HL_GEMM_F32 ? 0x1p-24 : 0x1p-53;
+  b.abs = d->c_type == HL_GEMM_F16 ? 0x1p-25 : d->c_type == HL_GEMM_BF16 ? 0x1p-134
+        : d->c_type == HL_GEMM_F32 ? 0x1p-150 : 0x1p-1074; /* fp64: its smallest subnormal (half of it is not a double) */
   double u_in = d->compute == HL_COMPUTE_F32_FAST_TF32 ? 0x1p-10 : 0.0;
   double u_acc = d->compute == HL_COMPUTE_F16 ? 0x1p-11 : d->compute == HL_COMPUTE_F64 ? 0x1p-53 : 0x1p-24;
   if (tensor_cores && d->a_type == HL_GEMM_E4M3) u_acc = 0x1p-14;
