@@ -43,7 +43,8 @@ do for [out=1:2] {
     set output dir.'/bandwidth.svg'
   }
   set multiplot layout 2,3 title sprintf("Memory bandwidth by kernel and element type (BabelStream bytes, median of timed runs)\n{/*0.85 %s; dashed: the platform's copy of the same size in the same run%s}", \
-      desc, sheet > 0 ? sprintf("; dotted: datasheet %.0f GB/s", sheet) : "")
+      desc, sheet > 0 ? sprintf("; dotted: datasheet %.0f GB/s", sheet) : "") \
+      margins 0.06, 0.98, 0.07, 0.85 spacing 0.07, 0.13
   set logscale x 2
   set xlabel 'array size (MiB, each of the arrays)'
   set grid back lc rgb '#dddddd'
@@ -54,7 +55,16 @@ do for [out=1:2] {
     do for [p=1:3] {
       set title dt[p]
       if (row == 1) { set ylabel 'GB/s (10^9 bytes/s)'; set yrange [0:gbps_max] } else { set ylabel 'Gelem/s'; set yrange [0:gel_max] }
-      if (p == 1 && row == 1) { set key bottom left box opaque spacing 1.1 width 2 font ',10' } else { unset key }
+      unset key
+      # one legend for all six panels, as coloured labels under the title, drawn with the first panel only
+      if (p == 1 && row == 1) {
+        do for [k=1:5] {
+          set label 100 + k sprintf("━━ %s", kern[k]) at screen 0.16 + 0.1 * k, screen 0.915 center tc rgb color[k] front
+        }
+        set label 106 "╍╍ copy of the same size (same run)" at screen 0.78, screen 0.915 center tc rgb '#000000' front
+      } else {
+        do for [k=101:106] { unset label k }
+      }
       ycol = row == 1 ? 'gbps' : 'gelems'
       cmd = ''
       if (has(dt[p])) {
@@ -89,5 +99,6 @@ do for [out=1:2] {
     }
   }
   unset multiplot
+  unset label
 }
 unset output
