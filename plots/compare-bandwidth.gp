@@ -26,7 +26,7 @@ set grid back lc rgb '#dddddd'
 set border 3
 set xtics nomirror
 set ytics nomirror
-set key top left box opaque spacing 1.2
+set key bottom right box opaque spacing 1.2
 cmd = ''
 do for [i=1:words(machines)] {
   f = root.'/'.word(machines, i).'/bandwidth.csv'
