@@ -61,8 +61,11 @@ void bench_device_open_deferred(bench_device *d, const char *request, char *noti
   const hl_device_facts *f = d->facts;
   hl_meta_set("sm_count", "%d%s", f->sm_count, d->kind == HL_DEVICE_CPU ? " (logical cores)" : "");
   hl_meta_set("threads", "%d%s", f->threads, d->kind == HL_DEVICE_CPU ? " (OpenMP)" : " (max per SM)");
-  hl_meta_set("clock_mhz", "%d current, %d max%s", f->clock_mhz, f->max_clock_mhz,
-              f->clocks_from_nvml ? " (NVML)" : d->kind == HL_DEVICE_CUDA ? " (CUDA attribute; no NVML)" : "");
+  char cur[32] = "unknown", max[32] = "unknown";
+  if (f->clock_mhz > 0) snprintf(cur, sizeof cur, "%d", f->clock_mhz);
+  if (f->max_clock_mhz > 0) snprintf(max, sizeof max, "%d", f->max_clock_mhz);
+  hl_meta_set("clock_mhz", "%s current, %s max%s", cur, max,
+              f->clocks_from_nvml ? " (NVML)" : d->kind == HL_DEVICE_CUDA ? " (max: CUDA attribute; no NVML)" : "");
   hl_meta_set("ecc", "%s", f->ecc == 1 ? "on" : f->ecc == 0 ? "off" : "unknown");
   hl_meta_set("mig", "%s", f->mig == 1 ? "enabled" : f->mig == 0 ? "disabled" : "not applicable / unknown");
   hl_meta_set(d->kind == HL_DEVICE_CPU ? "llc_bytes" : "l2_bytes", "%llu", (unsigned long long)f->l2_bytes);
