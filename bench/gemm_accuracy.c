@@ -10,7 +10,7 @@
  *     16 x 16 outputs;
  *   cublas (with --device cuda/auto on a GPU): the device's own GEMM on the
  *     same kind of data, 64 x 64 outputs, fp32 output where the accumulation
- *     is fp32 (fp8: bf16 output, the layout the throughput run uses).
+ *     is fp32 (fp8: bf16 output, the combination the throughput run uses).
  * Two data sets: uniform in [-1, 1) (signs mixed: partial sums stay ~sqrt(k))
  * and uniform in [0, 1) (one sign: partial sums grow ~k/4, the hard case for
  * a narrow accumulator). Errors are normwise, ||C - C_ref||_F / ||C_ref||_F,
@@ -132,9 +132,18 @@ static void store_as(void *p, hl_gemm_type t, size_t i, float x) {
   }
 }
 
+/* The output type of the GPU run: fp32 where the accumulation is fp32, so
+ * that no output rounding hides the accumulation's error; fp16 for fp16
+ * accumulation; bf16 for fp8, the layout the throughput run exercises. */
+static hl_gemm_type gpu_out(const gemm_variant *gv) {
+  if (gv->in == HL_GEMM_E4M3) return gv->out;
+  return gv->compute == HL_COMPUTE_F16 ? HL_GEMM_F16 : gv->in == HL_GEMM_F64 ? HL_GEMM_F64 : HL_GEMM_F32;
+}
+
 static fro on_device(const bench_device *d, const gemm_variant *gv, const float *a, const float *b, int m, int n,
                      int64_t k, const double *orig, const double *st) {
-  const size_t in = hl_gemm_type_size(gv->in), out = hl_gemm_type_size(gv->out);
+  const hl_gemm_type out_type = gpu_out(gv);
+  const size_t in = hl_gemm_type_size(gv->in), out = hl_gemm_type_size(out_type);
   char *ha = bench_host_alloc(in * (size_t)(m * k), "accuracy inputs"), *hb = bench_host_alloc(in * (size_t)(n * k), "accuracy inputs");
   char *hc = bench_host_alloc(out * (size_t)(m * n), "accuracy outputs");
   for (int64_t i = 0; i < (int64_t)m * k; i++) store_as(ha, gv->in, (size_t)i, a[i]);
@@ -144,13 +153,13 @@ static fro on_device(const bench_device *d, const gemm_variant *gv, const float 
   d->be->copy_from_host(da, ha, in * (size_t)(m * k));
   d->be->copy_from_host(db, hb, in * (size_t)(n * k));
   hl_gemm_desc g = {.trans_b = true, .m = m, .n = n, .k = k, .batch = 1, .a_type = gv->in, .b_type = gv->in,
-                    .c_type = gv->out, .compute = gv->compute, .alpha = 1, .beta = 0, .a = da, .lda = k, .b = db,
+                    .c_type = out_type, .compute = gv->compute, .alpha = 1, .beta = 0, .a = da, .lda = k, .b = db,
                     .ldb = k, .c = dc, .ldc = n, .a_scale = 1, .b_scale = 1};
   d->be->gemm->gemm(&g);
   d->be->synchronize();
   d->be->copy_to_host(hc, dc, out * (size_t)(m * n));
   fro f = {0};
-  for (int ij = 0; ij < m * n; ij++) fro_add(&f, gemm_load(hc, gv->out, (size_t)ij), orig[ij], st[ij]);
+  for (int ij = 0; ij < m * n; ij++) fro_add(&f, gemm_load(hc, out_type, (size_t)ij), orig[ij], st[ij]);
   bench_free(d, da), bench_free(d, db), bench_free(d, dc);
   free(ha), free(hb), free(hc);
   return f;
@@ -231,11 +240,15 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           const fro f = method ? on_device(d, gv, a, b, m, m, k, orig, st) : simulate(v, a, b, m, m, k, orig, st);
           const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);
           char impl[256];
-          if (method) gemm_implementation(d, gv, 1, impl, sizeof impl);
+          if (method) {
+            gemm_implementation(d, gv, 1, impl, sizeof impl);
+            if (gpu_out(gv) != gv->out)
+              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_gemm_type_name(gpu_out(gv)));
+          }
           else snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
                         hl_gemm_type_name(v->acc));
           const char *input = v->tf32 ? "tf32" : hl_gemm_type_name(v->in);
-          const char *out = method ? hl_gemm_type_name(gv->out) : hl_gemm_type_name(v->acc);
+          const char *out = method ? hl_gemm_type_name(gpu_out(gv)) : hl_gemm_type_name(v->acc);
           bench_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
                          method ? "cublas" : "simulated", v->name, input, hl_gemm_type_name(v->acc), out,
                          data_names[data], m, m, (long long)k, rel, rel_acc, impl);
