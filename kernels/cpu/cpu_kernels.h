@@ -11,7 +11,8 @@ extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 #define HL_CPU_GEMM_KERNELS (&hl_cpu_gemm_kernels)
 extern const struct hl_tensor_kernels hl_cpu_tensor_kernels;
 #define HL_CPU_TENSOR_KERNELS (&hl_cpu_tensor_kernels)
-#define HL_CPU_OPTIM_KERNELS NULL
+extern const struct hl_optim_kernels hl_cpu_optim_kernels;
+#define HL_CPU_OPTIM_KERNELS (&hl_cpu_optim_kernels)
 
 extern const struct hl_convert_kernels hl_cpu_convert_kernels;
 

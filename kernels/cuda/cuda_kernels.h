@@ -10,7 +10,8 @@ extern "C" const struct hl_stream_kernels hl_cuda_stream_kernels;
 extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels;
 #define HL_CUDA_GEMM_KERNELS (&hl_cuda_gemm_kernels)
 #define HL_CUDA_TENSOR_KERNELS NULL
-#define HL_CUDA_OPTIM_KERNELS NULL
+extern "C" const struct hl_optim_kernels hl_cuda_optim_kernels;
+#define HL_CUDA_OPTIM_KERNELS (&hl_cuda_optim_kernels)
 
 extern "C" const struct hl_convert_kernels hl_cuda_convert_kernels;
 

@@ -1,0 +1,211 @@
+/* optim_cpu.c — kernels/optim_kernels.h on the CPU: the element bodies of
+ * kernels/optim_math.h in loops over fixed chunks of every tensor.
+ *
+ * The tensors are cut into chunks of at most kChunk elements (a chunk never
+ * spans two tensors); large calls share the chunks among OpenMP threads,
+ * small ones run in the calling thread (a parameter list of biases is not
+ * worth waking a thread pool for). Reductions keep one partial per chunk and
+ * add the partials in chunk order, so results do not depend on the number
+ * of threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/optim_kernels.h"
+#include "kernels/optim_math.h"
+
+enum { kChunk = 16384 };
+static const int64_t kParallelFrom = 1 << 18; /* elements in one call */
+
+typedef struct {
+  int tensor;
+  int64_t lo, hi;
+} chunk;
+
+/* Chunks of n tensors of the given element counts; NULL when n is 0 or
+ * memory is short (the caller then walks the tensors whole). */
+static chunk *make_chunks(int n, int64_t (*numel_of)(const void *, int), const void *list, int64_t *count,
+                          int64_t *total) {
+  *count = 0;
+  *total = 0;
+  for (int t = 0; t < n; t++) {
+    int64_t m = numel_of(list, t);
+    *count += (m + kChunk - 1) / kChunk;
+    *total += m;
+  }
+  chunk *c = *count ? malloc((size_t)*count * sizeof *c) : NULL;
+  if (!c) return NULL;
+  int64_t k = 0;
+  for (int t = 0; t < n; t++) {
+    int64_t m = numel_of(list, t);
+    for (int64_t lo = 0; lo < m; lo += kChunk) c[k++] = (chunk){t, lo, lo + kChunk < m ? lo + kChunk : m};
+  }
+  return c;
+}
+
+static int64_t view_numel(const void *list, int t) { return ((const hl_grad_view *)list)[t].numel; }
+static int64_t entry_numel(const void *list, int t) { return ((const hl_optim_entry *)list)[t].numel; }
+
+/* A whole-tensor chunk list for when make_chunks could not allocate. */
+static int64_t view_chunk_count(const hl_grad_view *g, int n) {
+  int64_t count = 0;
+  for (int t = 0; t < n; t++) count += (g[t].numel + kChunk - 1) / kChunk;
+  return count;
+}
+
+/* ------------------------------------------------------------- scaler -- */
+
+static int unscale_range(const hl_grad_view *v, int64_t lo, int64_t hi, float inv) {
+  int nonfinite = 0;
+  if (v->dense && v->dst == v->src && v->dst_dtype == HL_F32 && v->src_dtype == HL_F32) {
+    /* the common case, in a loop the compiler vectorises: same formula */
+    float *x = (float *)v->dst;
+    for (int64_t i = lo; i < hi; i++) {
+      nonfinite |= !hl_om_isfinite_f(x[i]);
+      if (inv != 1.0f) x[i] = hl_om_mul(x[i], inv);
+    }
+    return nonfinite;
+  }
+  for (int64_t i = lo; i < hi; i++) nonfinite |= hl_om_unscale_at(v, i, inv);
+  return nonfinite;
+}
+
+static void cpu_unscale(const hl_grad_view *g, int n, const float *inv_scale, float *found_inf) {
+  const float inv = *inv_scale;
+  int64_t count, total;
+  chunk *c = make_chunks(n, view_numel, g, &count, &total);
+  int nonfinite = 0;
+  if (!c) {
+    for (int t = 0; t < n; t++) nonfinite |= unscale_range(&g[t], 0, g[t].numel, inv);
+  } else {
+#pragma omp parallel for schedule(static) reduction(| : nonfinite) if (total >= kParallelFrom)
+    for (int64_t k = 0; k < count; k++) nonfinite |= unscale_range(&g[c[k].tensor], c[k].lo, c[k].hi, inv);
+    free(c);
+  }
+  if (nonfinite) *found_inf = 1.0f;
+}
+
+static void cpu_reciprocal(float *inv, const float *scale) { *inv = hl_om_reciprocal(*scale); }
+
+static void cpu_update_scale(float *scale, int32_t *tracker, const float *found_inf, uint64_t mask, double growth,
+                             double backoff, int32_t interval) {
+  hl_om_update_scale(scale, tracker, hl_om_found_sum(found_inf, mask), growth, backoff, interval);
+}
+
+/* --------------------------------------------------------- optimizers -- */
+
+static void cpu_sgd(const hl_optim_entry *e, int n, const hl_sgd_args *a, uint64_t *absorbed) {
+  int64_t count, total;
+  chunk *c = make_chunks(n, entry_numel, e, &count, &total);
+  int64_t still = 0;
+  if (!c) {
+    for (int t = 0; t < n; t++)
+      for (int64_t i = 0; i < e[t].numel; i++) still += hl_om_sgd_at(&e[t], i, a);
+  } else {
+#pragma omp parallel for schedule(static) reduction(+ : still) if (total >= kParallelFrom)
+    for (int64_t k = 0; k < count; k++)
+      for (int64_t i = c[k].lo; i < c[k].hi; i++) still += hl_om_sgd_at(&e[c[k].tensor], i, a);
+    free(c);
+  }
+  if (absorbed) *absorbed += (uint64_t)still;
+}
+
+static void cpu_adamw(const hl_optim_entry *e, int n, const hl_adamw_args *a, uint64_t *absorbed) {
+  int64_t count, total;
+  chunk *c = make_chunks(n, entry_numel, e, &count, &total);
+  int64_t still = 0;
+  if (!c) {
+    for (int t = 0; t < n; t++)
+      for (int64_t i = 0; i < e[t].numel; i++) still += hl_om_adamw_at(&e[t], i, a);
+  } else {
+#pragma omp parallel for schedule(static) reduction(+ : still) if (total >= kParallelFrom)
+    for (int64_t k = 0; k < count; k++)
+      for (int64_t i = c[k].lo; i < c[k].hi; i++) still += hl_om_adamw_at(&e[c[k].tensor], i, a);
+    free(c);
+  }
+  if (absorbed) *absorbed += (uint64_t)still;
+}
+
+/* ----------------------------------------------------------- clipping -- */
+
+static size_t cpu_grad_norm_scratch(const hl_grad_view *g, int n) {
+  return (size_t)view_chunk_count(g, n) * sizeof(double);
+}
+
+static double norm_range(const hl_grad_view *v, int64_t lo, int64_t hi, int norm_type) {
+  double acc = 0.0;
+  for (int64_t i = lo; i < hi; i++) acc = hl_om_norm_combine(acc, hl_om_norm_term(hl_om_src_value(v, i), norm_type), norm_type);
+  return acc;
+}
+
+static void cpu_grad_norm(const hl_grad_view *g, int n, int norm_type, double max_norm, void *scratch, float *out) {
+  double *partial = scratch;
+  int64_t count = 0, total = 0;
+  for (int t = 0; t < n; t++) total += g[t].numel;
+  /* the chunks, in order, without a list: chunk k of tensor t is partial[base_t + k] */
+  int64_t *base = malloc(((size_t)n + 1) * sizeof *base);
+  if (base) {
+    for (int t = 0; t < n; t++) {
+      base[t] = count;
+      count += (g[t].numel + kChunk - 1) / kChunk;
+    }
+#pragma omp parallel for schedule(static) if (total >= kParallelFrom)
+    for (int t = 0; t < n; t++) {
+      for (int64_t k = 0; k * kChunk < g[t].numel; k++) {
+        int64_t lo = k * kChunk, hi = lo + kChunk < g[t].numel ? lo + kChunk : g[t].numel;
+        partial[base[t] + k] = norm_range(&g[t], lo, hi, norm_type);
+      }
+    }
+    free(base);
+  } else {
+    for (int t = 0; t < n; t++)
+      for (int64_t lo = 0; lo < g[t].numel; lo += kChunk)
+        partial[count++] = norm_range(&g[t], lo, lo + kChunk < g[t].numel ? lo + kChunk : g[t].numel, norm_type);
+  }
+  double acc = 0.0;
+  for (int64_t k = 0; k < count; k++) acc = hl_om_norm_combine(acc, partial[k], norm_type);
+  hl_om_norm_finish(acc, norm_type, max_norm, out);
+}
+
+static void cpu_scale_grads(const hl_grad_view *g, int n, const float *coef_p) {
+  const float coef = *coef_p;
+  int64_t count, total;
+  chunk *c = make_chunks(n, view_numel, g, &count, &total);
+  if (!c) {
+    for (int t = 0; t < n; t++)
+      for (int64_t i = 0; i < g[t].numel; i++) hl_om_scale_at(&g[t], i, coef);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (total >= kParallelFrom)
+  for (int64_t k = 0; k < count; k++)
+    for (int64_t i = c[k].lo; i < c[k].hi; i++) hl_om_scale_at(&g[c[k].tensor], i, coef);
+  free(c);
+}
+
+static void cpu_clamp_grads(const hl_grad_view *g, int n, double limit) {
+  int64_t count, total;
+  chunk *c = make_chunks(n, view_numel, g, &count, &total);
+  if (!c) {
+    for (int t = 0; t < n; t++)
+      for (int64_t i = 0; i < g[t].numel; i++) hl_om_clamp_at(&g[t], i, limit);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (total >= kParallelFrom)
+  for (int64_t k = 0; k < count; k++)
+    for (int64_t i = c[k].lo; i < c[k].hi; i++) hl_om_clamp_at(&g[c[k].tensor], i, limit);
+  free(c);
+}
+
+const struct hl_optim_kernels hl_cpu_optim_kernels = {
+    .unscale = cpu_unscale,
+    .reciprocal = cpu_reciprocal,
+    .update_scale = cpu_update_scale,
+    .sgd = cpu_sgd,
+    .adamw = cpu_adamw,
+    .grad_norm_scratch = cpu_grad_norm_scratch,
+    .grad_norm = cpu_grad_norm,
+    .scale_grads = cpu_scale_grads,
+    .clamp_grads = cpu_clamp_grads,
+};

@@ -1,0 +1,51 @@
+/* scaler_test.h — what the scaler, optimizer, clipping and checkpoint tests
+ * share: checks with the core's messages, small tensors from host values on
+ * any device, and the spec's seven test vectors as functions of a device
+ * (the unit suite runs them on the CPU, the gpu suite on CUDA). */
+#ifndef HL_SCALER_TEST_H
+#define HL_SCALER_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "amp/error.h"
+#include "amp/optim.h"
+#include "amp/scaler.h"
+#include "amp/tensor.h"
+#include "tests/support/hltest.h"
+
+/* Fails the test with hl_error() when p is NULL / false. */
+#define OK(p) scaler_ok_((p) != 0, #p, __FILE__, __LINE__)
+void scaler_ok_(int ok, const char *what, const char *file, int line);
+
+/* expr must fail (NULL / false) with a message containing every fragment */
+#define REFUSED(expr, ...) scaler_refused_((expr) != 0, #expr, (const char *[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
+void scaler_refused_(int got, const char *what, const char **fragments, const char *file, int line);
+
+/* A tensor of numel(s) values from v (NULL: all `fill`), rounded to dtype. */
+hl_tensor *tensor_of(hl_shape s, const float *v, float fill, hl_dtype dtype, hl_device_kind dev);
+/* The same as a named leaf that requires grad. */
+hl_tensor *param_of(const char *name, hl_shape s, const float *v, float fill, hl_dtype dtype, hl_device_kind dev);
+/* Element i (row-major) as f32. */
+float value_at(const hl_tensor *t, int64_t i);
+/* All elements as f32, malloc'd. */
+float *values_of(const hl_tensor *t);
+/* Bit patterns equal (f32/f16/bf16/f64 views, row-major)? */
+bool same_bits(const hl_tensor *a, const hl_tensor *b);
+
+/* Can the core run ops (mul, sum, mm, backward) on this device? */
+bool device_has_tensor_ops(hl_device_kind dev);
+
+/* The spec's test vectors (spec/amp.md). 1 and 2 need only the optimizer
+ * kernels (they test the two building blocks); 3-7 run the scaler on real
+ * losses and need the device's tensor ops too. */
+void vector1_update_scale(hl_device_kind dev);
+void vector1_scaler(hl_device_kind dev);
+void vector2_unscale_views(hl_device_kind dev);
+void vector3_scale(hl_device_kind dev);
+void vector4_state(hl_device_kind dev);
+void vector5_skip_and_backoff(hl_device_kind dev);
+void vector6_no_overflow(hl_device_kind dev);
+void vector7_accumulation(hl_device_kind dev);
+
+#endif
