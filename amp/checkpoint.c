@@ -190,7 +190,8 @@ static bool write_atomically(const char *path, const unsigned char *data, size_t
   if (fd < 0) {
     int e = errno;
     free(tmp);
-    return hl_fail_bool("%s: open(\"%s.tmp\"): %s", what, path, strerror(e));
+    return hl_fail_bool("%s: open(\"%s.tmp\"): %s; the previous checkpoint (if any) is untouched", what, path,
+                        strerror(e));
   }
   const char *call = NULL;
   if (!write_all(fd, data, len)) call = "write";

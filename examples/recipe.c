@@ -1,0 +1,199 @@
+/* recipe.c — command line, MLP, data and comparisons of the training recipes. */
+#include "examples/recipe.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/autograd.h"
+#include "amp/cli.h"
+#include "amp/device.h"
+#include "amp/error.h"
+#include "amp/op_trace.h"
+#include "amp/ops.h"
+#include "amp/registry.h"
+#include "version.h"
+
+recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int default_steps,
+                        const char *default_inject, int argc, char **argv) {
+  hl_cli_init(prog, argc, argv);
+  recipe_opts o = {.device = HL_DEVICE_CPU, .seed = 1, .steps = default_steps, .inject_kind = HL_FAULT_INF};
+  const char *device = "auto", *inject = default_inject ? default_inject : "none";
+  bool trace = false;
+  enum { OPT_DEVICE = 256, OPT_SEED, OPT_TRACE, OPT_STEPS, OPT_INJECT, OPT_INJECT_KIND, OPT_DIR, OPT_STOP, OPT_RESUME };
+  static const struct option longopts[] = {{"device", required_argument, NULL, OPT_DEVICE},
+                                           {"seed", required_argument, NULL, OPT_SEED},
+                                           {"trace-ops", no_argument, NULL, OPT_TRACE},
+                                           {"steps", required_argument, NULL, OPT_STEPS},
+                                           {"inject", required_argument, NULL, OPT_INJECT},
+                                           {"inject-kind", required_argument, NULL, OPT_INJECT_KIND},
+                                           {"dir", required_argument, NULL, OPT_DIR},
+                                           {"stop-after", required_argument, NULL, OPT_STOP},
+                                           {"resume", no_argument, NULL, OPT_RESUME},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'v'},
+                                           {0}};
+  int opt, index = -1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "", longopts, &index)) != -1) {
+    char name[64];
+    if (index >= 0) snprintf(name, sizeof name, "--%s", longopts[index].name);
+    else snprintf(name, sizeof name, "%s", optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+    index = -1;
+    unsigned needs = opt == OPT_STEPS ? RECIPE_STEPS
+                     : opt == OPT_INJECT || opt == OPT_INJECT_KIND ? RECIPE_INJECT
+                     : opt == OPT_DIR || opt == OPT_STOP || opt == OPT_RESUME ? RECIPE_CHECKPOINT
+                                                                                : 0;
+    if (needs && !(extras & needs)) hl_usage_error("option '%s' is not known to %s", name, prog);
+    switch (opt) {
+      case OPT_DEVICE: device = optarg; break;
+      case OPT_SEED: o.seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
+      case OPT_TRACE: trace = true; break;
+      case OPT_STEPS: o.steps = (int)hl_parse_int("--steps", optarg, 1, 100000); break;
+      case OPT_INJECT: inject = optarg; break;
+      case OPT_INJECT_KIND:
+        if (!hl_fault_kind_parse(optarg, &o.inject_kind)) hl_usage_error("--inject-kind: %s", hl_error());
+        break;
+      case OPT_DIR: o.dir = optarg; break;
+      case OPT_STOP: o.stop_after = (int)hl_parse_int("--stop-after", optarg, 1, 100000); break;
+      case OPT_RESUME: o.resume = true; break;
+      case 'h':
+        printf("Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
+               "  --device D        auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
+               "  --seed N          seed of the weights and the data (default 1)\n",
+               prog, what);
+        if (extras & RECIPE_STEPS) printf("  --steps N         optimizer steps (default %d)\n", default_steps);
+        if (extras & RECIPE_INJECT)
+          printf("  --inject STEPS    make a gradient non-finite at these steps, e.g. 3,7,10-12 (default %s)\n"
+                 "  --inject-kind K   inf (default), -inf or nan\n",
+                 default_inject ? default_inject : "none");
+        if (extras & RECIPE_CHECKPOINT)
+          printf("  --dir DIR         where the checkpoint goes (default: a scratch folder, removed at the end)\n"
+                 "  --stop-after K    train K steps, save DIR/run.ckpt and stop (needs --dir)\n"
+                 "  --resume          load DIR/run.ckpt and train on to --steps (needs --dir)\n");
+        printf("  --trace-ops       print every op with its input and output dtypes on stderr\n"
+               "  --help, --version\n");
+        exit(0);
+      case 'v': printf("%s (halflab %s, %s)\n", prog, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
+      case '?': hl_usage_error("option '%s' is not known or lacks its value", name);
+      default: hl_usage_error("bad option");
+    }
+  }
+  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!hl_step_set_parse(inject, &o.inject)) hl_usage_error("--inject: %s", hl_error());
+  if (hl_step_set_count(&o.inject) > 0 && o.inject.hi[o.inject.n - 1] > o.steps)
+    hl_usage_error("--inject: step %lld is past the last step (%d)", (long long)o.inject.hi[o.inject.n - 1], o.steps);
+  if ((o.stop_after || o.resume) && !o.dir) hl_usage_error("--stop-after and --resume need --dir");
+  if (o.stop_after && o.resume) hl_usage_error("--stop-after and --resume exclude each other");
+  if (o.stop_after >= o.steps) hl_usage_error("--stop-after %d must be below --steps %d", o.stop_after, o.steps);
+  o.device = hl_cli_device(device);
+  char why[256];
+  if (!hl_op_supported(hl_op_get(HL_OP_MM), o.device, HL_F32, why, sizeof why)) {
+    if (strcmp(device, "auto")) hl_fatal("--device %s: %s", device, why);
+    fprintf(stderr, "%s: %s; running on the CPU\n", prog, why);
+    o.device = HL_DEVICE_CPU;
+  }
+  if (trace) hl_op_trace_to(stderr);
+  hl_pool_push(); /* the example's temporaries, released by example_finish */
+  return o;
+}
+
+/* ------------------------------------------------------------------ MLP -- */
+
+recipe_mlp recipe_mlp_new(const char *prefix, uint64_t seed, uint64_t stream, hl_device_kind device) {
+  recipe_mlp m;
+  const int64_t shapes[4][2] = {{RECIPE_HIDDEN, RECIPE_IN}, {RECIPE_HIDDEN, 0}, {RECIPE_OUT, RECIPE_HIDDEN}, {RECIPE_OUT, 0}};
+  const double stds[4] = {1.0 / sqrt(RECIPE_IN), 0.05, 1.0 / sqrt(RECIPE_HIDDEN), 0.05};
+  const char *names[4] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+  for (int i = 0; i < 4; i++) {
+    hl_shape s = shapes[i][1] ? HL_SHAPE(shapes[i][0], shapes[i][1]) : HL_SHAPE(shapes[i][0]);
+    m.p[i] = hl_randn(s, 0.0, stds[i], seed, stream * 8 + (uint64_t)i, HL_F32, device);
+    HL_CHECK(m.p[i] && hl_set_requires_grad(m.p[i], true));
+    char name[128];
+    snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", names[i]);
+    hl_tensor_set_name(m.p[i], name);
+  }
+  return m;
+}
+
+void recipe_mlp_free(recipe_mlp *m) {
+  for (int i = 0; i < 4; i++) hl_release(m->p[i]);
+}
+
+hl_tensor *recipe_mlp_forward(const recipe_mlp *m, hl_tensor *x) {
+  hl_pool_push();
+  hl_tensor *h = hl_tmp(hl_relu(hl_tmp(hl_linear(x, m->p[0], m->p[1]))));
+  hl_tensor *y = hl_linear(h, m->p[2], m->p[3]);
+  hl_pool_pop();
+  return y;
+}
+
+void recipe_mlp_copy(recipe_mlp *dst, const recipe_mlp *src) {
+  HL_NO_GRAD {
+    for (int i = 0; i < 4; i++) HL_CHECK(hl_copy_(dst->p[i], src->p[i]));
+  }
+}
+
+static recipe_mlp teacher;
+static uint64_t teacher_seed;
+static hl_device_kind teacher_device;
+static bool made;
+
+int recipe_finish(void) {
+  if (made) recipe_mlp_free(&teacher);
+  made = false;
+  return example_finish();
+}
+
+void recipe_batch(uint64_t seed, int64_t index, int rows, hl_device_kind device, hl_tensor **x, hl_tensor **y) {
+  if (!made || teacher_seed != seed || teacher_device != device) {
+    if (made) recipe_mlp_free(&teacher);
+    teacher = recipe_mlp_new("teacher", seed ^ 0x7eac4e2u, 0, device);
+    teacher_seed = seed, teacher_device = device, made = true;
+  }
+  *x = hl_randn(HL_SHAPE(rows, RECIPE_IN), 0.0, 1.0, seed, 1000 + (uint64_t)index, HL_F32, device);
+  HL_CHECK(*x);
+  HL_NO_GRAD { *y = recipe_mlp_forward(&teacher, *x); }
+  HL_CHECK(*y);
+}
+
+/* -------------------------------------------------------------- compare -- */
+
+float *recipe_values(hl_tensor *const *t, int n, int64_t *count) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += hl_numel(t[i]);
+  float *v = malloc((size_t)(total ? total : 1) * sizeof *v);
+  if (!v) hl_fatal("out of host memory");
+  int64_t at = 0;
+  for (int i = 0; i < n; i++) {
+    HL_CHECK(hl_read_f32(t[i], v + at));
+    at += hl_numel(t[i]);
+  }
+  *count = total;
+  return v;
+}
+
+double recipe_max_diff(const float *a, const float *b, int64_t count, double *max_b) {
+  double d = 0, mb = 0;
+  for (int64_t i = 0; i < count; i++) {
+    d = fmax(d, fabs((double)a[i] - (double)b[i]));
+    mb = fmax(mb, fabs((double)b[i]));
+  }
+  if (max_b) *max_b = mb;
+  return d;
+}
+
+bool recipe_any_nonfinite(hl_tensor *const *t, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!t[i]) continue;
+    int64_t c;
+    float *v = recipe_values(&t[i], 1, &c);
+    bool bad = false;
+    for (int64_t j = 0; j < c && !bad; j++) bad = !isfinite(v[j]);
+    free(v);
+    if (bad) return true;
+  }
+  return false;
+}

@@ -1,0 +1,175 @@
+/* test_recipes.c — suite e2e: the seed's training recipes (examples/amp_*.c)
+ * run, check themselves (exit 0) and print what the recipes promise;
+ * checkpoint + resume across two processes reproduces the one-process run
+ * bit for bit; bad input is refused with exit 2 and nothing written. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/hltest.h"
+
+static char *run_ok(const char *prog, const char *args) {
+  hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(prog), args);
+  if (r.status != 0) fail_msg("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", prog, args, r.status, r.out, r.err);
+  free(r.err);
+  return r.out;
+}
+
+/* the line of out that starts with `start` and contains `has` (NULL: any) */
+static char *line_of(const char *out, const char *start, const char *has) {
+  for (const char *p = out; p && *p;) {
+    const char *end = strchr(p, '\n');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len >= strlen(start) && !strncmp(p, start, strlen(start))) {
+      char *line = strndup(p, len);
+      if (!has || strstr(line, has)) return line;
+      free(line);
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return NULL;
+}
+
+static void has_line(const char *out, const char *start, const char *has) {
+  char *l = line_of(out, start, has);
+  if (!l) fail_msg("no line starting \"%s\" with \"%s\" in:\n%s", start, has ? has : "", out);
+  free(l);
+}
+
+static void test_loop(void **state) {
+  (void)state;
+  char *out = run_ok("amp-loop", "");
+  has_line(out, "loss under autocast (fp16 forward)", "f32 cpu");
+  has_line(out, "loss:", "->");
+  free(out);
+  out = run_ok("amp-loop", "--inject 3,7,10-12 --inject-kind nan --steps 30");
+  has_line(out, "3 ", "skipped (injected inf/NaN)");
+  has_line(out, "12 ", "skipped (injected inf/NaN)");
+  has_line(out, "skipped steps:", "3,7,10,11,12");
+  has_line(out, "injected:", "3,7,10-12 (nan)");
+  free(out);
+}
+
+static void test_clip(void **state) {
+  (void)state;
+  char *out = run_ok("amp-clip", "");
+  has_line(out, "      (the scaled gradients' norm would read", "fold");
+  has_line(out, "1 ", "clipped");
+  has_line(out, "9 ", "inf/NaN: skipped");
+  has_line(out, "max_norm 1:", "1 skipped");
+  free(out);
+}
+
+static void test_accumulate(void **state) {
+  (void)state;
+  char *out = run_ok("amp-accumulate", "");
+  has_line(out, "1     128       256", NULL);
+  has_line(out, "2     256       512", NULL); /* test vector 7 */
+  has_line(out, "scale: the same for the 4 micro-batches", NULL);
+  has_line(out, "worst update error:", "limit");
+  free(out);
+}
+
+static void test_penalty(void **state) {
+  (void)state;
+  char *out = run_ok("amp-penalty", "--steps 8");
+  has_line(out, "      (the same penalty from the scaled gradients", "times too large");
+  has_line(out, "worst penalty difference:", "limit");
+  has_line(out, "total loss", "->");
+  free(out);
+}
+
+static void test_multi(void **state) {
+  (void)state;
+  char *out = run_ok("amp-multi", "--steps 8");
+  has_line(out, "second backward without retain_graph on the first:", "retain_graph=true");
+  has_line(out, "4 ", "optimizer0 stepped, optimizer1 skipped (inf injected into model1)");
+  has_line(out, "worst gradient difference", "limit");
+  free(out);
+}
+
+static void test_checkpoint(void **state) {
+  (void)state;
+  char *full = run_ok("amp-checkpoint", "");
+  has_line(full, "final weights of both runs:", "bit-identical");
+  has_line(full, "truncated to half its size:", "is truncated");
+  has_line(full, "one bit flipped:", "checksum mismatch");
+  has_line(full, "a save that cannot complete:", "untouched");
+  /* two processes: stop after 5, resume to 12; rows 6..12 as the one-process run printed them */
+  char *dir = hl_tmpdir();
+  char args[4200];
+  snprintf(args, sizeof args, "--dir '%s' --stop-after 5", dir);
+  char *first = run_ok("amp-checkpoint", args);
+  has_line(first, "saved", "after step 5");
+  snprintf(args, sizeof args, "--dir '%s' --resume", dir);
+  char *second = run_ok("amp-checkpoint", args);
+  has_line(second, "resumed", "at step 5");
+  for (int step = 1; step <= 12; step++) {
+    char start[16];
+    snprintf(start, sizeof start, "%-5d ", step);
+    char *want = line_of(full, start, NULL), *got = line_of(step <= 5 ? first : second, start, NULL);
+    if (!want || !got || strcmp(want, got)) fail_msg("step %d: one process \"%s\", two \"%s\"", step, want, got);
+    free(want);
+    free(got);
+  }
+  free(full);
+  free(first);
+  free(second);
+  hl_rmtree(dir);
+  free(dir);
+  /* resuming from nothing: a runtime failure naming the file, nothing created */
+  dir = hl_tmpdir();
+  hl_run_result r = hl_run("'%s' --device cpu --dir '%s' --resume", hl_test_prog("amp-checkpoint"), dir);
+  assert_int_equal(r.status, 1);
+  assert_non_null(strstr(r.err, "run.ckpt"));
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  const char *progs[] = {"amp-loop", "amp-clip", "amp-accumulate", "amp-penalty", "amp-multi", "amp-checkpoint"};
+  const bool inject[] = {true, true, false, false, true, true};
+  for (int i = 0; i < 6; i++) {
+    const char *bad[] = {"--bogus", "--steps 0", "--steps x", "--device tpu", "--seed -1", "extra"};
+    for (int b = 0; b < 6; b++) {
+      hl_run_result r = hl_run("'%s' %s", hl_test_prog(progs[i]), bad[b]);
+      if (r.status != 2) fail_msg("%s %s: exit %d", progs[i], bad[b], r.status);
+      int lines = 0;
+      for (const char *c = r.err; *c; c++) lines += *c == '\n';
+      if (lines != 1) fail_msg("%s %s: %d lines on stderr:\n%s", progs[i], bad[b], lines, r.err);
+      hl_run_free(&r);
+    }
+    hl_run_result r = hl_run("'%s' --inject 0", hl_test_prog(progs[i]));
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, inject[i] ? "bad item" : "not known"));
+    hl_run_free(&r);
+    r = hl_run("'%s' --help", hl_test_prog(progs[i]));
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "--device"));
+    assert_true(!strstr(r.out, "--inject") == !inject[i]);
+    hl_run_free(&r);
+  }
+  char *dir = hl_tmpdir();
+  const char *bad[] = {"--stop-after 3", "--resume", "--stop-after 20", "--inject 99"};
+  for (int b = 0; b < 4; b++) {
+    hl_run_result r = hl_run("'%s' %s %s '%s'", hl_test_prog("amp-checkpoint"), bad[b], b == 0 || b == 1 ? "" : "--dir",
+                             b == 0 || b == 1 ? "" : dir);
+    if (r.status != 2) fail_msg("amp-checkpoint %s: exit %d (%s)", bad[b], r.status, r.err);
+    assert_int_equal(hl_count_files(dir), 0);
+    hl_run_free(&r);
+  }
+  hl_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_loop),    cmocka_unit_test(test_clip),       cmocka_unit_test(test_accumulate),
+      cmocka_unit_test(test_penalty), cmocka_unit_test(test_multi),      cmocka_unit_test(test_checkpoint),
+      cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
