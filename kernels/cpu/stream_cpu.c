@@ -181,14 +181,6 @@ SIMD_DOT(f32, float, LOAD8_F32, LOAD1_F32)
 SIMD_DOT(f16, uint16_t, LOAD8_F16, LOAD1_F16)
 SIMD_DOT(bf16, uint16_t, LOAD8_BF16, LOAD1_BF16)
 
-/* a copy of bytes [lo, hi) with streaming stores (dst 32-byte aligned at lo) */
-HL_SIMD_TARGET static void copy_bytes_stream(const char *a, char *c, size_t lo, size_t hi) {
-  size_t i = lo;
-  for (; i + 32 <= hi; i += 32) _mm256_stream_si256((__m256i *)(c + i), _mm256_loadu_si256((const __m256i *)(a + i)));
-  if (i < hi) memcpy(c + i, a + i, hi - i);
-  _mm_sfence();
-}
-
 /* the vector loop (streaming stores or not) where the CPU has it, else the portable one */
 #define RUN(name, TY, ...) \
   (nt ? name##_##TY##_stream(__VA_ARGS__) : simd ? name##_##TY##_simd(__VA_ARGS__) : name##_##TY(__VA_ARGS__))
@@ -196,7 +188,6 @@ HL_SIMD_TARGET static void copy_bytes_stream(const char *a, char *c, size_t lo, 
 #else
 #define RUN(name, TY, ...) (name##_##TY(__VA_ARGS__))
 #define RUN_DOT(TY, ...) (dot_##TY(__VA_ARGS__))
-static void copy_bytes_stream(const char *a, char *c, size_t lo, size_t hi) { copy_bytes(a, c, lo, hi); }
 #endif
 
 /* --------------------------------------------------------- drivers -- */
@@ -221,14 +212,22 @@ static void cpu_init(hl_stream_type t, void *a, void *b, void *c, size_t n, floa
   }
 }
 
-/* a copy moves bits: no conversion for any type */
+/* a copy moves bits: no conversion for any type. Each thread copies the
+ * chunks a static schedule gives it (the pages it first touched) with one
+ * memcpy, so glibc chooses its own large-copy path (streaming stores past
+ * its threshold): the kernel then runs at the reference copy's rate. */
 static void cpu_copy(hl_stream_type t, const void *a, void *c, size_t n) {
-  const size_t es = hl_stream_type_size(t);
-  const int nt = use_streaming(n, es, 2, c) && aligned(c, 32);
-#pragma omp parallel for schedule(static)
-  for (size_t k = 0; k < chunks_of(n); k++) {
-    if (nt) copy_bytes_stream(a, c, k * CHUNK * es, chunk_end(k, n) * es);
-    else copy_bytes(a, c, k * CHUNK * es, chunk_end(k, n) * es);
+  const size_t es = hl_stream_type_size(t), chunks = chunks_of(n);
+#pragma omp parallel
+  {
+    /* libgomp's split of `chunks` iterations under schedule(static) */
+    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+    const size_t q = chunks / nt, r = chunks % nt;
+    const size_t first = q * id + (id < r ? id : r), count = q + (id < r ? 1 : 0);
+    if (count) {
+      const size_t lo = first * CHUNK * es, hi = chunk_end(first + count - 1, n) * es;
+      copy_bytes(a, c, lo, hi);
+    }
   }
 }
 
