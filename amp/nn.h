@@ -217,6 +217,22 @@ typedef struct {
 
 /* false with a reason: non-positive sizes, heads not dividing the width */
 bool hl_gpt_config_check(const hl_gpt_config *c, char *why, size_t len);
+
+/* A parameter as the model declares it, before anything is allocated. */
+typedef struct {
+  char name[64];
+  hl_shape shape;
+  hl_param_role role;
+  int block;
+  hl_init_spec init;
+} hl_param_spec;
+
+/* The GPT's parameters in order (what hl_gpt_new builds): fills out (may
+ * be NULL) and returns the count, 2 + 12 n_layer + 2. A listing needs no
+ * allocation: each one's dtype is hl_weight_policy_dtype(policy, role). */
+int hl_gpt_layout(const hl_gpt_config *c, hl_param_spec *out);
+/* Storage bytes of one parameter under a policy (int8 weights: + fp32 row scales). */
+uint64_t hl_param_spec_bytes(const hl_param_spec *p, hl_weight_policy policy);
 int64_t hl_gpt_param_count(const hl_gpt_config *c);
 /* GPT-2 init: normal(0, std) for embeddings and projection weights, std /
  * sqrt(2 n_layer) for the residual projections (attn.c_proj, mlp.c_proj),
@@ -266,8 +282,8 @@ typedef struct {
   uint64_t activations;  /* saved for backward at the end of forward + loss */
   uint64_t backward_peak; /* what forward, loss and backward add to weights, master and moments
                              at their fullest moment: casts, activations, gradients, transients */
-  uint64_t peak;         /* the step's estimated allocator peak: weights + master + moments +
-                            the larger of backward_peak and the optimizer's gradients */
+  uint64_t peak;         /* the step's estimated allocator peak: weights, the optimizer's state
+                            (moments; masters and master gradients) and backward_peak */
 } hl_train_bytes;
 
 hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *s, hl_optimizer_kind opt,

@@ -210,6 +210,11 @@ static uint64_t gpt_backward_peak(const hl_gpt_config *c, const step_dtypes *d, 
   return max2(peak, r->weights + V * C * wsz);
 }
 
+/* What lives through the whole step: the weights and the optimizer's
+ * state, which amp/optim.h allocates when it is made — moments, and for
+ * master weights the fp32 masters and their fp32 gradients. */
+static uint64_t persistent_bytes(const hl_train_bytes *r) { return r->weights + 2 * r->master + r->moments; }
+
 /* The parts every model shares: weights, master, gradients, moments. */
 static void state_bytes(hl_train_bytes *r, role_counts n, int64_t P, const hl_train_setup *s, hl_optimizer_kind opt) {
   r->weights = counts_bytes(n, s->weights);
@@ -239,7 +244,7 @@ hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *
   r.activations = a.total;
 
   r.backward_peak = gpt_backward_peak(c, &d, &a, &r, batch, T);
-  r.peak = r.weights + r.master + r.moments + max2(r.backward_peak, r.gradients);
+  r.peak = persistent_bytes(&r) + r.backward_peak;
   return r;
 }
 
@@ -253,7 +258,7 @@ hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *
   const bool casting = d.ac && d.w != d.lin, gelu = c->act == HL_ACT_GELU;
   const uint64_t N = (uint64_t)batch, lin = sz(d.lin), wsz = sz(d.w);
   const int L = c->n_hidden + 1;
-  uint64_t width[HL_MLP_MAX_HIDDEN + 2];
+  uint64_t width[HL_MLP_MAX_HIDDEN + 2] = {0};
   for (int i = 0; i <= L; i++) width[i] = (uint64_t)(i == 0 ? c->n_in : i == L ? c->n_out : c->hidden[i - 1]);
   /* the first layer's input (data) needs no gradient, so its linear node
    * does not keep the weight's cast */
@@ -292,7 +297,7 @@ hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *
     if (l > 0) peak = max2(peak, casts + below + (gelu ? 0 : in_bytes[l]) + grads + 2 * dx);
   }
   r.backward_peak = max2(peak, r.weights);
-  r.peak = r.weights + r.master + r.moments + max2(r.backward_peak, r.gradients);
+  r.peak = persistent_bytes(&r) + r.backward_peak;
   return r;
 }
 

@@ -77,14 +77,6 @@ static bool add_linear(hl_param_list *l, const char *prefix, int64_t in, int64_t
   return hl_params_add(l, name, HL_SHAPE(out), HL_ROLE_BIAS, block, b_init);
 }
 
-static bool add_layer_norm(hl_param_list *l, const char *prefix, int64_t c, int block) {
-  char name[160];
-  snprintf(name, sizeof name, "%s.weight", prefix);
-  if (!hl_params_add(l, name, HL_SHAPE(c), HL_ROLE_NORM, block, (hl_init_spec){HL_INIT_CONST, 1.0, 0})) return false;
-  snprintf(name, sizeof name, "%s.bias", prefix);
-  return hl_params_add(l, name, HL_SHAPE(c), HL_ROLE_NORM, block, (hl_init_spec){HL_INIT_CONST, 0.0, 0});
-}
-
 static bool policy_ok(const char *what, hl_weight_policy policy, hl_device_kind device) {
   if ((unsigned)policy >= HL_POLICIES) return hl_fail_bool("%s: unknown weight policy %d", what, (int)policy);
   if ((unsigned)device >= HL_DEVICE_KINDS) return hl_fail_bool("%s: unknown device %d", what, (int)device);
@@ -199,48 +191,92 @@ int64_t hl_gpt_param_count(const hl_gpt_config *c) {
   return (int64_t)c->vocab_size * C + (int64_t)c->block_size * C + c->n_layer * block + 2 * C;
 }
 
+int hl_gpt_layout(const hl_gpt_config *c, hl_param_spec *out) {
+  const int64_t C = c->n_embd;
+  const double std = gpt_std(c);
+  const hl_init_spec normal = {HL_INIT_NORMAL, 0.0, std}, zero = {HL_INIT_CONST, 0.0, 0}, one = {HL_INIT_CONST, 1.0, 0};
+  const hl_init_spec residual = {HL_INIT_NORMAL, 0.0, std / sqrt(2.0 * c->n_layer)};
+  int n = 0;
+#define SPEC(shape_, role_, block_, init_, ...)                                 \
+  do {                                                                         \
+    if (out) {                                                                 \
+      snprintf(out[n].name, sizeof out[n].name, __VA_ARGS__);                  \
+      out[n].shape = shape_;                                                   \
+      out[n].role = role_;                                                     \
+      out[n].block = block_;                                                   \
+      out[n].init = init_;                                                     \
+    }                                                                          \
+    n++;                                                                       \
+  } while (0)
+  SPEC(HL_SHAPE(c->vocab_size, C), HL_ROLE_EMBEDDING, -1, normal, "transformer.wte.weight");
+  SPEC(HL_SHAPE(c->block_size, C), HL_ROLE_EMBEDDING, -1, normal, "transformer.wpe.weight");
+  for (int i = 0; i < c->n_layer; i++) {
+    SPEC(HL_SHAPE(C), HL_ROLE_NORM, i, one, "transformer.h.%d.ln_1.weight", i);
+    SPEC(HL_SHAPE(C), HL_ROLE_NORM, i, zero, "transformer.h.%d.ln_1.bias", i);
+    SPEC(HL_SHAPE(3 * C, C), HL_ROLE_WEIGHT, i, normal, "transformer.h.%d.attn.c_attn.weight", i);
+    SPEC(HL_SHAPE(3 * C), HL_ROLE_BIAS, i, zero, "transformer.h.%d.attn.c_attn.bias", i);
+    SPEC(HL_SHAPE(C, C), HL_ROLE_WEIGHT, i, residual, "transformer.h.%d.attn.c_proj.weight", i);
+    SPEC(HL_SHAPE(C), HL_ROLE_BIAS, i, zero, "transformer.h.%d.attn.c_proj.bias", i);
+    SPEC(HL_SHAPE(C), HL_ROLE_NORM, i, one, "transformer.h.%d.ln_2.weight", i);
+    SPEC(HL_SHAPE(C), HL_ROLE_NORM, i, zero, "transformer.h.%d.ln_2.bias", i);
+    SPEC(HL_SHAPE(4 * C, C), HL_ROLE_WEIGHT, i, normal, "transformer.h.%d.mlp.c_fc.weight", i);
+    SPEC(HL_SHAPE(4 * C), HL_ROLE_BIAS, i, zero, "transformer.h.%d.mlp.c_fc.bias", i);
+    SPEC(HL_SHAPE(C, 4 * C), HL_ROLE_WEIGHT, i, residual, "transformer.h.%d.mlp.c_proj.weight", i);
+    SPEC(HL_SHAPE(C), HL_ROLE_BIAS, i, zero, "transformer.h.%d.mlp.c_proj.bias", i);
+  }
+  SPEC(HL_SHAPE(C), HL_ROLE_NORM, -1, one, "transformer.ln_f.weight");
+  SPEC(HL_SHAPE(C), HL_ROLE_NORM, -1, zero, "transformer.ln_f.bias");
+#undef SPEC
+  return n;
+}
+
+uint64_t hl_param_spec_bytes(const hl_param_spec *p, hl_weight_policy policy) {
+  int64_t n = 1;
+  for (int i = 0; i < p->shape.ndim; i++) n *= p->shape.d[i];
+  hl_dtype t = hl_weight_policy_dtype(policy, p->role);
+  return (uint64_t)n * hl_dtype_size(t) + (t == HL_I8 ? (uint64_t)p->shape.d[0] * sizeof(float) : 0);
+}
+
 hl_gpt *hl_gpt_new(const hl_gpt_config *c, hl_weight_policy policy, hl_device_kind device, uint64_t seed) {
   char why[160];
   if (!hl_gpt_config_check(c, why, sizeof why)) return hl_fail("gpt: %s", why);
   if (!policy_ok("gpt", policy, device)) return NULL;
+  const int n = hl_gpt_layout(c, NULL);
+  hl_param_spec *specs = malloc(sizeof *specs * (size_t)n);
   hl_gpt *m = calloc(1, sizeof *m);
   if (m) m->h = calloc((size_t)c->n_layer, sizeof *m->h);
-  if (!m || !m->h) {
+  if (!specs || !m || !m->h) {
+    free(specs);
+    if (m) free(m->h);
     free(m);
     return hl_fail("gpt: out of host memory");
   }
+  hl_gpt_layout(c, specs);
   m->cfg = *c;
   m->params.policy = policy;
   m->params.device = device;
-  const int64_t C = c->n_embd;
-  const double std = gpt_std(c), eps = gpt_eps(c);
-  const hl_init_spec normal = {HL_INIT_NORMAL, 0.0, std}, zero = {HL_INIT_CONST, 0.0, 0};
-  const hl_init_spec residual = {HL_INIT_NORMAL, 0.0, std / sqrt(2.0 * c->n_layer)};
   hl_param_list *l = &m->params;
-  bool ok = hl_params_add(l, "transformer.wte.weight", HL_SHAPE(c->vocab_size, C), HL_ROLE_EMBEDDING, -1, normal) &&
-            hl_params_add(l, "transformer.wpe.weight", HL_SHAPE(c->block_size, C), HL_ROLE_EMBEDDING, -1, normal);
+  bool ok = true;
+  for (int i = 0; ok && i < n; i++)
+    ok = hl_params_add(l, specs[i].name, specs[i].shape, specs[i].role, specs[i].block, specs[i].init);
+  free(specs);
+  const double eps = gpt_eps(c);
   for (int i = 0; ok && i < c->n_layer; i++) {
-    char p[5][64];
-    snprintf(p[0], sizeof p[0], "transformer.h.%d.ln_1", i);
-    snprintf(p[1], sizeof p[1], "transformer.h.%d.attn.c_attn", i);
-    snprintf(p[2], sizeof p[2], "transformer.h.%d.attn.c_proj", i);
-    snprintf(p[3], sizeof p[3], "transformer.h.%d.ln_2", i);
-    snprintf(p[4], sizeof p[4], "transformer.h.%d.mlp.c_fc", i);
-    char mlp_proj[64];
-    snprintf(mlp_proj, sizeof mlp_proj, "transformer.h.%d.mlp.c_proj", i);
-    ok = add_layer_norm(l, p[0], C, i) && add_linear(l, p[1], C, 3 * C, i, normal, zero) &&
-         add_linear(l, p[2], C, C, i, residual, zero) && add_layer_norm(l, p[3], C, i) &&
-         add_linear(l, p[4], C, 4 * C, i, normal, zero) && add_linear(l, mlp_proj, 4 * C, C, i, residual, zero);
-    if (!ok) break;
+    char p[64];
     hl_gpt_block *b = &m->h[i];
-    b->ln_1 = layer_norm_of(l, p[0], eps);
-    b->c_attn = linear_of(l, p[1]);
-    b->attn_proj = linear_of(l, p[2]);
-    b->ln_2 = layer_norm_of(l, p[3], eps);
-    b->c_fc = linear_of(l, p[4]);
-    b->mlp_proj = linear_of(l, mlp_proj);
+    snprintf(p, sizeof p, "transformer.h.%d.ln_1", i);
+    b->ln_1 = layer_norm_of(l, p, eps);
+    snprintf(p, sizeof p, "transformer.h.%d.attn.c_attn", i);
+    b->c_attn = linear_of(l, p);
+    snprintf(p, sizeof p, "transformer.h.%d.attn.c_proj", i);
+    b->attn_proj = linear_of(l, p);
+    snprintf(p, sizeof p, "transformer.h.%d.ln_2", i);
+    b->ln_2 = layer_norm_of(l, p, eps);
+    snprintf(p, sizeof p, "transformer.h.%d.mlp.c_fc", i);
+    b->c_fc = linear_of(l, p);
+    snprintf(p, sizeof p, "transformer.h.%d.mlp.c_proj", i);
+    b->mlp_proj = linear_of(l, p);
   }
-  ok = ok && add_layer_norm(l, "transformer.ln_f", C, -1);
   if (ok) {
     m->wte = hl_params_find(l, "transformer.wte.weight")->tensor;
     m->wpe = hl_params_find(l, "transformer.wpe.weight")->tensor;

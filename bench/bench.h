@@ -20,6 +20,7 @@
 int bench_gemm_main(int argc, char **argv);
 int bench_bandwidth_main(int argc, char **argv);
 int bench_mlp_step_main(int argc, char **argv); /* mlp_step.c: the AMP core's cost per training step */
+int bench_footprint_main(int argc, char **argv); /* footprint.c: parameter and training-state bytes */
 
 /* ------------------------------------------------- common options -- */
 

@@ -15,6 +15,7 @@ static const struct {
     {"gemm", bench_gemm_main, "matrix-product TFLOP/s per precision, % of peak; --accuracy: error vs k"},
     {"bandwidth", bench_bandwidth_main, "BabelStream copy/scale/add/triad/dot GB/s and Gelem/s per precision"},
     {"mlp-step", bench_mlp_step_main, "one MLP training step: the AMP core vs direct sgemm calls (CPU)"},
+    {"footprint", bench_footprint_main, "parameter bytes per dtype policy; training state per mode, largest batch"},
 };
 enum { NSUB = sizeof subcommands / sizeof subcommands[0] };
 

@@ -62,9 +62,12 @@ static void check_gpt(const hl_gpt_config *c, int64_t B, int64_t T) {
                c->n_layer, c->n_head, c->n_embd, c->vocab_size, (long long)B, (long long)T, s->name,
                (unsigned long long)got.saved, (unsigned long long)want_saved, 100 * saved_err,
                (unsigned long long)got.backward_peak, (unsigned long long)e.backward_peak, 100 * peak_err);
-    /* the same step twice: the accounting is repeatable */
-    measured again = gpt_step(m, s, B, T);
-    assert_int_equal(again.saved, got.saved);
+    /* the same step again: the accounting is repeatable */
+    if (k == 0) {
+      measured again = gpt_step(m, s, B, T);
+      assert_int_equal(again.saved, got.saved);
+      assert_int_equal(again.backward_peak, got.backward_peak);
+    }
     hl_gpt_free(m);
   }
 }
@@ -83,7 +86,7 @@ static void test_gpt_attention_dominated(void **state) {
 static void test_gpt_balanced(void **state) {
   (void)state;
   check_gpt(&(hl_gpt_config){.n_layer = 2, .n_head = 4, .n_embd = 64, .vocab_size = 101, .block_size = 32}, 4, 32);
-  check_gpt(&(hl_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .vocab_size = 512, .block_size = 64}, 8, 64);
+  check_gpt(&(hl_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .vocab_size = 512, .block_size = 64}, 4, 64);
 }
 
 static void test_gpt_gradient_dominated(void **state) {

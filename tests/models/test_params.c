@@ -117,6 +117,18 @@ static void test_policies(void **state) {
         assert_int_equal(q->scale->shape[0], q->tensor->shape[0]);
       }
     }
+    /* the layout (what listings print, without allocating) is what was built */
+    hl_param_spec specs[64];
+    assert_int_equal(hl_gpt_layout(&small, NULL), m->params.n);
+    assert_int_equal(hl_gpt_layout(&small, specs), m->params.n);
+    uint64_t listed = 0;
+    for (int i = 0; i < m->params.n; i++) {
+      assert_string_equal(specs[i].name, m->params.items[i].name);
+      assert_true(hl_shape_equal(specs[i].shape, hl_tensor_shape(m->params.items[i].tensor)));
+      assert_int_equal(hl_param_spec_bytes(&specs[i], (hl_weight_policy)p), hl_param_bytes(&m->params.items[i]));
+      listed += hl_param_spec_bytes(&specs[i], (hl_weight_policy)p);
+    }
+    assert_int_equal(listed, used);
     hl_gpt_free(m);
   }
   /* the int8 dtypes of spec/bench.md */

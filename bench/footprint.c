@@ -1,0 +1,614 @@
+/* footprint.c — halflab-bench footprint: how many bytes a model and its
+ * training take, per weight dtype policy and per training mode.
+ *
+ * Parameters (footprint_params.csv): GPT-2 124M (and a shape of your own)
+ * under fp32, fp16, bf16 and the int8 policy of spec/bench.md, three ways:
+ *   analytic    counted from the shapes (amp/nn.h);
+ *   allocator   the core's accounting allocator, building the model;
+ *   independent not through our allocator at all: on the CPU the process's
+ *               resident set (/proc/self/statm) before and after building
+ *               it, the heap trimmed (malloc_trim) both times so freed
+ *               blocks do not count; on a GPU the device's free memory
+ *               (cudaMemGetInfo) before and after.
+ * The analytic and allocator figures must agree to the byte (a difference
+ * is an error); the independent one is a measurement and is reported.
+ *
+ * Training state (footprint_training.csv), per mode of halflab-train:
+ * weights, fp32 master weights, gradients, optimizer moments, autocast's
+ * weight casts, activations saved for backward, the step's peak, and the
+ * largest batch that fits in --memory — analytic at --batch x --seq, and
+ * on the CPU also one measured step (forward, loss, backward through the
+ * core, the optimizer's update with its state) at --measure-batch x
+ * --measure-seq, where the allocator gives the ground truth.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/autocast.h"
+#include "amp/autograd.h"
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/device.h"
+#include "amp/error.h"
+#include "amp/mem.h"
+#include "amp/nn.h"
+#include "amp/ops.h"
+#include "amp/optim.h"
+#include "amp/trace.h"
+#include "bench/bench.h"
+
+static const char usage[] =
+    "Usage: halflab-bench footprint [OPTIONS]\n"
+    "\n"
+    "Memory footprint of GPT-2 124M (and of a shape of your own): parameter bytes per weight dtype policy\n"
+    "(fp32, fp16, bf16, int8 = LLM.int8-style storage), analytic, through the accounting allocator and\n"
+    "measured independently (process RSS on the CPU, cudaMemGetInfo on a GPU); and the training state per\n"
+    "training mode (weights, master weights, gradients, optimizer moments, weight casts, activations, peak)\n"
+    "with the largest batch that fits in a given memory. Writes footprint_params.csv and\n"
+    "footprint_training.csv.\n"
+    "\n"
+    "Model shape (any of these adds a model \"custom\": GPT-2 124M with the values given):\n"
+    "  --layers N --heads N --embd N --vocab N --block N\n"
+    "\n"
+    "Options:\n"
+    "  --policies LIST       weight policies, of fp32,fp16,bf16,int8 (default all)\n"
+    "  --modes LIST          training modes, of fp32,amp-fp16,amp-bf16,fp16-noscale,fp16-static,\n"
+    "                        fp16-master,fp16-pure (default fp32,amp-fp16,amp-bf16,fp16-master,fp16-pure)\n"
+    "  --optimizer NAME      adamw (2 moments), sgd-momentum (1) or sgd (0) (default adamw)\n"
+    "  --batch N             sequences per step for the training state (default 8)\n"
+    "  --seq N               tokens per sequence (default: the model's block size)\n"
+    "  --memory BYTES        memory for the largest batch, e.g. 16GiB (default: the device's free memory)\n"
+    "  --measure-batch N     the CPU's measured step: sequences (default 1; 0: no measured step)\n"
+    "  --measure-seq N       the CPU's measured step: tokens per sequence (default 128; --quick 16)\n"
+    "  --list                print every parameter's dtype, name, shape and bytes per policy; write nothing\n"
+    "  --device D            auto, cpu or cuda (default auto: the GPU when there is one)\n"
+    "  --out DIR             output folder (default results/<machine>/)\n"
+    "  --quick               a shorter measured step\n"
+    "  --seed N              weight seed (default 1)\n"
+    "  --help, --version\n";
+
+enum { OPT_LAYERS = 1, OPT_HEADS, OPT_EMBD, OPT_VOCAB, OPT_BLOCK, OPT_POLICIES, OPT_MODES, OPT_OPTIMIZER, OPT_BATCH,
+       OPT_SEQ, OPT_MEMORY, OPT_MEASURE_BATCH, OPT_MEASURE_SEQ, OPT_LIST };
+
+#define MAX_MODELS 2
+#define MAX_MODES 8
+
+typedef struct {
+  const char *name;
+  hl_gpt_config cfg;
+} fp_model;
+
+typedef struct {
+  fp_model models[MAX_MODELS];
+  int nmodels;
+  bool policy[HL_POLICIES];
+  const hl_train_setup *modes[MAX_MODES];
+  int nmodes;
+  hl_optimizer_kind opt;
+  int64_t batch, seq;           /* seq 0: each model's block size */
+  uint64_t memory;              /* 0: the device's free memory */
+  int64_t measure_batch, measure_seq;
+  bool list;
+} fp_options;
+
+static int64_t seq_for(const fp_options *o, const fp_model *m, int64_t seq) {
+  return seq > 0 ? seq : m->cfg.block_size;
+}
+
+/* ------------------------------------------------------------ listing -- */
+
+static const char *thousands(uint64_t v, char *buf, size_t len) {
+  char raw[32];
+  snprintf(raw, sizeof raw, "%llu", (unsigned long long)v);
+  size_t n = strlen(raw), o = 0;
+  for (size_t i = 0; i < n && o + 2 < len; i++) {
+    buf[o++] = raw[i];
+    if ((n - 1 - i) % 3 == 0 && i + 1 < n) buf[o++] = ',';
+  }
+  buf[o] = '\0';
+  return buf;
+}
+
+static void describe_model(const fp_model *m, char *buf, size_t len) {
+  snprintf(buf, len, "%s (%d layers, %d heads, width %d, vocabulary %d, block %d)", m->name, m->cfg.n_layer,
+           m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size);
+}
+
+/* The seed's listing (dtype, name, device in PyTorch's named_parameters
+ * loop), with shapes and bytes, from the layout hl_gpt_new builds. */
+static void list_params(const fp_options *o) {
+  for (int mi = 0; mi < o->nmodels; mi++) {
+    const fp_model *m = &o->models[mi];
+    const int n = hl_gpt_layout(&m->cfg, NULL);
+    hl_param_spec *specs = malloc(sizeof *specs * (size_t)n);
+    if (!specs) hl_fatal("footprint: out of host memory listing %s", m->name);
+    hl_gpt_layout(&m->cfg, specs);
+    for (int p = 0; p < HL_POLICIES; p++) {
+      if (!o->policy[p]) continue;
+      uint64_t total = 0;
+      for (int i = 0; i < n; i++) total += hl_param_spec_bytes(&specs[i], (hl_weight_policy)p);
+      char desc[200], b1[40], b2[40], b3[32];
+      describe_model(m, desc, sizeof desc);
+      printf("# %s, weight policy %s: %d parameters, %s elements, %s bytes (%s)\n", desc,
+             hl_weight_policy_name((hl_weight_policy)p), n, thousands((uint64_t)hl_gpt_param_count(&m->cfg), b1, sizeof b1),
+             thousands(total, b2, sizeof b2), hl_format_bytes(total, b3, sizeof b3));
+      printf("%-5s %-40s %-14s %15s\n", "dtype", "name", "shape", "bytes");
+      for (int i = 0; i < n; i++) {
+        const hl_param_spec *s = &specs[i];
+        const hl_dtype t = hl_weight_policy_dtype((hl_weight_policy)p, s->role);
+        int64_t numel = 1;
+        for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
+        printf("%-5s %-40s %-14s %15s", hl_dtype_name(t), s->name, hl_shape_desc(s->shape),
+               thousands((uint64_t)numel * hl_dtype_size(t), b1, sizeof b1));
+        if (t == HL_I8)
+          printf("  + f32 row scales [%lld]: %s", (long long)s->shape.d[0],
+                 thousands((uint64_t)s->shape.d[0] * 4, b2, sizeof b2));
+        printf("\n");
+      }
+      printf("\n");
+    }
+    free(specs);
+  }
+}
+
+/* ----------------------------------------------------- measurements -- */
+
+/* Resident bytes of this process, the heap first given back to the system
+ * (glibc keeps freed blocks; the core asks it to keep up to 1 GiB). */
+static uint64_t resident_bytes(void) {
+  malloc_trim(0);
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) hl_fatal("footprint: cannot open /proc/self/statm: %s", strerror(errno));
+  unsigned long long size = 0, resident = 0;
+  int got = fscanf(f, "%llu %llu", &size, &resident);
+  fclose(f);
+  if (got != 2) hl_fatal("footprint: cannot read /proc/self/statm");
+  return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The independent reading: RSS on the CPU, the device's free memory on a GPU. */
+static uint64_t independent_now(const bench_device *d) {
+  if (d->kind == HL_DEVICE_CPU) return resident_bytes();
+  d->be->synchronize();
+  return hl_device_facts_get(d->kind)->free_mem;
+}
+
+static const char *independent_method(const bench_device *d) {
+  return d->kind == HL_DEVICE_CPU ? "rss" : "cudaMemGetInfo";
+}
+
+typedef struct {
+  uint64_t analytic, allocator;
+  int64_t independent;
+  int tensors;
+} param_bytes;
+
+static uint64_t device_current(const bench_device *d) { return hl_mem_get_stats(d->kind).current; }
+
+/* Builds the model (kept in *out) and measures its parameter bytes. */
+static param_bytes measure_params(const bench_device *d, const fp_model *m, hl_weight_policy p, uint64_t seed,
+                                  hl_gpt **out) {
+  param_bytes r;
+  r.analytic = hl_gpt_param_bytes(&m->cfg, p);
+  const uint64_t alloc0 = device_current(d);
+  const uint64_t ind0 = independent_now(d);
+  hl_gpt *g = hl_gpt_new(&m->cfg, p, d->kind, seed);
+  if (!g) hl_fatal("footprint: building %s (%s): %s", m->name, hl_weight_policy_name(p), hl_error());
+  const uint64_t ind1 = independent_now(d);
+  r.allocator = device_current(d) - alloc0;
+  /* a GPU's free memory goes down as the model goes up */
+  r.independent = d->kind == HL_DEVICE_CPU ? (int64_t)(ind1 - ind0) : (int64_t)(ind0 - ind1);
+  r.tensors = g->params.n;
+  for (int i = 0; i < g->params.n; i++) r.tensors += g->params.items[i].scale != NULL;
+  if (r.allocator != r.analytic || hl_params_bytes(&g->params) != r.analytic)
+    hl_fatal("footprint: validation failed: %s (%s): the allocator counted %llu bytes, the parameters hold %llu, the "
+             "analytic count is %llu",
+             m->name, hl_weight_policy_name(p), (unsigned long long)r.allocator,
+             (unsigned long long)hl_params_bytes(&g->params), (unsigned long long)r.analytic);
+  *out = g;
+  return r;
+}
+
+typedef struct {
+  bool done;
+  uint64_t weights, master, gradients, moments, saved, peak;
+  double loss;
+} step_bytes;
+
+/* One training step of model g (built with s's policy, on its device),
+ * with the real optimizer (amp/optim.h): its state (moments; for
+ * fp16-master the fp32 master weights and master gradients) allocated when
+ * it is made, forward + loss under the mode's autocast, backward, the
+ * update. Bytes from the allocator; the optimizer's allocation is split
+ * into master weights, master gradients (the same size) and moments.
+ * false with hl_error() when the device cannot run a step. */
+static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind opt, int64_t B, int64_t T,
+                         uint64_t weights_bytes, step_bytes *r) {
+  memset(r, 0, sizeof *r);
+  r->weights = weights_bytes;
+  const hl_device_kind dev = g->params.device;
+  const int n = g->params.n;
+  hl_optim *o = NULL;
+  hl_tensor *idx = NULL, *tg = NULL, *loss = NULL;
+  hl_tensor **params = malloc(sizeof *params * (size_t)n);
+  int32_t *tok = malloc(sizeof(int32_t) * (size_t)(B * T)), *next = malloc(sizeof(int32_t) * (size_t)(B * T));
+  bool ok = false;
+  if (!params || !tok || !next) {
+    hl_fail("footprint: out of host memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) params[i] = g->params.items[i].tensor;
+  const uint64_t c0 = hl_mem_get_stats(dev).current;
+  /* lr 0: a real update that leaves the weights as they were, so every
+   * mode's step starts from the same model (and reports the same loss up
+   * to its precision) */
+  if (opt == HL_OPT_ADAMW) {
+    hl_adamw_opts a = hl_adamw_defaults();
+    a.lr = 0.0;
+    a.master_weights = s->master;
+    o = hl_adamw_new(params, n, a);
+  } else {
+    hl_sgd_opts a = hl_sgd_defaults();
+    a.lr = 0.0;
+    a.momentum = opt == HL_OPT_SGD_MOMENTUM ? 0.9 : 0.0;
+    a.master_weights = s->master;
+    o = hl_sgd_new(params, n, a);
+  }
+  if (!o) goto done;
+  const uint64_t state = hl_mem_get_stats(dev).current - c0;
+  for (int i = 0; i < n; i++)
+    if (hl_optim_master(o, i)) r->master += hl_tensor_nbytes(hl_optim_master(o, i));
+  r->moments = state - 2 * r->master; /* the master gradients are as large as the masters */
+
+  for (int64_t i = 0; i < B * T; i++) {
+    tok[i] = (int32_t)((i * 2654435761u + 12345u) % (uint32_t)g->cfg.vocab_size);
+    next[i] = (int32_t)((i * 40503u + 777u) % (uint32_t)g->cfg.vocab_size);
+  }
+  idx = hl_from_i32(HL_SHAPE(B, T), tok, HL_I32, dev);
+  tg = hl_from_i32(HL_SHAPE(B, T), next, HL_I32, dev);
+  if (!idx || !tg) goto done;
+
+  hl_optim_zero_grad(o);
+  const uint64_t before = hl_mem_get_stats(dev).current;
+  hl_mem_reset_peak(dev);
+  hl_range_push("footprint step forward");
+  HL_AUTOCAST(dev, s->autocast == HL_DTYPES ? HL_AUTOCAST_DEFAULT : s->autocast, s->autocast != HL_DTYPES) {
+    loss = hl_gpt_loss(g, idx, tg, NULL);
+  }
+  hl_range_pop();
+  if (!loss) goto done;
+  r->saved = hl_mem_get_stats(dev).current - before;
+  r->loss = hl_item(loss);
+  hl_range_push("footprint step backward");
+  bool back = hl_backward(loss, NULL, false);
+  hl_range_pop();
+  if (!back) goto done;
+  hl_release(loss);
+  loss = NULL;
+  for (int i = 0; i < n; i++) {
+    hl_tensor *gr = hl_tensor_grad(g->params.items[i].tensor);
+    if (!gr) {
+      hl_fail("footprint: %s step: %s has no gradient", s->name, g->params.items[i].name);
+      goto done;
+    }
+    r->gradients += hl_tensor_nbytes(gr);
+  }
+  r->gradients += r->master; /* and the fp32 master gradients */
+  hl_range_push("footprint step update");
+  bool stepped = hl_optim_step(o, NULL);
+  hl_range_pop();
+  if (!stepped) goto done;
+  if (dev != HL_DEVICE_CPU) hl_backend_for(dev)->synchronize();
+  r->peak = hl_mem_get_stats(dev).peak - before + r->weights + state;
+  r->done = ok = true;
+done:
+  if (o) hl_optim_zero_grad(o);
+  hl_optim_free(o);
+  hl_release(loss);
+  hl_release(idx);
+  hl_release(tg);
+  free(params);
+  free(tok);
+  free(next);
+  return ok;
+}
+
+/* Can this device run the measured steps (tensor, GEMM and optimizer
+ * kernels for every op of a GPT step in every mode asked)? A tiny model
+ * tries; why says what failed. */
+static bool steps_supported(const bench_device *d, const fp_options *o, char *why, size_t len) {
+  const hl_gpt_config tiny = {.n_layer = 1, .n_head = 2, .n_embd = 8, .vocab_size = 16, .block_size = 8};
+  for (int k = 0; k < o->nmodes; k++) {
+    hl_gpt *g = hl_gpt_new(&tiny, o->modes[k]->weights, d->kind, 1);
+    step_bytes r;
+    bool ok = g && measure_step(g, o->modes[k], o->opt, 2, 8, 0, &r);
+    hl_gpt_free(g);
+    if (!ok) {
+      snprintf(why, len, "%s: %s", o->modes[k]->name, hl_error());
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ options -- */
+
+static void parse_list(const char *what, const char *s, const char *const *names, int count, bool *out) {
+  for (int i = 0; i < count; i++) out[i] = false;
+  char *copy = strdup(s), *save = NULL;
+  if (!copy) hl_fatal("out of host memory");
+  int seen = 0;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save), seen++) {
+    int k = 0;
+    while (k < count && strcmp(tok, names[k])) k++;
+    if (k == count) hl_usage_error("%s: unknown value '%s'", what, tok);
+    out[k] = true;
+  }
+  free(copy);
+  if (!seen) hl_usage_error("%s: empty list", what);
+}
+
+static void parse_options(int argc, char **argv, bench_common *common, fp_options *o) {
+  static const struct option longopts[] = {
+      BENCH_COMMON_LONGOPTS,
+      {"layers", required_argument, NULL, OPT_LAYERS},
+      {"heads", required_argument, NULL, OPT_HEADS},
+      {"embd", required_argument, NULL, OPT_EMBD},
+      {"vocab", required_argument, NULL, OPT_VOCAB},
+      {"block", required_argument, NULL, OPT_BLOCK},
+      {"policies", required_argument, NULL, OPT_POLICIES},
+      {"modes", required_argument, NULL, OPT_MODES},
+      {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+      {"batch", required_argument, NULL, OPT_BATCH},
+      {"seq", required_argument, NULL, OPT_SEQ},
+      {"memory", required_argument, NULL, OPT_MEMORY},
+      {"measure-batch", required_argument, NULL, OPT_MEASURE_BATCH},
+      {"measure-seq", required_argument, NULL, OPT_MEASURE_SEQ},
+      {"list", no_argument, NULL, OPT_LIST},
+      {NULL, 0, NULL, 0},
+  };
+  hl_gpt_config custom = HL_GPT2_124M;
+  bool have_custom = false;
+  const char *modes = "fp32,amp-fp16,amp-bf16,fp16-master,fp16-pure";
+  const char *measure_seq = NULL;
+  const int64_t big = (int64_t)1 << 30;
+  for (int p = 0; p < HL_POLICIES; p++) o->policy[p] = true;
+  o->opt = HL_OPT_ADAMW;
+  o->batch = 8;
+  o->measure_batch = 1;
+  int c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (bench_common_option(common, c, argv)) continue;
+    switch (c) {
+      case OPT_LAYERS: custom.n_layer = (int)hl_parse_int("--layers", optarg, 1, 100000), have_custom = true; break;
+      case OPT_HEADS: custom.n_head = (int)hl_parse_int("--heads", optarg, 1, 100000), have_custom = true; break;
+      case OPT_EMBD: custom.n_embd = (int)hl_parse_int("--embd", optarg, 1, 1 << 20), have_custom = true; break;
+      case OPT_VOCAB: custom.vocab_size = (int)hl_parse_int("--vocab", optarg, 1, 1 << 26), have_custom = true; break;
+      case OPT_BLOCK: custom.block_size = (int)hl_parse_int("--block", optarg, 1, 1 << 24), have_custom = true; break;
+      case OPT_POLICIES: {
+        const char *names[HL_POLICIES];
+        for (int p = 0; p < HL_POLICIES; p++) names[p] = hl_weight_policy_name((hl_weight_policy)p);
+        parse_list("--policies", optarg, names, HL_POLICIES, o->policy);
+        break;
+      }
+      case OPT_MODES: modes = optarg; break;
+      case OPT_OPTIMIZER: {
+        int k = 0;
+        while (k < HL_OPTIMIZERS && strcmp(optarg, hl_optimizer_name((hl_optimizer_kind)k))) k++;
+        if (k == HL_OPTIMIZERS) hl_usage_error("--optimizer: unknown optimizer '%s' (adamw, sgd-momentum or sgd)", optarg);
+        o->opt = (hl_optimizer_kind)k;
+        break;
+      }
+      case OPT_BATCH: o->batch = hl_parse_int("--batch", optarg, 1, big); break;
+      case OPT_SEQ: o->seq = hl_parse_int("--seq", optarg, 1, big); break;
+      case OPT_MEMORY: o->memory = hl_parse_bytes("--memory", optarg); break;
+      case OPT_MEASURE_BATCH: o->measure_batch = hl_parse_int("--measure-batch", optarg, 0, big); break;
+      case OPT_MEASURE_SEQ: measure_seq = optarg; break;
+      case OPT_LIST: o->list = true; break;
+      default: bench_bad_option(c, argv);
+    }
+  }
+  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+  if (common->reps) hl_usage_error("--reps: footprint times nothing (it counts bytes)");
+  o->measure_seq = measure_seq ? hl_parse_int("--measure-seq", measure_seq, 1, big) : common->quick ? 16 : 128;
+
+  /* modes */
+  const char *mode_names[16];
+  bool mode_on[16];
+  for (int i = 0; i < hl_train_setup_count; i++) mode_names[i] = hl_train_setups[i].name;
+  parse_list("--modes", modes, mode_names, hl_train_setup_count, mode_on);
+  for (int i = 0; i < hl_train_setup_count; i++)
+    if (mode_on[i]) o->modes[o->nmodes++] = &hl_train_setups[i];
+
+  /* models */
+  o->models[o->nmodels++] = (fp_model){"gpt2-124m", HL_GPT2_124M};
+  if (have_custom) {
+    char why[200];
+    if (!hl_gpt_config_check(&custom, why, sizeof why)) hl_usage_error("model shape: %s", why);
+    o->models[o->nmodels++] = (fp_model){"custom", custom};
+  }
+  for (int i = 0; i < o->nmodels; i++) {
+    const fp_model *m = &o->models[i];
+    if (o->seq > m->cfg.block_size)
+      hl_usage_error("--seq %lld is longer than %s's block size %d", (long long)o->seq, m->name, m->cfg.block_size);
+    if (o->measure_batch > 0 && o->measure_seq > m->cfg.block_size)
+      hl_usage_error("--measure-seq %lld is longer than %s's block size %d", (long long)o->measure_seq, m->name,
+                     m->cfg.block_size);
+  }
+}
+
+/* ------------------------------------------------------------- main -- */
+
+int bench_footprint_main(int argc, char **argv) {
+  bench_common common = {.usage = usage, .seed = 1};
+  fp_options o;
+  memset(&o, 0, sizeof o);
+  parse_options(argc, argv, &common, &o);
+  if (o.list) {
+    list_params(&o);
+    return 0;
+  }
+
+  bench_device dev;
+  bench_device_open(&dev, common.device);
+  const bool cpu = dev.kind == HL_DEVICE_CPU;
+  /* measured steps where the device has the core's tensor kernels */
+  bool steps = o.measure_batch > 0 && dev.be->tensor;
+  char no_steps[512] = "";
+  if (o.measure_batch == 0) snprintf(no_steps, sizeof no_steps, "--measure-batch 0");
+  else if (!steps) snprintf(no_steps, sizeof no_steps, "the core's %s tensor kernels are not in this build", dev.name);
+  const uint64_t memory = o.memory ? o.memory : dev.facts->free_mem;
+
+  /* what the run allocates, checked before anything is: one model at a
+   * time (and on a GPU its largest tensor staged on the host), and each
+   * measured step's state at its peak */
+  uint64_t need = 0, host = 0;
+  for (int mi = 0; mi < o.nmodels; mi++) {
+    const fp_model *m = &o.models[mi];
+    for (int p = 0; p < HL_POLICIES; p++)
+      if (o.policy[p] && hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p) > need)
+        need = hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p);
+    for (int k = 0; steps && k < o.nmodes; k++) {
+      hl_train_bytes t = hl_gpt_train_bytes(&m->cfg, o.modes[k], o.opt, o.measure_batch, o.measure_seq);
+      if (t.peak > need) need = t.peak;
+    }
+    uint64_t wte = (uint64_t)m->cfg.vocab_size * (uint64_t)m->cfg.n_embd * 4;
+    if (!cpu && wte > host) host = wte;
+  }
+  bench_require_memory(&dev, "footprint", need, host);
+  char outbuf[4096];
+  const char *outdir = hl_cli_outdir(common.out, dev.kind, outbuf, sizeof outbuf);
+  hl_meta_set("independent", "%s",
+              cpu ? "rss: resident bytes of the process (/proc/self/statm) before and after building the model, "
+                    "malloc_trim(0) before each reading"
+                  : "cudaMemGetInfo: the device's free bytes before and after building the model");
+  hl_meta_set("optimizer", "%s (%d moments per parameter)", hl_optimizer_name(o.opt), hl_optimizer_moments(o.opt));
+  hl_meta_set("memory_for_max_batch", "%.2f GiB = %llu bytes (%s)", (double)memory / (1u << 30),
+              (unsigned long long)memory, o.memory ? "--memory" : "the device's free memory at start");
+
+  /* warm-up: the allocator's settings, OpenMP's threads, the backend's
+   * context; and whether a step runs here (every op on this device) */
+  {
+    const hl_gpt_config t = {.n_layer = 1, .n_head = 1, .n_embd = 8, .vocab_size = 8, .block_size = 8};
+    hl_gpt *w = hl_gpt_new(&t, HL_POLICY_FP32, dev.kind, 1);
+    if (!w) hl_fatal("footprint: %s", hl_error());
+    hl_gpt_free(w);
+    char why[400];
+    if (steps && !steps_supported(&dev, &o, why, sizeof why)) {
+      if (cpu) hl_fatal("footprint: a training step fails on the CPU: %s", why);
+      steps = false;
+      snprintf(no_steps, sizeof no_steps, "a step does not run on %s in this build (%s)", dev.name, why);
+    }
+    hl_error_clear();
+  }
+
+  bench_rows prow = {0}, trow = {0};
+  step_bytes measured[MAX_MODELS][MAX_MODES];
+  memset(measured, 0, sizeof measured);
+  printf("Parameter bytes per weight policy (%s): analytic, accounting allocator, independent (%s)\n", dev.name,
+         independent_method(&dev));
+  printf("%-10s %-6s %12s %16s %16s %16s %8s\n", "model", "policy", "params", "analytic", "allocator", "independent",
+         "ind/ana");
+  for (int mi = 0; mi < o.nmodels; mi++) {
+    const fp_model *m = &o.models[mi];
+    for (int p = 0; p < HL_POLICIES; p++) {
+      if (!o.policy[p]) continue;
+      char range[96];
+      snprintf(range, sizeof range, "footprint %s %s", m->name, hl_weight_policy_name((hl_weight_policy)p));
+      bench_progress("%s", range);
+      hl_range_push(range);
+      hl_gpt *g = NULL;
+      param_bytes b = measure_params(&dev, m, (hl_weight_policy)p, common.seed, &g);
+      hl_range_pop();
+      const double pct = 100.0 * (double)b.independent / (double)b.analytic;
+      bench_rows_add(&prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", dev.name, m->name, m->cfg.n_layer,
+                     m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size,
+                     hl_weight_policy_name((hl_weight_policy)p), (long long)hl_gpt_param_count(&m->cfg), b.tensors,
+                     (unsigned long long)b.analytic, (unsigned long long)b.allocator, (long long)b.independent,
+                     independent_method(&dev), pct);
+      printf("%-10s %-6s %12lld %16llu %16llu %16lld %7.2f%%\n", m->name, hl_weight_policy_name((hl_weight_policy)p),
+             (long long)hl_gpt_param_count(&m->cfg), (unsigned long long)b.analytic, (unsigned long long)b.allocator,
+             (long long)b.independent, pct);
+      fflush(stdout);
+      /* the measured steps of the modes that train this policy's model */
+      for (int k = 0; steps && k < o.nmodes; k++) {
+        if (o.modes[k]->weights != (hl_weight_policy)p) continue;
+        snprintf(range, sizeof range, "footprint %s step %s", m->name, o.modes[k]->name);
+        bench_progress("%s", range);
+        hl_range_push(range);
+        if (!measure_step(g, o.modes[k], o.opt, o.measure_batch, o.measure_seq, b.allocator, &measured[mi][k]))
+          hl_fatal("footprint: %s step of %s: %s", o.modes[k]->name, m->name, hl_error());
+        hl_range_pop();
+      }
+      hl_gpt_free(g);
+    }
+  }
+  if (!steps) {
+    printf("\nmeasured step: not run (%s): the training state below is analytic only\n", no_steps);
+    hl_meta_set("measured_step", "not run: %s", no_steps);
+  } else {
+    hl_meta_set("measured_step", "%lld x %lld tokens on %s, amp/optim.h's %s with lr 0", (long long)o.measure_batch,
+                (long long)o.measure_seq, dev.name, hl_optimizer_name(o.opt));
+  }
+
+  /* ---- training state per mode */
+  printf("\nTraining state per mode (%s, %d moments per parameter); memory for the largest batch: %.2f GiB\n",
+         hl_optimizer_name(o.opt), hl_optimizer_moments(o.opt), (double)memory / (1u << 30));
+  printf("%-10s %-12s %9s %10s %10s %10s %10s %10s %10s %10s %10s\n", "model", "mode", "batch", "weights", "master",
+         "grads", "moments", "casts", "activ", "peak", "max_batch");
+  for (int mi = 0; mi < o.nmodels; mi++) {
+    const fp_model *m = &o.models[mi];
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && !steps) break;
+      const int64_t B = pass == 0 ? o.batch : o.measure_batch;
+      const int64_t T = seq_for(&o, m, pass == 0 ? o.seq : o.measure_seq);
+      for (int k = 0; k < o.nmodes; k++) {
+        const hl_train_setup *s = o.modes[k];
+        const hl_train_bytes e = hl_gpt_train_bytes(&m->cfg, s, o.opt, B, T);
+        const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, o.opt, T, memory);
+        const step_bytes *ms = &measured[mi][k];
+        char meas[256] = ",,,,,";
+        if (pass == 1 && ms->done)
+          snprintf(meas, sizeof meas, "%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)ms->weights,
+                   (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
+                   (unsigned long long)ms->saved, (unsigned long long)ms->peak);
+        bench_rows_add(&trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", dev.name,
+                       m->name, s->name, hl_optimizer_name(o.opt), (long long)B, (long long)T,
+                       (unsigned long long)e.weights, (unsigned long long)e.master, (unsigned long long)e.gradients,
+                       (unsigned long long)e.moments, (unsigned long long)e.weight_casts,
+                       (unsigned long long)e.activations, (unsigned long long)e.peak, (unsigned long long)memory,
+                       (long long)maxb, pass == 1 && ms->done ? "yes" : "no", meas);
+        const double mib = 1048576.0;
+        char bt[32];
+        snprintf(bt, sizeof bt, "%lldx%lld", (long long)B, (long long)T);
+        printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10lld  MiB\n", m->name, s->name, bt,
+               e.weights / mib, e.master / mib, e.gradients / mib, e.moments / mib, e.weight_casts / mib,
+               e.activations / mib, e.peak / mib, (long long)maxb);
+        if (pass == 1 && ms->done)
+          printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %21.1f %10.1f %10s  MiB measured (casts + activations "
+                 "together; loss %.4f)\n",
+                 "", "  allocator", "", ms->weights / mib, ms->master / mib, ms->gradients / mib, ms->moments / mib,
+                 ms->saved / mib, ms->peak / mib, "", ms->loss);
+      }
+    }
+  }
+  bench_rows_write(&prow, outdir, "footprint_params.csv",
+                   "device,model,layers,heads,embd,vocab,block,policy,params,tensors,analytic_bytes,allocator_bytes,"
+                   "independent_bytes,independent_method,independent_pct_of_analytic");
+  bench_rows_write(&trow, outdir, "footprint_training.csv",
+                   "device,model,mode,optimizer,batch,seq,weights_bytes,master_bytes,gradients_bytes,moments_bytes,"
+                   "weight_casts_bytes,activations_bytes,peak_bytes,memory_bytes,max_batch,measured,"
+                   "alloc_weights_bytes,alloc_master_bytes,alloc_gradients_bytes,alloc_moments_bytes,alloc_saved_bytes,"
+                   "alloc_peak_bytes");
+  bench_rows_free(&prow);
+  bench_rows_free(&trow);
+  fprintf(stderr, "%s: footprint: wrote %s/footprint_params.csv and footprint_training.csv\n", hl_prog(), outdir);
+  return 0;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# plots/report.d/25-footprint.sh RESULTS_DIR — the memory-footprint section
+# of REPORT.md: GPT-2 124M's parameter bytes per weight policy three ways
+# (analytic, accounting allocator, independent reading), any custom shape
+# of the run, the training state per mode with the largest batch that fits,
+# the measured step against the analytic one, and the chart.
+# Prints nothing when the folder holds no footprint CSV.
+set -euo pipefail
+dir=${1:?usage: plots/report.d/25-footprint.sh RESULTS_DIR}
+[ -f "$dir/footprint_params.csv" ] || [ -f "$dir/footprint_training.csv" ] || exit 0
+
+table() { # FILE AWK-PROGRAM: the program runs on the rows with c[] set from the header
+  grep -v '^#' "$dir/$1" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2"
+}
+meta() { sed -n "s/^# $2: //p" "$dir/$1" | head -1; }
+AWK_FMT='function mib(b) { return sprintf("%.1f", b / 1048576) } function gib(b) { return sprintf("%.2f", b / 1073741824) }
+         function commas(v,   s) { s = sprintf("%.0f", v); while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]([,]|$)/, ",&", s); return s }'
+
+echo "## Memory footprint (\`halflab-bench footprint\`)"
+echo
+
+if [ -f "$dir/footprint_params.csv" ]; then
+  ind=$(table footprint_params.csv '{ print $c["independent_method"]; exit }')
+  if [ "$ind" = rss ]; then
+    how="the process's resident set before and after building the model (/proc/self/statm, heap trimmed before each reading)"
+  else
+    how="the device's free memory before and after building the model (cudaMemGetInfo)"
+  fi
+  echo "### GPT-2 124M: parameter bytes per weight policy"
+  echo
+  echo "Measured on: $(meta footprint_params.csv device). Three ways: counted from the shapes (analytic), through the"
+  echo "core's accounting allocator (equal to the byte, or the run fails), and independently of our allocator: $how."
+  echo "The int8 policy is LLM.int8-style storage: projection weights int8 with one fp32 scale per output row,"
+  echo "their biases fp16, layer norms fp32, embeddings fp16."
+  echo
+  echo "| model | policy | parameters | analytic bytes | allocator bytes | independent bytes | independent / analytic |"
+  echo "|---|---|---|---|---|---|---|"
+  table footprint_params.csv "$AWK_FMT"'
+    { printf "| %s | %s | %s | %s (%s MiB) | %s | %s | %.2f%% |\n", $c["model"], $c["policy"], commas($c["params"]),
+        commas($c["analytic_bytes"]), mib($c["analytic_bytes"]), commas($c["allocator_bytes"]),
+        commas($c["independent_bytes"]), $c["independent_pct_of_analytic"] }'
+  echo
+fi
+
+if [ -f "$dir/footprint_training.csv" ]; then
+  opt=$(meta footprint_training.csv optimizer)
+  mem=$(meta footprint_training.csv memory_for_max_batch)
+  step=$(meta footprint_training.csv measured_step)
+  echo "### Training state per mode"
+  echo
+  echo "Optimizer: $opt. Analytic bytes (amp/nn.h, checked against the allocator by the unit tests); \"peak\" is the"
+  echo "step's estimated allocator peak (weights, optimizer state, and the fullest moment of forward and backward:"
+  echo "the components are not all alive at once). \"largest batch\" fits the peak into $mem."
+  echo
+  echo "| model | mode | batch x seq | weights | master | gradients | moments | weight casts | activations | peak | largest batch |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  table footprint_training.csv "$AWK_FMT"'
+    $c["measured"] == "no" {
+      printf "| %s | %s | %s x %s | %s | %s | %s | %s | %s | %s | **%s GiB** | %s |\n", $c["model"], $c["mode"], $c["batch"], $c["seq"],
+        gib($c["weights_bytes"]), gib($c["master_bytes"]), gib($c["gradients_bytes"]), gib($c["moments_bytes"]),
+        gib($c["weight_casts_bytes"]), gib($c["activations_bytes"]), gib($c["peak_bytes"]), $c["max_batch"] }'
+  echo
+  echo "(GiB.) Under autocast the attention probabilities are kept twice for backward — softmax's fp32 output and"
+  echo "the fp16/bf16 copy the next product uses: 6 bytes per element of batch x heads x T x T against fp32's 4."
+  echo "With this unfused attention that outweighs the halved linear activations beyond about T = 14 x width / heads"
+  echo "tokens (896 for GPT-2's shape)."
+  echo
+  if table footprint_training.csv '$c["measured"] == "yes" { found = 1 } END { exit !found }'; then
+    echo "### The measured step against the analytic figures"
+    echo
+    echo "One real training step ($step): forward and loss under the mode's autocast, backward, the optimizer's"
+    echo "update. \"saved\" is what forward and loss left alive for backward (activations and weight casts)."
+    echo
+    echo "| model | mode | batch x seq | saved (analytic) | saved (allocator) | peak (analytic) | peak (allocator) | allocator / analytic peak |"
+    echo "|---|---|---|---|---|---|---|---|"
+    table footprint_training.csv "$AWK_FMT"'
+      $c["measured"] == "yes" {
+        printf "| %s | %s | %s x %s | %s MiB | %s MiB | %s MiB | %s MiB | %.4f |\n", $c["model"], $c["mode"], $c["batch"], $c["seq"],
+          mib($c["weight_casts_bytes"] + $c["activations_bytes"]), mib($c["alloc_saved_bytes"]), mib($c["peak_bytes"]),
+          mib($c["alloc_peak_bytes"]), $c["alloc_peak_bytes"] / $c["peak_bytes"] }'
+    echo
+  else
+    echo "No measured step in this run (${step:-not recorded})."
+    echo
+  fi
+fi
+
+if [ -f "$dir/footprint.png" ]; then
+  echo "![GPT-2 124M memory footprint](footprint.png)"
+  echo
+  echo "Left: parameter bytes per weight policy, three ways. Middle: the training state per mode, stacked; the black"
+  echo "dash is the estimated peak of a step, the red line the memory the largest batch (above each bar) was fitted"
+  echo "to. Right: the measured step — analytic bars and dash, the allocator's measured peak as a red diamond."
+  echo
+else
+  echo '_Chart footprint.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._'
+  echo
+fi
