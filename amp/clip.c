@@ -16,10 +16,15 @@ static int gather(hl_tensor *const *grads, int n, const char *what, hl_grad_view
   for (int i = 0; i < n; i++) {
     const hl_tensor *g = grads[i];
     if (!g) continue;
-    if (!hl_dtype_is_float(g->dtype)) return hl_fail_bool("%s: gradient %d is %s, not a float tensor", what, i, hl_desc(g)), -1;
-    if (k > 0 && g->device != *device)
-      return hl_fail_bool("%s: gradients on two devices (%s and %s)", what, hl_device_kind_name(*device),
-                          hl_device_kind_name(g->device)), -1;
+    if (!hl_dtype_is_float(g->dtype)) {
+      hl_fail_bool("%s: gradient %d is %s, not a float tensor", what, i, hl_desc(g));
+      return -1;
+    }
+    if (k > 0 && g->device != *device) {
+      hl_fail_bool("%s: gradients on two devices (%s and %s)", what, hl_device_kind_name(*device),
+                   hl_device_kind_name(g->device));
+      return -1;
+    }
     *device = g->device;
     hl_grad_view_of(g, g, &v[k++]);
   }
@@ -31,9 +36,11 @@ static void mark_all(hl_tensor *const *grads, int n) {
     if (grads[i]) hl_tensor_mark_modified(grads[i]);
 }
 
+/* The norm of grads into *total_norm; with `clip`, the gradients scaled by
+ * the clip coefficient too. */
 static bool clip_norm(hl_tensor *const *grads, int n, double max_norm, double norm_type, bool error_if_nonfinite,
-                      double *total_norm) {
-  const char *what = "clip_grad_norm";
+                      double *total_norm, bool clip) {
+  const char *what = clip ? "clip_grad_norm" : "grad_norm";
   if (total_norm) *total_norm = 0.0;
   int type;
   if (norm_type == 2.0) type = HL_NORM_L2;
@@ -65,14 +72,14 @@ static bool clip_norm(hl_tensor *const *grads, int n, double max_norm, double no
       ok = hl_fail_bool("%s: the total %s-norm of the gradients is %s; the gradients are left as they were "
                         "(error_if_nonfinite)", what, type == HL_NORM_INF ? "inf" : type == HL_NORM_L1 ? "1" : "2",
                         isnan(norm) ? "nan" : "inf");
-    } else {
+    } else if (clip) {
       kern->scale_grads(v, k, out + 1);
     }
   }
   if (scratch) hl_mem_free(dev, scratch, scratch_bytes);
   if (out) hl_mem_free(dev, out, 2 * sizeof(float));
   free(v);
-  if (ok) mark_all(grads, n);
+  if (ok && clip) mark_all(grads, n);
   return ok;
 }
 
@@ -82,7 +89,18 @@ bool hl_clip_grad_norm(hl_tensor *const *params, int n, double max_norm, double 
   hl_tensor **g = calloc((size_t)(n ? n : 1), sizeof *g);
   if (!g) return hl_fail_bool("clip_grad_norm: out of host memory");
   for (int i = 0; i < n; i++) g[i] = params[i] ? hl_tensor_grad(params[i]) : NULL;
-  bool ok = clip_norm(g, n, max_norm, norm_type, error_if_nonfinite, total_norm);
+  bool ok = clip_norm(g, n, max_norm, norm_type, error_if_nonfinite, total_norm, true);
+  free(g);
+  return ok;
+}
+
+bool hl_grad_norm(hl_tensor *const *params, int n, double norm_type, double *total_norm) {
+  if (n < 0 || (n > 0 && !params)) return hl_fail_bool("grad_norm: bad parameter list");
+  if (!total_norm) return hl_fail_bool("grad_norm: total_norm is NULL");
+  hl_tensor **g = calloc((size_t)(n ? n : 1), sizeof *g);
+  if (!g) return hl_fail_bool("grad_norm: out of host memory");
+  for (int i = 0; i < n; i++) g[i] = params[i] ? hl_tensor_grad(params[i]) : NULL;
+  bool ok = clip_norm(g, n, 1.0, norm_type, false, total_norm, false);
   free(g);
   return ok;
 }
@@ -100,7 +118,16 @@ bool hl_clip_grad_norm_optim(hl_optim *o, double max_norm, double norm_type, boo
                              double *total_norm) {
   hl_tensor **g = optim_grads(o, "clip_grad_norm");
   if (!g) return false;
-  bool ok = clip_norm(g, o->n, max_norm, norm_type, error_if_nonfinite, total_norm);
+  bool ok = clip_norm(g, o->n, max_norm, norm_type, error_if_nonfinite, total_norm, true);
+  free(g);
+  return ok;
+}
+
+bool hl_grad_norm_optim(hl_optim *o, double norm_type, double *total_norm) {
+  if (!total_norm) return hl_fail_bool("grad_norm: total_norm is NULL");
+  hl_tensor **g = optim_grads(o, "grad_norm");
+  if (!g) return false;
+  bool ok = clip_norm(g, o->n, 1.0, norm_type, false, total_norm, false);
   free(g);
   return ok;
 }

@@ -36,6 +36,12 @@ bool hl_clip_grad_norm(hl_tensor *const *params, int n, double max_norm, double 
 bool hl_clip_grad_norm_optim(hl_optim *o, double max_norm, double norm_type, bool error_if_nonfinite,
                              double *total_norm);
 
+/* The total norm alone (nothing is scaled): for logging a gradient norm
+ * every step. The same arithmetic as hl_clip_grad_norm; the *total_norm
+ * read is the one device synchronisation. */
+bool hl_grad_norm(hl_tensor *const *params, int n, double norm_type, double *total_norm);
+bool hl_grad_norm_optim(hl_optim *o, double norm_type, double *total_norm);
+
 /* Clamps every gradient element into [-clip_value, clip_value]; NaN stays
  * NaN. clip_value >= 0. */
 bool hl_clip_grad_value(hl_tensor *const *params, int n, double clip_value);

@@ -192,7 +192,7 @@ bool hl_scaler_unscale(hl_scaler *s, hl_optim *o) {
     } else if (o->master[i]) {
       hl_grad_view_of(o->master_grad[i], g, &v[k++]); /* fp16 model gradient -> f32 master gradient */
       set[i] = true;
-    } else if (g->dtype == HL_F16) {
+    } else if (g->dtype == HL_F16 && !s->opts.allow_fp16_gradients) {
       ok = hl_fail_bool("unscale: attempting to unscale FP16 gradients (parameter %d %s, %s): keep the parameters "
                         "in f32 under autocast, or give the optimizer master weights (.master_weights = true)",
                         i, hl_tensor_name(p), hl_desc(g));

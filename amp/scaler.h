@@ -49,6 +49,10 @@ typedef struct {
    * update() keeps the scale and tracker as they are; steps whose
    * gradients hold inf/NaN are still skipped. */
   bool fixed_scale;
+  /* Unscale fp16 gradients in place instead of refusing them (PyTorch's
+   * internal allow_fp16, which its sharded scaler uses): for the pure-fp16
+   * teaching mode, where the unscaled fp16 gradients may underflow. */
+  bool allow_fp16_gradients;
 } hl_scaler_opts;
 
 hl_scaler_opts hl_scaler_defaults(void);

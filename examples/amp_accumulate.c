@@ -55,7 +55,7 @@ static runner runner_new(const recipe_opts *o, bool scaled, bool autocast) {
   hl_sgd_opts so = hl_sgd_defaults();
   so.lr = 0.1; /* plain SGD: no state, so copying the weights gives the same starting point */
   r.opt = hl_sgd_new(r.model.p, 4, so);
-  if (scaled) r.scaler = hl_scaler_new((hl_scaler_opts){128, 2, 0.5, 1, true, false});
+  if (scaled) r.scaler = hl_scaler_new((hl_scaler_opts){.init_scale = 128, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 1, .enabled = true});
   HL_CHECK(r.opt && (!scaled || r.scaler));
   return r;
 }

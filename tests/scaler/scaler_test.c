@@ -258,8 +258,8 @@ void vector3_scale(hl_device_kind dev) {
 
 void vector4_state(hl_device_kind dev) {
   for (int lazy_init = 0; lazy_init < 2; lazy_init++) {
-    hl_scaler *a = hl_scaler_new((hl_scaler_opts){3, 4, 0.5, 2, true, false});
-    hl_scaler *b = hl_scaler_new((hl_scaler_opts){6, 7, 0.8, 1, true, false});
+    hl_scaler *a = hl_scaler_new((hl_scaler_opts){.init_scale = 3, .growth_factor = 4, .backoff_factor = 0.5, .growth_interval = 2, .enabled = true});
+    hl_scaler *b = hl_scaler_new((hl_scaler_opts){.init_scale = 6, .growth_factor = 7, .backoff_factor = 0.8, .growth_interval = 1, .enabled = true});
     OK(a && b);
     /* tracker 7: through a state load, the public way to set it */
     OK(hl_scaler_load_state(b, &(hl_scaler_state){true, 6, 7, 0.8, 1, 7}));
@@ -302,7 +302,7 @@ void vector4_state(hl_device_kind dev) {
  * second skips the third. */
 
 static void run_vector5(hl_device_kind dev, bool two) {
-  hl_scaler *s = hl_scaler_new((hl_scaler_opts){128, 2, 0.5, 1, true, false});
+  hl_scaler *s = hl_scaler_new((hl_scaler_opts){.init_scale = 128, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 1, .enabled = true});
   OK(s);
   hl_tensor *w[2] = {param_of("w0", HL_SHAPE(4), (const float[]){0.5f, -0.25f, 1, 2}, 0, HL_F32, dev),
                      param_of("w1", HL_SHAPE(4), (const float[]){1, 2, 3, 4}, 0, HL_F32, dev)};
@@ -358,7 +358,7 @@ void vector5_skip_and_backoff(hl_device_kind dev) {
  * still finite (1e38 * 16 overflows f32 and is not taken). */
 
 void vector6_no_overflow(hl_device_kind dev) {
-  hl_scaler *s = hl_scaler_new((hl_scaler_opts){1e38, 16, 0.5, 1, true, false});
+  hl_scaler *s = hl_scaler_new((hl_scaler_opts){.init_scale = 1e38, .growth_factor = 16, .backoff_factor = 0.5, .growth_interval = 1, .enabled = true});
   OK(s);
   hl_tensor *w = param_of("w", HL_SHAPE(2), NULL, 1.0f, HL_F32, dev);
   hl_optim *opt = hl_sgd_new(&w, 1, hl_sgd_defaults());
@@ -382,7 +382,7 @@ void vector6_no_overflow(hl_device_kind dev) {
  * interval 1 -> 512; the update is the mean of the micro-batch gradients. */
 
 void vector7_accumulation(hl_device_kind dev) {
-  hl_scaler *s = hl_scaler_new((hl_scaler_opts){128, 2, 0.5, 1, true, false});
+  hl_scaler *s = hl_scaler_new((hl_scaler_opts){.init_scale = 128, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 1, .enabled = true});
   OK(s);
   hl_tensor *w = param_of("w", HL_SHAPE(3), (const float[]){1, 2, 3}, 0, HL_F32, dev);
   hl_sgd_opts so = hl_sgd_defaults();

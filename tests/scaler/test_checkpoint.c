@@ -47,7 +47,7 @@ static run run_new(uint64_t init_seed) {
   hl_adamw_opts ao = hl_adamw_defaults();
   ao.lr = 0.01, ao.master_weights = true;
   r.adamw = hl_adamw_new(&r.params[2], 1, ao);
-  r.scaler = hl_scaler_new((hl_scaler_opts){1024, 2, 0.5, 2, true, false});
+  r.scaler = hl_scaler_new((hl_scaler_opts){.init_scale = 1024, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 2, .enabled = true});
   OK(r.sgd && r.adamw && r.scaler);
   r.st = (hl_train_state){.params = r.params, .n_params = 3, .n_optims = 2, .scaler = r.scaler, .rng_seed = 99};
   return r;

@@ -49,6 +49,14 @@ static void test_norm_and_coefficient(void **state) {
   assert_true(norm == 8.0);
   assert_true(value_at(hl_tensor_grad(q), 0) == -5 * (4.0f / (8.0f + 1e-6f)));
   REFUSED(hl_clip_grad_norm(&q, 1, 4, 3.0, false, &norm), "norm_type 3 is not supported");
+  /* the norm alone: the same number, nothing scaled */
+  float *qv = values_of(hl_tensor_grad(q));
+  OK(hl_grad_norm(&q, 1, 2.0, &norm));
+  assert_true(fabs(norm - sqrt((double)qv[0] * qv[0] + (double)qv[1] * qv[1] + (double)qv[2] * qv[2])) < 1e-6 * norm);
+  float *qa = values_of(hl_tensor_grad(q));
+  assert_memory_equal(qv, qa, 3 * sizeof(float));
+  free(qv);
+  free(qa);
   REFUSED(hl_clip_grad_norm(&q, 1, -1, 2.0, false, &norm), "max_norm");
   /* no gradients at all: norm 0 */
   OK(hl_clip_grad_norm(&p[2], 1, 1, 2.0, false, &norm));
@@ -162,6 +170,8 @@ static void test_clip_optim_masters(void **state) {
   hl_optim *opt = hl_sgd_new(&w, 1, o);
   OK(opt);
   double norm;
+  OK(hl_grad_norm_optim(opt, 2.0, &norm));
+  assert_true(norm == 50.0);
   OK(hl_clip_grad_norm_optim(opt, 5, 2.0, false, &norm));
   assert_true(norm == 50.0);
   hl_tensor *mg = hl_optim_grad(opt, 0);

@@ -227,6 +227,22 @@ static void test_fp16_gradients(void **state) {
   REFUSED(hl_scaler_step(s, opt, NULL, NULL), "FP16 gradients");
   assert_true(value_at(hl_tensor_grad(w), 0) == before); /* untouched */
   assert_true(value_at(w, 0) == 1.0f);
+  hl_scaler_free(s);
+  /* allowed on request (pure fp16): unscaled in place, in fp16 */
+  hl_scaler_opts o = hl_scaler_defaults();
+  o.allow_fp16_gradients = true;
+  o.init_scale = 1024; /* 2^16 * 4 would overflow fp16 */
+  s = hl_scaler_new(o);
+  hl_pool_push();
+  hl_optim_zero_grad(opt);
+  hl_tensor *x16 = hl_tmp(tensor_of(HL_SHAPE(3), X, 0, HL_F16, cpu));
+  OK(hl_backward(hl_tmp(hl_scaler_scale(s, hl_tmp(hl_sum(hl_tmp(hl_mul(w, x16)))))), NULL, false));
+  hl_pool_pop();
+  OK(hl_scaler_unscale(s, opt));
+  assert_int_equal(hl_tensor_grad(w)->dtype, HL_F16);
+  for (int i = 0; i < 3; i++) assert_true(value_at(hl_tensor_grad(w), i) == X[i]);
+  OK(hl_scaler_step(s, opt, NULL, NULL));
+  OK(hl_scaler_update(s));
   hl_optim_free(opt);
   hl_release(w);
   hl_scaler_free(s);
@@ -447,7 +463,7 @@ static void test_master_weights(void **state) {
  * explicitly: both stepped, one update. */
 static void test_one_unscaled_explicitly(void **state) {
   (void)state;
-  hl_scaler *s = hl_scaler_new((hl_scaler_opts){16, 2, 0.5, 1, true, false});
+  hl_scaler *s = hl_scaler_new((hl_scaler_opts){.init_scale = 16, .growth_factor = 2, .backoff_factor = 0.5, .growth_interval = 1, .enabled = true});
   hl_tensor *a = param_of("a", HL_SHAPE(3), NULL, 1, HL_F32, cpu), *b = param_of("b", HL_SHAPE(3), NULL, 2, HL_F32, cpu);
   hl_optim *oa = hl_sgd_new(&a, 1, hl_sgd_defaults()), *ob = hl_sgd_new(&b, 1, hl_sgd_defaults());
   OK(s && oa && ob);
