@@ -20,7 +20,8 @@
  *   - row-major, op() per trans flag, lda/ldb/ldc row strides of the stored
  *     matrices, stride_* between batch entries (batch < 1 counts as 1);
  *   - beta != 0 reads C (a half C is widened first); beta == 0 ignores C;
- *   - m == 0 or n == 0 touches nothing; k == 0 gives C = beta C;
+ *   - m == 0 or n == 0 touches nothing; k == 0 gives C = beta C (zeros for
+ *     beta == 0, C not read), whatever lda and ldb say;
  *   - operand types may differ (e.g. fp16 A and B, fp32 C).
  */
 #include <cblas.h>
@@ -102,8 +103,42 @@ static void narrow(const float *src, hl_gemm_type t, int64_t rows, int64_t cols,
   }
 }
 
+/* k == 0: C = beta C without BLAS, which would refuse the leading
+ * dimensions an empty operand may carry (lda = 0). beta == 0 writes zeros
+ * without reading C, as BLAS does (C may hold NaN). */
+static void scale_only(const hl_gemm_desc *d, int64_t batch) {
+  for (int64_t i = 0; i < batch; i++)
+    for (int64_t r = 0; r < d->m; r++)
+      for (int64_t col = 0; col < d->n; col++) {
+        const int64_t at = i * d->stride_c + r * d->ldc + col;
+        switch (d->c_type) {
+          case HL_GEMM_F64: {
+            double *c = (double *)d->c + at;
+            *c = d->beta == 0.0f ? 0.0 : (double)d->beta * *c;
+            break;
+          }
+          case HL_GEMM_F32: {
+            float *c = (float *)d->c + at;
+            *c = d->beta == 0.0f ? 0.0f : d->beta * *c;
+            break;
+          }
+          default: {
+            uint16_t *c = (uint16_t *)d->c + at;
+            const bool f16 = d->c_type == HL_GEMM_F16;
+            const float v = d->beta == 0.0f ? 0.0f : d->beta * (f16 ? hl_f16_to_f32(*c) : hl_bf16_to_f32(*c));
+            *c = f16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+            break;
+          }
+        }
+      }
+}
+
 static void cpu_gemm(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
+  if (d->k <= 0) {
+    scale_only(d, d->batch > 0 ? d->batch : 1);
+    return;
+  }
   const CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
   const int64_t batch = d->batch > 0 ? d->batch : 1;
@@ -121,13 +156,13 @@ static void cpu_gemm(const hl_gemm_desc *d) {
     const float *b = (const float *)d->b + i * d->stride_b;
     float *c = (float *)d->c + i * d->stride_c;
     int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
-    if (d->a_type != HL_GEMM_F32 && d->k > 0) {
+    if (d->a_type != HL_GEMM_F32) {
       float *wa = ws_get(0, (size_t)(a_rows * a_cols));
       widen((const uint16_t *)d->a + i * d->stride_a, d->a_type, a_rows, a_cols, d->lda, wa);
       a = wa;
       lda = (int)(a_cols > 0 ? a_cols : 1);
     }
-    if (d->b_type != HL_GEMM_F32 && d->k > 0) {
+    if (d->b_type != HL_GEMM_F32) {
       float *wb = ws_get(1, (size_t)(b_rows * b_cols));
       widen((const uint16_t *)d->b + i * d->stride_b, d->b_type, b_rows, b_cols, d->ldb, wb);
       b = wb;

@@ -231,6 +231,24 @@ static void test_empty_shapes(void **state) {
   d.m = 2, d.n = 0, d.ldb = 1, d.ldc = 1;
   K()->gemm(&d);
   assert_true(c[0] == 2.5f && c[3] == 4.0f);
+  /* k == 0 with the leading dimensions of empty operands (lda = 0) and beta
+   * == 0: zeros, C not read (it holds NaN here), in every output type */
+  float cn[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+  hl_gemm_desc z = {.m = 2, .n = 3, .k = 0, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
+                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
+                    .a = a, .lda = 0, .b = b, .ldb = 3, .c = cn, .ldc = 3};
+  K()->gemm(&z);
+  for (int i = 0; i < 6; i++) assert_true(cn[i] == 0.0f && !signbit(cn[i]));
+  uint16_t hn[6] = {0x7e00, 0x7e00, 0x7e00, 0x7e00, 0x7e00, 0x7e00};
+  z.a_type = z.b_type = z.c_type = HL_GEMM_F16, z.c = hn, z.batch = 2, z.m = 1, z.stride_c = 3;
+  K()->gemm(&z);
+  for (int i = 0; i < 6; i++) assert_int_equal(hn[i], 0x0000);
+  double dn[2] = {3.0, 5.0};
+  hl_gemm_desc zd = {.m = 1, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F64, .b_type = HL_GEMM_F64,
+                     .c_type = HL_GEMM_F64, .compute = HL_COMPUTE_F64, .alpha = 1, .beta = -2,
+                     .a = a, .lda = 0, .b = b, .ldb = 2, .c = dn, .ldc = 2};
+  K()->gemm(&zd);
+  assert_true(dn[0] == -6.0 && dn[1] == -10.0);
   uint16_t h[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
   hl_gemm_desc e = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
                     .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 2,
