@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/autograd.h"
 #include "amp/device.h"
 #include "amp/error.h"
 #include "amp/mem.h"
@@ -335,7 +336,7 @@ bool hl_optim_step(hl_optim *o, int64_t *absorbed) {
         break;
       }
       if (!hl_is_contiguous(g)) {
-        contig[i] = hl_contiguous(g);
+        HL_NO_GRAD { contig[i] = hl_contiguous(g); } /* a copy for the kernel, outside any graph */
         if (!contig[i]) {
           ok = false;
           break;

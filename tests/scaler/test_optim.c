@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "amp/half.h"
+#include "amp/ops.h"
 #include "amp/optim.h"
 #include "tests/scaler/scaler_test.h"
 
@@ -330,6 +331,26 @@ static void test_zero_grad_and_set_grad(void **state) {
   hl_release(w);
 }
 
+/* a strided gradient (a transposed view) steps like its contiguous copy */
+static void test_strided_gradient(void **state) {
+  (void)state;
+  hl_tensor *w = param_of("w", HL_SHAPE(3, 2), (const float[]){1, 2, 3, 4, 5, 6}, 0, HL_F32, cpu);
+  hl_sgd_opts o = hl_sgd_defaults();
+  o.lr = 0.5;
+  hl_optim *opt = hl_sgd_new(&w, 1, o);
+  hl_tensor *base = tensor_of(HL_SHAPE(2, 3), (const float[]){1, 2, 3, 4, 5, 6}, 0, HL_F32, cpu);
+  hl_tensor *gt = hl_transpose(base, 0, 1); /* [[1,4],[2,5],[3,6]] */
+  OK(opt && gt);
+  OK(hl_set_grad(w, gt));
+  OK(hl_optim_step(opt, NULL));
+  const float want[6] = {0.5f, 0, 2, 1.5f, 3.5f, 3};
+  for (int i = 0; i < 6; i++) assert_true(value_at(w, i) == want[i]);
+  hl_release(gt);
+  hl_release(base);
+  hl_optim_free(opt);
+  hl_release(w);
+}
+
 static void test_invalid_arguments(void **state) {
   (void)state;
   hl_tensor *w = param_of("w", HL_SHAPE(2), NULL, 1, HL_F32, cpu);
@@ -373,6 +394,7 @@ int main(void) {
       cmocka_unit_test(test_pure_fp16_absorbs),
       cmocka_unit_test(test_adamw_pure_and_master),
       cmocka_unit_test(test_zero_grad_and_set_grad),
+      cmocka_unit_test(test_strided_gradient),
       cmocka_unit_test(test_invalid_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,9 +266,9 @@ static void test_reciprocal_and_update(void **state) {
     int32_t interval;
   } cfg[] = {{4, 2, 0.25, 2}, {1e38f, 16, 0.5, 1}, {128, 2, 0.5, 1}, {65536, 2, 0.5, 3}, {0x1p-140f, 2, 0.5, 1}};
   for (unsigned c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-    float st[2 + 64] = {cfg[c].scale};
-    int32_t tracker = 0;
-    twin s = twin_new(st, 4), t = twin_new(&tracker, 4), f = twin_new(NULL, 64 * 4);
+    const float scale0 = cfg[c].scale;
+    const int32_t tracker0 = 0;
+    twin s = twin_new(&scale0, 4), t = twin_new(&tracker0, 4), f = twin_new(NULL, 64 * 4);
     for (int step = 0; step < 40; step++) {
       float found[64] = {0};
       found[0] = (step % 7 == 3) ? 1.0f : 0.0f;
