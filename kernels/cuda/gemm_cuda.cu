@@ -84,6 +84,7 @@ const char *why_not(const hl_gemm_desc *d) {
     if (c != HL_GEMM_F32 && c != HL_GEMM_F16 && c != HL_GEMM_BF16) return "fp8 GEMM writes fp32, fp16 or bf16";
     if (d->trans_a || !d->trans_b)
       return "cuBLASLt's fp8 kernels need the TN layout: row-major A not transposed, B transposed (n x k)";
+    if (d->k == 0) return "fp8 GEMM needs k > 0";
     if (d->m % 16 || d->n % 16 || d->k % 16 || d->lda % 16 || d->ldb % 16 || d->ldc % 16)
       return "cuBLASLt's fp8 kernels need m, n, k and the leading dimensions to be multiples of 16";
     return NULL;
@@ -236,12 +237,19 @@ void cuda_gemm(const hl_gemm_desc *d) {
   HL_CUBLAS_CHECK(cublasSetMathMode(blas_, math));
   const int m = (int)d->n, n = (int)d->m, k = (int)d->k; /* cuBLAS's view */
   const cudaDataType at = cuda_type(d->a_type), ct = cuda_type(d->c_type);
+  /* cuBLAS checks leading dimensions even of empty operands (k == 0, where
+   * it computes C = beta C): raise them to its minimum, which valid row-major
+   * strides already meet */
+  int64_t lda = d->lda, ldb = d->ldb;
+  const int64_t min_ldb = d->trans_b ? d->k : d->n, min_lda = d->trans_a ? d->m : d->k;
+  if (ldb < (min_ldb > 1 ? min_ldb : 1)) ldb = min_ldb > 1 ? min_ldb : 1;
+  if (lda < (min_lda > 1 ? min_lda : 1)) lda = min_lda > 1 ? min_lda : 1;
   if (d->batch <= 1) {
-    HL_CUBLAS_CHECK(cublasGemmEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)d->ldb, d->a, at, (int)d->lda,
-                                 beta, d->c, ct, (int)d->ldc, compute, CUBLAS_GEMM_DEFAULT));
+    HL_CUBLAS_CHECK(cublasGemmEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)ldb, d->a, at, (int)lda, beta,
+                                 d->c, ct, (int)d->ldc, compute, CUBLAS_GEMM_DEFAULT));
   } else {
-    HL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)d->ldb, d->stride_b,
-                                               d->a, at, (int)d->lda, d->stride_a, beta, d->c, ct, (int)d->ldc,
+    HL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(blas_, op_b, op_a, m, n, k, alpha, d->b, at, (int)ldb, d->stride_b,
+                                               d->a, at, (int)lda, d->stride_a, beta, d->c, ct, (int)d->ldc,
                                                d->stride_c, (int)d->batch, compute, CUBLAS_GEMM_DEFAULT));
   }
 }

@@ -202,6 +202,32 @@ static void test_fp8_layout_rules(void **state) {
   assert_non_null(strstr(why, "16"));
 }
 
+/* k == 0 (an empty sum) with the leading dimension an empty operand may
+ * carry (lda = 0): C = beta C as on the CPU, zeros for beta == 0 without
+ * reading C (NaN here) */
+static void test_empty_k(void **state) {
+  (void)state;
+  for (int t = 0; t < 2; t++) {
+    const hl_gemm_type ty = t ? HL_GEMM_F16 : HL_GEMM_F32;
+    const size_t es = hl_gemm_type_size(ty);
+    unsigned char host[6 * 4], back[6 * 4];
+    for (int i = 0; i < 6; i++) store(host, ty, i, i < 3 ? NAN : 2.0 + i);
+    void *dc = to_device(host, 6 * es), *dummy = gpu->alloc(64);
+    assert_non_null(dummy);
+    hl_gemm_desc d = {.m = 1, .n = 3, .k = 0, .batch = 1, .a_type = ty, .b_type = ty, .c_type = ty,
+                      .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0, .a = dummy, .lda = 0, .b = dummy, .ldb = 3,
+                      .c = dc, .ldc = 3};
+    gpu->gemm->gemm(&d); /* first row: NaN -> 0 */
+    d.c = (char *)dc + 3 * es, d.beta = -2;
+    gpu->gemm->gemm(&d); /* second row: 5, 6, 7 -> -10, -12, -14 */
+    gpu->synchronize();
+    gpu->copy_to_host(back, dc, 6 * es);
+    for (int i = 0; i < 3; i++) assert_true(load(back, ty, i) == 0.0);
+    for (int i = 3; i < 6; i++) assert_true(load(back, ty, i) == -2.0 * (2.0 + i));
+    gpu->free(dc), gpu->free(dummy);
+  }
+}
+
 int main(void) {
   hl_require_gpu();
   gpu = hl_backend_for(HL_DEVICE_CUDA);
@@ -213,6 +239,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_variant),
       cmocka_unit_test(test_fp8_layout_rules),
+      cmocka_unit_test(test_empty_k),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
