@@ -12,6 +12,11 @@
  * without matrix units does them: widen to fp32, sgemm, round the result once.
  * CUDA backend: cublasGemmEx / cublasGemmStridedBatchedEx, and cuBLASLt for
  * fp8. `supports` says, in words, why a combination cannot run here.
+ *
+ * On both backends: batch < 1 counts as 1; m == 0 or n == 0 touches
+ * nothing; k == 0 gives C = beta C; beta == 0 never reads C (it may hold
+ * NaN). How close a correct result lies to the exact product:
+ * hl_gemm_error_bound() below (tests/gemm check both backends against it).
  */
 #ifndef HL_GEMM_H
 #define HL_GEMM_H
