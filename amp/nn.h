@@ -115,6 +115,11 @@ bool hl_params_init(hl_param_list *l, uint64_t seed);
 /* Sets every gradient to none (the next backward stores a fresh one). */
 void hl_params_zero_grad(hl_param_list *l);
 
+/* The parameters that require grad, in order, into out (room for l->n;
+ * borrowed): what hl_sgd_new / hl_adamw_new (amp/optim.h) take. Returns
+ * how many (0 for an int8 model). */
+int hl_params_trainable(const hl_param_list *l, hl_tensor **out);
+
 /* Weight files (docs/models.md), all little-endian:
  *   "HLWTS001"                      8 bytes magic and format version
  *   u32 count                       number of tensors

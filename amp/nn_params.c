@@ -125,6 +125,13 @@ void hl_params_zero_grad(hl_param_list *l) {
   for (int i = 0; i < l->n; i++) hl_zero_grad(l->items[i].tensor);
 }
 
+int hl_params_trainable(const hl_param_list *l, hl_tensor **out) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++)
+    if (hl_requires_grad(l->items[i].tensor)) out[n++] = l->items[i].tensor;
+  return n;
+}
+
 /* ---------------------------------------------------------- quantising -- */
 
 void hl_quantize_rows_int8(const float *w, int64_t rows, int64_t cols, int8_t *q, float *scale) {

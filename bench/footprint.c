@@ -242,7 +242,7 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
     hl_fail("footprint: out of host memory");
     goto done;
   }
-  for (int i = 0; i < n; i++) params[i] = g->params.items[i].tensor;
+  const int trainable = hl_params_trainable(&g->params, params);
   const uint64_t c0 = hl_mem_get_stats(dev).current;
   /* lr 0: a real update that leaves the weights as they were, so every
    * mode's step starts from the same model (and reports the same loss up
@@ -251,13 +251,13 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
     hl_adamw_opts a = hl_adamw_defaults();
     a.lr = 0.0;
     a.master_weights = s->master;
-    o = hl_adamw_new(params, n, a);
+    o = hl_adamw_new(params, trainable, a);
   } else {
     hl_sgd_opts a = hl_sgd_defaults();
     a.lr = 0.0;
     a.momentum = opt == HL_OPT_SGD_MOMENTUM ? 0.9 : 0.0;
     a.master_weights = s->master;
-    o = hl_sgd_new(params, n, a);
+    o = hl_sgd_new(params, trainable, a);
   }
   if (!o) goto done;
   const uint64_t state = hl_mem_get_stats(dev).current - c0;

@@ -111,12 +111,16 @@ static void test_policies(void **state) {
       const hl_param *q = &m->params.items[i];
       assert_int_equal(q->tensor->dtype, hl_weight_policy_dtype((hl_weight_policy)p, q->role));
       assert_int_equal(q->scale != NULL, p == HL_POLICY_INT8 && q->role == HL_ROLE_WEIGHT);
+      assert_int_equal(hl_requires_grad(q->tensor), p != HL_POLICY_INT8);
       if (q->scale) {
         assert_int_equal(q->scale->dtype, HL_F32);
         assert_int_equal(q->scale->ndim, 1);
         assert_int_equal(q->scale->shape[0], q->tensor->shape[0]);
       }
     }
+    hl_tensor *trainable[64];
+    assert_int_equal(hl_params_trainable(&m->params, trainable), p == HL_POLICY_INT8 ? 0 : m->params.n);
+    if (p != HL_POLICY_INT8) assert_ptr_equal(trainable[5], m->params.items[5].tensor);
     /* the layout (what listings print, without allocating) is what was built */
     hl_param_spec specs[64];
     assert_int_equal(hl_gpt_layout(&small, NULL), m->params.n);
