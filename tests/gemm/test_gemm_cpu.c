@@ -257,6 +257,22 @@ static void test_empty_shapes(void **state) {
   for (int i = 0; i < 4; i++) assert_int_equal(h[i], 0x4000); /* 2.0 */
 }
 
+/* beta == 0 never reads C: a C full of NaN comes out as the plain product */
+static void test_beta_zero_ignores_c(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++) {
+    const hl_gemm_type t = storage[s];
+    void *a = filled(t, 4 * 5, 1), *b = filled(t, 5 * 3, 2), *c = filled(t, 4 * 3, 3);
+    for (int i = 0; i < 12; i++) store(c, t, i, NAN);
+    hl_gemm_desc d = {.m = 4, .n = 3, .k = 5, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
+                      .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0, .a = a, .lda = 5, .b = b, .ldb = 3,
+                      .c = c, .ldc = 3};
+    K()->gemm(&d);
+    for (int i = 0; i < 12; i++) assert_false(isnan(load(c, t, i)));
+    free(a), free(b), free(c);
+  }
+}
+
 static void test_supports_reasons(void **state) {
   (void)state;
   char why[256];
@@ -329,6 +345,7 @@ int main(void) {
       cmocka_unit_test(test_rounded_once),
       cmocka_unit_test(test_empty_shapes),
       cmocka_unit_test(test_supports_reasons),
+      cmocka_unit_test(test_beta_zero_ignores_c),
       cmocka_unit_test(test_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
