@@ -104,7 +104,16 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   char why[256];
   if (!gk->supports(&d, why, sizeof why)) return hl_fail_bool("%s: GEMM %s x %s not supported: %s", c->op->name,
                                                               hl_desc(a), hl_desc(b), why);
-  if (m == 0 || n == 0) return true;
+  /* nothing to compute for an empty output: an empty batch with non-empty
+   * matrices must not reach the GEMM, which would write into the output's
+   * zero bytes (both backends count batch < 1 as 1) */
+  if (m == 0 || n == 0 || B0 == 0 || B1 == 0) return true;
+  if (k == 0) {
+    /* an empty sum: C = beta C, without relying on the libraries' k = 0
+     * handling. out is contiguous here (a fresh output or a view of one). */
+    if (beta == 0.0f) c->k->fill(hl_tensor_data(out), out->dtype, hl_numel(out), 0.0);
+    return true;
+  }
   const int64_t es = (int64_t)hl_dtype_size(out->dtype);
   for (int64_t i = 0; i < B0; i++) {
     d.a = (const char *)hl_tensor_data(a) + i * a0 * es;
@@ -249,7 +258,10 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   if (!hl_op_contiguous_input(&c, 0) || !gemm_ready(&c, 1)) return hl_op_abort(&c);
   x = c.in[0];
   w = c.in[1];
-  const int64_t in = w->shape[1], nout = w->shape[0], rows = in ? hl_numel(x) / in : 0;
+  /* rows: the product of x's leading dims (not numel / in, which is 0 / 0 when in == 0) */
+  int64_t rows = 1;
+  for (int i = 0; i < x->ndim - 1; i++) rows *= x->shape[i];
+  const int64_t in = w->shape[1], nout = w->shape[0];
   int64_t shape[HL_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   shape[x->ndim - 1] = nout;
@@ -263,7 +275,7 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
     c.k->copy(&d, &s, size4);
   }
   /* 2-D views of x [rows, in], W^T [in, out] and out [rows, out] */
-  hl_tensor *x2 = hl_tensor_view_of(x, 2, (int64_t[]){rows, in}, (int64_t[]){in, 1}, x->offset);
+  hl_tensor *x2 = hl_tensor_view_of(x, 2, (int64_t[]){rows, in}, (int64_t[]){in > 0 ? in : 1, 1}, x->offset);
   hl_tensor *wt = hl_tensor_view_of(w, 2, (int64_t[]){in, nout}, (int64_t[]){w->stride[1], w->stride[0]}, w->offset);
   hl_tensor *o2 = hl_tensor_view_of(out, 2, (int64_t[]){rows, nout}, (int64_t[]){nout, 1}, 0);
   bool ran = x2 && wt && o2 && gemm_run(&c, x2, wt, o2, bias ? 1.0f : 0.0f);

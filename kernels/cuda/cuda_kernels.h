@@ -9,7 +9,8 @@ extern "C" const struct hl_stream_kernels hl_cuda_stream_kernels;
 #define HL_CUDA_STREAM_KERNELS (&hl_cuda_stream_kernels)
 extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels;
 #define HL_CUDA_GEMM_KERNELS (&hl_cuda_gemm_kernels)
-#define HL_CUDA_TENSOR_KERNELS NULL
+extern "C" const struct hl_tensor_kernels hl_cuda_tensor_kernels;
+#define HL_CUDA_TENSOR_KERNELS (&hl_cuda_tensor_kernels)
 extern "C" const struct hl_optim_kernels hl_cuda_optim_kernels;
 #define HL_CUDA_OPTIM_KERNELS (&hl_cuda_optim_kernels)
 
