@@ -78,5 +78,6 @@ stage gemm-quick 240 run_if_built bench/halflab-bench gemm --quick --device cuda
 stage bandwidth-quick 180 run_if_built bench/halflab-bench bandwidth --quick --device cuda
 stage footprint 120 run_if_built bench/halflab-bench footprint --device cuda
 stage train-quick 300 run_if_built train/halflab-train --preset gpt2 --quick --device cuda
+stage mlp-step 120 run_if_built bench/halflab-bench mlp-step --quick --device cuda
 note "done; archive: $archive"
 pack

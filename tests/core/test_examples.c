@@ -120,13 +120,22 @@ static void test_mlp_step(void **state) {
   free(dir);
   /* bad input: exit 2, one line, nothing written */
   dir = hl_tmpdir();
-  const char *bad[] = {"--batch 0", "--batch x", "--device cuda", "--frobnicate"};
+  const char *bad[] = {"--batch 0", "--batch x", "--device tpu", "--frobnicate"};
   for (int i = 0; i < 4; i++) {
     r = hl_run("'%s' mlp-step %s --out '%s'", hl_test_prog("halflab-bench"), bad[i], dir);
     assert_int_equal(r.status, 2);
     assert_int_equal(hl_count_files(dir), 0);
     hl_run_free(&r);
   }
+  /* --device cuda where no GPU is usable: a runtime failure (exit 1), one line, nothing written
+   * (with a GPU, suite gpu runs mlp-step on it) */
+  r = hl_run("'%s' mlp-step --device cuda --batch 16 --reps 2 --quick --out '%s'", hl_test_prog("halflab-bench"), dir);
+  if (r.status != 0) {
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "--device cuda"));
+    assert_int_equal(hl_count_files(dir), 0);
+  }
+  hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
 }
