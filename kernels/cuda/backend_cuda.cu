@@ -105,6 +105,8 @@ static void nvml_facts(int dev, hl_device_facts *out) {
   dlclose(lib);
 }
 
+static void pool_trim(void); /* memory, below */
+
 static void cuda_facts(hl_device_facts *out) {
   memset(out, 0, sizeof *out);
   out->ecc = -1;
@@ -126,6 +128,7 @@ static void cuda_facts(hl_device_facts *out) {
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) == cudaSuccess) out->max_clock_mhz = khz / 1000;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) out->mem_clock_mhz = khz / 1000;
   size_t free_b = 0, total_b = 0;
+  pool_trim(); /* cached free blocks are free memory */
   HL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   out->free_mem = free_b;
   out->total_mem = total_b;
@@ -140,19 +143,72 @@ static void cuda_facts(hl_device_facts *out) {
            rt / 1000, rt % 1000 / 10, drv / 1000, drv % 1000 / 10, bl_major, bl_minor, bl_patch);
 }
 
+/* ---- memory: the device's stream-ordered pool where it has one (CUDA 11.2+).
+ * The core frees a tensor as soon as nobody holds it, often while kernels
+ * that read it are still queued: cudaFree would wait for the whole device at
+ * every release, cudaFreeAsync returns the block in stream order. Freed
+ * blocks stay in the pool (release threshold: never) for the next step's
+ * tensors of the same sizes, instead of going back to the driver at every
+ * synchronisation. The accounting allocator (amp/mem.h) counts the bytes
+ * asked for either way; cuda_facts trims the pool before it reads the free
+ * memory, so that cached blocks do not count as used. */
+static int pool_state_; /* 0: not decided yet, 1: stream-ordered pool, 2: cudaMalloc */
+static cudaMemPool_t pool_;
+
+static bool use_pool(void) {
+  if (!pool_state_) {
+    int dev = 0, supported = 0;
+    pool_state_ = 2;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && supported &&
+        cudaDeviceGetDefaultMemPool(&pool_, dev) == cudaSuccess) {
+      uint64_t keep = UINT64_MAX;
+      HL_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+      pool_state_ = 1;
+    }
+    cudaGetLastError(); /* a device without pools is not an error */
+  }
+  return pool_state_ == 1;
+}
+
+/* Blocks the pool holds but nothing uses go back to the driver. */
+static void pool_trim(void) {
+  if (pool_state_ != 1) return;
+  HL_CUDA_CHECK(cudaStreamSynchronize(hl_cuda_stream()));
+  HL_CUDA_CHECK(cudaMemPoolTrimTo(pool_, 0));
+}
+
 static void *cuda_alloc(size_t bytes) {
   void *p = NULL;
-  cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  const size_t n = bytes ? bytes : 1;
+  if (!use_pool()) {
+    cudaError_t e = cudaMalloc(&p, n);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return NULL;
+    }
+    HL_CUDA_CHECK(e);
+    return p;
+  }
+  cudaError_t e = cudaMallocAsync(&p, n, hl_cuda_stream());
   if (e == cudaErrorMemoryAllocation) {
+    /* the pool may hold freed blocks of other sizes: return them, try once more */
     cudaGetLastError();
-    return NULL;
+    pool_trim();
+    e = cudaMallocAsync(&p, n, hl_cuda_stream());
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return NULL;
+    }
   }
   HL_CUDA_CHECK(e);
   return p;
 }
 
 static void cuda_free(void *p) {
-  if (p) HL_CUDA_CHECK(cudaFree(p));
+  if (!p) return;
+  if (pool_state_ == 1) HL_CUDA_CHECK(cudaFreeAsync(p, hl_cuda_stream()));
+  else HL_CUDA_CHECK(cudaFree(p));
 }
 
 static void cuda_copy_to_host(void *dst, const void *src, size_t n) {
