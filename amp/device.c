@@ -63,11 +63,13 @@ static hl_device_facts facts_[HL_DEVICE_KINDS];
 static bool have_facts_[HL_DEVICE_KINDS];
 
 const hl_device_facts *hl_device_facts_get(hl_device_kind kind) {
+  const hl_backend *b = hl_backend_for(kind);
   if (!have_facts_[kind]) {
-    const hl_backend *b = hl_backend_for(kind);
     if (b) b->facts(&facts_[kind]);
     else snprintf(facts_[kind].name, sizeof facts_[kind].name, "unavailable");
     have_facts_[kind] = true;
+  } else if (b) {
+    b->mem_info(&facts_[kind].free_mem, &facts_[kind].total_mem); /* free memory is read afresh */
   }
   return &facts_[kind];
 }

@@ -56,6 +56,8 @@ typedef struct hl_backend {
   /* false with a reason (no device, driver too old, not built) */
   bool (*available)(char *why, size_t len);
   void (*facts)(hl_device_facts *out);
+  /* Free and total memory now (cheap; facts() is not). */
+  void (*mem_info)(uint64_t *free_bytes, uint64_t *total_bytes);
 
   /* Memory. alloc returns NULL when the device is out of memory; every other
    * failure is fatal with the call, file:line and the library's message. */

@@ -117,7 +117,7 @@ typedef enum {
   HL_UN_GELU,        /* tanh-form GELU, computed as x * sigmoid(2u), no cancellation */
   HL_UN_GELU_GRAD,   /* d gelu / dx */
   HL_UN_GELU_GRAD2,  /* d2 gelu / dx2 (the gradient penalty's second order) */
-  HL_UN_POW,         /* x^p; p in {0,1,2,3,-1,0.5} exact special cases, else pow() */
+  HL_UN_POW,         /* x^p; p in {0,1,2,3,-1} exact special cases (0.5 goes to pow()), else pow() */
   HL_UN_ADD_SCALAR,  /* x + p */
   HL_UN_MUL_SCALAR,  /* x * p */
   HL_UN_DIV_SCALAR,  /* x / p */

@@ -49,6 +49,14 @@ static long read_long_file(const char *path) {
   return v;
 }
 
+static void cpu_mem_info(uint64_t *free_bytes, uint64_t *total_bytes) {
+  char kb[64];
+  read_field("/proc/meminfo", "MemAvailable", kb, sizeof kb);
+  *free_bytes = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
+  read_field("/proc/meminfo", "MemTotal", kb, sizeof kb);
+  *total_bytes = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
+}
+
 static void cpu_facts(hl_device_facts *out) {
   memset(out, 0, sizeof *out);
   read_field("/proc/cpuinfo", "model name", out->name, sizeof out->name);
@@ -59,11 +67,7 @@ static void cpu_facts(hl_device_facts *out) {
   read_field("/proc/cpuinfo", "cpu MHz", mhz, sizeof mhz);
   out->clock_mhz = atoi(mhz);
   out->max_clock_mhz = (int)(read_long_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") / 1000);
-  char kb[64];
-  read_field("/proc/meminfo", "MemTotal", kb, sizeof kb);
-  out->total_mem = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
-  read_field("/proc/meminfo", "MemAvailable", kb, sizeof kb);
-  out->free_mem = (uint64_t)strtoull(kb, NULL, 10) * 1024u;
+  cpu_mem_info(&out->free_mem, &out->total_mem);
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
   out->l2_bytes = llc > 0 ? (uint64_t)llc : 0;
@@ -97,6 +101,7 @@ const hl_backend hl_backend_cpu = {
     .name = "cpu",
     .available = cpu_available,
     .facts = cpu_facts,
+    .mem_info = cpu_mem_info,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy_to_host = cpu_copy,

@@ -107,6 +107,14 @@ static void nvml_facts(int dev, hl_device_facts *out) {
 
 static void pool_trim(void); /* memory, below */
 
+static void cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes) {
+  size_t free_b = 0, total_b = 0;
+  pool_trim(); /* cached free blocks are free memory */
+  HL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  *free_bytes = free_b;
+  *total_bytes = total_b;
+}
+
 static void cuda_facts(hl_device_facts *out) {
   memset(out, 0, sizeof *out);
   out->ecc = -1;
@@ -127,11 +135,7 @@ static void cuda_facts(hl_device_facts *out) {
   /* cudaDeviceProp lost clockRate in CUDA 13; the attribute works on 12 and 13 */
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) == cudaSuccess) out->max_clock_mhz = khz / 1000;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) out->mem_clock_mhz = khz / 1000;
-  size_t free_b = 0, total_b = 0;
-  pool_trim(); /* cached free blocks are free memory */
-  HL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  out->free_mem = free_b;
-  out->total_mem = total_b;
+  cuda_mem_info(&out->free_mem, &out->total_mem);
   nvml_facts(dev, out);
   int rt = 0, drv = 0, bl_major = 0, bl_minor = 0, bl_patch = 0;
   cudaRuntimeGetVersion(&rt);
@@ -256,6 +260,7 @@ extern "C" const hl_backend hl_backend_cuda = {
     "cuda",
     cuda_available,
     cuda_facts,
+    cuda_mem_info,
     cuda_alloc,
     cuda_free,
     cuda_copy_to_host,
