@@ -1,0 +1,461 @@
+/* loop.c — the training loop: the seed's recipes (typical loop, unscale +
+ * clip, gradient accumulation, gradient penalty) driven by the mode, with
+ * evaluation, the per-step measurements, checkpoints and a clean stop on
+ * SIGINT / SIGTERM.
+ *
+ * One step:
+ *   for each micro-batch: forward + loss under the mode's autocast
+ *     ("forward"), loss / accum, scaled backward ("backward")
+ *   --inject-nonfinite: an inf into the first gradient
+ *   unscale ("unscale": a no-op without a scaler; fp16-master copies the
+ *     fp16 gradients into the f32 master gradients here), then the gradient
+ *     norm (clipping with --clip-norm)
+ *   [statistics: census and histogram of the unscaled gradients, a copy of
+ *     the stored weights; not timed]
+ *   optimizer step through the scaler ("optimizer step": skipped on inf /
+ *     NaN), scale update
+ * The step time runs from the batch upload to the end of the update (the
+ * device synchronised), without the statistics, evaluation and logging.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/autocast.h"
+#include "amp/autograd.h"
+#include "amp/checkpoint.h"
+#include "amp/cli.h"
+#include "amp/clip.h"
+#include "amp/device.h"
+#include "amp/error.h"
+#include "amp/mem.h"
+#include "amp/op_trace.h"
+#include "amp/ops.h"
+#include "amp/timer.h"
+#include "amp/trace.h"
+#include "train/train.h"
+
+/* Consecutive skipped steps after which a scaled run is declared diverged
+ * (the scale has been halved this many times without a finite step). */
+#define MAX_CONSECUTIVE_SKIPS 50
+
+const char *run_status_name(run_status s) {
+  static const char *names[] = {"completed", "interrupted", "diverged", "failed"};
+  return names[s];
+}
+
+/* ------------------------------------------------------------- signals -- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) {
+  stop_signal = sig;
+  /* a second Ctrl-C ends the process at once */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &dfl, NULL);
+  sigaction(SIGTERM, &dfl, NULL);
+}
+
+void loop_install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+int loop_stop_signal(void) { return stop_signal; }
+
+/* ------------------------------------------------------------- batches -- */
+
+typedef struct {
+  token_batch tokens;
+  sample_batch samples;
+  hl_dtype x_dtype; /* MLP inputs: f32, or the model's dtype where no autocast casts them */
+} host_batch;
+
+static host_batch host_batch_new(const train_opts *o, const train_mode *t, int64_t rows) {
+  host_batch h;
+  memset(&h, 0, sizeof h);
+  if (o->model == MODEL_GPT) h.tokens = token_batch_new(rows, o->seq);
+  else h.samples = sample_batch_new(rows, o->mlp.n_in);
+  h.x_dtype = t->autocast == HL_DTYPES ? hl_weight_policy_dtype(t->setup->weights, HL_ROLE_WEIGHT) : HL_F32;
+  return h;
+}
+
+static void host_batch_free(host_batch *h) {
+  token_batch_free(&h->tokens);
+  sample_batch_free(&h->samples);
+}
+
+/* The batch on the device: inputs and targets (new references). */
+static void upload(const train_model *m, const host_batch *h, hl_device_kind dev, hl_tensor **in, hl_tensor **tgt) {
+  if (m->kind == MODEL_GPT) {
+    const token_batch *b = &h->tokens;
+    *in = hl_from_i32(HL_SHAPE(b->rows, b->T), b->idx, HL_I32, dev);
+    *tgt = hl_from_i32(HL_SHAPE(b->rows, b->T), b->tgt, HL_I32, dev);
+  } else {
+    const sample_batch *b = &h->samples;
+    *in = hl_from_f32(HL_SHAPE(b->rows, b->n_in), b->x, h->x_dtype, dev);
+    *tgt = hl_from_i32(HL_SHAPE(b->rows), b->y, HL_I32, dev);
+  }
+  if (!*in || !*tgt) hl_fatal("uploading a batch: %s", hl_error());
+}
+
+static hl_tensor *model_loss(train_model *m, hl_tensor *in, hl_tensor *tgt, hl_tensor **logits) {
+  return m->kind == MODEL_GPT ? hl_gpt_loss(m->gpt, in, tgt, logits) : hl_mlp_loss(m->mlp, in, tgt, logits);
+}
+
+static hl_dtype region_dtype(const train_mode *t) { return t->autocast == HL_DTYPES ? HL_AUTOCAST_DEFAULT : t->autocast; }
+
+/* ------------------------------------------------------------ evaluate -- */
+
+typedef struct {
+  double loss, acc;
+  double ms;
+} eval_result;
+
+static eval_result evaluate(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
+                            hl_device_kind dev) {
+  const double t0 = hl_now_s();
+  const int64_t rows = data_eval_rows(d), chunk = o->batch < rows ? o->batch : rows;
+  host_batch h = host_batch_new(o, t, chunk);
+  const int64_t classes = m->kind == MODEL_GPT ? o->gpt.vocab_size : o->classes;
+  const int64_t per_row = m->kind == MODEL_GPT ? o->seq : 1;
+  float *logits = malloc(sizeof(float) * (size_t)(chunk * per_row * classes));
+  if (!logits) hl_fatal("out of host memory for the evaluation's logits");
+  double loss_sum = 0;
+  int64_t correct = 0, scored = 0;
+  hl_range_push("evaluate");
+  for (int64_t first = 0; first < rows; first += chunk) { /* finished even after a signal: no partial figures */
+    const int64_t n = rows - first < chunk ? rows - first : chunk;
+    if (m->kind == MODEL_GPT) {
+      h.tokens.rows = n;
+      data_eval_tokens(d, first, &h.tokens);
+    } else {
+      h.samples.rows = n;
+      data_eval_samples(d, first, &h.samples);
+    }
+    hl_tensor *in, *tgt, *out = NULL, *loss = NULL;
+    upload(m, &h, dev, &in, &tgt);
+    HL_NO_GRAD {
+      HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) { loss = model_loss(m, in, tgt, &out); }
+    }
+    if (!loss || !hl_read_f32(out, logits)) hl_fatal("evaluation: %s", hl_error());
+    loss_sum += hl_item(loss) * (double)n;
+    for (int64_t r = 0; r < n * per_row; r++) {
+      const bool counts = m->kind == MODEL_GPT ? h.tokens.scored[r] : true;
+      if (!counts) continue;
+      const float *row = logits + r * classes;
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; c++)
+        if (row[c] > row[best]) best = c;
+      const int32_t want = m->kind == MODEL_GPT ? h.tokens.tgt[r] : h.samples.y[r];
+      correct += best == want;
+      scored++;
+    }
+    hl_release(loss);
+    hl_release(out);
+    hl_release(in);
+    hl_release(tgt);
+  }
+  hl_range_pop();
+  free(logits);
+  host_batch_free(&h);
+  eval_result e = {loss_sum / (double)rows, scored ? (double)correct / (double)scored : NAN, (hl_now_s() - t0) * 1e3};
+  return e;
+}
+
+/* ------------------------------------------------------------ statistics -- */
+
+typedef struct {
+  float *grad, *before, *after; /* host copies, numel each */
+} stat_buffers;
+
+static float *read_all(train_model *m, train_mode *t, bool grads, float *out) {
+  int64_t at = 0;
+  for (int i = 0; i < m->n_trainable; i++) {
+    hl_tensor *x = grads ? hl_optim_grad(t->opt, i) : hl_optim_param(t->opt, i);
+    const int64_t n = hl_numel(hl_optim_param(t->opt, i));
+    if (!x) memset(out + at, 0, sizeof(float) * (size_t)n); /* no gradient: nothing to count but zeros */
+    else if (!hl_read_f32(x, out + at)) hl_fatal("reading %s: %s", hl_tensor_name(hl_optim_param(t->opt, i)), hl_error());
+    at += n;
+  }
+  return out;
+}
+
+/* ------------------------------------------------------------- the loop -- */
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A cell: empty when not measured (NaN). */
+static const char *num(double v, char *buf, size_t len) {
+  if (isnan(v)) buf[0] = '\0';
+  else snprintf(buf, len, "%.9g", v);
+  return buf;
+}
+
+/* A measured value that may itself be inf or NaN (a diverged loss). */
+static const char *measured(double v, char *buf, size_t len) {
+  if (isnan(v)) snprintf(buf, len, "nan");
+  else snprintf(buf, len, "%.9g", v);
+  return buf;
+}
+
+static bool is_hist_step(const train_opts *o, int64_t s) {
+  for (int i = 0; i < o->n_hist; i++)
+    if (o->hist_steps[i] == s) return true;
+  return false;
+}
+
+static void save_checkpoint(const train_opts *o, train_model *m, train_mode *t, int64_t step) {
+  hl_train_state st = {.params = m->trainable, .n_params = m->n_trainable, .optims = &t->opt, .n_optims = 1,
+                       .scaler = t->scaler, .step = step, .rng_seed = o->seed, .rng_offset = (uint64_t)step};
+  hl_range_push("checkpoint");
+  if (!hl_checkpoint_save(o->checkpoint, &st)) hl_fatal("--checkpoint: %s", hl_error());
+  hl_range_pop();
+}
+
+run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
+                    int64_t first_step, train_output *out) {
+  run_result r;
+  memset(&r, 0, sizeof r);
+  r.first_step = first_step;
+  r.eval_loss = r.eval_acc = r.last_loss = NAN;
+  const hl_backend *be = hl_backend_for(dev);
+  const bool gpt = m->kind == MODEL_GPT;
+  const double items = (double)(o->batch * o->accum), tokens = gpt ? items * (double)o->seq : NAN;
+  const bool fp32_weights = t->setup->weights == HL_POLICY_FP32;
+  host_batch h = host_batch_new(o, t, o->batch);
+  stat_buffers sb = {0};
+  if (o->stats_every > 0 || o->n_hist > 0) {
+    sb.grad = malloc(sizeof(float) * (size_t)m->numel);
+    sb.before = malloc(sizeof(float) * (size_t)m->numel);
+    sb.after = malloc(sizeof(float) * (size_t)m->numel);
+    if (!sb.grad || !sb.before || !sb.after) hl_fatal("out of host memory for the gradient statistics");
+  }
+  const int64_t total = o->steps - first_step + 1;
+  double *times = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
+  if (!times) hl_fatal("out of host memory");
+  int consecutive_skips = 0;
+  double last_progress = 0;
+  double stats_sum[7] = {0};
+  int stats_cnt[7] = {0};
+
+  for (int64_t step = first_step; step <= o->steps; step++) {
+    if (stop_signal) {
+      r.status = RUN_INTERRUPTED;
+      r.signal = stop_signal;
+      break;
+    }
+    const bool stats = (o->stats_every > 0 && (step % o->stats_every == 0 || step == first_step)) || is_hist_step(o, step);
+    const bool trace = o->trace_ops && step == first_step;
+    double paused = 0; /* seconds of statistics inside the timed region */
+    if (trace) hl_op_trace_to(stderr);
+    const double t0 = hl_now_s();
+    hl_optim_zero_grad(t->opt);
+    const double scale = hl_scaler_get_scale(t->scaler);
+    double loss_sum = 0;
+    bool nonfinite_loss = false;
+    for (int micro = 0; micro < o->accum; micro++) {
+      if (gpt) data_train_tokens(d, step, micro, &h.tokens);
+      else data_train_samples(d, step, micro, &h.samples);
+      hl_pool_push();
+      hl_tensor *in, *tgt, *loss = NULL;
+      upload(m, &h, dev, &in, &tgt);
+      hl_tmp(in);
+      hl_tmp(tgt);
+      hl_range_push("forward");
+      HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
+      hl_range_pop();
+      if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
+      const double lv = hl_item(loss);
+      loss_sum += lv;
+      nonfinite_loss |= !isfinite(lv);
+      hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
+      hl_range_push("backward");
+      if (o->grad_penalty > 0) {
+        /* the seed's gradient penalty: gradients of the scaled loss with
+         * create_graph, unscaled by a plain multiplication, the penalty
+         * computed inside autocast, then the usual scaled backward */
+        hl_tensor **g = calloc((size_t)m->n_trainable, sizeof *g);
+        if (!g) hl_fatal("out of host memory");
+        hl_tensor *scaled = hl_tmp(hl_scaler_scale(t->scaler, objective));
+        if (!hl_autograd_grad(&scaled, 1, NULL, m->trainable, m->n_trainable, g,
+                              (hl_grad_opts){.create_graph = true, .retain_graph = true, .allow_unused = true}))
+          hl_fatal("step %lld: gradient penalty: %s", (long long)step, hl_error());
+        const double inv = 1.0 / scale;
+        hl_tensor *sq = NULL;
+        HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) {
+          for (int i = 0; i < m->n_trainable; i++) {
+            if (!g[i]) continue;
+            hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_pow(hl_tmp(hl_mul_scalar(g[i], inv)), 2.0))));
+            sq = sq ? hl_tmp(hl_add(sq, term)) : term;
+          }
+          objective = hl_tmp(hl_add(objective, hl_tmp(hl_mul_scalar(hl_tmp(hl_sqrt(sq)), o->grad_penalty))));
+        }
+        for (int i = 0; i < m->n_trainable; i++) hl_release(g[i]);
+        free(g);
+      }
+      if (!hl_backward(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false))
+        hl_fatal("step %lld: backward: %s", (long long)step, hl_error());
+      hl_range_pop();
+      hl_pool_pop();
+    }
+    if (trace) hl_op_trace_to(NULL);
+    if (hl_step_set_has(&o->inject, step)) {
+      hl_tensor *g0 = hl_tensor_grad(m->trainable[0]);
+      if (!g0 || !hl_fault_poison(g0, 0, HL_FAULT_INF)) hl_fatal("--inject-nonfinite: %s", hl_error());
+    }
+    hl_range_push("unscale");
+    if (t->scaled) {
+      if (!hl_scaler_unscale(t->scaler, t->opt)) hl_fatal("step %lld: unscale: %s", (long long)step, hl_error());
+    } else if (!hl_optim_prepare_grads(t->opt)) {
+      hl_fatal("step %lld: %s", (long long)step, hl_error());
+    }
+    hl_range_pop();
+    double grad_norm = NAN;
+    bool norm_ok = o->clip_norm > 0 ? hl_clip_grad_norm_optim(t->opt, o->clip_norm, 2.0, false, &grad_norm)
+                                    : hl_grad_norm_optim(t->opt, 2.0, &grad_norm);
+    if (!norm_ok) hl_fatal("step %lld: gradient norm: %s", (long long)step, hl_error());
+
+    /* ---- statistics of the unscaled gradients (not timed) */
+    grad_census census = {0}, census_scaled = {0};
+    absorb_count absorb = {0};
+    const double p0 = hl_now_s();
+    if (stats) {
+      read_all(m, t, true, sb.grad);
+      census_add(&census, sb.grad, m->numel, 1.0f);
+      census_add(&census_scaled, sb.grad, m->numel, (float)scale);
+      if (is_hist_step(o, step)) {
+        grad_hist *hu = calloc(1, sizeof *hu), *hs = calloc(1, sizeof *hs);
+        if (!hu || !hs) hl_fatal("out of host memory");
+        hist_add(hu, sb.grad, m->numel, 1.0f);
+        hist_add(hs, sb.grad, m->numel, (float)scale);
+        output_hist(out, step, hu, hs, scale);
+        free(hu);
+        free(hs);
+      }
+      read_all(m, t, false, sb.before);
+    }
+    paused += hl_now_s() - p0;
+
+    hl_range_push("optimizer step");
+    bool skipped = false;
+    int64_t absorbed = 0;
+    if (!hl_scaler_step(t->scaler, t->opt, &skipped, stats ? &absorbed : NULL))
+      hl_fatal("step %lld: optimizer step: %s", (long long)step, hl_error());
+    if (t->scaled && !hl_scaler_update(t->scaler)) hl_fatal("step %lld: scale update: %s", (long long)step, hl_error());
+    hl_range_pop();
+    be->synchronize();
+    const double step_s = hl_now_s() - t0 - paused;
+    if (stats && !skipped) {
+      read_all(m, t, false, sb.after);
+      absorb_compare(&absorb, sb.before, sb.after, m->numel, fp32_weights);
+      absorb_add_optimizer(&absorb, absorbed);
+    }
+    times[r.steps_done] = step_s * 1e3;
+    r.steps_done++;
+    r.skipped += skipped;
+    consecutive_skips = skipped ? consecutive_skips + 1 : 0;
+    r.last_loss = loss_sum / o->accum;
+
+    /* ---- evaluation */
+    eval_result ev = {NAN, NAN, 0};
+    const bool last = step == o->steps;
+    if (!nonfinite_loss && (step % o->eval_every == 0 || last)) {
+      ev = evaluate(o, d, m, t, dev);
+      r.eval_loss = ev.loss, r.eval_acc = ev.acc, r.eval_step = step;
+    }
+
+    /* ---- the row */
+    const hl_mem_stats ms = hl_mem_get_stats(dev);
+    if (ms.peak > r.mem_peak) r.mem_peak = ms.peak;
+    const bool counted = stats && !skipped;
+    double cols[7] = {census_exact_zero_frac(&census), census_underflow_frac(&census),
+                      census_underflow_frac(&census_scaled), census_zero_frac(&census),
+                      census_zero_frac(&census_scaled), absorb_frac(&absorb), absorb_fp16_frac(&absorb)};
+    if (!counted)
+      for (int k = 0; k < 7; k++) cols[k] = NAN;
+    else {
+      for (int k = 0; k < 7; k++)
+        if (!isnan(cols[k])) stats_sum[k] += cols[k], stats_cnt[k]++;
+      r.stats_n++;
+    }
+    char b[20][40];
+    output_step_row(out, "%s,%lld,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%llu,%llu", t->setup->name,
+                    (long long)step, measured(r.last_loss, b[0], 40), num(ev.loss, b[1], 40), num(ev.acc, b[2], 40),
+                    num(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), num(cols[0], b[5], 40),
+                    num(cols[1], b[6], 40), num(cols[2], b[7], 40), num(cols[3], b[8], 40), num(cols[4], b[9], 40),
+                    num(cols[5], b[10], 40), num(cols[6], b[11], 40), step_s * 1e3, num(tokens / step_s, b[12], 40),
+                    num(items / step_s, b[13], 40), (unsigned long long)ms.current, (unsigned long long)ms.peak);
+
+    const double now = hl_now_s();
+    if (now - last_progress > 0.5 || last) {
+      output_progress("%s %s step %lld/%lld  loss %.4f  scale %g%s  %.1f ms/step", o->name, t->setup->name,
+                      (long long)step, (long long)o->steps, r.last_loss, scale, skipped ? " (skipped)" : "",
+                      step_s * 1e3);
+      last_progress = now;
+    }
+
+    if (nonfinite_loss) {
+      if (!strcmp(t->setup->name, "fp32")) {
+        r.status = RUN_FAILED;
+        snprintf(r.why, sizeof r.why, "non-finite loss (%g) at step %lld in fp32 mode", r.last_loss, (long long)step);
+        break;
+      }
+      if (!t->scaled) {
+        r.status = RUN_DIVERGED;
+        snprintf(r.why, sizeof r.why, "the loss became %g at step %lld (no loss scaler to skip the step)", r.last_loss,
+                 (long long)step);
+        break;
+      }
+    }
+    if (consecutive_skips >= MAX_CONSECUTIVE_SKIPS) {
+      r.status = RUN_DIVERGED;
+      snprintf(r.why, sizeof r.why, "%d consecutive steps skipped for inf/NaN (last at step %lld, scale %g)",
+               consecutive_skips, (long long)step, hl_scaler_get_scale(t->scaler));
+      break;
+    }
+    if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
+      save_checkpoint(o, m, t, step);
+  }
+  if (r.status == RUN_COMPLETED && stop_signal && r.first_step + r.steps_done <= o->steps) {
+    r.status = RUN_INTERRUPTED;
+    r.signal = stop_signal;
+  }
+  if (o->checkpoint && r.steps_done > 0 && (r.status == RUN_COMPLETED || r.status == RUN_INTERRUPTED))
+    save_checkpoint(o, m, t, r.first_step + r.steps_done - 1);
+  output_progress_end();
+
+  r.final_scale = hl_scaler_get_scale(t->scaler);
+  double *means[7] = {&r.grad_zero, &r.underflow, &r.underflow_scaled, &r.fp16_zero, &r.fp16_zero_scaled,
+                      &r.absorbed, &r.fp16_absorbed};
+  for (int k = 0; k < 7; k++) *means[k] = stats_cnt[k] ? stats_sum[k] / stats_cnt[k] : NAN;
+  /* timing: the steps after the warm-up */
+  const int64_t skip = o->warmup < r.steps_done ? o->warmup : 0;
+  r.timed_n = (int)(r.steps_done - skip);
+  if (r.timed_n > 0) {
+    qsort(times + skip, (size_t)r.timed_n, sizeof *times, cmp_double);
+    r.step_ms_min = times[skip];
+    r.step_ms_median = r.timed_n % 2 ? times[skip + r.timed_n / 2]
+                                     : 0.5 * (times[skip + r.timed_n / 2 - 1] + times[skip + r.timed_n / 2]);
+    r.items_per_s = (gpt ? tokens : items) / (r.step_ms_median / 1e3);
+  } else {
+    r.step_ms_min = r.step_ms_median = r.items_per_s = NAN;
+  }
+  free(times);
+  free(sb.grad);
+  free(sb.before);
+  free(sb.after);
+  host_batch_free(&h);
+  return r;
+}

@@ -1,0 +1,191 @@
+/* main.c — halflab-train: full AMP training runs (docs/train.md).
+ *
+ * Order of work, so that bad input changes nothing: options; data (a text
+ * file read and checked); the device; the memory a step needs against what
+ * the device has; the model, optimizer and scaler (and a checkpoint or
+ * weight file, refused whole when it does not match); only then files. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/checkpoint.h"
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/device.h"
+#include "amp/error.h"
+#include "amp/trace.h"
+#include "train/train.h"
+
+/* The device: --device auto takes the GPU when a step of this mode runs
+ * there (the core's CUDA kernels are needed), else the CPU with a notice. */
+static hl_device_kind pick_device(const train_opts *o, char *notice, size_t len) {
+  notice[0] = '\0';
+  char why[512];
+  const char *request = o->device ? o->device : "auto";
+  if (!strcmp(request, "auto")) {
+    if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
+      snprintf(notice, len, "%s: no usable GPU (%s): running on the CPU\n", TRAIN_PROG, why);
+      return HL_DEVICE_CPU;
+    }
+    if (!setup_device_runs(o, HL_DEVICE_CUDA, why, sizeof why)) {
+      snprintf(notice, len, "%s: a %s step does not run on the GPU in this build (%s): running on the CPU\n",
+               TRAIN_PROG, o->mode->name, why);
+      return HL_DEVICE_CPU;
+    }
+    return HL_DEVICE_CUDA;
+  }
+  const hl_device_kind k = hl_cli_device(request); /* exit 2 malformed, 1 unusable */
+  if (!setup_device_runs(o, k, why, sizeof why))
+    hl_fatal("--device %s: a %s step does not run on %s in this build: %s", request, o->mode->name, request, why);
+  return k;
+}
+
+static void require_memory(const train_opts *o, const train_data *d, hl_device_kind dev) {
+  const uint64_t need = setup_step_bytes(o, d);
+  const hl_device_facts *f = hl_device_facts_get(dev);
+  char a[32], b[32];
+  if (need > f->free_mem)
+    hl_usage_error("--batch %lld: a %s step of this model needs about %s (amp/nn.h's accounting), the %s has %s free",
+                   (long long)o->batch, o->mode->name, hl_format_bytes(need, a, sizeof a),
+                   dev == HL_DEVICE_CPU ? "host" : "device", hl_format_bytes(f->free_mem, b, sizeof b));
+}
+
+static void describe_run(const train_opts *o, const train_data *d, hl_device_kind dev) {
+  hl_meta_set_devices(&dev, 1);
+  hl_meta_set("run", "%s", o->name);
+  hl_meta_set("mode", "%s: %s", o->mode->name, o->mode->what);
+  if (o->model == MODEL_GPT)
+    hl_meta_set("model", "GPT %d layers, %d heads, width %d, vocabulary %d, block %d; init std %.4g", o->gpt.n_layer,
+                o->gpt.n_head, o->gpt.n_embd, o->gpt.vocab_size, o->gpt.block_size, o->gpt.init_std);
+  else
+    hl_meta_set("model", "MLP %d inputs, %d hidden layers of %d, %d classes; init gain %.4g", o->mlp.n_in,
+                o->mlp.n_hidden, o->mlp.n_hidden ? o->mlp.hidden[0] : 0, o->classes, o->init_gain);
+  hl_meta_set("data", "%s", data_describe(d));
+  hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
+              (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
+  if (o->optimizer == OPTIMIZER_ADAMW)
+    hl_meta_set("optimizer", "adamw lr %g weight_decay %g betas (0.9, 0.999) eps 1e-8", o->lr, o->weight_decay);
+  else hl_meta_set("optimizer", "sgd lr %g momentum %g weight_decay %g", o->lr, o->momentum, o->weight_decay);
+  hl_meta_set("scaler", "%s",
+              !strcmp(o->mode->name, "amp-fp16") || !strcmp(o->mode->name, "fp16-master")
+                  ? "dynamic"
+                  : !strcmp(o->mode->name, "fp16-static") ? "fixed scale" : "none");
+  if (o->clip_norm > 0) hl_meta_set("clip_norm", "%g (L2, unscaled gradients)", o->clip_norm);
+  if (o->grad_penalty > 0) hl_meta_set("grad_penalty", "%g x ||grad||_2", o->grad_penalty);
+  char inj[256];
+  if (hl_step_set_count(&o->inject)) hl_meta_set("inject_nonfinite", "%s", hl_step_set_format(&o->inject, inj, sizeof inj));
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  if (dev == HL_DEVICE_CPU)
+    hl_meta_set("threads", "%d (OpenMP; OMP_WAIT_POLICY %s%s)", omp_get_max_threads(),
+                policy && *policy ? policy : "unset: libgomp's default",
+                getenv("HALFLAB_WAIT_POLICY_SET") ? ", set by halflab-train" : "");
+  hl_meta_set("stats", "census and absorbed updates every %d steps (0: never); histograms at the --hist-steps",
+              o->stats_every);
+  hl_meta_set("timing", "per step: batch upload to the end of the update, device synchronised; statistics, evaluation "
+                        "and logging left out; the summary's median leaves out the first %lld steps",
+              (long long)o->warmup);
+  hl_meta_set("nvtx", "%s", hl_trace_enabled() ? "ranges forward, backward, unscale, optimizer step, evaluate"
+                                                 : "not built (no ranges)");
+}
+
+/* libgomp's idle workers spin by default, which on a busy machine steals
+ * the cores the next parallel region and OpenBLAS need: measured here,
+ * steps of the tiny GPT took 50 times longer (docs/train.md). The policy is
+ * read when the OpenMP runtime starts, before main, so a run that did not
+ * choose one starts again with OMP_WAIT_POLICY=passive. Set the variable
+ * (even to an empty string: libgomp's default) to keep your own. */
+static void prefer_passive_waiting(char **argv) {
+  if (getenv("OMP_WAIT_POLICY")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("HALFLAB_WAIT_POLICY_SET", "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OMP_WAIT_POLICY"); /* no exec: go on with the default, and say so in the metadata */
+  unsetenv("HALFLAB_WAIT_POLICY_SET");
+}
+
+int main(int argc, char **argv) {
+  prefer_passive_waiting(argv);
+  hl_cli_init(TRAIN_PROG, argc, argv);
+  train_opts o;
+  train_parse_options(argc, argv, &o);
+
+  char err[1024];
+  train_data *d = data_new(&o, err, sizeof err);
+  if (!d) hl_usage_error("%s", err);
+  if (o.list_params) {
+    setup_list_params(&o, d, stdout);
+    data_free(d);
+    return 0;
+  }
+
+  char notice[1024];
+  const hl_device_kind dev = pick_device(&o, notice, sizeof notice);
+  require_memory(&o, d, dev);
+  fputs(notice, stderr);
+  describe_run(&o, d, dev);
+
+  train_model m;
+  if (!setup_model(&o, d, dev, &m)) {
+    if (o.init_weights) hl_usage_error("--init-weights: %s", hl_error());
+    hl_fatal("building the model: %s", hl_error());
+  }
+  train_mode t;
+  if (!setup_mode(&o, &m, &t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
+
+  int64_t first_step = 1;
+  if (o.resume) {
+    hl_train_state st = {.params = m.trainable, .n_params = m.n_trainable, .optims = &t.opt, .n_optims = 1,
+                         .scaler = t.scaler};
+    if (!hl_checkpoint_load(o.resume, &st)) hl_usage_error("--resume: %s", hl_error());
+    if (st.rng_seed != o.seed)
+      hl_usage_error("--resume: %s was written by a run with --seed %llu (this one has %llu): its data would differ",
+                     o.resume, (unsigned long long)st.rng_seed, (unsigned long long)o.seed);
+    if (st.step >= o.steps)
+      hl_usage_error("--resume: %s is at step %lld; --steps %lld leaves nothing to do", o.resume, (long long)st.step,
+                     (long long)o.steps);
+    first_step = st.step + 1;
+    hl_meta_set("resumed", "from %s after step %lld", o.resume, (long long)st.step);
+  }
+
+  char outbuf[4096];
+  const char *outdir = o.steps > 0 ? hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf) : NULL;
+  if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_usage_error("--save-init: %s", hl_error());
+  if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_usage_error("%s", err);
+  if (o.steps == 0) {
+    setup_mode_free(&t);
+    setup_model_free(&m);
+    data_free(d);
+    return 0;
+  }
+
+  train_output *out = output_open(&o, outdir, dev, first_step - 1);
+  loop_install_signals();
+  run_result r = loop_run(&o, d, &m, &t, dev, first_step, out);
+  if (r.status == RUN_FAILED) {
+    output_abort(out);
+    hl_fatal("%s", r.why);
+  }
+  output_finish(out, &o, &m, &r);
+
+  char mem[32];
+  printf("%-10s %-13s %7s %9s %10s %9s %8s %12s %12s  %s\n", "run", "mode", "steps", "loss", "eval_loss", "eval_acc",
+         "skipped", "step_ms", "peak_mem", "status");
+  printf("%-10s %-13s %7lld %9.4f %10.4f %9.4f %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
+         (long long)(r.first_step + r.steps_done - 1), r.last_loss, r.eval_loss, r.eval_acc, (long long)r.skipped,
+         r.step_ms_median, hl_format_bytes(r.mem_peak, mem, sizeof mem), run_status_name(r.status));
+  fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
+          o.name, o.mode->name);
+  if (r.status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o.mode->name, r.why);
+
+  setup_mode_free(&t);
+  setup_model_free(&m);
+  data_free(d);
+  if (r.status == RUN_INTERRUPTED) {
+    fprintf(stderr, "%s: stopped by signal %d after step %lld; the CSVs hold every completed step\n", TRAIN_PROG,
+            r.signal, (long long)(r.first_step + r.steps_done - 1));
+    return 128 + r.signal;
+  }
+  return 0;
+}

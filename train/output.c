@@ -1,0 +1,337 @@
+/* output.c — what a run writes (docs/train.md):
+ *
+ *   train_NAME_MODE_steps.csv    one row per step, each a whole flushed line
+ *                                (amp/csv.h LOG mode), so an interrupted run
+ *                                leaves complete lines; a resumed run keeps
+ *                                the rows up to its checkpoint and appends
+ *   train_NAME_MODE_hist.csv     gradient histograms at the --hist-steps
+ *   train_NAME_MODE_summary.csv  the run in one row
+ *   train_summary.csv            every run's summary row, one per (name,
+ *                                mode), replaced when a run is repeated
+ * Tables are written to NAME.tmp and renamed when complete.
+ */
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "amp/device.h"
+#include "amp/timer.h"
+#include "train/train.h"
+
+static const char step_header[] =
+    "mode,step,loss,eval_loss,eval_acc,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
+    "fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms,"
+    "tokens_per_s,samples_per_s,mem_current_bytes,mem_peak_bytes";
+
+static const char hist_header[] = "mode,step,grads,scale,log2_lo,count,frac,fp16_zone";
+
+static const char summary_header[] =
+    "name,mode,model,task,device,status,steps,steps_done,skipped,final_loss,eval_step,eval_loss,eval_acc,"
+    "final_scale,grad_zero_frac,fp16_underflow_frac,fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,"
+    "absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,timed_steps,tokens_per_s,samples_per_s,"
+    "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,init_gain,init_scale,"
+    "seed,threads,omp_wait_policy,load_start,load_end,wall_s";
+
+const char *output_step_header(void) { return step_header; }
+
+struct train_output {
+  char dir[4096];
+  char base[160]; /* train_NAME_MODE */
+  hl_device_kind dev;
+  hl_csv *log;
+  char **hist_rows;
+  int n_hist, cap_hist;
+  double load_start, t_start;
+};
+
+static double load_average(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double v = NAN;
+  if (f) {
+    if (fscanf(f, "%lf", &v) != 1) v = NAN;
+    fclose(f);
+  }
+  return v;
+}
+
+static void add_hist_row(train_output *w, const char *line) {
+  if (w->n_hist == w->cap_hist) {
+    w->cap_hist = w->cap_hist ? 2 * w->cap_hist : 256;
+    w->hist_rows = realloc(w->hist_rows, sizeof *w->hist_rows * (size_t)w->cap_hist);
+    if (!w->hist_rows) hl_fatal("out of host memory");
+  }
+  w->hist_rows[w->n_hist] = strdup(line);
+  if (!w->hist_rows[w->n_hist]) hl_fatal("out of host memory");
+  w->n_hist++;
+}
+
+/* The step of a data row: its second cell (mode,step,...). */
+static long long row_step(const char *line) {
+  const char *comma = strchr(line, ',');
+  return comma ? strtoll(comma + 1, NULL, 10) : -1;
+}
+
+/* A resumed run: the log keeps its metadata (plus a line saying so), its
+ * header and the rows up to `step`, rewritten atomically. */
+static void cut_log(const char *path, long long step) {
+  FILE *f = fopen(path, "r");
+  if (!f) return; /* nothing to keep: a fresh log */
+  char tmp[4500];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *o = fopen(tmp, "w");
+  if (!o) hl_fatal("cannot write %s: %s", tmp, strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool header = false;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (!header && line[0] == '#') {
+      fputs(line, o);
+      continue;
+    }
+    if (!header) {
+      const char *cmd = strstr(hl_meta_text(), "# command: ");
+      const char *eol = cmd ? strchr(cmd, '\n') : NULL;
+      fprintf(o, "# resumed: after step %lld by%.*s\n", step, cmd && eol ? (int)(eol - cmd - 10) : 0,
+              cmd ? cmd + 10 : "");
+      fputs(line, o);
+      header = true;
+      continue;
+    }
+    if (line[n - 1] == '\n' && row_step(line) <= step) fputs(line, o);
+  }
+  free(line);
+  fclose(f);
+  if (fclose(o) != 0 || rename(tmp, path) != 0) hl_fatal("rewriting %s: %s", path, strerror(errno));
+}
+
+/* Rows of an earlier histogram file up to `step`, for a resumed run. */
+static void carry_hist(train_output *w, const char *path, long long step) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool header = false;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[0] == '#') continue;
+    if (!header) {
+      header = true;
+      continue;
+    }
+    if (line[n - 1] == '\n') line[n - 1] = '\0';
+    const char *rest = strchr(line, ','); /* kept without the mode cell */
+    if (rest && row_step(line) <= step) add_hist_row(w, rest + 1);
+  }
+  free(line);
+  fclose(f);
+}
+
+train_output *output_open(const train_opts *o, const char *dir, hl_device_kind dev, int64_t resumed_step) {
+  train_output *w = calloc(1, sizeof *w);
+  if (!w) hl_fatal("out of host memory");
+  snprintf(w->dir, sizeof w->dir, "%s", dir);
+  w->dev = dev;
+  snprintf(w->base, sizeof w->base, "train_%s_%s", o->name, o->mode->name);
+  w->load_start = load_average();
+  w->t_start = hl_now_s();
+  char name[256], path[4400], err[512];
+  snprintf(name, sizeof name, "%s_steps.csv", w->base);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (resumed_step > 0) {
+    cut_log(path, resumed_step);
+    snprintf(path, sizeof path, "%s/%s_hist.csv", dir, w->base);
+    carry_hist(w, path, resumed_step);
+  }
+  w->log = hl_csv_open(dir, name, step_header, resumed_step > 0 ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err, sizeof err);
+  if (!w->log) hl_fatal("%s", err);
+  return w;
+}
+
+void output_step_row(train_output *w, const char *fmt, ...) {
+  char line[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  hl_csv_row(w->log, "%s", line);
+}
+
+void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale) {
+  const grad_hist *h[2] = {unscaled, scaled};
+  const char *which[2] = {"unscaled", "scaled"};
+  char line[512];
+  /* rows without the mode, which the file's writer puts first */
+  for (int k = 0; k < 2; k++) {
+    const double total = (double)hist_total(h[k]);
+    if (total == 0) continue;
+    snprintf(line, sizeof line, "%lld,%s,%.9g,,%lld,%.9g,exact-zero", (long long)step, which[k], k ? scale : 1.0,
+             (long long)h[k]->zero, (double)h[k]->zero / total);
+    add_hist_row(w, line);
+    for (int b = 0; b < HIST_BINS; b++) {
+      if (!h[k]->bin[b]) continue;
+      const int e = b + HIST_MIN_LOG2;
+      snprintf(line, sizeof line, "%lld,%s,%.9g,%d,%lld,%.9g,%s", (long long)step, which[k], k ? scale : 1.0, e,
+               (long long)h[k]->bin[b], (double)h[k]->bin[b] / total, hist_fp16_zone(e));
+      add_hist_row(w, line);
+    }
+    if (h[k]->nonfinite) {
+      snprintf(line, sizeof line, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
+               (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
+      add_hist_row(w, line);
+    }
+  }
+}
+
+/* ------------------------------------------------------------- summary -- */
+
+static const char *cell(double v, char *buf, size_t len) {
+  if (isnan(v)) buf[0] = '\0';
+  else snprintf(buf, len, "%.9g", v);
+  return buf;
+}
+
+static void write_table(const char *dir, const char *name, const char *header, char *const *rows, int n,
+                        const char *mode) {
+  char err[512];
+  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, sizeof err);
+  if (!c) hl_fatal("%s", err);
+  for (int i = 0; i < n; i++) {
+    if (mode) hl_csv_row(c, "%s,%s", mode, rows[i]);
+    else hl_csv_row(c, "%s", rows[i]);
+  }
+  if (!hl_csv_close(c, err, sizeof err)) hl_fatal("%s", err);
+}
+
+/* train_summary.csv: the rows of other runs (same header), then ours. */
+static void upsert_summary(const char *dir, const char *name, const char *mode, const char *row) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/train_summary.csv", dir);
+  char **rows = NULL;
+  int n = 0, cap = 0;
+  FILE *f = fopen(path, "r");
+  if (f) {
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    bool header = false, same = true;
+    while ((len = getline(&line, &lcap, f)) > 0) {
+      if (line[0] == '#') continue;
+      if (line[len - 1] == '\n') line[--len] = '\0';
+      if (!header) {
+        header = true;
+        same = !strcmp(line, summary_header);
+        if (!same) {
+          fprintf(stderr, "%s: %s has other columns (an older halflab?): its rows are dropped\n", TRAIN_PROG, path);
+          break;
+        }
+        continue;
+      }
+      char key[256];
+      snprintf(key, sizeof key, "%s,%s,", name, mode);
+      if (!strncmp(line, key, strlen(key))) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        rows = realloc(rows, sizeof *rows * (size_t)cap);
+        if (!rows) hl_fatal("out of host memory");
+      }
+      rows[n++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+  }
+  if (n == cap) {
+    cap = cap + 1;
+    rows = realloc(rows, sizeof *rows * (size_t)cap);
+    if (!rows) hl_fatal("out of host memory");
+  }
+  rows[n++] = strdup(row);
+  hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
+  write_table(dir, "train_summary.csv", summary_header, rows, n, NULL);
+  hl_meta_set("rows", "this run");
+  for (int i = 0; i < n; i++) free(rows[i]);
+  free(rows);
+}
+
+void output_finish(train_output *w, const train_opts *o, const train_model *m, const run_result *r) {
+  char err[512];
+  if (!hl_csv_close(w->log, err, sizeof err)) hl_fatal("%s", err);
+  w->log = NULL;
+  char name[256];
+  snprintf(name, sizeof name, "%s_hist.csv", w->base);
+  write_table(w->dir, name, hist_header, w->hist_rows, w->n_hist, o->mode->name);
+
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  char b[24][48];
+  const bool gpt = o->model == MODEL_GPT;
+  char row[4096];
+  snprintf(row, sizeof row,
+           "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
+           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%.9g,%s,%llu,%d,%s,%s,%s,%.3f",
+           o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
+           run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
+           (long long)r->skipped, cell(r->last_loss, b[0], 48), (long long)r->eval_step, cell(r->eval_loss, b[1], 48),
+           cell(r->eval_acc, b[2], 48), cell(r->final_scale, b[3], 48), cell(r->grad_zero, b[4], 48),
+           cell(r->underflow, b[5], 48), cell(r->underflow_scaled, b[6], 48), cell(r->fp16_zero, b[7], 48),
+           cell(r->fp16_zero_scaled, b[8], 48), cell(r->absorbed, b[9], 48), cell(r->fp16_absorbed, b[10], 48),
+           cell(r->step_ms_median, b[11], 48), cell(r->step_ms_min, b[12], 48), r->timed_n,
+           cell(gpt ? r->items_per_s : NAN, b[13], 48),
+           cell(gpt ? r->items_per_s / (double)o->seq : r->items_per_s, b[14], 48), (unsigned long long)r->mem_peak,
+           (unsigned long long)hl_params_bytes(m->params), (long long)hl_params_numel(m->params),
+           gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1, gpt ? o->gpt.n_head : 0, gpt ? o->gpt.n_embd : o->mlp.n_in,
+           gpt ? o->gpt.vocab_size : o->classes, (long long)o->seq, (long long)o->batch, o->accum,
+           train_optimizer_name(o->optimizer), o->lr, o->init_gain,
+           cell(strcmp(o->mode->name, "amp-fp16") && strcmp(o->mode->name, "fp16-static") &&
+                        strcmp(o->mode->name, "fp16-master")
+                    ? NAN
+                    : o->init_scale,
+                b[15], 48),
+           (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
+           policy && *policy ? policy : "default", cell(w->load_start, b[16], 48), cell(load_average(), b[17], 48),
+           hl_now_s() - w->t_start);
+  char *one[1] = {row};
+  snprintf(name, sizeof name, "%s_summary.csv", w->base);
+  if (r->why[0]) hl_meta_set("why", "%s", r->why);
+  write_table(w->dir, name, summary_header, one, 1, NULL);
+  upsert_summary(w->dir, o->name, o->mode->name, row);
+  for (int i = 0; i < w->n_hist; i++) free(w->hist_rows[i]);
+  free(w->hist_rows);
+  free(w);
+}
+
+void output_abort(train_output *w) {
+  if (!w) return;
+  char err[512];
+  if (w->log && !hl_csv_close(w->log, err, sizeof err)) fprintf(stderr, "%s: %s\n", TRAIN_PROG, err);
+  for (int i = 0; i < w->n_hist; i++) free(w->hist_rows[i]);
+  free(w->hist_rows);
+  free(w);
+}
+
+/* ------------------------------------------------------------ progress -- */
+
+static bool progress_shown;
+
+void output_progress(const char *fmt, ...) {
+  if (!isatty(STDERR_FILENO)) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\r%s\033[K", line);
+  fflush(stderr);
+  progress_shown = true;
+}
+
+void output_progress_end(void) {
+  if (progress_shown) fputc('\n', stderr);
+  progress_shown = false;
+}

@@ -1,0 +1,244 @@
+/* train.h — what the files of halflab-train share: the run's options, the
+ * generated and text data, the model and mode set-up, the step loop and the
+ * output files. One file per concern:
+ *
+ *   main.c     entry point: options, then --list-params / --export-batches /
+ *              the run
+ *   options.c  the command line, presets, validation (bad input: exit 2,
+ *              nothing written)
+ *   data.c     the tasks: sorting (GPT, default), bytes of a text file (GPT),
+ *              a teacher-labelled classification set (MLP); held-out splits;
+ *              the batch file for peers
+ *   setup.c    a mode's model, optimizer and scaler; the memory check; the
+ *              parameter listing
+ *   loop.c     the training step, evaluation, statistics, checkpoints,
+ *              signals
+ *   stats.c    gradient census (fp16 zero / subnormal / overflow), log2
+ *              histograms, absorbed updates (stats.h: no tensors, unit-tested)
+ *   output.c   the per-step log, histogram and summary CSVs, progress
+ */
+#ifndef HL_TRAIN_H
+#define HL_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "amp/fault.h"
+#include "amp/nn.h"
+#include "amp/optim.h"
+#include "amp/scaler.h"
+#include "train/stats.h"
+
+#define TRAIN_PROG "halflab-train"
+
+/* ------------------------------------------------------------ options -- */
+
+typedef enum { MODEL_GPT = 0, MODEL_MLP } model_kind;
+typedef enum { TASK_SORT = 0, TASK_TEXT, TASK_CLASSIFY } task_kind;
+typedef enum { OPTIMIZER_SGD = 0, OPTIMIZER_ADAMW } optimizer_kind;
+
+#define TRAIN_MAX_HIST_STEPS 32
+
+typedef struct {
+  /* model */
+  model_kind model;
+  const char *preset; /* "tiny", "gpt2" */
+  hl_gpt_config gpt;  /* block_size = seq */
+  hl_mlp_config mlp;
+  double init_gain;   /* GPT: init std 0.02 x gain; MLP: nn.Linear's bound x gain */
+
+  /* data */
+  task_kind task;
+  const char *text_path;
+  int sort_len;        /* numbers per sorting problem */
+  int sort_digits;     /* alphabet of the numbers */
+  int classes;         /* MLP task */
+  int64_t batch;       /* sequences (GPT) or samples (MLP) per micro-batch */
+  int64_t seq;         /* tokens per sequence */
+  int64_t eval_samples;
+  double eval_frac;    /* --text: the file's tail held out */
+  int eval_every;
+
+  /* training */
+  const hl_train_setup *mode;
+  optimizer_kind optimizer;
+  double lr, momentum, weight_decay;
+  double clip_norm;    /* 0: no clipping */
+  int accum;           /* micro-batches per step */
+  double grad_penalty; /* 0: none */
+  double init_scale;   /* the scaler's initial (or, fp16-static, fixed) scale */
+  int64_t growth_interval;
+  hl_step_set inject;  /* steps whose gradient gets an inf */
+  const char *checkpoint;
+  int checkpoint_every;
+  const char *resume;
+  int64_t steps;
+  int64_t warmup;      /* steps left out of the timing summary */
+  uint64_t seed;
+
+  /* statistics */
+  int stats_every;
+  int64_t hist_steps[TRAIN_MAX_HIST_STEPS];
+  int n_hist;
+
+  /* outputs */
+  const char *device;
+  const char *out;
+  char name[64];
+  bool quick;
+  bool list_params;
+  bool trace_ops;
+  const char *init_weights;
+  const char *save_init;
+  const char *export_batches;
+  int64_t export_steps;
+} train_opts;
+
+/* Parses argv into o; exits 2 with one line on any bad input, 0 after
+ * --help / --version. Files named by the options are not opened here. */
+void train_parse_options(int argc, char **argv, train_opts *o);
+const char *train_task_name(task_kind t);
+const char *train_optimizer_name(optimizer_kind k);
+
+/* --------------------------------------------------------------- data -- */
+
+typedef struct train_data train_data;
+
+/* Token data of a batch of rows x T: inputs, next-token targets, and
+ * whether each position counts for accuracy (1) or not (0). */
+typedef struct {
+  int64_t rows, T;
+  int32_t *idx, *tgt;
+  uint8_t *scored;
+} token_batch;
+
+/* Samples of the classification task: x [rows, n_in] f32, labels [rows]. */
+typedef struct {
+  int64_t rows, n_in;
+  float *x;
+  int32_t *y;
+} sample_batch;
+
+/* NULL with a message in err for bad input (an unreadable, empty or too
+ * short text file): the caller exits 2. */
+train_data *data_new(const train_opts *o, char *err, size_t len);
+void data_free(train_data *d);
+int data_vocab(const train_data *d);  /* tokens the task uses */
+int64_t data_eval_rows(const train_data *d);
+const char *data_describe(const train_data *d); /* one line for the CSV metadata */
+
+token_batch token_batch_new(int64_t rows, int64_t T);
+void token_batch_free(token_batch *b);
+sample_batch sample_batch_new(int64_t rows, int64_t n_in);
+void sample_batch_free(sample_batch *b);
+
+/* Training micro-batch `micro` of step `step` (from 1): a pure function of
+ * (seed, step, micro), so every mode and a resumed run see the same data. */
+void data_train_tokens(const train_data *d, int64_t step, int micro, token_batch *b);
+void data_train_samples(const train_data *d, int64_t step, int micro, sample_batch *b);
+/* Rows [first, first + b->rows) of the held-out set. */
+void data_eval_tokens(const train_data *d, int64_t first, token_batch *b);
+void data_eval_samples(const train_data *d, int64_t first, sample_batch *b);
+
+/* The sorting task's tokens: digits 0..K-1, then the separator. */
+int sort_sep_token(int digits);
+/* One sorting sequence of T tokens from the given stream (for tests). */
+void sort_sequence(uint64_t seed, uint64_t stream, int n, int digits, bool held_out, int64_t T, int32_t *idx,
+                   int32_t *tgt, uint8_t *scored);
+bool sort_problem_held_out(const int32_t *x, int n);
+
+/* The batch file for peers (docs/train.md): false with a message on an I/O
+ * error. */
+bool data_export_batches(const train_data *d, const train_opts *o, const char *path, char *err, size_t len);
+
+/* --------------------------------------------------------------- setup -- */
+
+typedef struct {
+  model_kind kind;
+  hl_gpt *gpt;
+  hl_mlp *mlp;
+  hl_param_list *params;
+  hl_tensor **trainable; /* the optimizer's parameters (borrowed) */
+  int n_trainable;
+  int64_t numel;         /* elements of the trainable parameters */
+} train_model;
+
+typedef struct {
+  const hl_train_setup *setup;
+  hl_dtype autocast;       /* HL_DTYPES: no autocast region */
+  bool scaled;             /* a GradScaler is enabled */
+  hl_optim *opt;
+  hl_scaler *scaler;       /* always made; disabled where the mode has none */
+} train_mode;
+
+/* The model of o on the device, initialised from --seed (or --init-weights).
+ * NULL with hl_error(). */
+bool setup_model(const train_opts *o, const train_data *d, hl_device_kind dev, train_model *m);
+void setup_model_free(train_model *m);
+bool setup_mode(const train_opts *o, train_model *m, train_mode *t);
+void setup_mode_free(train_mode *t);
+
+/* The analytic peak bytes of a step (amp/nn.h) for the run's shapes. */
+uint64_t setup_step_bytes(const train_opts *o, const train_data *d);
+/* Prints the parameters under the run's mode: dtype, name, shape, bytes. */
+void setup_list_params(const train_opts *o, const train_data *d, FILE *out);
+/* Can this device run a step of the mode (a small model tries)? why says
+ * what failed. */
+bool setup_device_runs(const train_opts *o, hl_device_kind dev, char *why, size_t len);
+
+/* ---------------------------------------------------------------- loop -- */
+
+typedef enum { RUN_COMPLETED = 0, RUN_INTERRUPTED, RUN_DIVERGED, RUN_FAILED } run_status;
+const char *run_status_name(run_status s);
+
+typedef struct {
+  int64_t steps_done, first_step;
+  int64_t skipped;
+  double last_loss;
+  double eval_loss, eval_acc; /* last evaluation; NaN when none */
+  int64_t eval_step;
+  double final_scale;
+  /* means over the steps with statistics */
+  double underflow, underflow_scaled, fp16_zero, fp16_zero_scaled, grad_zero, absorbed, fp16_absorbed;
+  int stats_n;
+  /* timing over the steps after the warm-up */
+  double step_ms_median, step_ms_min, items_per_s;
+  int timed_n;
+  uint64_t mem_peak;
+  run_status status;
+  char why[256];
+  int signal;
+} run_result;
+
+/* Installs the SIGINT / SIGTERM handlers: the loop stops at the next step
+ * boundary, and a second signal ends the process at once. */
+void loop_install_signals(void);
+int loop_stop_signal(void);
+
+struct train_output;
+run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
+                    int64_t first_step, struct train_output *out);
+
+/* -------------------------------------------------------------- output -- */
+
+typedef struct train_output train_output;
+
+/* Opens the per-step log (truncated, or cut back to resumed_step rows when
+ * resuming) and the histogram table. Exits 1 on an I/O error. */
+train_output *output_open(const train_opts *o, const char *dir, hl_device_kind dev, int64_t resumed_step);
+void output_step_row(train_output *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale);
+/* Writes the summary (its own file and the row in train_summary.csv) and
+ * closes everything. */
+void output_finish(train_output *w, const train_opts *o, const train_model *m, const run_result *r);
+/* Failure: the log keeps its complete lines, the histograms and summary are
+ * not written. */
+void output_abort(train_output *w);
+const char *output_step_header(void);
+
+/* A progress line on stderr when it is a terminal. */
+void output_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void output_progress_end(void); /* ends the progress line */
+
+#endif
