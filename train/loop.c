@@ -42,7 +42,7 @@
 #define MAX_CONSECUTIVE_SKIPS 50
 
 const char *run_status_name(run_status s) {
-  static const char *names[] = {"completed", "interrupted", "diverged", "failed"};
+  static const char *names[] = {"completed", "stopped", "interrupted", "diverged", "failed"};
   return names[s];
 }
 
@@ -262,6 +262,8 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     if (trace) hl_op_trace_to(stderr);
     const double t0 = hl_now_s();
     hl_optim_zero_grad(t->opt);
+    const double lr = train_lr_at(o, step);
+    if (!hl_optim_set_lr(t->opt, lr)) hl_fatal("step %lld: %s", (long long)step, hl_error());
     const double scale = hl_scaler_get_scale(t->scaler);
     double loss_sum = 0;
     bool nonfinite_loss = false;
@@ -391,8 +393,8 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       r.stats_n++;
     }
     char b[20][40];
-    output_step_row(out, "%s,%lld,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%llu,%llu", t->setup->name,
-                    (long long)step, measured(r.last_loss, b[0], 40), num(ev.loss, b[1], 40), num(ev.acc, b[2], 40),
+    output_step_row(out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%llu,%llu", t->setup->name,
+                    (long long)step, measured(r.last_loss, b[0], 40), num(ev.loss, b[1], 40), num(ev.acc, b[2], 40), lr,
                     num(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), num(cols[0], b[5], 40),
                     num(cols[1], b[6], 40), num(cols[2], b[7], 40), num(cols[3], b[8], 40), num(cols[4], b[9], 40),
                     num(cols[5], b[10], 40), num(cols[6], b[11], 40), step_s * 1e3, num(tokens / step_s, b[12], 40),
@@ -425,6 +427,10 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
                consecutive_skips, (long long)step, hl_scaler_get_scale(t->scaler));
       break;
     }
+    if (o->stop_after && step == o->stop_after && step < o->steps) {
+      r.status = RUN_STOPPED;
+      break;
+    }
     if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
       save_checkpoint(o, m, t, step);
   }
@@ -432,7 +438,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     r.status = RUN_INTERRUPTED;
     r.signal = stop_signal;
   }
-  if (o->checkpoint && r.steps_done > 0 && (r.status == RUN_COMPLETED || r.status == RUN_INTERRUPTED))
+  if (o->checkpoint && r.steps_done > 0 && r.status <= RUN_INTERRUPTED)
     save_checkpoint(o, m, t, r.first_step + r.steps_done - 1);
   output_progress_end();
 

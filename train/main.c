@@ -66,9 +66,10 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
   hl_meta_set("data", "%s", data_describe(d));
   hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
               (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
+  const char *sched = o->cosine ? " (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" : " (constant)";
   if (o->optimizer == OPTIMIZER_ADAMW)
-    hl_meta_set("optimizer", "adamw lr %g weight_decay %g betas (0.9, 0.999) eps 1e-8", o->lr, o->weight_decay);
-  else hl_meta_set("optimizer", "sgd lr %g momentum %g weight_decay %g", o->lr, o->momentum, o->weight_decay);
+    hl_meta_set("optimizer", "adamw lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8", o->lr, sched, o->weight_decay);
+  else hl_meta_set("optimizer", "sgd lr %g%s momentum %g weight_decay %g", o->lr, sched, o->momentum, o->weight_decay);
   hl_meta_set("scaler", "%s",
               !strcmp(o->mode->name, "amp-fp16") || !strcmp(o->mode->name, "fp16-master")
                   ? "dynamic"
@@ -142,6 +143,9 @@ int main(int argc, char **argv) {
     if (st.rng_seed != o.seed)
       hl_usage_error("--resume: %s was written by a run with --seed %llu (this one has %llu): its data would differ",
                      o.resume, (unsigned long long)st.rng_seed, (unsigned long long)o.seed);
+    if (o.stop_after && st.step >= o.stop_after)
+      hl_usage_error("--resume: %s is at step %lld, not before --stop-after %lld", o.resume, (long long)st.step,
+                     (long long)o.stop_after);
     if (st.step >= o.steps)
       hl_usage_error("--resume: %s is at step %lld; --steps %lld leaves nothing to do", o.resume, (long long)st.step,
                      (long long)o.steps);

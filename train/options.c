@@ -44,6 +44,7 @@ static const char usage[] =
     "  --mode MODE           fp32 (default), amp-fp16, amp-bf16, fp16-noscale, fp16-static, fp16-master,\n"
     "                        fp16-pure (docs/train.md)\n"
     "  --optimizer sgd|adamw (default adamw)   --lr X   --momentum X (sgd)   --weight-decay X\n"
+    "  --schedule cosine|constant  cosine (default): lr x (1 + cos(pi (step - 1) / steps)) / 2\n"
     "  --clip-norm X         clip the unscaled gradients' L2 norm to X\n"
     "  --accum N             micro-batches per optimizer step (gradient accumulation, default 1)\n"
     "  --grad-penalty L      add L x ||grad||_2 (the seed's gradient penalty recipe; MLP only)\n"
@@ -53,6 +54,7 @@ static const char usage[] =
     "  --steps N             optimizer steps (tiny: 1000; gpt2: 70; 0: only --save-init / --export-batches)\n"
     "  --warmup N            first steps left out of the timing summary (tiny: 5; gpt2: 20)\n"
     "  --checkpoint FILE     save the run's state at the end (and every --checkpoint-every N steps)\n"
+    "  --stop-after K        stop after step K of the --steps schedule (with --checkpoint: resume it later)\n"
     "  --resume FILE         continue a run from its checkpoint, bit for bit\n"
     "\n"
     "Measurements:\n"
@@ -83,9 +85,9 @@ static const char usage[] =
 enum {
   OPT_MODEL = 1, OPT_PRESET, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_VOCAB, OPT_SEQ, OPT_INPUTS, OPT_HIDDEN, OPT_CLASSES,
   OPT_INIT_GAIN, OPT_TASK, OPT_TEXT, OPT_SORT_LEN, OPT_DIGITS, OPT_BATCH, OPT_EVAL_SAMPLES, OPT_EVAL_EVERY,
-  OPT_EVAL_FRAC, OPT_MODE, OPT_OPTIMIZER, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_CLIP_NORM, OPT_ACCUM,
+  OPT_EVAL_FRAC, OPT_MODE, OPT_OPTIMIZER, OPT_SCHEDULE, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_CLIP_NORM, OPT_ACCUM,
   OPT_GRAD_PENALTY, OPT_INIT_SCALE, OPT_GROWTH_INTERVAL, OPT_INJECT, OPT_STEPS, OPT_WARMUP, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_STATS_EVERY, OPT_HIST_STEPS, OPT_LIST_PARAMS, OPT_TRACE_OPS, OPT_SAVE_INIT,
+  OPT_CHECKPOINT_EVERY, OPT_STOP_AFTER, OPT_RESUME, OPT_STATS_EVERY, OPT_HIST_STEPS, OPT_LIST_PARAMS, OPT_TRACE_OPS, OPT_SAVE_INIT,
   OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DEVICE, OPT_OUT, OPT_NAME, OPT_QUICK, OPT_SEED, OPT_HELP,
   OPT_VERSION
 };
@@ -97,11 +99,16 @@ const char *train_task_name(task_kind t) {
 
 const char *train_optimizer_name(optimizer_kind k) { return k == OPTIMIZER_SGD ? "sgd" : "adamw"; }
 
+double train_lr_at(const train_opts *o, int64_t step) {
+  if (!o->cosine || o->steps <= 0) return o->lr;
+  return o->lr * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(step - 1) / (double)o->steps));
+}
+
 /* What the user gave, before presets fill in the rest (NULL / -1: not given). */
 typedef struct {
-  const char *model, *preset, *task, *optimizer, *mode, *hidden, *hist, *inject, *name;
+  const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
-      accum, growth_interval, steps, warmup, checkpoint_every, stats_every, export_steps;
+      accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps;
   double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale;
 } given;
 
@@ -151,6 +158,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       {"eval-frac", required_argument, NULL, OPT_EVAL_FRAC},
       {"mode", required_argument, NULL, OPT_MODE},
       {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+      {"schedule", required_argument, NULL, OPT_SCHEDULE},
       {"lr", required_argument, NULL, OPT_LR},
       {"momentum", required_argument, NULL, OPT_MOMENTUM},
       {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
@@ -164,6 +172,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       {"warmup", required_argument, NULL, OPT_WARMUP},
       {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
+      {"stop-after", required_argument, NULL, OPT_STOP_AFTER},
       {"resume", required_argument, NULL, OPT_RESUME},
       {"stats-every", required_argument, NULL, OPT_STATS_EVERY},
       {"hist-steps", required_argument, NULL, OPT_HIST_STEPS},
@@ -186,7 +195,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   given g;
   memset(&g, 0, sizeof g);
   long long *ints[] = {&g.layers, &g.heads, &g.embd, &g.vocab, &g.seq, &g.inputs, &g.classes, &g.sort_len,
-                       &g.digits, &g.batch, &g.eval_samples, &g.eval_every, &g.accum, &g.growth_interval, &g.steps,
+                       &g.digits, &g.batch, &g.eval_samples, &g.eval_every, &g.accum, &g.growth_interval, &g.steps, &g.stop_after,
                        &g.warmup, &g.checkpoint_every, &g.stats_every, &g.export_steps};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) *ints[i] = -1;
   double *reals[] = {&g.init_gain, &g.eval_frac, &g.lr, &g.momentum, &g.weight_decay, &g.clip_norm, &g.grad_penalty,
@@ -222,6 +231,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
         break;
       case OPT_MODE: g.mode = optarg; break;
       case OPT_OPTIMIZER: g.optimizer = optarg; break;
+      case OPT_SCHEDULE: g.schedule = optarg; break;
       case OPT_LR: g.lr = non_negative("--lr", optarg); break;
       case OPT_MOMENTUM:
         g.momentum = non_negative("--momentum", optarg);
@@ -241,6 +251,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       case OPT_WARMUP: g.warmup = hl_parse_int("--warmup", optarg, 0, 100000000); break;
       case OPT_CHECKPOINT: o->checkpoint = optarg; break;
       case OPT_CHECKPOINT_EVERY: g.checkpoint_every = hl_parse_int("--checkpoint-every", optarg, 1, 100000000); break;
+      case OPT_STOP_AFTER: g.stop_after = hl_parse_int("--stop-after", optarg, 1, 100000000); break;
       case OPT_RESUME: o->resume = optarg; break;
       case OPT_STATS_EVERY: g.stats_every = hl_parse_int("--stats-every", optarg, 0, 100000000); break;
       case OPT_HIST_STEPS: g.hist = optarg; break;
@@ -348,6 +359,8 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   else if (!strcmp(g.optimizer, "sgd")) o->optimizer = OPTIMIZER_SGD;
   else hl_usage_error("--optimizer: unknown optimizer '%s' (sgd or adamw)", g.optimizer);
   if (g.momentum > 0 && o->optimizer != OPTIMIZER_SGD) hl_usage_error("--momentum is SGD's (--optimizer sgd)");
+  if (!g.schedule || !strcmp(g.schedule, "cosine")) o->cosine = true;
+  else if (strcmp(g.schedule, "constant")) hl_usage_error("--schedule: unknown schedule '%s' (cosine or constant)", g.schedule);
   const bool adam = o->optimizer == OPTIMIZER_ADAMW;
   o->lr = g.lr >= 0 ? g.lr : adam ? (gpt ? (gpt2 ? 3e-4 : 3e-3) : 1e-3) : 0.1;
   o->momentum = g.momentum >= 0 ? g.momentum : 0.0;
@@ -376,6 +389,9 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   o->eval_samples = PICK(g.eval_samples, gpt ? (gpt2 ? 16 : 512) : 2048);
   o->stats_every = (int)PICK(g.stats_every, gpt2 ? 10 : 1);
   o->checkpoint_every = (int)PICK(g.checkpoint_every, 0);
+  o->stop_after = PICK(g.stop_after, 0);
+  if (o->stop_after && o->stop_after >= o->steps)
+    hl_usage_error("--stop-after %lld must be below --steps %lld", (long long)o->stop_after, (long long)o->steps);
   if (o->checkpoint_every && !o->checkpoint) hl_usage_error("--checkpoint-every needs --checkpoint FILE");
   if (o->steps == 0 && !o->save_init && !o->export_batches && !o->list_params)
     hl_usage_error("--steps 0 trains nothing: give it with --save-init or --export-batches");

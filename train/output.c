@@ -26,7 +26,7 @@
 #include "train/train.h"
 
 static const char step_header[] =
-    "mode,step,loss,eval_loss,eval_acc,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
+    "mode,step,loss,eval_loss,eval_acc,lr,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
     "fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms,"
     "tokens_per_s,samples_per_s,mem_current_bytes,mem_peak_bytes";
 
@@ -36,7 +36,7 @@ static const char summary_header[] =
     "name,mode,model,task,device,status,steps,steps_done,skipped,final_loss,eval_step,eval_loss,eval_acc,"
     "final_scale,grad_zero_frac,fp16_underflow_frac,fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,"
     "absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,timed_steps,tokens_per_s,samples_per_s,"
-    "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,init_gain,init_scale,"
+    "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,"
     "seed,threads,omp_wait_policy,load_start,load_end,wall_s";
 
 const char *output_step_header(void) { return step_header; }
@@ -274,7 +274,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
   char row[4096];
   snprintf(row, sizeof row,
            "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
-           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%.9g,%s,%llu,%d,%s,%s,%s,%.3f",
+           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f",
            o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
            run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
            (long long)r->skipped, cell(r->last_loss, b[0], 48), (long long)r->eval_step, cell(r->eval_loss, b[1], 48),
@@ -287,7 +287,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            (unsigned long long)hl_params_bytes(m->params), (long long)hl_params_numel(m->params),
            gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1, gpt ? o->gpt.n_head : 0, gpt ? o->gpt.n_embd : o->mlp.n_in,
            gpt ? o->gpt.vocab_size : o->classes, (long long)o->seq, (long long)o->batch, o->accum,
-           train_optimizer_name(o->optimizer), o->lr, o->init_gain,
+           train_optimizer_name(o->optimizer), o->lr, o->cosine ? "cosine" : "constant", o->init_gain,
            cell(strcmp(o->mode->name, "amp-fp16") && strcmp(o->mode->name, "fp16-static") &&
                         strcmp(o->mode->name, "fp16-master")
                     ? NAN

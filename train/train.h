@@ -64,6 +64,7 @@ typedef struct {
   const hl_train_setup *mode;
   optimizer_kind optimizer;
   double lr, momentum, weight_decay;
+  bool cosine;         /* --schedule cosine: lr x (1 + cos(pi (step - 1) / steps)) / 2 */
   double clip_norm;    /* 0: no clipping */
   int accum;           /* micro-batches per step */
   double grad_penalty; /* 0: none */
@@ -74,6 +75,7 @@ typedef struct {
   int checkpoint_every;
   const char *resume;
   int64_t steps;
+  int64_t stop_after;  /* 0: run to --steps */
   int64_t warmup;      /* steps left out of the timing summary */
   uint64_t seed;
 
@@ -100,6 +102,8 @@ typedef struct {
 void train_parse_options(int argc, char **argv, train_opts *o);
 const char *train_task_name(task_kind t);
 const char *train_optimizer_name(optimizer_kind k);
+/* The learning rate of a step (from 1) under the run's schedule. */
+double train_lr_at(const train_opts *o, int64_t step);
 
 /* --------------------------------------------------------------- data -- */
 
@@ -189,7 +193,7 @@ bool setup_device_runs(const train_opts *o, hl_device_kind dev, char *why, size_
 
 /* ---------------------------------------------------------------- loop -- */
 
-typedef enum { RUN_COMPLETED = 0, RUN_INTERRUPTED, RUN_DIVERGED, RUN_FAILED } run_status;
+typedef enum { RUN_COMPLETED = 0, RUN_STOPPED, RUN_INTERRUPTED, RUN_DIVERGED, RUN_FAILED } run_status;
 const char *run_status_name(run_status s);
 
 typedef struct {

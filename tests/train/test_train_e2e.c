@@ -1,0 +1,552 @@
+/* test_train_e2e.c — suite e2e: halflab-train on the CPU, its CSVs read
+ * back. Every mode runs a few steps (scale, skipped, statistics and memory
+ * columns as the mode implies); a run resumed from its checkpoint is bit
+ * for bit the uninterrupted one; --inject-nonfinite skips exactly those
+ * steps and the scale backs off; a non-finite loss in fp32 fails with the
+ * step named; SIGINT and SIGTERM (real signals) stop a run with complete
+ * CSV lines and a summary; bad input is one line, exit 2 and no file; the
+ * peers' files (--save-init / --init-weights, --export-batches); the MLP
+ * with accumulation, clipping and the gradient penalty; --text;
+ * --list-params and --trace-ops. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/support/hltest.h"
+
+static const char *train(void) { return hl_test_prog("halflab-train"); }
+
+/* A short tiny-GPT run: small batches, evaluation every 5 steps. */
+#define SMALL "--device cpu --batch 16 --eval-samples 32 --eval-every 5"
+
+static char *path_in(const char *dir, const char *name) {
+  static char buf[8][8192];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+static hl_table *csv(const char *dir, const char *name, const char *mode, const char *kind) {
+  char f[256];
+  snprintf(f, sizeof f, "train_%s_%s_%s.csv", name, mode, kind);
+  hl_table *t = hl_table_read(path_in(dir, f));
+  if (!t) fail_msg("%s: missing or malformed", f);
+  return t;
+}
+
+static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
+static bool empty(const hl_table *t, int r, const char *col) { return hl_table_get(t, r, col)[0] == '\0'; }
+
+static void run_ok(hl_run_result *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_ok(hl_run_result *out, const char *fmt, ...) {
+  char args[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  hl_run_result r = hl_run("%s %s", train(), args);
+  if (r.status != 0) fail_msg("'%s': exit %d: %s", args, r.status, r.err);
+  if (out) *out = r;
+  else hl_run_free(&r);
+}
+
+static char *slurp_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *b = malloc((size_t)n + 1);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  b[n] = '\0';
+  if (len) *len = (size_t)n;
+  return b;
+}
+
+/* ------------------------------------------------------------ every mode -- */
+
+static const char *modes[7] = {"fp32", "amp-fp16", "amp-bf16", "fp16-noscale", "fp16-static", "fp16-master", "fp16-pure"};
+
+static void test_every_mode(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  double first_loss[7];
+  for (int m = 0; m < 7; m++) {
+    /* SGD: fp16-pure's fp16 AdamW moments underflow and it diverges at once (docs/train.md) */
+    run_ok(NULL, SMALL " --steps 10 --optimizer sgd --lr 0.05 --mode %s --out %s", modes[m], dir);
+    hl_table *t = csv(dir, "tiny", modes[m], "steps");
+    assert_int_equal(t->nrows, 10);
+    const bool scaled = m == 1 || m == 4 || m == 5, half_weights = m >= 5;
+    for (int r = 0; r < 10; r++) {
+      assert_string_equal(hl_table_get(t, r, "mode"), modes[m]);
+      assert_true(num(t, r, "step") == r + 1);
+      assert_true(isfinite(num(t, r, "loss")) && num(t, r, "loss") > 0);
+      assert_true(num(t, r, "scale") == (m == 4 ? 1024 : scaled ? 65536 : 1));
+      assert_true(num(t, r, "skipped") == 0);
+      assert_true(num(t, r, "grad_norm") > 0);
+      /* the cosine schedule: lr at step s is 0.05 (1 + cos(pi (s - 1) / 10)) / 2 */
+      assert_true(fabs(num(t, r, "lr") - 0.025 * (1 + cos(M_PI * r / 10))) < 1e-9);
+      assert_true(num(t, r, "step_time_ms") > 0);
+      assert_true(fabs(num(t, r, "tokens_per_s") / num(t, r, "samples_per_s") - 16) < 1e-6); /* 16 tokens a row */
+      assert_true(num(t, r, "mem_peak_bytes") >= num(t, r, "mem_current_bytes") && num(t, r, "mem_current_bytes") > 0);
+      const char *fracs[] = {"grad_zero_frac", "fp16_underflow_frac", "fp16_underflow_scaled_frac", "fp16_zero_frac",
+                             "fp16_zero_scaled_frac", "absorbed_frac", "fp16_absorbed_frac"};
+      for (int k = 0; k < 7; k++) assert_true(num(t, r, fracs[k]) >= 0 && num(t, r, fracs[k]) <= 1);
+      /* scaling moves gradients out of fp16's underflow zone, never into it */
+      assert_true(num(t, r, "fp16_underflow_scaled_frac") <= num(t, r, "fp16_underflow_frac"));
+      assert_true(num(t, r, "fp16_zero_frac") <= num(t, r, "fp16_underflow_frac"));
+      if (!scaled) assert_true(num(t, r, "fp16_underflow_scaled_frac") == num(t, r, "fp16_underflow_frac"));
+      if (half_weights) assert_true(num(t, r, "absorbed_frac") == num(t, r, "fp16_absorbed_frac"));
+      else assert_true(num(t, r, "absorbed_frac") <= num(t, r, "fp16_absorbed_frac"));
+      const bool eval = (r + 1) % 5 == 0;
+      assert_true(empty(t, r, "eval_loss") == !eval && empty(t, r, "eval_acc") == !eval);
+      if (eval) assert_true(num(t, r, "eval_acc") >= 0 && num(t, r, "eval_acc") <= 1);
+    }
+    first_loss[m] = num(t, 0, "loss");
+    hl_table_free(t);
+    hl_table *s = csv(dir, "tiny", modes[m], "summary");
+    assert_int_equal(s->nrows, 1);
+    assert_string_equal(hl_table_get(s, 0, "status"), "completed");
+    assert_true(num(s, 0, "steps_done") == 10 && num(s, 0, "timed_steps") == 5); /* warm-up 5 */
+    assert_true(num(s, 0, "param_bytes") == (half_weights ? 2 : 4) * num(s, 0, "params"));
+    assert_string_equal(hl_table_get(s, 0, "omp_wait_policy"), "passive"); /* set by halflab-train */
+    hl_table_free(s);
+    /* histograms at the first, middle and last step, unscaled and scaled, fractions summing to 1 */
+    hl_table *h = csv(dir, "tiny", modes[m], "hist");
+    const char *steps[] = {"1", "5", "10"};
+    for (int k = 0; k < 3; k++)
+      for (int g = 0; g < 2; g++) {
+        double sum = 0;
+        int rows = 0;
+        for (int r = 0; r < h->nrows; r++)
+          if (!strcmp(hl_table_get(h, r, "step"), steps[k]) &&
+              !strcmp(hl_table_get(h, r, "grads"), g ? "scaled" : "unscaled"))
+            sum += num(h, r, "frac"), rows++;
+        assert_true(rows > 3 && fabs(sum - 1) < 1e-6);
+      }
+    hl_table_free(h);
+  }
+  /* the same weights and data: the first loss agrees across modes to their precision */
+  for (int m = 1; m < 7; m++)
+    if (fabs(first_loss[m] - first_loss[0]) > 0.01 * first_loss[0])
+      fail_msg("%s's first loss %g, fp32's %g", modes[m], first_loss[m], first_loss[0]);
+  hl_table *all = hl_table_read(path_in(dir, "train_summary.csv"));
+  assert_non_null(all);
+  assert_int_equal(all->nrows, 7);
+  hl_table_free(all);
+  /* repeating a run replaces its row in train_summary.csv */
+  run_ok(NULL, SMALL " --steps 3 --mode fp32 --out %s", dir);
+  all = hl_table_read(path_in(dir, "train_summary.csv"));
+  assert_int_equal(all->nrows, 7);
+  int row = hl_table_find(all, "name", "tiny", "mode", "fp32", NULL);
+  assert_true(row >= 0 && num(all, row, "steps_done") == 3);
+  hl_table_free(all);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* ------------------------------------------------------ resume, faults -- */
+
+/* The numeric columns a resumed run must reproduce exactly. */
+static const char *exact_cols[] = {"loss", "eval_loss", "eval_acc", "lr", "scale", "skipped", "grad_norm",
+                                   "fp16_underflow_frac", "fp16_underflow_scaled_frac", "absorbed_frac",
+                                   "fp16_absorbed_frac"};
+
+static void test_resume_bit_identical(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  /* amp-fp16 with the scale growing every 3 steps and a skipped step before the save: the scaler's
+   * state, the optimizer's moments, the schedule and the data position all cross the checkpoint */
+  const char *common = SMALL " --mode amp-fp16 --growth-interval 3 --inject-nonfinite 4 --steps 12";
+  run_ok(NULL, "%s --name full --checkpoint %s --out %s", common, path_in(dir, "full.ckpt"), dir);
+  run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, path_in(dir, "six.ckpt"), dir);
+  hl_table *s = csv(dir, "split", "amp-fp16", "summary");
+  assert_string_equal(hl_table_get(s, 0, "status"), "stopped");
+  assert_true(num(s, 0, "steps_done") == 6);
+  hl_table_free(s);
+  /* resumed twice: the second time the log is cut back to the checkpoint's 6 rows before appending */
+  for (int k = 0; k < 2; k++)
+    run_ok(NULL, "%s --name split --resume %s --checkpoint %s --out %s", common, path_in(dir, "six.ckpt"),
+           path_in(dir, "resumed.ckpt"), dir);
+  hl_table *a = csv(dir, "full", "amp-fp16", "steps"), *b = csv(dir, "split", "amp-fp16", "steps");
+  assert_int_equal(a->nrows, 12);
+  assert_int_equal(b->nrows, 12);
+  for (int r = 0; r < 12; r++) {
+    assert_true(num(b, r, "step") == r + 1);
+    for (size_t k = 0; k < sizeof exact_cols / sizeof exact_cols[0]; k++)
+      if (strcmp(hl_table_get(a, r, exact_cols[k]), hl_table_get(b, r, exact_cols[k])))
+        fail_msg("step %d %s: %s uninterrupted, %s resumed", r + 1, exact_cols[k], hl_table_get(a, r, exact_cols[k]),
+                 hl_table_get(b, r, exact_cols[k]));
+  }
+  assert_true(num(b, 3, "skipped") == 1);
+  assert_true(num(b, 11, "scale") != 65536); /* the scale moved across the checkpoint */
+  assert_non_null(strstr(b->meta, "# resumed: after step 6"));
+  hl_table_free(a);
+  hl_table_free(b);
+  /* the final state, byte for byte */
+  size_t la, lb;
+  char *fa = slurp_file(path_in(dir, "full.ckpt"), &la), *fb = slurp_file(path_in(dir, "resumed.ckpt"), &lb);
+  assert_non_null(fa);
+  assert_non_null(fb);
+  assert_true(la == lb && memcmp(fa, fb, la) == 0);
+  free(fa);
+  free(fb);
+  /* a checkpoint of another mode's model (fp16 weights here) is refused, and nothing is written */
+  hl_run_result r = hl_run("%s " SMALL " --mode fp16-master --steps 12 --resume %s --out %s/x", train(),
+                           path_in(dir, "six.ckpt"), dir);
+  assert_int_equal(r.status, 2);
+  assert_false(hl_file_exists(path_in(dir, "x")));
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_inject_nonfinite(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  const char *cases[3] = {"amp-fp16", "fp16-static", "fp16-master"};
+  for (int c = 0; c < 3; c++) {
+    run_ok(NULL, SMALL " --mode %s --steps 10 --inject-nonfinite 3,7-8 --out %s", cases[c], dir);
+    hl_table *t = csv(dir, "tiny", cases[c], "steps");
+    assert_int_equal(t->nrows, 10);
+    double scale = c == 1 ? 1024 : 65536;
+    for (int r = 0; r < 10; r++) {
+      const int step = r + 1;
+      const bool injected = step == 3 || step == 7 || step == 8;
+      assert_true(num(t, r, "skipped") == injected);
+      assert_true(num(t, r, "scale") == scale);
+      if (injected) {
+        assert_true(empty(t, r, "absorbed_frac")); /* no update, nothing to count */
+        if (c != 1) scale /= 2;                    /* dynamic: backs off; static: stays */
+      }
+    }
+    hl_table *s = csv(dir, "tiny", cases[c], "summary");
+    assert_true(num(s, 0, "skipped") == 3);
+    assert_true(num(s, 0, "final_scale") == scale);
+    hl_table_free(s);
+    hl_table_free(t);
+  }
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_fp32_nonfinite_fails(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  /* fp32 has no scaler: the inf goes into the weights and the next loss is not finite */
+  hl_run_result r = hl_run("%s " SMALL " --mode fp32 --steps 10 --inject-nonfinite 3 --out %s", train(), dir);
+  assert_int_equal(r.status, 1);
+  int lines = 0;
+  for (const char *s = r.err; *s; s++) lines += *s == '\n';
+  if (lines != 1 || !strstr(r.err, "non-finite loss") || !strstr(r.err, "at step 4"))
+    fail_msg("stderr: %s", r.err);
+  hl_table *t = csv(dir, "tiny", "fp32", "steps"); /* complete lines up to the failing step */
+  assert_int_equal(t->nrows, 4);
+  assert_false(isfinite(num(t, 3, "loss")));
+  hl_table_free(t);
+  assert_false(hl_file_exists(path_in(dir, "train_tiny_fp32_summary.csv")));
+  assert_false(hl_file_exists(path_in(dir, "train_summary.csv")));
+  hl_run_free(&r);
+  /* without a scaler in a low-precision mode the divergence is the measurement: status diverged */
+  hl_run_result d = hl_run("%s " SMALL " --mode fp16-noscale --steps 10 --inject-nonfinite 3 --out %s", train(), dir);
+  assert_int_equal(d.status, 0);
+  assert_non_null(strstr(d.err, "diverged"));
+  hl_table *s = csv(dir, "tiny", "fp16-noscale", "summary");
+  assert_string_equal(hl_table_get(s, 0, "status"), "diverged");
+  hl_table_free(s);
+  hl_run_free(&d);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* --------------------------------------------------------------- signals -- */
+
+static int data_rows(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int n = -1; /* the header */
+  char line[8192];
+  while (fgets(line, sizeof line, f))
+    if (line[0] != '#') n++;
+  fclose(f);
+  return n < 0 ? 0 : n;
+}
+
+static void stop_with(int sig) {
+  char *dir = hl_tmpdir();
+  char out[4096], steps[8192];
+  snprintf(out, sizeof out, "%s/out", dir);
+  snprintf(steps, sizeof steps, "%s/train_tiny_amp-fp16_steps.csv", out);
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execl(train(), "halflab-train", "--device", "cpu", "--mode", "amp-fp16", "--steps", "100000", "--eval-every",
+          "20", "--eval-samples", "64", "--out", out, (char *)NULL);
+    _exit(127);
+  }
+  /* wait for a few complete steps */
+  struct timespec nap = {0, 20 * 1000 * 1000};
+  for (int i = 0; i < 6000 && data_rows(steps) < 4; i++) nanosleep(&nap, NULL);
+  assert_true(data_rows(steps) >= 4);
+  assert_int_equal(kill(pid, sig), 0);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 128 + sig);
+  hl_table *t = hl_table_read(steps); /* NULL on a half line */
+  assert_non_null(t);
+  assert_true(t->nrows >= 4 && t->nrows < 100000);
+  const double last = num(t, t->nrows - 1, "step");
+  for (int r = 0; r < t->nrows; r++) assert_true(num(t, r, "step") == r + 1);
+  hl_table_free(t);
+  hl_table *s = csv(out, "tiny", "amp-fp16", "summary");
+  assert_string_equal(hl_table_get(s, 0, "status"), "interrupted");
+  assert_true(num(s, 0, "steps_done") == last);
+  hl_table_free(s);
+  assert_true(hl_file_exists(path_in(out, "train_tiny_amp-fp16_hist.csv")));
+  assert_false(hl_file_exists(path_in(out, "train_tiny_amp-fp16_summary.csv.tmp")));
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_sigint(void **state) {
+  (void)state;
+  stop_with(SIGINT);
+}
+
+static void test_sigterm(void **state) {
+  (void)state;
+  stop_with(SIGTERM);
+}
+
+/* ------------------------------------------------------------- bad input -- */
+
+static void expect_bad(int status, const char *args, const char *words) {
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run("%s --device cpu --out %s/out %s", train(), dir, args);
+  if (r.status != status) fail_msg("'%s': exit %d (want %d): %s", args, r.status, status, r.err);
+  int lines = 0;
+  for (const char *s = r.err; *s; s++) lines += *s == '\n';
+  if (lines != 1 || !strstr(r.err, words)) fail_msg("'%s': stderr \"%s\" (want one line with \"%s\")", args, r.err, words);
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  FILE *f = fopen(path_in(dir, "empty.txt"), "w");
+  fclose(f);
+  f = fopen(path_in(dir, "short.txt"), "w");
+  fputs("0123456789", f);
+  fclose(f);
+  f = fopen(path_in(dir, "bad.ckpt"), "w");
+  fputs("HLCKPT not really", f);
+  fclose(f);
+  char args[4200];
+  expect_bad(2, "--heads 3", "3 heads do not divide the width 64");
+  expect_bad(2, "--layers 0", "must all be positive");
+  expect_bad(2, "--mode fp8", "unknown mode 'fp8'");
+  expect_bad(2, "--mode", "needs a value");
+  expect_bad(2, "--optimizer lamb", "lamb");
+  expect_bad(2, "--task chess", "chess");
+  expect_bad(2, "--steps -1", "--steps");
+  expect_bad(2, "--lr nan", "--lr");
+  expect_bad(2, "--batch 0", "--batch");
+  expect_bad(2, "--seq 8", "shorter than one sorting problem");
+  expect_bad(2, "--vocab 5", "smaller than the 11 tokens");
+  expect_bad(2, "--inject-nonfinite 50 --steps 10", "past the last step");
+  expect_bad(2, "--inject-nonfinite x", "--inject-nonfinite");
+  expect_bad(2, "--mode fp32 --init-scale 8", "no");
+  expect_bad(2, "--grad-penalty 0.1", "differentiable once");
+  expect_bad(2, "--model mlp --text x.txt", "needs --model gpt");
+  expect_bad(2, "--preset gpt9", "gpt9");
+  expect_bad(2, "--frobnicate", "frobnicate");
+  expect_bad(2, "stray", "stray");
+  expect_bad(2, "--text /nonexistent/book.txt", "cannot read");
+  snprintf(args, sizeof args, "--text %s", path_in(dir, "empty.txt"));
+  expect_bad(2, args, "is empty");
+  snprintf(args, sizeof args, "--text %s", path_in(dir, "short.txt"));
+  expect_bad(2, args, "need at least");
+  /* a batch that cannot fit, refused before anything is allocated */
+  expect_bad(2, "--preset gpt2 --batch 100000", "needs about");
+  expect_bad(2, "--model mlp --hidden 100000,100000 --batch 1000000", "needs about");
+  snprintf(args, sizeof args, "--resume %s", path_in(dir, "bad.ckpt"));
+  expect_bad(2, args, "--resume");
+  snprintf(args, sizeof args, "--init-weights %s", path_in(dir, "bad.ckpt"));
+  expect_bad(2, args, "--init-weights");
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* ------------------------------------------------------------- peers -- */
+
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+static void test_peer_files(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  run_ok(NULL, SMALL " --steps 0 --save-init %s --export-batches %s --export-steps 3", path_in(dir, "w.bin"),
+         path_in(dir, "b.bin"));
+  assert_int_equal(hl_count_files(dir), 2); /* nothing else: --steps 0 trains nothing */
+  size_t n;
+  unsigned char *b = (unsigned char *)slurp_file(path_in(dir, "b.bin"), &n);
+  assert_non_null(b);
+  assert_memory_equal(b, "HLBAT001", 8);
+  uint32_t h[7];
+  memcpy(h, b + 8, sizeof h);
+  assert_int_equal(h[0], 16); /* rows */
+  assert_int_equal(h[1], 16); /* T */
+  assert_int_equal(h[2], 11); /* vocab: 10 digits and the separator */
+  assert_int_equal(h[3], 11);
+  assert_int_equal(h[4], 3); /* micro-batches */
+  assert_int_equal(h[5], 1);
+  assert_int_equal(h[6], 32); /* eval rows */
+  assert_int_equal(n, 8 + 28 + 3 * 16 * 16 * 9 + 32 * 16 * 9 + 4);
+  uint32_t crc;
+  memcpy(&crc, b + n - 4, 4);
+  assert_int_equal(crc, crc32_of(b, n - 4));
+  const int32_t *idx = (const int32_t *)(b + 36), *tgt = idx + 256;
+  for (int r = 0; r < 16; r++)
+    for (int t = 0; t + 1 < 16; t++) assert_int_equal(tgt[r * 16 + t], idx[r * 16 + t + 1]);
+  free(b);
+
+  /* starting from the saved weights is starting from the seeded init: the same first steps, bit for bit */
+  run_ok(NULL, SMALL " --steps 3 --name seeded --out %s", dir);
+  run_ok(NULL, SMALL " --steps 3 --name loaded --init-weights %s --out %s", path_in(dir, "w.bin"), dir);
+  hl_table *a = csv(dir, "seeded", "fp32", "steps"), *c = csv(dir, "loaded", "fp32", "steps");
+  for (int r = 0; r < 3; r++) {
+    assert_string_equal(hl_table_get(a, r, "loss"), hl_table_get(c, r, "loss"));
+    assert_string_equal(hl_table_get(a, r, "grad_norm"), hl_table_get(c, r, "grad_norm"));
+  }
+  hl_table_free(a);
+  hl_table_free(c);
+  /* another model's weights are refused */
+  hl_run_result r = hl_run("%s " SMALL " --steps 3 --embd 32 --init-weights %s --out %s/x", train(),
+                           path_in(dir, "w.bin"), dir);
+  assert_int_equal(r.status, 2);
+  assert_false(hl_file_exists(path_in(dir, "x")));
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* ------------------------------------------------------- other recipes -- */
+
+static void test_mlp_recipes(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  /* accumulation, clipping and the gradient penalty together, under fp16 loss scaling */
+  run_ok(NULL, "--device cpu --model mlp --mode amp-fp16 --steps 6 --batch 32 --eval-samples 64 --accum 2 "
+               "--clip-norm 0.5 --grad-penalty 0.01 --out %s",
+         dir);
+  hl_table *t = csv(dir, "mlp-tiny", "amp-fp16", "steps");
+  assert_int_equal(t->nrows, 6);
+  for (int r = 0; r < 6; r++) {
+    assert_true(isfinite(num(t, r, "loss")));
+    assert_true(num(t, r, "grad_norm") > 0);
+    assert_true(fabs(num(t, r, "samples_per_s") * num(t, r, "step_time_ms") / 1e3 - 64) < 1e-3); /* 2 x 32 */
+    assert_true(empty(t, r, "tokens_per_s"));
+  }
+  hl_table_free(t);
+  run_ok(NULL, "--device cpu --model mlp --mode fp16-pure --optimizer sgd --lr 0.01 --steps 4 --out %s", dir);
+  t = csv(dir, "mlp-tiny", "fp16-pure", "steps");
+  assert_int_equal(t->nrows, 4);
+  hl_table_free(t);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_text(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  FILE *f = fopen(path_in(dir, "book.txt"), "w");
+  for (int i = 0; i < 200; i++) fprintf(f, "the quick brown fox %d jumps over the lazy dog.\n", i);
+  fclose(f);
+  run_ok(NULL, "--device cpu --text %s --seq 32 --batch 8 --steps 5 --eval-samples 8 --out %s", path_in(dir, "book.txt"),
+         dir);
+  hl_table *t = csv(dir, "tiny-text", "fp32", "steps");
+  assert_int_equal(t->nrows, 5);
+  assert_true(num(t, 4, "eval_acc") >= 0);
+  assert_true(fabs(num(t, 0, "tokens_per_s") / num(t, 0, "samples_per_s") - 32) < 1e-6);
+  hl_table_free(t);
+  hl_table *s = csv(dir, "tiny-text", "fp32", "summary");
+  assert_string_equal(hl_table_get(s, 0, "task"), "text");
+  assert_true(num(s, 0, "vocab") == 256);
+  hl_table_free(s);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_listing_and_trace(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r;
+  run_ok(&r, "--device cpu --list-params --mode fp16-master --out %s/x", dir);
+  assert_non_null(strstr(r.out, "f16   transformer.wte.weight"));
+  assert_non_null(strstr(r.out, "f16   transformer.h.1.mlp.c_proj.weight"));
+  assert_non_null(strstr(r.out, "[256,64]"));
+  assert_non_null(strstr(r.out, "+ f32 master"));
+  assert_non_null(strstr(r.out, "28 parameters"));
+  assert_false(hl_file_exists(path_in(dir, "x")));
+  hl_run_free(&r);
+  run_ok(&r, "--device cpu --list-params --mode amp-bf16");
+  assert_non_null(strstr(r.out, "f32   transformer.h.0.attn.c_attn.weight"));
+  assert_non_null(strstr(r.out, "[192,64]"));
+  assert_non_null(strstr(r.out, "bf16 autocast"));
+  hl_run_free(&r);
+  run_ok(&r, "--device cpu --list-params --model mlp");
+  assert_non_null(strstr(r.out, "fc3.bias"));
+  hl_run_free(&r);
+  /* the first step's ops, and only the first step's */
+  run_ok(&r, SMALL " --mode amp-fp16 --steps 2 --trace-ops --out %s", dir);
+  assert_non_null(strstr(r.err, "autocast cpu f16: lower precision"));
+  assert_non_null(strstr(r.err, "cross_entropy"));
+  assert_non_null(strstr(r.err, "(backward)"));
+  int embeddings = 0; /* wte and wpe, in one traced forward */
+  for (const char *p = r.err; (p = strstr(p, "trace: embedding ")); p++) embeddings++;
+  assert_int_equal(embeddings, 2);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_listing_and_trace),
+      cmocka_unit_test(test_every_mode),
+      cmocka_unit_test(test_resume_bit_identical),
+      cmocka_unit_test(test_inject_nonfinite),
+      cmocka_unit_test(test_fp32_nonfinite_fails),
+      cmocka_unit_test(test_sigint),
+      cmocka_unit_test(test_sigterm),
+      cmocka_unit_test(test_peer_files),
+      cmocka_unit_test(test_mlp_recipes),
+      cmocka_unit_test(test_text),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
