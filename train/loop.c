@@ -189,6 +189,32 @@ static float *read_all(train_model *m, train_mode *t, bool grads, float *out) {
   return out;
 }
 
+/* --dump-grads: the gradients the optimizer will step with (unscaled, not
+ * yet clipped), named and shaped as their parameters, in amp/nn.h's weight
+ * file format, so a peer's gradients can be compared entry by entry. A
+ * parameter without a gradient is written as zeros. */
+static void dump_grads(const char *path, train_model *m, train_mode *t) {
+  hl_param_list l = *m->params;
+  l.items = calloc((size_t)m->n_trainable, sizeof *l.items);
+  hl_tensor **zeros = calloc((size_t)m->n_trainable, sizeof *zeros);
+  if (!l.items || !zeros) hl_fatal("out of host memory");
+  l.n = 0;
+  for (int i = 0; i < m->params->n; i++) {
+    const hl_param *p = &m->params->items[i];
+    for (int k = 0; k < m->n_trainable; k++) {
+      if (hl_optim_param(t->opt, k) != p->tensor) continue;
+      hl_tensor *g = hl_optim_grad(t->opt, k);
+      if (!g) g = zeros[l.n] = hl_zeros(hl_tensor_shape(p->tensor), HL_F32, hl_optim_device(t->opt));
+      if (!g) hl_fatal("--dump-grads: %s", hl_error());
+      l.items[l.n++] = (hl_param){.name = p->name, .tensor = g, .role = p->role, .block = p->block};
+    }
+  }
+  if (!hl_params_save(&l, path)) hl_fatal("--dump-grads: %s", hl_error());
+  for (int k = 0; k < m->n_trainable; k++) hl_release(zeros[k]);
+  free(zeros);
+  free(l.items);
+}
+
 /* ------------------------------------------------------------- the loop -- */
 
 static int cmp_double(const void *a, const void *b) {
@@ -324,6 +350,11 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       hl_fatal("step %lld: %s", (long long)step, hl_error());
     }
     hl_range_pop();
+    if (o->dump_grads && step == first_step) { /* for a peer's parity test; not timed */
+      const double d0 = hl_now_s();
+      dump_grads(o->dump_grads, m, t);
+      paused += hl_now_s() - d0;
+    }
     double grad_norm = NAN;
     bool norm_ok = o->clip_norm > 0 ? hl_clip_grad_norm_optim(t->opt, o->clip_norm, 2.0, false, &grad_norm)
                                     : hl_grad_norm_optim(t->opt, 2.0, &grad_norm);

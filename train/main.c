@@ -4,6 +4,7 @@
  * file read and checked); the device; the memory a step needs against what
  * the device has; the model, optimizer and scaler (and a checkpoint or
  * weight file, refused whole when it does not match); only then files. */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -153,6 +154,14 @@ int main(int argc, char **argv) {
     hl_meta_set("resumed", "from %s after step %lld", o.resume, (long long)st.step);
   }
 
+  if (o.dump_grads) { /* refused now rather than after the first step: nothing is written yet */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", o.dump_grads);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[slash == dir ? 1 : 0] = '\0';
+    if (access(slash ? dir : ".", W_OK) != 0)
+      hl_usage_error("--dump-grads: cannot write into %s: %s", slash ? dir : ".", strerror(errno));
+  }
   char outbuf[4096];
   const char *outdir = o.steps > 0 ? hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf) : NULL;
   if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_usage_error("--save-init: %s", hl_error());

@@ -68,6 +68,7 @@ static const char usage[] =
     "  --init-weights FILE   start from these weights instead of the seeded init\n"
     "  --export-batches FILE write the token batches of the first --export-steps steps and the held-out set\n"
     "  --export-steps N      (default: --steps)\n"
+    "  --dump-grads FILE     write the first step's unscaled gradients (weight-file format, f32), before clipping\n"
     "\n"
     "Common:\n"
     "  --device D            auto, cpu or cuda (default auto: the GPU when the core runs there, else the CPU)\n"
@@ -88,7 +89,7 @@ enum {
   OPT_EVAL_FRAC, OPT_MODE, OPT_OPTIMIZER, OPT_SCHEDULE, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_CLIP_NORM, OPT_ACCUM,
   OPT_GRAD_PENALTY, OPT_INIT_SCALE, OPT_GROWTH_INTERVAL, OPT_INJECT, OPT_STEPS, OPT_WARMUP, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_STOP_AFTER, OPT_RESUME, OPT_STATS_EVERY, OPT_HIST_STEPS, OPT_LIST_PARAMS, OPT_TRACE_OPS, OPT_SAVE_INIT,
-  OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DEVICE, OPT_OUT, OPT_NAME, OPT_QUICK, OPT_SEED, OPT_HELP,
+  OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DUMP_GRADS, OPT_DEVICE, OPT_OUT, OPT_NAME, OPT_QUICK, OPT_SEED, OPT_HELP,
   OPT_VERSION
 };
 
@@ -182,6 +183,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       {"init-weights", required_argument, NULL, OPT_INIT_WEIGHTS},
       {"export-batches", required_argument, NULL, OPT_EXPORT},
       {"export-steps", required_argument, NULL, OPT_EXPORT_STEPS},
+      {"dump-grads", required_argument, NULL, OPT_DUMP_GRADS},
       {"device", required_argument, NULL, OPT_DEVICE},
       {"out", required_argument, NULL, OPT_OUT},
       {"name", required_argument, NULL, OPT_NAME},
@@ -261,6 +263,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       case OPT_INIT_WEIGHTS: o->init_weights = optarg; break;
       case OPT_EXPORT: o->export_batches = optarg; break;
       case OPT_EXPORT_STEPS: g.export_steps = hl_parse_int("--export-steps", optarg, 1, 100000000); break;
+      case OPT_DUMP_GRADS: o->dump_grads = optarg; break;
       case OPT_DEVICE: o->device = optarg; break;
       case OPT_OUT: o->out = optarg; break;
       case OPT_NAME: g.name = optarg; break;
@@ -413,6 +416,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   if (o->export_batches && !gpt) hl_usage_error("--export-batches writes token batches: it needs --model gpt");
   o->export_steps = PICK(g.export_steps, o->steps);
   if (g.export_steps >= 0 && !o->export_batches) hl_usage_error("--export-steps needs --export-batches FILE");
+  if (o->dump_grads && o->steps == 0) hl_usage_error("--dump-grads writes the first step's gradients: it needs --steps >= 1");
   if (o->resume && o->init_weights) hl_usage_error("--resume and --init-weights exclude each other (the checkpoint holds the weights)");
 
   /* ---- name */

@@ -95,6 +95,7 @@ typedef struct {
   const char *save_init;
   const char *export_batches;
   int64_t export_steps;
+  const char *dump_grads; /* the first step's unscaled gradients, weight-file format */
 } train_opts;
 
 /* Parses argv into o; exits 2 with one line on any bad input, 0 after
