@@ -1,0 +1,611 @@
+#!/usr/bin/python3
+"""gpt_peer.py — halflab's GPT written again in PyTorch, for side-by-side numbers.
+
+The peer trains the same model as `halflab-train --model gpt` from the same
+initial weights on the same token batches, with the same optimizer, learning
+rate schedule and clipping, and writes the same per-step CSV, so that losses,
+gradients and step times can be compared line by line (docs/peers.md).
+
+    halflab-train --mode fp32 --steps 100 --save-init w.bin --export-batches b.bin --out DIR
+    /usr/bin/python3 bench/peers/gpt_peer.py --init-weights w.bin --batches b.bin --heads 4 \\
+        --mode fp32 --steps 100 --out DIR           # DIR/peer_tiny_fp32_{steps,summary}.csv
+
+The model (GPT-2's layout, HuggingFace's parameter names, written here with
+torch.nn; no HuggingFace import): token + position embeddings; per block
+x += attn.c_proj(causal_attention(attn.c_attn(ln_1(x)))), x += mlp.c_proj(
+gelu_tanh(mlp.c_fc(ln_2(x)))); ln_f; logits = x @ wte^T (tied head); the
+mean cross-entropy over every position. Projection weights are [out, in]
+(nn.Linear), as in halflab's weight files. The shape comes from the weight
+file; only the number of heads must be given.
+
+Modes (halflab-train's names):
+  fp32      fp32 everywhere (on CUDA with TF32 matmuls off, as halflab's fp32 GEMMs)
+  amp-bf16  torch.autocast(bfloat16), no scaler (CPU or CUDA)
+  amp-fp16  torch.autocast(float16) + GradScaler (CUDA only: torch 1.13 has
+            neither CPU fp16 autocast nor a CPU GradScaler)
+Under autocast the products run in the low precision; softmax, layer norm and
+the loss run in fp32 (spec/amp.md's policy, which is CUDA autocast's; CPU
+autocast would leave softmax in bf16, so the code asks for fp32 explicitly).
+
+One step, as halflab-train's loop: zero_grad; lr of the step; per micro-batch
+upload, forward + loss under autocast, loss.item(), (loss / accum) scaled,
+backward; unscale; gradient norm (clip_grad_norm_ with --clip-norm); optimizer
+step through the scaler; scale update; device synchronised. The step time
+runs from the upload to the synchronised end of the update; the gradient
+census, the evaluation and the logging are not timed. The census columns
+(zero / fp16-underflow fractions) are measured the way halflab counts them;
+absorbed_frac and fp16_absorbed_frac need the optimizer's own count and are
+left empty, as are the memory columns on the CPU (no accounting allocator).
+
+Threads: --threads (default: what halflab uses, OMP_NUM_THREADS or the CPUs
+this process may run on) goes to torch.set_num_threads. Like halflab-train,
+the peer starts itself again with OMP_WAIT_POLICY=passive when the variable is
+unset (set it, even empty, to keep your own).
+
+Exit status: 0 done (also a diverged bf16 / fp16 run: the divergence is the
+measurement), 1 a failed run (a non-finite loss in fp32), 2 bad input (one
+line, no file written), 130 / 143 stopped by SIGINT / SIGTERM (complete lines,
+summary written).
+"""
+import os
+import sys
+
+if __name__ == "__main__" and "OMP_WAIT_POLICY" not in os.environ:
+    # read by libgomp when torch loads it: choose before the import (as halflab-train does)
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+    os.environ["HALFLAB_WAIT_POLICY_SET"] = "1"
+    try:
+        os.execv(sys.executable, [sys.executable] + sys.argv)
+    except OSError:
+        del os.environ["OMP_WAIT_POLICY"], os.environ["HALFLAB_WAIT_POLICY_SET"]
+
+import argparse
+import math
+import signal
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hlfiles  # noqa: E402
+
+PROG = "gpt_peer"
+MODES = ("fp32", "amp-bf16", "amp-fp16")
+MAX_CONSECUTIVE_SKIPS = 50  # halflab-train's rule for a scaled run that diverged
+
+STEP_HEADER = ("mode,step,loss,eval_loss,eval_acc,lr,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
+               "fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,"
+               "step_time_ms,tokens_per_s,samples_per_s,mem_current_bytes,mem_peak_bytes")
+SUMMARY_HEADER = ("name,mode,model,task,device,status,steps,steps_done,skipped,final_loss,eval_step,eval_loss,eval_acc,"
+                  "final_scale,grad_zero_frac,fp16_underflow_frac,fp16_underflow_scaled_frac,fp16_zero_frac,"
+                  "fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,"
+                  "timed_steps,tokens_per_s,samples_per_s,mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,"
+                  "seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,seed,threads,omp_wait_policy,"
+                  "load_start,load_end,wall_s")
+
+
+def usage_error(msg):
+    sys.stderr.write("%s: %s (see '%s --help')\n" % (PROG, msg, PROG))
+    sys.exit(2)
+
+
+def fatal(msg):
+    sys.stderr.write("%s: %s\n" % (PROG, msg))
+    sys.exit(1)
+
+
+# ------------------------------------------------------------------ options --
+
+def default_threads():
+    v = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Give it the flags you gave halflab-train (mode, optimizer, lr, schedule, "
+                                       "clipping, scaler, steps, warm-up, evaluation). See docs/peers.md.")
+    p.add_argument("--init-weights", metavar="FILE", help="halflab-train --save-init's weight file (required)")
+    p.add_argument("--batches", metavar="FILE", help="halflab-train --export-batches's file (required)")
+    p.add_argument("--heads", type=int, help="attention heads (required: the weight file has no head count)")
+    p.add_argument("--mode", default="fp32", help="fp32 (default), amp-bf16, amp-fp16 (CUDA)")
+    p.add_argument("--device", default="auto", help="auto (default: cuda when torch sees a GPU), cpu, cuda")
+    p.add_argument("--optimizer", default="adamw", help="adamw (default) or sgd")
+    p.add_argument("--lr", type=float, default=None, help="default 3e-3 for adamw, 0.1 for sgd (the tiny preset's)")
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--schedule", default="cosine", help="cosine (default): lr (1 + cos(pi (step-1)/steps)) / 2; constant")
+    p.add_argument("--clip-norm", type=float, default=0.0, help="clip the unscaled gradients' L2 norm")
+    p.add_argument("--init-scale", type=float, default=65536.0, help="GradScaler's initial scale (amp-fp16)")
+    p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler's growth interval (amp-fp16)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: every step in --batches)")
+    p.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing summary (default 5)")
+    p.add_argument("--eval-every", type=int, default=100, help="evaluate every N steps and after the last (default 100)")
+    p.add_argument("--stats-every", type=int, default=1, help="gradient census every N steps (0: never; default 1)")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: as halflab: "
+                                                             "OMP_NUM_THREADS or the usable CPUs)")
+    p.add_argument("--out", default=".", help="output folder (default: the current one)")
+    p.add_argument("--name", default="tiny", help="run name in the file names (default tiny)")
+    p.add_argument("--dump-grads", metavar="FILE", help="write the first step's unscaled gradients (weight-file format)")
+    p.add_argument("--version", action="store_true", help="print the versions and exit")
+
+    def error(message):  # one line, exit 2 (argparse prints the usage block otherwise)
+        usage_error(message)
+
+    p.error = error
+    a = p.parse_args(argv)
+    if a.version:
+        return a
+    for flag, v in (("--init-weights", a.init_weights), ("--batches", a.batches), ("--heads", a.heads)):
+        if v is None:
+            usage_error("%s is required" % flag)
+    if a.mode not in MODES:
+        usage_error("--mode: '%s' is not one the peer runs (%s)" % (a.mode, ", ".join(MODES)))
+    if a.device not in ("auto", "cpu", "cuda"):
+        usage_error("--device: '%s' (auto, cpu or cuda)" % a.device)
+    if a.optimizer not in ("adamw", "sgd"):
+        usage_error("--optimizer: unknown optimizer '%s' (sgd or adamw)" % a.optimizer)
+    if a.schedule not in ("cosine", "constant"):
+        usage_error("--schedule: unknown schedule '%s' (cosine or constant)" % a.schedule)
+    if a.lr is None:
+        a.lr = 3e-3 if a.optimizer == "adamw" else 0.1
+    for name, v, ok in (("--lr", a.lr, a.lr >= 0), ("--momentum", a.momentum, 0 <= a.momentum < 1),
+                        ("--weight-decay", a.weight_decay, a.weight_decay >= 0),
+                        ("--clip-norm", a.clip_norm, a.clip_norm >= 0),
+                        ("--init-scale", a.init_scale, 0 < a.init_scale < 3.4e38),
+                        ("--growth-interval", a.growth_interval, a.growth_interval >= 1),
+                        ("--heads", a.heads, a.heads >= 1), ("--warmup", a.warmup, a.warmup >= 0),
+                        ("--eval-every", a.eval_every, a.eval_every >= 1),
+                        ("--stats-every", a.stats_every, a.stats_every >= 0)):
+        if not (v == v and ok):
+            usage_error("%s: %s is out of range" % (name, v))
+    if a.momentum > 0 and a.optimizer != "sgd":
+        usage_error("--momentum is SGD's (--optimizer sgd)")
+    if a.steps is not None and a.steps < 1:
+        usage_error("--steps: %d must be >= 1" % a.steps)
+    if a.threads is not None and a.threads < 1:
+        usage_error("--threads: %d must be >= 1" % a.threads)
+    if not a.name or len(a.name) > 47 or not all(c.isalnum() or c in "-." for c in a.name):
+        usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'" % a.name)
+    return a
+
+
+# -------------------------------------------------------------------- model --
+
+def build_model_class(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, C, H, block):
+            super().__init__()
+            self.H = H
+            self.c_attn = nn.Linear(C, 3 * C)
+            self.c_proj = nn.Linear(C, C)
+            self.register_buffer("allowed", torch.tril(torch.ones(block, block, dtype=torch.bool)), persistent=False)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            H, D = self.H, C // self.H
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, H, D).transpose(1, 2)
+            k = k.view(B, T, H, D).transpose(1, 2)
+            v = v.view(B, T, H, D).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))  # halflab: product, then the scale
+            att = att.masked_fill(~self.allowed[:T, :T], float("-inf"))
+            att = F.softmax(att.float(), dim=-1)  # fp32 under any autocast (CUDA's policy and spec/amp.md)
+            y = att @ v
+            return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+    class MLP(nn.Module):
+        def __init__(self, C):
+            super().__init__()
+            self.c_fc = nn.Linear(C, 4 * C)
+            self.c_proj = nn.Linear(4 * C, C)
+
+        def forward(self, x):
+            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+    class Block(nn.Module):
+        def __init__(self, C, H, block):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(C, eps=1e-5)
+            self.attn = CausalSelfAttention(C, H, block)
+            self.ln_2 = nn.LayerNorm(C, eps=1e-5)
+            self.mlp = MLP(C)
+
+        def forward(self, x):
+            # x is the fp32 residual stream; layer norm runs in fp32 (x.float() is x outside autocast)
+            x = x + self.attn(self.ln_1(x.float()))
+            return x + self.mlp(self.ln_2(x.float()))
+
+    class GPT(nn.Module):
+        def __init__(self, n_layer, n_head, n_embd, vocab, block):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(vocab, n_embd),
+                wpe=nn.Embedding(block, n_embd),
+                h=nn.ModuleList([Block(n_embd, n_head, block) for _ in range(n_layer)]),
+                ln_f=nn.LayerNorm(n_embd, eps=1e-5)))
+
+        def forward(self, idx, targets):
+            T = idx.shape[1]
+            tr = self.transformer
+            x = tr.wte(idx) + tr.wpe(torch.arange(T, device=idx.device))
+            for b in tr.h:
+                x = b(x)
+            x = tr.ln_f(x.float())
+            logits = F.linear(x, tr.wte.weight)  # the head, tied to the token embedding
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+            return logits, loss
+
+    return GPT
+
+
+def shape_from_weights(w):
+    """(layers, embd, vocab, block) from a weight file's names and shapes."""
+    if "transformer.wte.weight" not in w or "transformer.wpe.weight" not in w:
+        raise hlfiles.FileFormatError("no transformer.wte.weight / transformer.wpe.weight: not a GPT's weights")
+    vocab, C = w["transformer.wte.weight"].shape
+    block = w["transformer.wpe.weight"].shape[0]
+    layers = 0
+    while "transformer.h.%d.ln_1.weight" % layers in w:
+        layers += 1
+    return layers, C, vocab, block
+
+
+# ---------------------------------------------------------------- the run --
+
+stop_signal = 0
+
+
+def on_signal(sig, frame):
+    global stop_signal
+    stop_signal = sig
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def census(torch, grads, scale):
+    """halflab's gradient census (train/stats.h) of the gradients times scale (in f32):
+    (exact zero, fp16 underflow, fp16 zero) counts and the finite element count."""
+    exact = zero = under = finite = 0
+    s = torch.tensor(scale, dtype=torch.float32)
+    for g in grads:
+        g = g.detach().float().reshape(-1)
+        v = g * s.to(g.device)
+        ok = torch.isfinite(g) & ~torch.isnan(v)
+        h = v[ok].half()  # round to nearest even, overflow to inf
+        mag = h.view(torch.int16).to(torch.int32) & 0x7FFF
+        finite += int(ok.sum())
+        exact += int((g[ok] == 0).sum())
+        zero += int((mag == 0).sum())
+        under += int((mag < 0x0400).sum())
+    return exact, under, zero, finite
+
+
+def main(argv):
+    a = parse_args(argv)
+    if a.version:
+        import torch
+        print("%s: pytorch %s, numpy %s, halflab %s (%s)" % ((PROG, torch.__version__, np.__version__) +
+                                                             hlfiles.halflab_version()))
+        return 0
+    t_start = time.perf_counter()
+    load_start = hlfiles.load_average()
+
+    # ---- inputs, checked before anything is written
+    try:
+        w = hlfiles.read_weights(a.init_weights)
+    except (OSError, hlfiles.FileFormatError) as e:
+        usage_error("--init-weights: %s" % e)
+    try:
+        data = hlfiles.Batches(a.batches)
+    except (OSError, hlfiles.FileFormatError) as e:
+        usage_error("--batches: %s" % e)
+    try:
+        layers, C, vocab, block = shape_from_weights(w)
+    except hlfiles.FileFormatError as e:
+        usage_error("--init-weights: %s: %s" % (a.init_weights, e))
+    if layers < 1:
+        usage_error("--init-weights: %s has no transformer blocks" % a.init_weights)
+    if C % a.heads:
+        usage_error("--heads %d does not divide the width %d" % (a.heads, C))
+    if data.model_vocab != vocab:
+        usage_error("--batches: made for a vocabulary of %d, the weights have %d" % (data.model_vocab, vocab))
+    if data.T > block:
+        usage_error("--batches: sequences of %d tokens, the model's block is %d" % (data.T, block))
+    steps = a.steps if a.steps is not None else data.steps
+    if steps > data.steps:
+        usage_error("--steps %d: %s holds %d steps (halflab-train --export-steps)" % (steps, a.batches, data.steps))
+    if not os.path.isdir(a.out) or not os.access(a.out, os.W_OK | os.X_OK):
+        usage_error("--out: folder '%s' does not exist or is not writable" % a.out)
+    if a.dump_grads:
+        d = os.path.dirname(a.dump_grads) or "."
+        if not os.access(d, os.W_OK | os.X_OK):
+            usage_error("--dump-grads: cannot write into %s" % d)
+
+    import torch  # after the checks: a bad command line is refused fast
+
+    cuda_ok = torch.cuda.is_available()
+    device = a.device if a.device != "auto" else ("cuda" if cuda_ok else "cpu")
+    if device == "cuda" and not cuda_ok:
+        fatal("--device cuda: torch %s sees no usable GPU (torch.cuda.is_available() is False)" % torch.__version__)
+    if a.mode == "amp-fp16" and device != "cuda":
+        usage_error("--mode amp-fp16 needs CUDA: torch %s has no CPU fp16 autocast / GradScaler to compare with"
+                    % torch.__version__)
+    threads = a.threads if a.threads is not None else default_threads()
+    torch.set_num_threads(threads)
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 (halflab's fp32 GEMMs never use TF32)
+        torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device(device)
+
+    GPT = build_model_class(torch)
+    model = GPT(layers, a.heads, C, vocab, block)
+    names = [n for n, _ in model.named_parameters()]
+    if set(names) != set(w):
+        missing = sorted(set(names) - set(w))
+        extra = sorted(set(w) - set(names))
+        usage_error("--init-weights: %s does not match a GPT of %d layers: %s" %
+                    (a.init_weights, layers, ("missing " + missing[0]) if missing else ("extra " + extra[0])))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if tuple(p.shape) != w[n].shape:
+                usage_error("--init-weights: %s is %s, the model's is %s" % (n, list(w[n].shape), list(p.shape)))
+            p.copy_(torch.from_numpy(w[n]))
+    model.to(dev)
+    model.train()
+    params = [p for _, p in model.named_parameters()]
+
+    if a.optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
+    scaled = a.mode == "amp-fp16"
+    scaler = None
+    if scaled:
+        kw = dict(init_scale=a.init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=a.growth_interval)
+        scaler = torch.amp.GradScaler("cuda", **kw) if hasattr(torch.amp, "GradScaler") else \
+            torch.cuda.amp.GradScaler(**kw)
+    amp_dtype = {"fp32": None, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}[a.mode]
+
+    def autocast():
+        return torch.autocast(device_type=device, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None)
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    def lr_at(step):
+        if a.schedule == "constant":
+            return a.lr
+        return a.lr * 0.5 * (1.0 + math.cos(math.pi * (step - 1) / steps))
+
+    # ---- metadata and files
+    if device == "cuda":
+        pr = torch.cuda.get_device_properties(dev)
+        dev_desc = "cuda: %s, sm_%d%d, %d SMs, %.1f GiB; pytorch %s (CUDA %s, cuDNN %s)" % (
+            pr.name, pr.major, pr.minor, pr.multi_processor_count, pr.total_memory / 2 ** 30, torch.__version__,
+            torch.version.cuda, torch.backends.cudnn.version())
+    else:
+        dev_desc = "cpu: %s, %d logical cores, %d torch threads; pytorch %s" % (
+            hlfiles.cpu_model(), os.cpu_count() or 0, torch.get_num_threads(), torch.__version__)
+    policy = os.environ.get("OMP_WAIT_POLICY")
+    meta = hlfiles.Meta(dev_desc)
+    meta.set("halflab-peer", "PyTorch %s peer of halflab-train (bench/peers/gpt_peer.py); numpy %s" %
+             (torch.__version__, np.__version__))
+    meta.set("run", a.name)
+    meta.set("mode", {"fp32": "fp32: fp32 weights, no autocast",
+                      "amp-bf16": "amp-bf16: fp32 weights, torch.autocast bfloat16, no scaler",
+                      "amp-fp16": "amp-fp16: fp32 weights, torch.autocast float16, GradScaler"}[a.mode])
+    meta.set("model", "GPT %d layers, %d heads, width %d, vocabulary %d, block %d; weights from %s" %
+             (layers, a.heads, C, vocab, block, os.path.basename(a.init_weights)))
+    meta.set("data", "%s: %d micro-batches of %d x %d tokens (accum %d), %d held-out sequences" %
+             (os.path.basename(a.batches), data.micro_batches, data.rows, data.T, data.accum, data.eval_rows))
+    meta.set("batch", "%d x %d tokens per micro-batch, %d micro-batches per step" % (data.rows, data.T, data.accum))
+    sched = (" (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" if a.schedule == "cosine"
+             else " (constant)")
+    if a.optimizer == "adamw":
+        meta.set("optimizer", "torch.optim.AdamW lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8" %
+                 (a.lr, sched, a.weight_decay))
+    else:
+        meta.set("optimizer", "torch.optim.SGD lr %g%s momentum %g weight_decay %g" %
+                 (a.lr, sched, a.momentum, a.weight_decay))
+    meta.set("scaler", "dynamic (GradScaler init %g, growth 2 every %d, backoff 0.5)" % (a.init_scale, a.growth_interval)
+             if scaled else "none")
+    if a.clip_norm > 0:
+        meta.set("clip_norm", "%g (L2, unscaled gradients; torch.nn.utils.clip_grad_norm_)" % a.clip_norm)
+    if device == "cpu":
+        meta.set("threads", "%d (torch.set_num_threads; OMP_WAIT_POLICY %s%s)" % (
+            torch.get_num_threads(), policy if policy else "unset: libgomp's default",
+            ", set by gpt_peer" if os.environ.get("HALFLAB_WAIT_POLICY_SET") else ""))
+    else:
+        meta.set("cuda_math", "TF32 off; fp16 reduced-precision reductions %s (torch's default)" %
+                 torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
+    meta.set("stats", "gradient census every %d steps (0: never); absorbed_frac, fp16_absorbed_frac not measured%s" %
+             (a.stats_every, "; memory columns: torch.cuda.memory_allocated" if device == "cuda"
+              else "; memory columns not measured (no accounting allocator)"))
+    meta.set("timing", "per step: batch upload to the end of the update, device synchronised; census, evaluation "
+                       "and logging left out; the summary's median leaves out the first %d steps" % a.warmup)
+    base = os.path.join(a.out, "peer_%s_%s" % (a.name, a.mode))
+    log = hlfiles.LogCSV(base + "_steps.csv", meta, STEP_HEADER)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    rows, T, accum = data.rows, data.T, data.accum
+    tokens, items = float(rows * accum * T), float(rows * accum)
+    times = []
+    status, why, signal_seen = "completed", "", 0
+    skipped_total, consecutive_skips = 0, 0
+    last_loss = eval_loss = eval_acc = float("nan")
+    eval_step = 0
+    stats_sum, stats_n = [0.0] * 5, 0
+    mem_peak = 0
+    tty = sys.stderr.isatty()
+
+    def evaluate():
+        model.eval()
+        n_eval = data.eval_rows
+        chunk = min(rows, n_eval)
+        loss_sum, correct, scored = 0.0, 0, 0
+        with torch.no_grad():
+            for first in range(0, n_eval, chunk):
+                n = min(chunk, n_eval - first)
+                x = torch.from_numpy(data.eval_inputs[first:first + n]).to(dev)
+                y = torch.from_numpy(data.eval_targets[first:first + n]).to(dev)
+                with autocast():
+                    logits, loss = model(x, y)
+                loss_sum += float(loss) * n
+                sc = torch.from_numpy(data.eval_scored[first:first + n]).to(dev)
+                hit = (logits.argmax(dim=-1) == y) & sc
+                correct += int(hit.sum())
+                scored += int(sc.sum())
+        model.train()
+        return loss_sum / n_eval, (correct / scored if scored else float("nan"))
+
+    step = 0
+    for step in range(1, steps + 1):
+        if stop_signal:
+            status, signal_seen = "interrupted", stop_signal
+            step -= 1
+            break
+        t0 = time.perf_counter()
+        paused = 0.0
+        opt.zero_grad(set_to_none=True)
+        lr = lr_at(step)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        scale = float(scaler.get_scale()) if scaled else 1.0
+        loss_sum, nonfinite = 0.0, False
+        for m in range(accum):
+            idx, tgt, _ = data.micro(step, m)
+            x = torch.from_numpy(idx).to(dev)
+            y = torch.from_numpy(tgt).to(dev)
+            with autocast():
+                _, loss = model(x, y)
+            lv = float(loss.item())
+            loss_sum += lv
+            nonfinite |= not math.isfinite(lv)
+            objective = loss / accum if accum > 1 else loss
+            (scaler.scale(objective) if scaled else objective).backward()
+        if scaled:
+            scaler.unscale_(opt)
+        if a.dump_grads and step == 1:  # for the parity test; not timed
+            d0 = time.perf_counter()
+            hlfiles.write_weights(a.dump_grads, [
+                (n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().cpu().numpy())
+                for n, p in model.named_parameters()])
+            paused += time.perf_counter() - d0
+        grads = [p.grad for p in params if p.grad is not None]
+        if a.clip_norm > 0:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, a.clip_norm, norm_type=2.0))
+        else:
+            grad_norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.detach(), 2.0)
+                                                                    for g in grads]), 2.0))
+        if scaled:
+            scaler.step(opt)
+            scaler.update()
+            skipped = not math.isfinite(grad_norm)  # unscale_ found inf/NaN: GradScaler.step skipped the update
+        else:
+            opt.step()
+            skipped = False
+        sync()
+        step_s = time.perf_counter() - t0 - paused
+        times.append(step_s * 1e3)
+        skipped_total += skipped
+        consecutive_skips = consecutive_skips + 1 if skipped else 0
+        last_loss = loss_sum / accum
+
+        # ---- census of the gradients the optimizer stepped with (not timed)
+        cols = [float("nan")] * 5
+        if a.stats_every > 0 and (step % a.stats_every == 0 or step == 1) and not skipped:
+            exact, under, zero, fin = census(torch, grads, 1.0)
+            _, under_s, zero_s, fin_s = census(torch, grads, scale)
+            if fin and fin_s:
+                cols = [exact / fin, under / fin, under_s / fin_s, zero / fin, zero_s / fin_s]
+                stats_sum = [s + c for s, c in zip(stats_sum, cols)]
+                stats_n += 1
+
+        ev_loss = ev_acc = float("nan")
+        last = step == steps
+        if not nonfinite and (step % a.eval_every == 0 or last):
+            ev_loss, ev_acc = evaluate()
+            eval_loss, eval_acc, eval_step = ev_loss, ev_acc, step
+
+        mem_cur = mem_pk = None
+        if device == "cuda":
+            mem_cur, mem_pk = torch.cuda.memory_allocated(dev), torch.cuda.max_memory_allocated(dev)
+            mem_peak = max(mem_peak, mem_pk)
+        log.row([a.mode, str(step), hlfiles.measured(last_loss), hlfiles.cell(ev_loss), hlfiles.cell(ev_acc),
+                 "%.9g" % lr, hlfiles.cell(scale), "1" if skipped else "0", hlfiles.measured(grad_norm)] +
+                [hlfiles.cell(c) for c in cols] + ["", "", "%.4f" % (step_s * 1e3),
+                                                   hlfiles.cell(tokens / step_s), hlfiles.cell(items / step_s),
+                                                   hlfiles.cell(mem_cur, "%d"), hlfiles.cell(mem_pk, "%d")])
+        if tty:
+            sys.stderr.write("\r%s %s step %d/%d  loss %.4f  scale %g%s  %.1f ms/step\033[K" % (
+                a.name, a.mode, step, steps, last_loss, scale, " (skipped)" if skipped else "", step_s * 1e3))
+            sys.stderr.flush()
+
+        if nonfinite:
+            if a.mode == "fp32":
+                log.close()
+                fatal("non-finite loss (%g) at step %d in fp32 mode" % (last_loss, step))
+            if not scaled:
+                status, why = "diverged", "the loss became %g at step %d (no loss scaler to skip the step)" % (
+                    last_loss, step)
+                break
+        if consecutive_skips >= MAX_CONSECUTIVE_SKIPS:
+            status, why = "diverged", "%d consecutive steps skipped for inf/NaN (last at step %d, scale %g)" % (
+                consecutive_skips, step, scaler.get_scale())
+            break
+    if tty:
+        sys.stderr.write("\n")
+    if status == "completed" and stop_signal and step < steps:
+        status, signal_seen = "interrupted", stop_signal
+    log.close()
+
+    # ---- summary: halflab-train's columns
+    timed = times[a.warmup:] if a.warmup < len(times) else times
+    med = float(np.median(timed)) if timed else float("nan")
+    tmin = min(timed) if timed else float("nan")
+    means = [s / stats_n if stats_n else float("nan") for s in stats_sum]
+    numel = sum(p.numel() for p in params)
+    final_scale = float(scaler.get_scale()) if scaled else 1.0
+    c = hlfiles.cell
+    row = [a.name, a.mode, "gpt", "exported", device, status, str(steps), str(step), str(skipped_total),
+           c(last_loss), str(eval_step), c(eval_loss), c(eval_acc), c(final_scale)] + [c(v) for v in means] + \
+          ["", "", c(med), c(tmin), str(len(timed)), c(tokens / (med / 1e3)), c(items / (med / 1e3)),
+           str(mem_peak) if device == "cuda" else "", str(numel * 4), str(numel), str(layers), str(a.heads), str(C),
+           str(vocab), str(T), str(rows), str(accum), a.optimizer, "%.9g" % a.lr, a.schedule, "",
+           c(a.init_scale) if scaled else "", "", str(threads if device == "cpu" else 0),
+           policy if policy else "default", c(load_start), c(hlfiles.load_average()),
+           "%.3f" % (time.perf_counter() - t_start)]
+    if why:
+        meta.set("why", why)
+    meta.set("rows", "this run")
+    hlfiles.write_table(base + "_summary.csv", meta, SUMMARY_HEADER, [row])
+
+    print("%-10s %-13s %7s %9s %10s %9s %8s %12s  %s" % ("run", "mode", "steps", "loss", "eval_loss", "eval_acc",
+                                                          "skipped", "step_ms", "status"))
+    print("%-10s %-13s %7d %9.4f %10.4f %9.4f %8d %12.3f  %s" % (a.name, "pytorch-" + a.mode, step, last_loss,
+                                                                 eval_loss, eval_acc, skipped_total, med, status))
+    sys.stdout.flush()
+    if status == "diverged":
+        sys.stderr.write("%s: %s diverged: %s\n" % (PROG, a.mode, why))
+    if status == "interrupted":
+        sys.stderr.write("%s: stopped by signal %d after step %d; the CSVs hold every completed step\n" %
+                         (PROG, signal_seen, step))
+        return 128 + signal_seen
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,266 @@
+"""hlfiles.py — halflab's file formats for the PyTorch peer, in plain Python.
+
+  read_weights / write_weights   amp/nn.h's weight file ("HLWTS001"; docs/models.md)
+  read_batches                   halflab-train --export-batches ("HLBAT001"; docs/train.md)
+  Meta                           the "# " metadata lines every halflab CSV starts with (amp/csv.h)
+
+numpy only (no torch), so the files can be read anywhere. Every reader checks
+the magic, the sizes and zlib's CRC-32 before it returns anything: a
+truncated or corrupt file is a FileFormatError naming the file and the problem.
+"""
+import datetime
+import os
+import platform
+import re
+import struct
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CSV_SCHEMA = 1
+
+
+class FileFormatError(Exception):
+    pass
+
+
+def _checked_bytes(path, magic):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < len(magic) + 4 or data[: len(magic)] != magic:
+        raise FileFormatError("%s: not a %s file (wrong magic or too short)" % (path, magic.decode()))
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) & 0xFFFFFFFF != crc:
+        raise FileFormatError("%s: CRC-32 mismatch (truncated or corrupt)" % path)
+    return data
+
+
+# ---------------------------------------------------------------- weights --
+
+def read_weights(path):
+    """{name: float32 ndarray} in file order (dict keeps it)."""
+    data = _checked_bytes(path, b"HLWTS001")
+    end = len(data) - 4
+    at = 8
+
+    def take(n):
+        nonlocal at
+        if at + n > end:
+            raise FileFormatError("%s: truncated at byte %d" % (path, at))
+        b = data[at : at + n]
+        at += n
+        return b
+
+    (count,) = struct.unpack("<I", take(4))
+    out = {}
+    for _ in range(count):
+        (name_len,) = struct.unpack("<I", take(4))
+        name = take(name_len).decode("utf-8")
+        (ndim,) = struct.unpack("<I", take(4))
+        dims = struct.unpack("<%dq" % ndim, take(8 * ndim))
+        numel = int(np.prod(dims, dtype=np.int64)) if ndim else 1
+        if name in out:
+            raise FileFormatError("%s: %s appears twice" % (path, name))
+        out[name] = np.frombuffer(take(4 * numel), dtype="<f4").reshape(dims).copy()
+    if at != end:
+        raise FileFormatError("%s: %d unexpected bytes after the last tensor" % (path, end - at))
+    return out
+
+
+def write_weights(path, tensors):
+    """tensors: iterable of (name, ndarray); written as f32, PATH.tmp then renamed."""
+    parts = [b"HLWTS001"]
+    items = list(tensors.items() if isinstance(tensors, dict) else tensors)
+    parts.append(struct.pack("<I", len(items)))
+    for name, a in items:
+        a = np.ascontiguousarray(a, dtype="<f4")
+        nb = name.encode("utf-8")
+        parts.append(struct.pack("<I", len(nb)) + nb)
+        parts.append(struct.pack("<I", a.ndim) + struct.pack("<%dq" % a.ndim, *a.shape))
+        parts.append(a.tobytes())
+    body = b"".join(parts)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(body)
+        f.write(struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- batches --
+
+class Batches:
+    """The token batches of halflab-train --export-batches.
+
+    train[i] = (inputs, targets, scored) of micro-batch i (step i // accum + 1),
+    each [rows, T] (int64, int64, bool); eval_* the held-out set [eval_rows, T]."""
+
+    def __init__(self, path):
+        data = _checked_bytes(path, b"HLBAT001")
+        (self.rows, self.T, self.vocab, self.model_vocab, self.micro_batches, self.accum,
+         self.eval_rows) = struct.unpack_from("<7I", data, 8)
+        n = self.rows * self.T
+        need = 8 + 28 + self.micro_batches * 9 * n + self.eval_rows * self.T * 9 + 4
+        if len(data) != need:
+            raise FileFormatError("%s: %d bytes, the header implies %d" % (path, len(data), need))
+        if self.accum < 1 or self.micro_batches % self.accum:
+            raise FileFormatError("%s: %d micro-batches is not a multiple of accum %d" % (path, self.micro_batches, self.accum))
+        at = 36
+        self.train = []
+        for _ in range(self.micro_batches):
+            idx = np.frombuffer(data, "<i4", n, at).reshape(self.rows, self.T).astype(np.int64)
+            at += 4 * n
+            tgt = np.frombuffer(data, "<i4", n, at).reshape(self.rows, self.T).astype(np.int64)
+            at += 4 * n
+            sc = np.frombuffer(data, "u1", n, at).reshape(self.rows, self.T).astype(bool)
+            at += n
+            self.train.append((idx, tgt, sc))
+        e = self.eval_rows * self.T
+        self.eval_inputs = np.frombuffer(data, "<i4", e, at).reshape(self.eval_rows, self.T).astype(np.int64)
+        at += 4 * e
+        self.eval_targets = np.frombuffer(data, "<i4", e, at).reshape(self.eval_rows, self.T).astype(np.int64)
+        at += 4 * e
+        self.eval_scored = np.frombuffer(data, "u1", e, at).reshape(self.eval_rows, self.T).astype(bool)
+        for what, a in (("inputs", self.eval_inputs), ("targets", self.eval_targets)):
+            if a.size and (a.min() < 0 or a.max() >= self.model_vocab):
+                raise FileFormatError("%s: eval %s outside the vocabulary %d" % (path, what, self.model_vocab))
+
+    @property
+    def steps(self):
+        return self.micro_batches // self.accum
+
+    def micro(self, step, m):
+        """Micro-batch m of optimizer step `step` (from 1)."""
+        return self.train[(step - 1) * self.accum + m]
+
+
+# ------------------------------------------------------------ CSV metadata --
+
+def halflab_version():
+    """(version, git describe) as halflab's own programs print them."""
+    version = "unknown"
+    try:
+        with open(os.path.join(ROOT, "meson.build")) as f:
+            m = re.search(r"version:\s*'([^']+)'", f.read())
+            if m:
+                version = m.group(1)
+    except OSError:
+        pass
+    describe = "unknown"
+    try:
+        r = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True,
+                           timeout=10)
+        if r.returncode == 0 and r.stdout.strip():
+            describe = r.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version, describe
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def load_average():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+class Meta:
+    """The "# key: value" lines of a halflab CSV: '# halflab <version> (<describe>)',
+    schema, command, device, host, date, then extra keys in the order set."""
+
+    def __init__(self, device, argv=None):
+        self.version, self.describe = halflab_version()
+        self.command = " ".join([os.path.relpath(sys.argv[0], os.getcwd()) if argv is None else argv[0]] +
+                                list(sys.argv[1:] if argv is None else argv[1:]))
+        self.device = device
+        u = platform.uname()
+        self.host = "%s, %s %s %s" % (u.node, u.system, u.release, u.machine)
+        self.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.extra = {}
+
+    def set(self, key, value):
+        self.extra[key] = str(value).replace("\n", " ")
+
+    def text(self):
+        lines = ["# halflab %s (%s)" % (self.version, self.describe), "# schema: %d" % CSV_SCHEMA,
+                 "# command: %s" % self.command, "# device: %s" % self.device, "# host: %s" % self.host,
+                 "# date: %s" % self.date]
+        lines += ["# %s: %s" % kv for kv in self.extra.items()]
+        return "\n".join(lines) + "\n"
+
+
+def cell(v, fmt="%.9g"):
+    """A CSV cell: empty for None / NaN (not measured), like halflab's writer."""
+    if v is None:
+        return ""
+    if isinstance(v, float) and v != v:
+        return ""
+    if isinstance(v, str):
+        return v
+    return fmt % v
+
+
+def measured(v):
+    """A measured value that may be inf / NaN itself (a diverged loss)."""
+    if v != v:
+        return "nan"
+    return "%.9g" % v
+
+
+class LogCSV:
+    """A per-step log: metadata and header, then one flushed line per row (amp/csv.h LOG mode)."""
+
+    def __init__(self, path, meta, header):
+        self.f = open(path, "w")
+        self.f.write(meta.text())
+        self.f.write(header + "\n")
+        self.f.flush()
+
+    def row(self, cells):
+        self.f.write(",".join(cells) + "\n")
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def write_table(path, meta, header, rows):
+    """A table: written to PATH.tmp, renamed when complete (amp/csv.h TABLE mode)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(meta.text())
+        f.write(header + "\n")
+        for r in rows:
+            f.write(",".join(r) + "\n")
+    os.replace(tmp, path)
+
+
+def read_csv(path):
+    """(meta lines, header list, rows as dicts) of a halflab CSV."""
+    meta, header, rows = [], None, []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if header is None and line.startswith("#"):
+                meta.append(line)
+                continue
+            if header is None:
+                header = line.split(",")
+                continue
+            if line:
+                rows.append(dict(zip(header, line.split(","))))
+    return meta, header, rows

@@ -1,0 +1,135 @@
+/* weights.c — see weights.h. */
+#include "tests/peers/weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t wfile_crc32(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char *b = NULL;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    long n = ftell(f);
+    rewind(f);
+    if (n >= 0 && (b = malloc((size_t)n + 1)) && fread(b, 1, (size_t)n, f) != (size_t)n) {
+      free(b);
+      b = NULL;
+    }
+    if (b) *len = (size_t)n;
+  }
+  fclose(f);
+  return b;
+}
+
+void wfile_free(wfile *w) {
+  if (!w) return;
+  for (int i = 0; i < w->n; i++) free(w->t[i].values);
+  free(w->t);
+  free(w->bytes);
+  free(w);
+}
+
+#define BAD(...) do { snprintf(why, len, __VA_ARGS__); wfile_free(w); return NULL; } while (0)
+
+wfile *wfile_read(const char *path, char *why, size_t len) {
+  wfile *w = calloc(1, sizeof *w);
+  if (!w) BAD("out of memory");
+  w->bytes = slurp(path, &w->len);
+  if (!w->bytes) BAD("%s: cannot read", path);
+  if (w->len < 16 || memcmp(w->bytes, "HLWTS001", 8) != 0) BAD("%s: not a HLWTS001 file", path);
+  uint32_t crc;
+  memcpy(&crc, w->bytes + w->len - 4, 4);
+  if (crc != wfile_crc32(w->bytes, w->len - 4)) BAD("%s: CRC-32 mismatch", path);
+  const size_t end = w->len - 4;
+  size_t at = 8;
+  uint32_t count;
+  memcpy(&count, w->bytes + at, 4);
+  at += 4;
+  w->t = calloc(count ? count : 1, sizeof *w->t);
+  if (!w->t) BAD("out of memory");
+  for (uint32_t i = 0; i < count; i++) {
+    wtensor *t = &w->t[w->n++];
+    uint32_t nl, nd;
+    if (at + 4 > end) BAD("%s: truncated", path);
+    memcpy(&nl, w->bytes + at, 4);
+    at += 4;
+    if (nl >= sizeof t->name || at + nl + 4 > end) BAD("%s: bad name length %u", path, nl);
+    memcpy(t->name, w->bytes + at, nl);
+    t->name[nl] = '\0';
+    at += nl;
+    memcpy(&nd, w->bytes + at, 4);
+    at += 4;
+    if (nd > 8 || at + 8 * nd > end) BAD("%s: %s: bad rank %u", path, t->name, nd);
+    t->ndim = (int)nd;
+    t->numel = 1;
+    for (uint32_t d = 0; d < nd; d++) {
+      memcpy(&t->dims[d], w->bytes + at, 8);
+      at += 8;
+      t->numel *= t->dims[d];
+    }
+    if (t->numel < 0 || at + 4 * (size_t)t->numel > end) BAD("%s: %s: truncated values", path, t->name);
+    t->offset = at;
+    t->values = malloc(4 * (size_t)t->numel + 1);
+    if (!t->values) BAD("out of memory");
+    memcpy(t->values, w->bytes + at, 4 * (size_t)t->numel);
+    at += 4 * (size_t)t->numel;
+  }
+  if (at != end) BAD("%s: %zu stray bytes", path, end - at);
+  return w;
+}
+
+const wtensor *wfile_find(const wfile *w, const char *name) {
+  for (int i = 0; i < w->n; i++)
+    if (!strcmp(w->t[i].name, name)) return &w->t[i];
+  return NULL;
+}
+
+bool wfile_perturb(const char *path, const char *name, int64_t i, float delta) {
+  char why[256];
+  wfile *w = wfile_read(path, why, sizeof why);
+  if (!w) return false;
+  const wtensor *t = wfile_find(w, name);
+  bool ok = t && i >= 0 && i < t->numel;
+  if (ok) {
+    float v;
+    memcpy(&v, w->bytes + t->offset + 4 * (size_t)i, 4);
+    v += delta;
+    memcpy(w->bytes + t->offset + 4 * (size_t)i, &v, 4);
+    const uint32_t crc = wfile_crc32(w->bytes, w->len - 4);
+    memcpy(w->bytes + w->len - 4, &crc, 4);
+    FILE *f = fopen(path, "wb");
+    ok = f && fwrite(w->bytes, 1, w->len, f) == w->len;
+    if (f && fclose(f) != 0) ok = false;
+  }
+  wfile_free(w);
+  return ok;
+}
+
+bool wtensor_diff(const wtensor *a, const wtensor *b, double *max_diff, double *max_abs) {
+  if (a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  double md = 0, ma = 0;
+  for (int64_t i = 0; i < a->numel; i++) {
+    const double x = a->values[i], y = b->values[i];
+    const double d = fabs(x - y);
+    if (isnan(d)) md = INFINITY; /* a NaN on one side is the largest difference */
+    else if (d > md) md = d;
+    if (fabs(x) > ma) ma = fabs(x);
+    if (fabs(y) > ma) ma = fabs(y);
+  }
+  *max_diff = md;
+  *max_abs = ma;
+  return true;
+}

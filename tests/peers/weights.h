@@ -1,0 +1,42 @@
+/* weights.h — amp/nn.h's weight files ("HLWTS001", docs/models.md) read
+ * independently of the core, for the peer tests: the gradients halflab-train
+ * and the PyTorch peer dump are compared tensor by tensor, and a weight file
+ * is edited in place (one value changed, CRC-32 rewritten) to show that the
+ * comparison can fail. */
+#ifndef PEERS_WEIGHTS_H
+#define PEERS_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  char name[128];
+  int ndim;
+  int64_t dims[8];
+  int64_t numel;
+  size_t offset; /* of the first value in the file */
+  float *values; /* copies */
+} wtensor;
+
+typedef struct {
+  unsigned char *bytes; /* the whole file */
+  size_t len;
+  int n;
+  wtensor *t;
+} wfile;
+
+/* NULL with a message in why (missing, truncated, bad magic or CRC). */
+wfile *wfile_read(const char *path, char *why, size_t len);
+void wfile_free(wfile *w);
+const wtensor *wfile_find(const wfile *w, const char *name);
+uint32_t wfile_crc32(const unsigned char *p, size_t n);
+/* Adds delta to element i of the named tensor and writes the file again
+ * with a correct CRC-32. false when the name or index does not exist. */
+bool wfile_perturb(const char *path, const char *name, int64_t i, float delta);
+
+/* The largest |a - b| over the elements and the largest |a|, |b| (the
+ * max-norm); shapes must be equal (false otherwise). */
+bool wtensor_diff(const wtensor *a, const wtensor *b, double *max_diff, double *max_abs);
+
+#endif
