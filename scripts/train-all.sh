@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# scripts/train-all.sh BUILD_DIR [--quick] — the training runs of `ninja bench`
+# (scripts/bench.sh calls it): halflab-train in every precision mode on the
+# same weights and data, the demonstrations of what fp16 without loss
+# scaling and pure fp16 weights lose, the loss scale's dynamics, and the
+# thread measurements of the CPU step. Results go to results/<machine>/
+# (halflab-train's default); the charts and REPORT.md come from
+# scripts/plots.sh.
+#
+# On the CPU (no usable GPU):
+#   tiny        the tiny GPT preset (2 layers, width 64, sorting), every mode, 600 steps
+#   scale       amp-fp16 with the scale doubling every 25 clean steps: GradScaler's sawtooth
+#   absorb      SGD with a small learning rate (0.001): pure fp16 weights absorb most updates
+#   underflow   SGD, initial weights x 0.05, the loss averaged over 4096 tokens: unscaled fp16
+#               gradients flush to zero
+#   threads-*   the tiny fp32 step with 1 and 2 threads, OMP_WAIT_POLICY passive and libgomp's default
+# On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
+# 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
+# shape, and the CPU's runs above on the GPU.
+# --quick: the same runs, a few steps each (bench-quick). --out DIR: another folder.
+set -euo pipefail
+usage="usage: scripts/train-all.sh BUILD_DIR [--quick] [--out DIR]"
+build=$(cd "${1:?$usage}" && pwd)
+shift
+quick=0
+out=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --out) out=(--out "$(mkdir -p "${2:?$usage}" && cd "$2" && pwd)"); shift ;;
+    *) echo "train-all: unknown argument '$1' ($usage)" >&2; exit 2 ;;
+  esac
+  shift
+done
+cd "$(dirname "$0")/.."
+train=$build/train/halflab-train
+[ -x "$train" ] || { echo "train-all: $train is not built" >&2; exit 1; }
+
+modes="fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure"
+steps() { if [ $quick = 1 ]; then echo "$2"; else echo "$1"; fi; }
+run() { # NAME MODE ARGS...: one run, its table line on stdout
+  local name=$1 mode=$2
+  shift 2
+  echo "train-all: $name $mode" >&2
+  "$train" --name "$name" --mode "$mode" "${out[@]}" "$@"
+}
+
+# Does a step run on the GPU here? (a GPU, and the core's CUDA kernels in this build)
+gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  probe=$(mktemp -d)
+  if "$train" --device cuda --steps 1 --batch 2 --eval-samples 2 --stats-every 0 --out "$probe" >/dev/null 2>"$probe/err"; then
+    gpu=1
+  else
+    echo "train-all: a GPU is present but a training step does not run on it: $(tail -1 "$probe/err")" >&2
+    echo "train-all: running the CPU's set on the CPU" >&2
+  fi
+  rm -rf "$probe"
+fi
+device=cpu
+[ $gpu = 1 ] && device=cuda
+
+start=$SECONDS
+if [ $gpu = 1 ]; then
+  # GPT-2 124M's shape: throughput per mode (the first 20 steps are warm-up), then convergence
+  for m in $modes; do
+    run gpt2 "$m" --device cuda --preset gpt2 $([ $quick = 1 ] && echo --quick)
+  done
+  for m in fp32 amp-fp16; do
+    run gpt2-converge "$m" --device cuda --preset gpt2 --steps "$(steps 300 20)" --eval-every "$(steps 50 10)" \
+      --warmup "$(steps 20 3)" --stats-every 10
+  done
+fi
+
+# the tiny preset, every mode
+for m in $modes; do
+  run tiny "$m" --device $device --steps "$(steps 600 60)" --eval-every "$(steps 50 20)"
+done
+
+# GradScaler's dynamics: growth every 25 clean steps until fp16 overflows, then a back-off
+run scale amp-fp16 --device $device --steps "$(steps 600 60)" --eval-every "$(steps 50 20)" \
+  --growth-interval "$(steps 25 5)" --hist-steps 1
+
+# The demonstrations (docs/train.md). Pure fp16 weights lose small updates to absorption
+# (the seed's 1 + 0.0001); master weights keep them.
+for m in fp32 amp-fp16 fp16-master fp16-pure; do
+  run absorb "$m" --device $device --optimizer sgd --lr 0.001 --schedule constant \
+    --steps "$(steps 600 40)" --eval-every "$(steps 50 20)"
+done
+# Unscaled fp16 gradients flush to zero: small initial weights and a loss averaged over many tokens.
+for m in fp32 amp-fp16 fp16-noscale fp16-static; do
+  run underflow "$m" --device $device --optimizer sgd --lr 0.05 --schedule constant --init-gain 0.05 \
+    --batch 256 --steps "$(steps 150 15)" --eval-every "$(steps 25 5)"
+done
+
+# Threads on the CPU: the tiny fp32 step with 1 and 2 threads, OpenMP's passive wait policy and
+# libgomp's default (an empty OMP_WAIT_POLICY: halflab-train keeps what it is given). The machine's
+# load is in each summary row (load_start, load_end).
+if [ $gpu = 0 ]; then
+  for threads in 1 2; do
+    for policy in passive default; do
+      value=$policy
+      [ $policy = default ] && value=
+      echo "train-all: threads-$threads-$policy" >&2
+      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_WAIT_POLICY=$value \
+        "$train" "${out[@]}" --name "threads-$threads-$policy" --mode fp32 --device cpu --steps "$(steps 200 20)" \
+        --eval-every 1000000 --stats-every 0 --warmup 10
+    done
+  done
+fi
+echo "train-all: done in $((SECONDS - start)) s" >&2
