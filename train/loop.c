@@ -123,9 +123,9 @@ typedef struct {
 static eval_result evaluate(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
                             hl_device_kind dev) {
   const double t0 = hl_now_s();
-  const int64_t rows = data_eval_rows(d), chunk = o->batch < rows ? o->batch : rows;
+  const int64_t rows = data_eval_rows(d), chunk = setup_eval_chunk(o) < rows ? setup_eval_chunk(o) : rows;
   host_batch h = host_batch_new(o, t, chunk);
-  const int64_t classes = m->kind == MODEL_GPT ? o->gpt.vocab_size : o->classes;
+  const int64_t classes = setup_classes(o);
   const int64_t per_row = m->kind == MODEL_GPT ? o->seq : 1;
   float *logits = malloc(sizeof(float) * (size_t)(chunk * per_row * classes));
   if (!logits) hl_fatal("out of host memory for the evaluation's logits");

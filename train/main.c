@@ -45,13 +45,19 @@ static hl_device_kind pick_device(const train_opts *o, char *notice, size_t len)
 }
 
 static void require_memory(const train_opts *o, const train_data *d, hl_device_kind dev) {
-  const uint64_t need = setup_step_bytes(o, d);
-  const hl_device_facts *f = hl_device_facts_get(dev);
+  uint64_t device, host;
+  setup_step_bytes(o, d, &device, &host);
+  const hl_device_facts *f = hl_device_facts_get(dev), *h = hl_device_facts_get(HL_DEVICE_CPU);
   char a[32], b[32];
-  if (need > f->free_mem)
+  if (dev == HL_DEVICE_CPU) device += host, host = 0;
+  if (device > f->free_mem)
     hl_usage_error("--batch %lld: a %s step of this model needs about %s (amp/nn.h's accounting), the %s has %s free",
-                   (long long)o->batch, o->mode->name, hl_format_bytes(need, a, sizeof a),
+                   (long long)o->batch, o->mode->name, hl_format_bytes(device, a, sizeof a),
                    dev == HL_DEVICE_CPU ? "host" : "device", hl_format_bytes(f->free_mem, b, sizeof b));
+  if (host > h->free_mem)
+    hl_usage_error("this run needs about %s of host memory beside the device's (evaluation logits, statistics), the host "
+                   "has %s free",
+                   hl_format_bytes(host, a, sizeof a), hl_format_bytes(h->free_mem, b, sizeof b));
 }
 
 static void describe_run(const train_opts *o, const train_data *d, hl_device_kind dev) {

@@ -107,26 +107,36 @@ void setup_mode_free(train_mode *t) {
 
 /* ----------------------------------------------------------- accounting -- */
 
-uint64_t setup_step_bytes(const train_opts *o, const train_data *d) {
+void setup_step_bytes(const train_opts *o, const train_data *d, uint64_t *device, uint64_t *host) {
   (void)d;
   const hl_optimizer_kind k = accounting_kind(o);
   hl_train_bytes b;
-  uint64_t eval_logits, numel;
+  uint64_t numel;
   if (o->model == MODEL_GPT) {
     b = hl_gpt_train_bytes(&o->gpt, o->mode, k, o->batch, o->seq);
-    eval_logits = (uint64_t)o->batch * (uint64_t)o->seq * (uint64_t)o->gpt.vocab_size * 4;
     numel = (uint64_t)hl_gpt_param_count(&o->gpt);
   } else {
     b = hl_mlp_train_bytes(&o->mlp, o->mode, k, o->batch);
-    eval_logits = (uint64_t)o->batch * (uint64_t)o->classes * 4;
     numel = (uint64_t)hl_mlp_param_count(&o->mlp);
   }
-  uint64_t need = b.peak;
-  if (o->grad_penalty > 0) need += b.backward_peak; /* the double backward keeps a second graph */
-  /* host side: the evaluation's logits, and the statistics' copies of the
-   * gradients and of the weights before and after a step */
-  need += eval_logits + (o->stats_every > 0 ? 3 * 4 * numel : 0);
-  return need;
+  *device = b.peak;
+  if (o->grad_penalty > 0) *device += b.backward_peak; /* the double backward keeps a second graph */
+  /* on the host: the evaluation's logits (one chunk), and the statistics'
+   * copies of the gradients and of the weights before and after a step */
+  *host = (uint64_t)setup_eval_chunk(o) * (uint64_t)o->seq * (uint64_t)setup_classes(o) * 4 +
+          (o->stats_every > 0 || o->n_hist > 0 ? 3 * 4 * numel : 0);
+}
+
+int64_t setup_classes(const train_opts *o) { return o->model == MODEL_GPT ? o->gpt.vocab_size : o->classes; }
+
+int64_t setup_eval_chunk(const train_opts *o) {
+  /* rows per evaluation forward: a batch, fewer when their logits would
+   * pass 256 MiB on the host (GPT-2's vocabulary: one sequence of 1024) */
+  const int64_t per_row = o->seq * setup_classes(o) * 4;
+  int64_t rows = ((int64_t)256 << 20) / (per_row > 0 ? per_row : 1);
+  if (rows > o->batch) rows = o->batch;
+  if (rows > o->eval_samples) rows = o->eval_samples;
+  return rows < 1 ? 1 : rows;
 }
 
 /* ------------------------------------------------------------- listing -- */

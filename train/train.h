@@ -184,8 +184,11 @@ void setup_model_free(train_model *m);
 bool setup_mode(const train_opts *o, train_model *m, train_mode *t);
 void setup_mode_free(train_mode *t);
 
-/* The analytic peak bytes of a step (amp/nn.h) for the run's shapes. */
-uint64_t setup_step_bytes(const train_opts *o, const train_data *d);
+/* What a step needs: the analytic peak on the device (amp/nn.h's
+ * accounting) and the host's buffers (evaluation logits, statistics). */
+void setup_step_bytes(const train_opts *o, const train_data *d, uint64_t *device, uint64_t *host);
+int64_t setup_classes(const train_opts *o);    /* logits per position or sample */
+int64_t setup_eval_chunk(const train_opts *o); /* rows per evaluation forward */
 /* Prints the parameters under the run's mode: dtype, name, shape, bytes. */
 void setup_list_params(const train_opts *o, const train_data *d, FILE *out);
 /* Can this device run a step of the mode (a small model tries)? why says
