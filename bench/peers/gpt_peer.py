@@ -21,8 +21,9 @@ file; only the number of heads must be given.
 Modes (halflab-train's names):
   fp32      fp32 everywhere (on CUDA with TF32 matmuls off, as halflab's fp32 GEMMs)
   amp-bf16  torch.autocast(bfloat16), no scaler (CPU or CUDA)
-  amp-fp16  torch.autocast(float16) + GradScaler (CUDA only: torch 1.13 has
-            neither CPU fp16 autocast nor a CPU GradScaler)
+  amp-fp16  torch.autocast(float16) + GradScaler (CUDA; on the CPU only with a
+            torch that has CPU fp16 autocast and a CPU GradScaler: Debian's
+            1.13 has neither)
 Under autocast the products run in the low precision; softmax, layer norm and
 the loss run in fp32 (spec/amp.md's policy, which is CUDA autocast's; CPU
 autocast would leave softmax in bf16, so the code asks for fp32 explicitly).
@@ -272,6 +273,19 @@ def on_signal(sig, frame):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def cpu_fp16_amp(torch):
+    """Does this torch have CPU fp16 autocast and a CPU GradScaler (torch 2.3 and later; 1.13 has neither)?"""
+    if not hasattr(torch.amp, "GradScaler"):
+        return False
+    try:
+        torch.amp.GradScaler("cpu")
+        x = torch.ones(2, 2)
+        with torch.autocast(device_type="cpu", dtype=torch.float16):
+            return (x @ x).dtype == torch.float16
+    except (RuntimeError, TypeError, ValueError, AssertionError):
+        return False
+
+
 def census(torch, grads, scale):
     """halflab's gradient census (train/stats.h) of the gradients times scale (in f32):
     (exact zero, fp16 underflow, fp16 zero) counts and the finite element count."""
@@ -337,13 +351,14 @@ def main(argv):
     device = a.device if a.device != "auto" else ("cuda" if cuda_ok else "cpu")
     if device == "cuda" and not cuda_ok:
         fatal("--device cuda: torch %s sees no usable GPU (torch.cuda.is_available() is False)" % torch.__version__)
-    if a.mode == "amp-fp16" and device != "cuda":
+    if a.mode == "amp-fp16" and device != "cuda" and not cpu_fp16_amp(torch):
         usage_error("--mode amp-fp16 needs CUDA: torch %s has no CPU fp16 autocast / GradScaler to compare with"
                     % torch.__version__)
     threads = a.threads if a.threads is not None else default_threads()
     torch.set_num_threads(threads)
-    if device == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 (halflab's fp32 GEMMs never use TF32)
+    if device == "cuda":  # fp32 means fp32: halflab's fp32 GEMMs never use TF32
+        torch.set_float32_matmul_precision("highest")
+        torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     dev = torch.device(device)
 
@@ -372,7 +387,7 @@ def main(argv):
     scaler = None
     if scaled:
         kw = dict(init_scale=a.init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=a.growth_interval)
-        scaler = torch.amp.GradScaler("cuda", **kw) if hasattr(torch.amp, "GradScaler") else \
+        scaler = torch.amp.GradScaler(device, **kw) if hasattr(torch.amp, "GradScaler") else \
             torch.cuda.amp.GradScaler(**kw)
     amp_dtype = {"fp32": None, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}[a.mode]
 
@@ -511,14 +526,14 @@ def main(argv):
             grad_norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.detach(), 2.0)
                                                                     for g in grads]), 2.0))
         if scaled:
-            scaler.step(opt)
+            scaler.step(opt)  # skips the update when unscale_ found inf / NaN
             scaler.update()
-            skipped = not math.isfinite(grad_norm)  # unscale_ found inf/NaN: GradScaler.step skipped the update
         else:
             opt.step()
-            skipped = False
         sync()
         step_s = time.perf_counter() - t0 - paused
+        # a skipped step is exactly one that backed the scale off (GradScaler's rule)
+        skipped = scaled and float(scaler.get_scale()) < scale
         times.append(step_s * 1e3)
         skipped_total += skipped
         consecutive_skips = consecutive_skips + 1 if skipped else 0
