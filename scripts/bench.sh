@@ -49,6 +49,7 @@ if [ -x "$build/train/halflab-train" ]; then
 else
   echo "bench: halflab-train is not built in this tree; skipping its part" >&2
 fi
+bench/peers/compare_cpu.sh "$build" "${quick[@]}"  # halflab vs the PyTorch peer on the CPU (says so when torch is absent)
 
 stage "charts and report"
 scripts/plots.sh

@@ -79,5 +79,8 @@ stage bandwidth-quick 180 run_if_built bench/halflab-bench bandwidth --quick --d
 stage footprint 120 run_if_built bench/halflab-bench footprint --device cuda
 stage train-quick 300 run_if_built train/halflab-train --preset gpt2 --quick --device cuda
 stage mlp-step 120 run_if_built bench/halflab-bench mlp-step --quick --device cuda
+# halflab vs PyTorch (the image's CUDA torch) on the gpt2 preset: fp32, amp-fp16 (GradScaler), amp-bf16;
+# peer_step_times.csv holds amp-fp16 / fp32 and halflab / PyTorch AMP from one run
+stage peers 360 "$root/bench/peers/gpu_compare.sh" "$build"
 note "done; archive: $archive"
 pack
