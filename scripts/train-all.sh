@@ -94,15 +94,15 @@ for m in fp32 amp-fp16 fp16-noscale fp16-static; do
 done
 
 # Threads on the CPU: the tiny fp32 step with 1 and 2 threads, OpenMP's passive wait policy and
-# libgomp's default (an empty OMP_WAIT_POLICY: halflab-train keeps what it is given). The machine's
-# load is in each summary row (load_start, load_end).
+# libgomp's default (HALFLAB_KEEP_WAIT_POLICY: halflab-train does not choose passive for it). The
+# machine's load is in each summary row (load_start, load_end).
 if [ $gpu = 0 ]; then
   for threads in 1 2; do
     for policy in passive default; do
-      value=$policy
-      [ $policy = default ] && value=
+      env=(OMP_WAIT_POLICY=passive)
+      [ $policy = default ] && env=(-u OMP_WAIT_POLICY HALFLAB_KEEP_WAIT_POLICY=1)
       echo "train-all: threads-$threads-$policy" >&2
-      OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_WAIT_POLICY=$value \
+      env "${env[@]}" OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
         "$train" "${out[@]}" --name "threads-$threads-$policy" --mode fp32 --device cpu --steps "$(steps 200 20)" \
         --eval-every 1000000 --stats-every 0 --warmup 10
     done

@@ -442,13 +442,14 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     if (nonfinite_loss) {
       if (!strcmp(t->setup->name, "fp32")) {
         r.status = RUN_FAILED;
-        snprintf(r.why, sizeof r.why, "non-finite loss (%g) at step %lld in fp32 mode", r.last_loss, (long long)step);
+        snprintf(r.why, sizeof r.why, "non-finite loss (%s) at step %lld in fp32 mode", isnan(r.last_loss) ? "nan" : r.last_loss > 0 ? "inf" : "-inf",
+                 (long long)step);
         break;
       }
       if (!t->scaled) {
         r.status = RUN_DIVERGED;
-        snprintf(r.why, sizeof r.why, "the loss became %g at step %lld (no loss scaler to skip the step)", r.last_loss,
-                 (long long)step);
+        snprintf(r.why, sizeof r.why, "the loss became %s at step %lld (no loss scaler to skip the step)",
+                 isnan(r.last_loss) ? "nan" : r.last_loss > 0 ? "inf" : "-inf", (long long)step);
         break;
       }
     }

@@ -101,12 +101,12 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
 
 /* libgomp's idle workers spin by default, which on a busy machine steals
  * the cores the next parallel region and OpenBLAS need: measured here,
- * steps of the tiny GPT took 50 times longer (docs/train.md). The policy is
- * read when the OpenMP runtime starts, before main, so a run that did not
- * choose one starts again with OMP_WAIT_POLICY=passive. Set the variable
- * (even to an empty string: libgomp's default) to keep your own. */
+ * steps of the tiny GPT took 5 to 50 times longer (docs/train.md). The
+ * policy is read when the OpenMP runtime starts, before main, so a run that
+ * did not choose one starts again with OMP_WAIT_POLICY=passive. A policy you
+ * set is kept; HALFLAB_KEEP_WAIT_POLICY=1 keeps libgomp's default. */
 static void prefer_passive_waiting(char **argv) {
-  if (getenv("OMP_WAIT_POLICY")) return;
+  if (getenv("OMP_WAIT_POLICY") || getenv("HALFLAB_KEEP_WAIT_POLICY")) return;
   if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("HALFLAB_WAIT_POLICY_SET", "1", 1) != 0) return;
   execv("/proc/self/exe", argv);
   unsetenv("OMP_WAIT_POLICY"); /* no exec: go on with the default, and say so in the metadata */
@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
   char mem[32];
   printf("%-10s %-13s %7s %9s %10s %9s %8s %12s %12s  %s\n", "run", "mode", "steps", "loss", "eval_loss", "eval_acc",
          "skipped", "step_ms", "peak_mem", "status");
-  printf("%-10s %-13s %7lld %9.4f %10.4f %9.4f %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
+  printf("%-10s %-13s %7lld %9.4g %10.4g %9.4g %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
          (long long)(r.first_step + r.steps_done - 1), r.last_loss, r.eval_loss, r.eval_acc, (long long)r.skipped,
          r.step_ms_median, hl_format_bytes(r.mem_peak, mem, sizeof mem), run_status_name(r.status));
   fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary}.csv and train_summary.csv\n", TRAIN_PROG, outdir,

@@ -49,7 +49,7 @@ table() { # GROUP: the mode table against fp32
            el == \"\" ? \"-\" : sprintf(\"%.4f\", el), dl, ea == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * ea), da, \\
            v[c[\"final_loss\"]] == \"\" ? \"-\" : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
            t == \"\" ? \"-\" : sprintf(\"%.2f\", t), sp, v[c[\"tokens_per_s\"]] == \"\" ? \"-\" : sprintf(\"%.0f\", v[c[\"tokens_per_s\"]]), mem, mr, \\
-           u == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * u), us == \"\" ? \"-\" : sprintf(\"%.3f%%\", 100 * us), \\
+           u == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * u), us == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * us), \\
            v[c[\"grad_zero_frac\"]] == \"\" ? \"-\" : sprintf(\"%.3f%%\", 100 * v[c[\"grad_zero_frac\"]]), \\
            v[c[\"absorbed_frac\"]] == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * v[c[\"absorbed_frac\"]]), \\
            v[c[\"fp16_absorbed_frac\"]] == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * v[c[\"fp16_absorbed_frac\"]])
@@ -127,7 +127,7 @@ if has tiny; then
     else
       d=$(awk -v l="$ml" -v r="$ref" 'BEGIN { printf "%+.2f%%", 100 * (l / r - 1) }')
       verdict=$(awk -v l="$ml" -v r="$ref" 'BEGIN { print (l / r - 1 < 0.02) ? "trains fine at the tiny size" : "trains worse at the tiny size" }')
-      echo "- **$m $verdict**: eval loss $ml against amp-fp16's $ref ($d); mean share of its gradient elements zero or subnormal in fp16 $(pct "$u"), exactly zero (lost) $(pct "$z"), updates absorbed by its stored weights $(pct "$ab")."
+      echo "- **$m $verdict**: eval loss $(printf %.4f "$ml") against amp-fp16's $(printf %.4f "$ref") ($d); mean share of its gradient elements zero or subnormal in fp16 $(pct "$u"), exactly zero (lost) $(pct "$z"), updates absorbed by its stored weights $(pct "$ab")."
     fi
   done
   echo
