@@ -406,9 +406,13 @@ def main(argv):
     # ---- metadata and files
     if device == "cuda":
         pr = torch.cuda.get_device_properties(dev)
+        try:
+            cudnn = torch.backends.cudnn.version()
+        except RuntimeError as e:  # a mismatched cuDNN on the library path: the peer uses none
+            cudnn = "unusable (%s)" % str(e).split(".")[0]
         dev_desc = "cuda: %s, sm_%d%d, %d SMs, %.1f GiB; pytorch %s (CUDA %s, cuDNN %s)" % (
             pr.name, pr.major, pr.minor, pr.multi_processor_count, pr.total_memory / 2 ** 30, torch.__version__,
-            torch.version.cuda, torch.backends.cudnn.version())
+            torch.version.cuda, cudnn)
     else:
         dev_desc = "cpu: %s, %d logical cores, %d torch threads; pytorch %s" % (
             hlfiles.cpu_model(), os.cpu_count() or 0, torch.get_num_threads(), torch.__version__)
