@@ -3,8 +3,28 @@
  *
  * Each (dtype, op) pair gets its own loop (a switch outside the loop, the
  * tensor_math.h function with a constant op inside), so nothing is
- * dispatched per element and the f32 loops vectorise. */
+ * dispatched per element and the f32 loops vectorise. fp16 and bf16 rows
+ * go through the f32 loops a block at a time: widened (F16C where the CPU
+ * has it), computed, rounded once on the way back — the same f32 arithmetic
+ * and the same single rounding as an element-by-element loop, bit for bit,
+ * but vectorised (the per-element conversions kept the half loops scalar:
+ * fp16 GELU and its gradient took a third of an amp-fp16 training step). */
+#include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"
+
+/* ------------------------------------------------- fp16 / bf16 blocks -- */
+
+enum { HALF_BLOCK = 512 }; /* f32 elements per block: three blocks stay in L1 */
+
+static void widen_block(hl_dtype t, const void *src, float *dst, int64_t n) {
+  if (t == HL_F16) hl_cpu_widen_f16(src, dst, (size_t)n);
+  else hl_cpu_widen_bf16(src, dst, (size_t)n);
+}
+
+static void narrow_block(hl_dtype t, const float *src, void *dst, int64_t n) {
+  if (t == HL_F16) hl_cpu_narrow_f16(src, dst, (size_t)n);
+  else hl_cpu_narrow_bf16(src, dst, (size_t)n);
+}
 
 /* -------------------------------------------------------------- binary -- */
 
@@ -41,8 +61,29 @@
 
 HL_FOR_FLOAT_TYPES(BINARY_ROW)
 
+/* A half row whose operands are contiguous or broadcast (strides 1 or 0),
+ * through the f32 loop block by block. */
+static void binary_row_half(hl_binary_op op, hl_dtype t, uint16_t *o, const uint16_t *a, int64_t sa,
+                            const uint16_t *b, int64_t sb, int64_t n) {
+  float fa[HALF_BLOCK], fb[HALF_BLOCK], fo[HALF_BLOCK];
+  if (!sa) widen_block(t, a, fa, 1);
+  if (!sb) widen_block(t, b, fb, 1);
+  for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
+    const int64_t len = hl_min64(HALF_BLOCK, n - lo);
+    if (sa) widen_block(t, a + lo, fa, len);
+    if (sb) widen_block(t, b + lo, fb, len);
+    binary_row_F32(op, fo, fa, sa, fb, sb, len);
+    narrow_block(t, fo, o + lo, len);
+  }
+}
+
 static void binary_row(hl_binary_op op, hl_dtype t, void *o, const void *a, int64_t sa, const void *b, int64_t sb,
                        int64_t n) {
+  const bool blocks = (t == HL_F16 || t == HL_BF16) && (sa == 0 || sa == 1) && (sb == 0 || sb == 1) && n > 1;
+  if (blocks) {
+    binary_row_half(op, t, o, a, sa, b, sb, n);
+    return;
+  }
   switch (t) {
     case HL_F64: binary_row_F64(op, o, a, sa, b, sb, n); break;
     case HL_F32: binary_row_F32(op, o, a, sa, b, sb, n); break;
@@ -135,7 +176,19 @@ void hl_cpu_binary(hl_binary_op op, const hl_kview *out, const hl_kview *a, cons
     }                                                                                                        \
   }
 
-HL_FOR_FLOAT_TYPES(UNARY_CHUNK)
+/* f64 and f32 (fp16 / bf16 go through the f32 loop in blocks, below) */
+UNARY_CHUNK(F64, double, double, f64)
+UNARY_CHUNK(F32, float, float, f32)
+
+static void unary_chunk_half(hl_unary_op op, hl_dtype t, uint16_t *o, const uint16_t *x, int64_t n, float p) {
+  float f[HALF_BLOCK];
+  for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
+    const int64_t len = hl_min64(HALF_BLOCK, n - lo);
+    widen_block(t, x + lo, f, len);
+    unary_chunk_F32(op, f, f, len, p);
+    narrow_block(t, f, o + lo, len);
+  }
+}
 
 void hl_cpu_unary(hl_unary_op op, hl_dtype t, int64_t n, void *out, const void *x, double p) {
   const int64_t es = (int64_t)hl_dtype_size(t);
@@ -148,8 +201,8 @@ void hl_cpu_unary(hl_unary_op op, hl_dtype t, int64_t n, void *out, const void *
     switch (t) {
       case HL_F64: unary_chunk_F64(op, o, xi, len, p); break;
       case HL_F32: unary_chunk_F32(op, o, xi, len, (float)p); break;
-      case HL_F16: unary_chunk_F16(op, o, xi, len, (float)p); break;
-      case HL_BF16: unary_chunk_BF16(op, o, xi, len, (float)p); break;
+      case HL_F16:
+      case HL_BF16: unary_chunk_half(op, t, o, xi, len, (float)p); break;
       default: break;
     }
   }
@@ -169,7 +222,20 @@ void hl_cpu_unary(hl_unary_op op, hl_dtype t, int64_t n, void *out, const void *
     }                                                                                                         \
   }
 
-HL_FOR_FLOAT_TYPES(UNARY_GRAD_CHUNK)
+UNARY_GRAD_CHUNK(F64, double, double, f64)
+UNARY_GRAD_CHUNK(F32, float, float, f32)
+
+static void unary_grad_chunk_half(hl_unary_grad_op op, hl_dtype t, uint16_t *dx, const uint16_t *dy, const uint16_t *x,
+                                  int64_t n) {
+  float fdy[HALF_BLOCK], fx[HALF_BLOCK], fdx[HALF_BLOCK];
+  for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
+    const int64_t len = hl_min64(HALF_BLOCK, n - lo);
+    widen_block(t, dy + lo, fdy, len);
+    widen_block(t, x + lo, fx, len);
+    unary_grad_chunk_F32(op, fdx, fdy, fx, len);
+    narrow_block(t, fdx, dx + lo, len);
+  }
+}
 
 void hl_cpu_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, const void *dy, const void *x) {
   const int64_t es = (int64_t)hl_dtype_size(t);
@@ -182,8 +248,8 @@ void hl_cpu_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, con
     switch (t) {
       case HL_F64: unary_grad_chunk_F64(op, o, g, xi, len); break;
       case HL_F32: unary_grad_chunk_F32(op, o, g, xi, len); break;
-      case HL_F16: unary_grad_chunk_F16(op, o, g, xi, len); break;
-      case HL_BF16: unary_grad_chunk_BF16(op, o, g, xi, len); break;
+      case HL_F16:
+      case HL_BF16: unary_grad_chunk_half(op, t, o, g, xi, len); break;
       default: break;
     }
   }

@@ -295,6 +295,77 @@ static void test_copy_and_masks(void **state) {
   assert_true(e[0] == 6 && e[1] == 7 && e[2] == 0 && e[3] == 0 && e[4] == 0 && e[5] == 1);
 }
 
+/* fp16/bf16 rows run through the f32 loops a block at a time (widened with
+ * F16C where the CPU has it, rounded once on the way back): bit for bit what
+ * element-by-element rounding of tensor_math.h's f32 result gives, for every
+ * unary op, both activation gradients, broadcast binary ops and contiguous
+ * conversions, on random bit patterns (NaN, inf, subnormals, zeros) and a
+ * length that is no multiple of the vector width or the block. */
+static uint16_t round_to(int t, float v) { return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v); }
+static float widen_from(int t, uint16_t v) { return t == HL_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v); }
+static bool half_isnan(int t, uint16_t v) { return t == HL_F16 ? hl_f16_isnan(v) : hl_bf16_isnan(v); }
+
+static void assert_half_equal(int t, uint16_t got, uint16_t want, const char *what, int i) {
+  if (half_isnan(t, want) ? half_isnan(t, got) : got == want) return;
+  fail_msg("%s %s element %d: 0x%04x, want 0x%04x", t == HL_F16 ? "f16" : "bf16", what, i, got, want);
+}
+
+static void test_half_rows_bit_for_bit(void **state) {
+  (void)state;
+  enum { N = 1037 };
+  uint16_t x[N], y[N], o[N];
+  float f[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (uint16_t)hl_philox_u32(9, 0, (uint64_t)i);
+    y[i] = (uint16_t)hl_philox_u32(9, 1, (uint64_t)i);
+  }
+  x[0] = 0x0000, x[1] = 0x8000, x[2] = 0x0001, x[3] = 0x7c00, x[4] = 0xfc00, x[5] = 0x7e01; /* fp16 specials */
+  const float params[] = {0.0f, 2.0f, 0.5f, -1.5f};
+  for (int t = HL_F16; t <= HL_BF16; t++) {
+    for (int op = 0; op < HL_UNARY_OPS; op++)
+      for (int k = 0; k < (op == HL_UN_POW ? 4 : 1); k++) {
+        const float p = op == HL_UN_POW ? params[k] : 1.25f;
+        K()->unary((hl_unary_op)op, (hl_dtype)t, N, o, x, p);
+        for (int i = 0; i < N; i++) {
+          const float v = widen_from(t, x[i]);
+          const float r = op == HL_UN_POW && p == 2.0f ? v * v : hl_unary_f32((hl_unary_op)op, v, p);
+          assert_half_equal(t, o[i], round_to(t, r), "unary", i);
+        }
+      }
+    for (int op = 0; op < HL_UNARY_GRAD_OPS; op++) {
+      K()->unary_grad((hl_unary_grad_op)op, (hl_dtype)t, N, o, y, x);
+      for (int i = 0; i < N; i++)
+        assert_half_equal(t, o[i], round_to(t, hl_unary_grad_f32((hl_unary_grad_op)op, widen_from(t, y[i]), widen_from(t, x[i]))),
+                          "unary_grad", i);
+    }
+    /* b broadcast along the row, then a */
+    int64_t size[4] = {1, 1, 1, N};
+    for (int op = 0; op < HL_BINARY_OPS; op++)
+      for (int side = 0; side < 2; side++) {
+        hl_kview vo = {o, (hl_dtype)t, {0, 0, 0, 1}};
+        hl_kview va = {side ? x + 3 : x, (hl_dtype)t, {0, 0, 0, side ? 0 : 1}};
+        hl_kview vb = {side ? y : y + 7, (hl_dtype)t, {0, 0, 0, side ? 1 : 0}};
+        K()->binary((hl_binary_op)op, &vo, &va, &vb, size);
+        for (int i = 0; i < N; i++) {
+          const float a = widen_from(t, side ? x[3] : x[i]), b = widen_from(t, side ? y[i] : y[7]);
+          assert_half_equal(t, o[i], round_to(t, hl_binary_f32((hl_binary_op)op, a, b)), "binary", i);
+        }
+      }
+    /* contiguous conversions both ways */
+    int64_t csize[4] = {1, 1, 1, N};
+    hl_kview wide = {f, HL_F32, {0, 0, 0, 1}}, half = {x, (hl_dtype)t, {0, 0, 0, 1}}, back = {o, (hl_dtype)t, {0, 0, 0, 1}};
+    K()->copy(&wide, &half, csize);
+    for (int i = 0; i < N; i++) {
+      const float w = widen_from(t, x[i]);
+      if (isnan(w)) assert_true(isnan(f[i]));
+      else assert_true(memcmp(&f[i], &w, 4) == 0);
+    }
+    for (int i = 0; i < N; i++) f[i] = ldexpf((float)((int32_t)hl_philox_u32(9, 2, (uint64_t)i)), -30 + i % 60);
+    K()->copy(&back, &wide, csize);
+    for (int i = 0; i < N; i++) assert_half_equal(t, o[i], round_to(t, f[i]), "copy", i);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
@@ -302,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
       cmocka_unit_test(test_sum_is_deterministic),  cmocka_unit_test(test_softmax_layer_norm_rows),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
+      cmocka_unit_test(test_half_rows_bit_for_bit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
