@@ -424,7 +424,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       r.stats_n++;
     }
     char b[20][40];
-    output_step_row(out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.4f,%s,%s,%llu,%llu", t->setup->name,
+    output_step_row(out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.9g,%s,%s,%llu,%llu", t->setup->name,
                     (long long)step, measured(r.last_loss, b[0], 40), num(ev.loss, b[1], 40), num(ev.acc, b[2], 40), lr,
                     num(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), num(cols[0], b[5], 40),
                     num(cols[1], b[6], 40), num(cols[2], b[7], 40), num(cols[3], b[8], 40), num(cols[4], b[9], 40),
