@@ -37,7 +37,7 @@ static const char usage[] =
     "  --sort-len N --digits K   the sorting problem (default 8 numbers of 10 digits)\n"
     "  --batch N             sequences (GPT) or samples (MLP) per micro-batch (tiny: 64 / 256; gpt2: 8)\n"
     "  --eval-samples N      held-out sequences or samples (tiny: 512 / 2048; gpt2: 16)\n"
-    "  --eval-every N        evaluate every N steps and after the last (tiny: 100)\n"
+    "  --eval-every N        evaluate every N steps and after the last (tiny: 50; gpt2: 10)\n"
     "  --eval-frac F         --text: the share of the file held out (default 0.1)\n"
     "\n"
     "Precision mode and training:\n"
@@ -51,7 +51,7 @@ static const char usage[] =
     "  --init-scale X        the scaler's initial scale (default 65536; fp16-static: its fixed scale, default 1024)\n"
     "  --growth-interval N   steps without inf/NaN before the scale doubles (default 2000)\n"
     "  --inject-nonfinite STEPS  put an inf into a gradient at these steps, e.g. 3,7,10-12\n"
-    "  --steps N             optimizer steps (tiny: 1000; gpt2: 70; 0: only --save-init / --export-batches)\n"
+    "  --steps N             optimizer steps (tiny: 600; gpt2: 70; 0: only --save-init / --export-batches)\n"
     "  --warmup N            first steps left out of the timing summary (tiny: 5; gpt2: 20)\n"
     "  --checkpoint FILE     save the run's state at the end (and every --checkpoint-every N steps)\n"
     "  --stop-after K        stop after step K of the --steps schedule (with --checkpoint: resume it later)\n"
@@ -386,9 +386,9 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
 
   /* ---- lengths */
   o->batch = PICK(g.batch, gpt ? (gpt2 ? 8 : 64) : 256);
-  o->steps = PICK(g.steps, o->quick ? (gpt2 ? 10 : 100) : gpt2 ? 70 : 1000);
+  o->steps = PICK(g.steps, o->quick ? (gpt2 ? 10 : 100) : gpt2 ? 70 : 600);
   o->warmup = PICK(g.warmup, gpt2 ? (o->quick ? 3 : 20) : 5);
-  o->eval_every = (int)PICK(g.eval_every, gpt2 ? 10 : o->quick ? 25 : 100);
+  o->eval_every = (int)PICK(g.eval_every, gpt2 ? 10 : o->quick ? 25 : 50);
   o->eval_samples = PICK(g.eval_samples, gpt ? (gpt2 ? 16 : 512) : 2048);
   o->stats_every = (int)PICK(g.stats_every, gpt2 ? 10 : 1);
   o->checkpoint_every = (int)PICK(g.checkpoint_every, 0);
