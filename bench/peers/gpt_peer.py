@@ -41,7 +41,7 @@ left empty, as are the memory columns on the CPU (no accounting allocator).
 Threads: --threads (default: what halflab uses, OMP_NUM_THREADS or the CPUs
 this process may run on) goes to torch.set_num_threads. Like halflab-train,
 the peer starts itself again with OMP_WAIT_POLICY=passive when the variable is
-unset (set it, even empty, to keep your own).
+unset (a policy you set is kept; HALFLAB_KEEP_WAIT_POLICY=1 keeps libgomp's default).
 
 Exit status: 0 done (also a diverged bf16 / fp16 run: the divergence is the
 measurement), 1 a failed run (a non-finite loss in fp32), 2 bad input (one
@@ -51,7 +51,7 @@ summary written).
 import os
 import sys
 
-if __name__ == "__main__" and "OMP_WAIT_POLICY" not in os.environ:
+if __name__ == "__main__" and "OMP_WAIT_POLICY" not in os.environ and "HALFLAB_KEEP_WAIT_POLICY" not in os.environ:
     # read by libgomp when torch loads it: choose before the import (as halflab-train does)
     os.environ["OMP_WAIT_POLICY"] = "passive"
     os.environ["HALFLAB_WAIT_POLICY_SET"] = "1"
