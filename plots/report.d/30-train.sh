@@ -148,12 +148,11 @@ if has absorb; then
   echo
   table absorb
   ab=$(val absorb fp16-pure absorbed_frac)
-  check "fp16-pure: at least half the updates absorbed" "$(pct "$ab") of its non-zero updates" "$(awk -v a="$ab" 'BEGIN { print (a != "" && a >= 0.5) ? 1 : 0 }')"
   pl=$(val absorb fp16-pure eval_loss)
   rl=$(val absorb amp-fp16 eval_loss)
-  [ -n "$pl" ] && [ -n "$rl" ] && check "fp16-pure: final eval loss at least 10% worse than amp-fp16's" \
-    "$(awk -v a="$pl" -v b="$rl" 'BEGIN { printf "%.4f vs %.4f (%+.2f%%)", a, b, 100 * (a / b - 1) }')" \
-    "$(awk -v a="$pl" -v b="$rl" 'BEGIN { print (a / b - 1 >= 0.1) ? 1 : 0 }')"
+  check "absorb shows what fp16-pure loses (issue 6: any one of the three criteria)" \
+    "$(pct "$ab") of its non-zero updates absorbed (criterion: at least half); eval loss $(awk -v a="$pl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
+    "$(awk -v a="$ab" -v l="$pl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.5) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
   echo
 fi
 if has underflow; then
@@ -163,14 +162,11 @@ if has underflow; then
   table underflow
   z=$(val underflow fp16-noscale grad_zero_frac)
   z32=$(val underflow fp32 grad_zero_frac)
-  check "fp16-noscale: at least 10% of the gradient elements lost to underflow" \
-    "$(pct "$z") of its gradient elements exactly zero (fp32: $(pct "$z32"); amp-fp16: $(pct "$(val underflow amp-fp16 grad_zero_frac)"))" \
-    "$(awk -v a="$z" 'BEGIN { print (a != "" && a >= 0.1) ? 1 : 0 }')"
   nl=$(val underflow fp16-noscale eval_loss)
   rl=$(val underflow amp-fp16 eval_loss)
-  [ -n "$nl" ] && [ -n "$rl" ] && check "fp16-noscale: final eval loss at least 10% worse than amp-fp16's" \
-    "$(awk -v a="$nl" -v b="$rl" 'BEGIN { printf "%.4f vs %.4f (%+.2f%%)", a, b, 100 * (a / b - 1) }')" \
-    "$(awk -v a="$nl" -v b="$rl" 'BEGIN { print (a / b - 1 >= 0.1) ? 1 : 0 }')"
+  check "underflow shows what fp16-noscale loses (issue 6: any one of the three criteria)" \
+    "$(pct "$z") of its gradient elements lost, exactly zero (criterion: at least 10%; fp32: $(pct "$z32"), amp-fp16: $(pct "$(val underflow amp-fp16 grad_zero_frac)")); eval loss $(awk -v a="$nl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
+    "$(awk -v a="$z" -v l="$nl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.1) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
   echo
 fi
 if has absorb || has underflow; then
