@@ -284,7 +284,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     }
     const bool stats = (o->stats_every > 0 && (step % o->stats_every == 0 || step == first_step)) || is_hist_step(o, step);
     const bool trace = o->trace_ops && step == first_step;
-    double paused = 0; /* seconds of statistics inside the timed region */
+    double paused = 0; /* seconds of data generation and statistics inside the timed region */
     if (trace) hl_op_trace_to(stderr);
     const double t0 = hl_now_s();
     hl_optim_zero_grad(t->opt);
@@ -294,8 +294,10 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     double loss_sum = 0;
     bool nonfinite_loss = false;
     for (int micro = 0; micro < o->accum; micro++) {
+      const double g0 = hl_now_s(); /* the data generator is not part of the step */
       if (gpt) data_train_tokens(d, step, micro, &h.tokens);
       else data_train_samples(d, step, micro, &h.samples);
+      paused += hl_now_s() - g0;
       hl_pool_push();
       hl_tensor *in, *tgt, *loss = NULL;
       upload(m, &h, dev, &in, &tgt);
