@@ -394,15 +394,9 @@ int bench_mlp_step_main(int argc, char **argv) {
                    flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / td.ms.median);
   }
   printf("core / direct: %.3f (median step times)\n", ratio);
-  /* libgomp's default spin-wait starves OpenBLAS's pthreads between the
-   * kernels (docs/core.md): step times then scatter by several times */
+  /* the wait policy decides how idle OpenMP workers share the cores (docs/core.md, "Threads") */
   const char *wait = getenv("OMP_WAIT_POLICY");
   hl_meta_set("omp_wait_policy", "%s", wait ? wait : "unset (libgomp spins after each parallel region)");
-  if (!gpu && (!wait || strcasecmp(wait, "passive")))
-    fprintf(stderr,
-            "mlp-step: note: OMP_WAIT_POLICY is %s; OpenMP's spinning threads compete with OpenBLAS's and the times "
-            "scatter; set OMP_WAIT_POLICY=passive for stable numbers\n",
-            wait ? wait : "unset");
   hl_meta_set("method", "%s", bench_method_text(&dev, &m));
   hl_meta_set("model", "MLP %d-%d-%d-%d relu, mean cross-entropy, SGD lr %g, fp32", IN, H1, H2, OUT, lr);
   hl_meta_set("direct", "%s", gpu ? "cuBLAS through backend->gemm (fp32 compute, no tf32) and the tensor kernels called directly"

@@ -33,8 +33,7 @@ run bench/halflab-bench gemm --accuracy "${quick[@]}"
 run bench/halflab-bench bandwidth "${quick[@]}"
 
 stage "AMP core overhead (CPU)"
-# passive: OpenMP's spin-waiting would starve OpenBLAS's threads (docs/core.md)
-OMP_WAIT_POLICY=passive run bench/halflab-bench mlp-step --device cpu "${quick[@]}"
+run bench/halflab-bench mlp-step --device cpu "${quick[@]}"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   stage "AMP core overhead (GPU)"
   run bench/halflab-bench mlp-step --device cuda "${quick[@]}"

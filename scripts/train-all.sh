@@ -94,13 +94,13 @@ for m in fp32 amp-fp16 fp16-noscale fp16-static; do
 done
 
 # Threads on the CPU: the tiny fp32 step with 1 and 2 threads, OpenMP's passive wait policy and
-# libgomp's default (HALFLAB_KEEP_WAIT_POLICY: halflab-train does not choose passive for it). The
+# libgomp's default. The
 # machine's load is in each summary row (load_start, load_end).
 if [ $gpu = 0 ]; then
   for threads in 1 2; do
     for policy in passive default; do
       env=(OMP_WAIT_POLICY=passive)
-      [ $policy = default ] && env=(-u OMP_WAIT_POLICY HALFLAB_KEEP_WAIT_POLICY=1)
+      [ $policy = default ] && env=(-u OMP_WAIT_POLICY)
       echo "train-all: threads-$threads-$policy" >&2
       env "${env[@]}" OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
         "$train" "${out[@]}" --name "threads-$threads-$policy" --mode fp32 --device cpu --steps "$(steps 200 20)" \

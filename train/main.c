@@ -87,9 +87,8 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
   if (hl_step_set_count(&o->inject)) hl_meta_set("inject_nonfinite", "%s", hl_step_set_format(&o->inject, inj, sizeof inj));
   const char *policy = getenv("OMP_WAIT_POLICY");
   if (dev == HL_DEVICE_CPU)
-    hl_meta_set("threads", "%d (OpenMP; OMP_WAIT_POLICY %s%s)", omp_get_max_threads(),
-                policy && *policy ? policy : "unset: libgomp's default",
-                getenv("HALFLAB_WAIT_POLICY_SET") ? ", set by halflab-train" : "");
+    hl_meta_set("threads", "%d (OpenMP; OMP_WAIT_POLICY %s)", omp_get_max_threads(),
+                policy && *policy ? policy : "unset: libgomp's default");
   hl_meta_set("stats", "census and absorbed updates every %d steps (0: never); histograms at the --hist-steps",
               o->stats_every);
   hl_meta_set("timing", "per step: batch upload to the end of the update, device synchronised; statistics, evaluation "
@@ -99,22 +98,7 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
                                                  : "not built (no ranges)");
 }
 
-/* libgomp's idle workers spin by default, which on a busy machine steals
- * the cores the next parallel region and OpenBLAS need: measured here,
- * steps of the tiny GPT took 5 to 50 times longer (docs/train.md). The
- * policy is read when the OpenMP runtime starts, before main, so a run that
- * did not choose one starts again with OMP_WAIT_POLICY=passive. A policy you
- * set is kept; HALFLAB_KEEP_WAIT_POLICY=1 keeps libgomp's default. */
-static void prefer_passive_waiting(char **argv) {
-  if (getenv("OMP_WAIT_POLICY") || getenv("HALFLAB_KEEP_WAIT_POLICY")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("HALFLAB_WAIT_POLICY_SET", "1", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY"); /* no exec: go on with the default, and say so in the metadata */
-  unsetenv("HALFLAB_WAIT_POLICY_SET");
-}
-
 int main(int argc, char **argv) {
-  prefer_passive_waiting(argv);
   hl_cli_init(TRAIN_PROG, argc, argv);
   train_opts o;
   train_parse_options(argc, argv, &o);

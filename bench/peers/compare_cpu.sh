@@ -66,9 +66,8 @@ common=(--steps "$steps" --warmup "$warmup" --stats-every 0 --eval-every "$steps
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "compare_cpu: $steps steps ($warmup warm-up) per run, $threads threads, load average before: $load_before" >&2
 for policy in passive default; do
-  # libgomp reads the policy at start-up; HALFLAB_KEEP_WAIT_POLICY stops both
-  # programs from choosing passive for themselves when it is unset
-  if [ $policy = passive ]; then env=(OMP_WAIT_POLICY=passive); else env=(-u OMP_WAIT_POLICY HALFLAB_KEEP_WAIT_POLICY=1); fi
+  # libgomp reads the policy when the program starts
+  if [ $policy = passive ]; then env=(OMP_WAIT_POLICY=passive); else env=(-u OMP_WAIT_POLICY); fi
   for mode in fp32 amp-bf16; do
     env "${env[@]}" OMP_NUM_THREADS="$threads" "$train" --device cpu --mode "$mode" "${common[@]}" \
       --init-weights "$scratch/w.bin" --name "peers-$policy" --out "$out/peers" 2>"$scratch/log" >/dev/null ||

@@ -39,9 +39,8 @@ absorbed_frac and fp16_absorbed_frac need the optimizer's own count and are
 left empty, as are the memory columns on the CPU (no accounting allocator).
 
 Threads: --threads (default: what halflab uses, OMP_NUM_THREADS or the CPUs
-this process may run on) goes to torch.set_num_threads. Like halflab-train,
-the peer starts itself again with OMP_WAIT_POLICY=passive when the variable is
-unset (a policy you set is kept; HALFLAB_KEEP_WAIT_POLICY=1 keeps libgomp's default).
+this process may run on) goes to torch.set_num_threads. OMP_WAIT_POLICY is left
+as the environment sets it (and recorded in the CSV metadata), as halflab-train does.
 
 Exit status: 0 done (also a diverged bf16 / fp16 run: the divergence is the
 measurement), 1 a failed run (a non-finite loss in fp32), 2 bad input (one
@@ -50,15 +49,6 @@ summary written).
 """
 import os
 import sys
-
-if __name__ == "__main__" and "OMP_WAIT_POLICY" not in os.environ and "HALFLAB_KEEP_WAIT_POLICY" not in os.environ:
-    # read by libgomp when torch loads it: choose before the import (as halflab-train does)
-    os.environ["OMP_WAIT_POLICY"] = "passive"
-    os.environ["HALFLAB_WAIT_POLICY_SET"] = "1"
-    try:
-        os.execv(sys.executable, [sys.executable] + sys.argv)
-    except OSError:
-        del os.environ["OMP_WAIT_POLICY"], os.environ["HALFLAB_WAIT_POLICY_SET"]
 
 import argparse
 import math
@@ -442,9 +432,8 @@ def main(argv):
     if a.clip_norm > 0:
         meta.set("clip_norm", "%g (L2, unscaled gradients; torch.nn.utils.clip_grad_norm_)" % a.clip_norm)
     if device == "cpu":
-        meta.set("threads", "%d (torch.set_num_threads; OMP_WAIT_POLICY %s%s)" % (
-            torch.get_num_threads(), policy if policy else "unset: libgomp's default",
-            ", set by gpt_peer" if os.environ.get("HALFLAB_WAIT_POLICY_SET") else ""))
+        meta.set("threads", "%d (torch.set_num_threads; OMP_WAIT_POLICY %s)" % (
+            torch.get_num_threads(), policy if policy else "unset: libgomp's default"))
     else:
         meta.set("cuda_math", "TF32 off; fp16 reduced-precision reductions %s (torch's default)" %
                  torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
