@@ -72,13 +72,17 @@ cp "$build/meson-logs/testlog.txt" "$work/logs/gpu-testlog.txt" 2>/dev/null && p
 # 2. measurements, written under results/<gpu>/ in the work folder
 mkdir -p "$work/results"
 cd "$work"
-run_if_built() { [ -x "$build/$1" ] || { note "$1 not built: skipped"; return 0; }; local exe=$build/$1; shift; "$exe" "$@"; }
-stage numerics 120 run_if_built numerics/halflab-numerics all --device auto
-stage gemm-quick 240 run_if_built bench/halflab-bench gemm --quick --device cuda
-stage bandwidth-quick 180 run_if_built bench/halflab-bench bandwidth --quick --device cuda
-stage footprint 120 run_if_built bench/halflab-bench footprint --device cuda
-stage train-quick 300 run_if_built train/halflab-train --preset gpt2 --quick --device cuda
-stage mlp-step 120 run_if_built bench/halflab-bench mlp-step --quick --device cuda
+measure() { # measure NAME TIMEOUT PROGRAM ARGS... : a stage running a built program
+  local name=$1 limit=$2 exe=$build/$3
+  shift 3
+  if [ -x "$exe" ]; then stage "$name" "$limit" "$exe" "$@"; else note "$(basename "$exe") not built: $name skipped"; fi
+}
+measure numerics 120 numerics/halflab-numerics all --device auto
+measure gemm-quick 240 bench/halflab-bench gemm --quick --device cuda
+measure bandwidth-quick 180 bench/halflab-bench bandwidth --quick --device cuda
+measure mlp-step 120 bench/halflab-bench mlp-step --quick --device cuda
+measure footprint 120 bench/halflab-bench footprint --device cuda
+measure train-tiny 180 train/halflab-train --mode amp-fp16 --device cuda
 # halflab vs PyTorch (the image's CUDA torch) on the gpt2 preset: fp32, amp-fp16 (GradScaler), amp-bf16;
 # peer_step_times.csv holds amp-fp16 / fp32 and halflab / PyTorch AMP from one run
 stage peers 360 "$root/bench/peers/gpu_compare.sh" "$build"
