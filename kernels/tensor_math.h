@@ -217,6 +217,34 @@ HL_HD static inline int8_t hl_f64_to_i8_sat(double x) {
   return (int8_t)rint(x);
 }
 
+/* ------------------------------------------------ any dtype via double -- */
+/* The pairs of dtypes without a loop of their own (those with an integer
+ * type) are copied through double: element i of any dtype widened exactly,
+ * then stored rounded once (integers: nearest even, saturated, NaN -> 0).
+ * An f32 source widened to double rounds to f16 exactly as f32 -> f16
+ * would (the value is the same). */
+HL_HD static inline double hl_load_as_f64(const void *p, hl_dtype t, int64_t i) {
+  switch (t) {
+    case HL_F64: return ((const double *)p)[i];
+    case HL_F32: return ((const float *)p)[i];
+    case HL_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
+    case HL_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
+    case HL_I32: return ((const int32_t *)p)[i];
+    default: return ((const int8_t *)p)[i];
+  }
+}
+
+HL_HD static inline void hl_store_from_f64(void *p, hl_dtype t, int64_t i, double v) {
+  switch (t) {
+    case HL_F64: ((double *)p)[i] = v; break;
+    case HL_F32: ((float *)p)[i] = (float)v; break;
+    case HL_F16: ((uint16_t *)p)[i] = hl_f64_to_f16(v); break;
+    case HL_BF16: ((uint16_t *)p)[i] = hl_f64_to_bf16(v); break;
+    case HL_I32: ((int32_t *)p)[i] = hl_f64_to_i32_sat(v); break;
+    default: ((int8_t *)p)[i] = hl_f64_to_i8_sat(v); break;
+  }
+}
+
 /* ------------------------------------------------------------- random -- */
 
 /* Standard normal by Box-Muller from two Philox words: u1 in (0, 1] so the

@@ -6,36 +6,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"
-
-/* ------------------------------------------------------------ coalesce -- */
-
-int hl_cpu_coalesce(int64_t size[HL_MAX_DIMS], int64_t *strides[], int nops) {
-  int64_t s[HL_MAX_DIMS], st[8][HL_MAX_DIMS];
-  int n = 0;
-  /* walk from the innermost dim outwards, merging where every operand is contiguous across */
-  for (int d = HL_MAX_DIMS - 1; d >= 0; d--) {
-    if (size[d] == 1) continue;
-    if (n > 0) {
-      bool merge = true;
-      for (int k = 0; k < nops; k++)
-        if (strides[k][d] != st[k][n - 1] * s[n - 1]) merge = false;
-      if (merge) {
-        s[n - 1] *= size[d];
-        continue;
-      }
-    }
-    s[n] = size[d];
-    for (int k = 0; k < nops; k++) st[k][n] = strides[k][d];
-    n++;
-  }
-  /* s[0] is the innermost: it goes to dim 3, s[1] to dim 2, ...; padding dims are size 1 */
-  for (int j = 0; j < HL_MAX_DIMS; j++) {
-    int d = HL_MAX_DIMS - 1 - j;
-    size[d] = j < n ? s[j] : 1;
-    for (int k = 0; k < nops; k++) strides[k][d] = j < n ? st[k][j] : 0;
-  }
-  return n;
-}
+#include "kernels/tensor_index.h"
 
 /* ---------------------------------------------------------------- fill -- */
 
@@ -68,31 +39,6 @@ void hl_cpu_fill(void *dst, hl_dtype t, int64_t n, double value) {
 }
 
 /* ---------------------------------------------------------------- copy -- */
-
-/* One element of any dtype, widened exactly to double. */
-static inline double load_as_f64(const void *p, hl_dtype t, int64_t i) {
-  switch (t) {
-    case HL_F64: return ((const double *)p)[i];
-    case HL_F32: return ((const float *)p)[i];
-    case HL_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    case HL_I32: return ((const int32_t *)p)[i];
-    default: return ((const int8_t *)p)[i];
-  }
-}
-
-/* Stores double v rounded once to t. An f32 source widened to double
- * rounds to f16 exactly as f32 -> f16 would (the value is the same). */
-static inline void store_from_f64(void *p, hl_dtype t, int64_t i, double v) {
-  switch (t) {
-    case HL_F64: ((double *)p)[i] = v; break;
-    case HL_F32: ((float *)p)[i] = (float)v; break;
-    case HL_F16: ((uint16_t *)p)[i] = hl_f64_to_f16(v); break;
-    case HL_BF16: ((uint16_t *)p)[i] = hl_f64_to_bf16(v); break;
-    case HL_I32: ((int32_t *)p)[i] = hl_f64_to_i32_sat(v); break;
-    default: ((int8_t *)p)[i] = hl_f64_to_i8_sat(v); break;
-  }
-}
 
 /* Rows of the innermost dim; the common pairs get their own loops. */
 HL_VECTOR_CLONES static void copy_row(void *dst, hl_dtype dt, int64_t ds, const void *src, hl_dtype st, int64_t ss,
@@ -135,7 +81,7 @@ HL_VECTOR_CLONES static void copy_row(void *dst, hl_dtype dt, int64_t ds, const 
     const uint64_t *s = src;
     for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
   } else {
-    for (int64_t i = 0; i < n; i++) store_from_f64(dst, dt, i * ds, load_as_f64(src, st, i * ss));
+    for (int64_t i = 0; i < n; i++) hl_store_from_f64(dst, dt, i * ds, hl_load_as_f64(src, st, i * ss));
   }
 }
 
@@ -150,7 +96,7 @@ void hl_cpu_copy(const hl_kview *dst, const hl_kview *src, const int64_t size_in
   }
   if (total == 0) return;
   int64_t *strides[2] = {ds, ss};
-  hl_cpu_coalesce(size, strides, 2);
+  hl_coalesce(size, strides, 2);
   const size_t de = hl_dtype_size(dst->dtype), se = hl_dtype_size(src->dtype);
   const int64_t rows = size[0] * size[1] * size[2], n = size[3];
   if (rows == 1) {

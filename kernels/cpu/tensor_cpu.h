@@ -115,9 +115,4 @@ void hl_cpu_embedding(hl_dtype t, void *out, const void *weight, const int32_t *
 void hl_cpu_embedding_backward(hl_dtype t, void *dweight, const void *dy, const int32_t *idx, int64_t n,
                                int64_t dim, int64_t vocab);
 
-/* Merges dims that are contiguous in every operand (stride[d] ==
- * stride[d+1] * size[d+1] for all) and drops size-1 dims; the result keeps
- * 4 dims with leading 1s. Returns the number of meaningful trailing dims. */
-int hl_cpu_coalesce(int64_t size[HL_MAX_DIMS], int64_t *strides[], int nops);
-
 #endif

@@ -11,6 +11,7 @@
  * fp16 GELU and its gradient took a third of an amp-fp16 training step). */
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"
+#include "kernels/tensor_index.h"
 
 /* ------------------------------------------------- fp16 / bf16 blocks -- */
 
@@ -105,7 +106,7 @@ void hl_cpu_binary(hl_binary_op op, const hl_kview *out, const hl_kview *a, cons
   }
   if (total == 0) return;
   int64_t *strides[3] = {os, as, bs};
-  hl_cpu_coalesce(size, strides, 3);
+  hl_coalesce(size, strides, 3);
   const hl_dtype t = out->dtype;
   const int64_t es = (int64_t)hl_dtype_size(t);
   const int64_t rows = size[0] * size[1] * size[2], n = size[3];

@@ -150,33 +150,11 @@ __global__ void copy_bits_strided_kernel(const __grid_constant__ hl_cuda_geom g,
     dst[hl_cuda_geom_offset(&g, 0, i)] = src[hl_cuda_geom_offset(&g, 1, i)];
 }
 
-/* Any pair with an integer type: widened exactly to double, stored rounded
- * once (integers: nearest even, saturated, NaN -> 0), as the CPU does. */
-__device__ inline double load_as_f64(const void *p, hl_dtype t, int64_t i) {
-  switch (t) {
-    case HL_F64: return ((const double *)p)[i];
-    case HL_F32: return ((const float *)p)[i];
-    case HL_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    case HL_I32: return ((const int32_t *)p)[i];
-    default: return ((const int8_t *)p)[i];
-  }
-}
-
-__device__ inline void store_from_f64(void *p, hl_dtype t, int64_t i, double v) {
-  switch (t) {
-    case HL_F64: ((double *)p)[i] = v; break;
-    case HL_F32: ((float *)p)[i] = (float)v; break;
-    case HL_F16: ((uint16_t *)p)[i] = hl_f64_to_f16(v); break;
-    case HL_BF16: ((uint16_t *)p)[i] = hl_f64_to_bf16(v); break;
-    case HL_I32: ((int32_t *)p)[i] = hl_f64_to_i32_sat(v); break;
-    default: ((int8_t *)p)[i] = hl_f64_to_i8_sat(v); break;
-  }
-}
-
+/* Any pair with an integer type: through double with tensor_math.h's
+ * hl_load_as_f64/hl_store_from_f64, as the CPU does. */
 __global__ void copy_generic_kernel(const __grid_constant__ hl_cuda_geom g, void *dst, hl_dtype dt, const void *src, hl_dtype st) {
   for (int64_t i = first_index(); i < g.total; i += grid_stride())
-    store_from_f64(dst, dt, hl_cuda_geom_offset(&g, 0, i), load_as_f64(src, st, hl_cuda_geom_offset(&g, 1, i)));
+    hl_store_from_f64(dst, dt, hl_cuda_geom_offset(&g, 0, i), hl_load_as_f64(src, st, hl_cuda_geom_offset(&g, 1, i)));
 }
 
 /* -------------------------------------------------------------- random -- */

@@ -1,7 +1,7 @@
 /* tensor_cuda_plan.h — the host-side arithmetic of the CUDA tensor kernels:
- * how an index space is coalesced, how an index is split into coordinates
- * without a hardware division, how a reduction is cut into chunks, and the
- * stored bits of a fill value. Plain C that nvcc also compiles (HL_HD), with
+ * how a coalesced index space (kernels/tensor_index.h, the CPU's rule) is
+ * split into coordinates without a hardware division, how a reduction is
+ * cut into chunks, and the stored bits of a fill value. Plain C that nvcc also compiles (HL_HD), with
  * no CUDA API call, so the unit suite checks it on the CPU
  * (tests/core-gpu/test_cuda_plan.c): the parts of the CUDA twin that can go
  * wrong without a GPU are tested without one. */
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "amp/half.h"
+#include "kernels/tensor_index.h"
 #include "kernels/tensor_kernels.h"
 #include "kernels/tensor_math.h"
 
@@ -51,37 +52,6 @@ HL_HD static inline uint32_t hl_divider_div(hl_divider v, uint32_t n) {
   return (hi + n) >> v.shift;
 }
 
-/* ----------------------------------------------------------- coalescing -- */
-/* Merges dims that are contiguous in every operand (stride[d] == stride[d+1]
- * * size[d+1] for all) and drops size-1 dims; the result keeps 4 dims with
- * leading 1s (stride 0). Returns the number of meaningful trailing dims.
- * The same rule as the CPU twin's, so both walk the same index space. */
-HL_HD static inline int hl_cuda_coalesce(int64_t size[HL_MAX_DIMS], int64_t (*strides)[HL_MAX_DIMS], int nops) {
-  int64_t s[HL_MAX_DIMS], st[3][HL_MAX_DIMS];
-  int n = 0;
-  for (int d = HL_MAX_DIMS - 1; d >= 0; d--) {
-    if (size[d] == 1) continue;
-    if (n > 0) {
-      bool merge = true;
-      for (int k = 0; k < nops; k++)
-        if (strides[k][d] != st[k][n - 1] * s[n - 1]) merge = false;
-      if (merge) {
-        s[n - 1] *= size[d];
-        continue;
-      }
-    }
-    s[n] = size[d];
-    for (int k = 0; k < nops; k++) st[k][n] = strides[k][d];
-    n++;
-  }
-  for (int j = 0; j < HL_MAX_DIMS; j++) {
-    const int d = HL_MAX_DIMS - 1 - j;
-    size[d] = j < n ? s[j] : 1;
-    for (int k = 0; k < nops; k++) strides[k][d] = j < n ? st[k][j] : 0;
-  }
-  return n;
-}
-
 /* A strided index space of up to 3 operands, ready for a kernel: the sizes,
  * each operand's strides, and the dividers of the three inner sizes (used
  * when `small`: every linear index below 2^31). */
@@ -103,7 +73,10 @@ static inline hl_cuda_geom hl_cuda_geom_make(const int64_t size[HL_MAX_DIMS], co
     g.total *= size[d];
     for (int k = 0; k < nops; k++) g.stride[k][d] = strides[k][d];
   }
-  if (g.total > 0) hl_cuda_coalesce(g.size, g.stride, nops);
+  if (g.total > 0) {
+    int64_t *const rows[3] = {g.stride[0], g.stride[1], g.stride[2]};
+    hl_coalesce(g.size, rows, nops);
+  }
   g.small = g.total < ((int64_t)1 << 31);
   if (g.small && g.total > 0) {
     g.div3 = hl_divider_make((uint32_t)g.size[3]);

@@ -9,6 +9,7 @@
 #include "amp/device.h"
 #include "amp/half.h"
 #include "amp/philox.h"
+#include "kernels/tensor_math.h"
 
 const hl_backend *twin_gpu, *twin_cpu;
 hl_device_kind twin_device = HL_DEVICE_CUDA;
@@ -81,16 +82,7 @@ void twin_values(void *p, hl_dtype t, int64_t n, uint64_t stream, double lo, dou
   }
 }
 
-double twin_get(const void *p, hl_dtype t, int64_t i) {
-  switch (t) {
-    case HL_F64: return ((const double *)p)[i];
-    case HL_F32: return ((const float *)p)[i];
-    case HL_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    case HL_I32: return ((const int32_t *)p)[i];
-    default: return ((const int8_t *)p)[i];
-  }
-}
+double twin_get(const void *p, hl_dtype t, int64_t i) { return hl_load_as_f64(p, t, i); }
 
 bool twin_isnan(const void *p, hl_dtype t, int64_t i) { return hl_dtype_is_float(t) && isnan(twin_get(p, t, i)); }
 
