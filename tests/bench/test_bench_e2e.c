@@ -10,14 +10,6 @@
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
 
-static char *path_in(const char *dir, const char *name) {
-  static char buf[4][4096];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
 static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
 
 static void expect_columns(const hl_table *t, const char *const *cols) {
@@ -28,10 +20,9 @@ static void expect_columns(const hl_table *t, const char *const *cols) {
 static void test_gemm_tiny(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s gemm --device cpu --quick --sizes 64,96 --reps 3 --out %s", bench(), dir);
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  hl_run_result r = hl_run_ok("%s gemm --device cpu --quick --sizes 64,96 --reps 3 --out %s", bench(), dir);
   assert_non_null(strstr(r.out, "fp16"));
-  hl_table *t = hl_table_read(path_in(dir, "gemm.csv"));
+  hl_table *t = hl_table_read(hl_path(dir, "gemm.csv"));
   assert_non_null(t);
   static const char *cols[] = {"device", "study", "variant", "dtype", "accumulate", "implementation", "m", "n", "k",
                                "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflops", "peak_tflops",
@@ -68,7 +59,7 @@ static void test_gemm_tiny(void **state) {
   assert_non_null(strstr(t->meta, "# method: "));
   hl_table_free(t);
   /* no size >= 1024: the CPU targets are reported as skipped, not passed */
-  hl_table *g = hl_table_read(path_in(dir, "gemm_targets.csv"));
+  hl_table *g = hl_table_read(hl_path(dir, "gemm_targets.csv"));
   assert_non_null(g);
   assert_string_equal(hl_table_get(g, 0, "status"), "SKIP");
   hl_table_free(g);
@@ -81,10 +72,9 @@ static void test_gemm_tiny(void **state) {
 static void test_gemm_accuracy_tiny(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s gemm --accuracy --device cpu --sizes 64,1024 --dtypes fp32,fp16,fp16-acc16 --out %s",
-                           bench(), dir);
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-  hl_table *t = hl_table_read(path_in(dir, "gemm_accuracy.csv"));
+  hl_run_result r = hl_run_ok("%s gemm --accuracy --device cpu --sizes 64,1024 --dtypes fp32,fp16,fp16-acc16 --out %s",
+                              bench(), dir);
+  hl_table *t = hl_table_read(hl_path(dir, "gemm_accuracy.csv"));
   assert_non_null(t);
   static const char *cols[] = {"method", "variant", "input", "accumulate", "data", "k", "rel_err", "rel_err_accumulation", NULL};
   expect_columns(t, cols);
@@ -109,9 +99,8 @@ static void test_gemm_accuracy_tiny(void **state) {
 static void test_bandwidth_tiny(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s bandwidth --device cpu --sizes 64KiB,1MiB --reps 3 --out %s", bench(), dir);
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-  hl_table *t = hl_table_read(path_in(dir, "bandwidth.csv"));
+  hl_run_result r = hl_run_ok("%s bandwidth --device cpu --sizes 64KiB,1MiB --reps 3 --out %s", bench(), dir);
+  hl_table *t = hl_table_read(hl_path(dir, "bandwidth.csv"));
   assert_non_null(t);
   static const char *cols[] = {"device", "kernel", "dtype", "array_bytes", "elements", "bytes_moved", "time_ms_min",
                                "time_ms_median", "time_ms_max", "gbps", "gbps_best", "gelems", "ref_kernel", "ref_gbps",
@@ -139,11 +128,11 @@ static void test_bandwidth_tiny(void **state) {
   assert_true(hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL) >= 0);
   assert_true(hl_table_find(t, "kernel", "memcpy-omp", "array_bytes", "65536", NULL) >= 0);
   hl_table_free(t);
-  hl_table *g = hl_table_read(path_in(dir, "bandwidth_targets.csv"));
+  hl_table *g = hl_table_read(hl_path(dir, "bandwidth_targets.csv"));
   assert_non_null(g);
   assert_true(hl_table_find(g, "target", "fp32 triad at 1 MiB >= 80% of the same-run memcpy", NULL) >= 0);
   hl_table_free(g);
-  assert_false(hl_file_exists(path_in(dir, "bandwidth_host.csv"))); /* GPU only */
+  assert_false(hl_file_exists(hl_path(dir, "bandwidth_host.csv"))); /* GPU only */
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
@@ -166,23 +155,11 @@ static void test_list_writes_nothing(void **state) {
 /* One line on stderr naming the problem, exit status 2, nothing created or truncated */
 static void expect_bad_input_on(const char *device, const char *sub, const char *args, const char *needle) {
   char *dir = hl_tmpdir();
-  FILE *f = fopen(path_in(dir, "gemm.csv"), "w");
-  assert_non_null(f);
-  fputs("old\n", f);
-  fclose(f);
-  hl_run_result r = hl_run("%s %s --device %s --out %s %s", bench(), sub, device, dir, args);
-  if (r.status != 2) fail_msg("'%s %s': exit %d, want 2 (stderr: %s)", sub, args, r.status, r.err);
-  int lines = 0;
-  for (const char *p = r.err; *p; p++) lines += *p == '\n';
-  if (lines != 1) fail_msg("'%s': %d lines on stderr, want 1: %s", args, lines, r.err);
-  if (!strstr(r.err, needle)) fail_msg("'%s': stderr does not say '%s': %s", args, needle, r.err);
-  assert_int_equal(hl_count_files(dir), 1); /* only our gemm.csv */
-  f = fopen(path_in(dir, "gemm.csv"), "r");
-  char buf[16] = "";
-  assert_non_null(fgets(buf, sizeof buf, f));
-  fclose(f);
-  assert_string_equal(buf, "old\n");
-  hl_run_free(&r);
+  hl_write_file(hl_path(dir, "gemm.csv"), "old\n", 4);
+  hl_expect_refused(dir, 2, needle, "%s %s --device %s --out %s %s", bench(), sub, device, dir, args);
+  char *kept = hl_read_file(hl_path(dir, "gemm.csv"), NULL);
+  assert_string_equal(kept, "old\n");
+  free(kept);
   hl_rmtree(dir);
   free(dir);
 }

@@ -441,13 +441,8 @@ static void test_gpt_block(void **state) {
 
 static void run_example(const char *prog, const char *expect_a, const char *expect_b) {
   const char *dev = hl_device_kind_name(twin_device);
-  hl_run_result r = hl_run("'%s' --device %s", hl_test_prog(prog), dev);
-  if (r.status != 0) fail_msg("%s --device %s: exit %d\nstdout:\n%s\nstderr:\n%s", prog, dev, r.status, r.out, r.err);
-  /* a line with both fragments */
-  bool found = false;
-  for (char *line = strtok(r.out, "\n"); line && !found; line = strtok(NULL, "\n"))
-    found = strstr(line, expect_a) && strstr(line, expect_b);
-  if (!found) fail_msg("%s --device %s: no line with \"%s\" and \"%s\"", prog, dev, expect_a, expect_b);
+  hl_run_result r = hl_run_ok("'%s' --device %s", hl_test_prog(prog), dev);
+  if (!hl_has_line(r.out, expect_a, expect_b)) fail_msg("%s --device %s: no line with \"%s\" and \"%s\"", prog, dev, expect_a, expect_b);
   hl_run_free(&r);
 }
 
@@ -473,14 +468,11 @@ static void test_mlp_step_on_device(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
   const char *dev = hl_device_kind_name(twin_device);
-  hl_run_result r = hl_run("'%s' mlp-step --device %s --batch 64 --reps 3 --quick --out '%s'",
-                           hl_test_prog("halflab-bench"), dev, dir);
-  if (r.status != 0) fail_msg("mlp-step --device %s: exit %d\n%s\n%s", dev, r.status, r.out, r.err);
+  hl_run_result r = hl_run_ok("'%s' mlp-step --device %s --batch 64 --reps 3 --quick --out '%s'",
+                              hl_test_prog("halflab-bench"), dev, dir);
   assert_non_null(strstr(r.out, "core / direct:"));
   hl_run_free(&r);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/mlp_step.csv", dir);
-  hl_table *t = hl_table_read(path);
+  hl_table *t = hl_table_read(hl_path(dir, "mlp_step.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 2);
   for (int i = 0; i < 2; i++) {
@@ -488,8 +480,7 @@ static void test_mlp_step_on_device(void **state) {
     assert_true(hl_table_num(t, i, "time_ms_median") > 0);
   }
   hl_table_free(t);
-  snprintf(path, sizeof path, "%s/mlp_step_targets.csv", dir);
-  assert_true(hl_file_exists(path));
+  assert_true(hl_file_exists(hl_path(dir, "mlp_step_targets.csv")));
   hl_rmtree(dir);
   free(dir);
 }

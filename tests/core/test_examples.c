@@ -10,24 +10,13 @@
 
 /* runs the program with args on the CPU; asserts exit 0 and returns stdout */
 static char *run_ok(const char *prog, const char *args) {
-  hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(prog), args);
-  if (r.status != 0) fail_msg("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", prog, args, r.status, r.out, r.err);
+  hl_run_result r = hl_run_ok("'%s' --device cpu %s", hl_test_prog(prog), args);
   free(r.err);
   return r.out;
 }
 
-/* a line of out containing every fragment */
 static void has_line(const char *out, const char *a, const char *b) {
-  const char *p = out;
-  while (p && *p) {
-    const char *end = strchr(p, '\n');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)len, p);
-    if (strstr(line, a) && strstr(line, b)) return;
-    p = end ? end + 1 : NULL;
-  }
-  fail_msg("no line with \"%s\" and \"%s\" in:\n%s", a, b, out);
+  if (!hl_has_line(out, a, b)) fail_msg("no line with \"%s\" and \"%s\" in:\n%s", a, b, out);
 }
 
 static void test_autocast_matrix(void **state) {
@@ -82,14 +71,9 @@ static void test_examples_bad_input(void **state) {
   (void)state;
   const char *progs[] = {"autocast-matrix", "autocast-nested", "autocast-model", "custom-op"};
   for (int i = 0; i < 4; i++) {
-    hl_run_result r = hl_run("'%s' --bogus", hl_test_prog(progs[i]));
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, "--bogus"));
-    hl_run_free(&r);
-    r = hl_run("'%s' --device tpu", hl_test_prog(progs[i]));
-    assert_int_equal(r.status, 2);
-    hl_run_free(&r);
-    r = hl_run("'%s' --help", hl_test_prog(progs[i]));
+    hl_expect_refused(NULL, 2, "--bogus", "'%s' --bogus", hl_test_prog(progs[i]));
+    hl_expect_refused(NULL, 2, NULL, "'%s' --device tpu", hl_test_prog(progs[i]));
+    hl_run_result r = hl_run("'%s' --help", hl_test_prog(progs[i]));
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "--trace-ops"));
     hl_run_free(&r);
@@ -99,13 +83,10 @@ static void test_examples_bad_input(void **state) {
 static void test_mlp_step(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("'%s' mlp-step --batch 16 --reps 2 --quick --out '%s'", hl_test_prog("halflab-bench"), dir);
-  if (r.status != 0) fail_msg("mlp-step: exit %d\n%s\n%s", r.status, r.out, r.err);
+  hl_run_result r = hl_run_ok("'%s' mlp-step --batch 16 --reps 2 --quick --out '%s'", hl_test_prog("halflab-bench"), dir);
   assert_non_null(strstr(r.out, "core / direct:"));
   hl_run_free(&r);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/mlp_step.csv", dir);
-  hl_table *t = hl_table_read(path);
+  hl_table *t = hl_table_read(hl_path(dir, "mlp_step.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 2);
   for (int i = 0; i < 2; i++) {
@@ -114,19 +95,14 @@ static void test_mlp_step(void **state) {
   }
   assert_true(hl_table_find(t, "impl", "core", NULL) >= 0 && hl_table_find(t, "impl", "direct", NULL) >= 0);
   hl_table_free(t);
-  snprintf(path, sizeof path, "%s/mlp_step_targets.csv", dir);
-  assert_true(hl_file_exists(path));
+  assert_true(hl_file_exists(hl_path(dir, "mlp_step_targets.csv")));
   hl_rmtree(dir);
   free(dir);
   /* bad input: exit 2, one line, nothing written */
   dir = hl_tmpdir();
   const char *bad[] = {"--batch 0", "--batch x", "--device tpu", "--frobnicate"};
-  for (int i = 0; i < 4; i++) {
-    r = hl_run("'%s' mlp-step %s --out '%s'", hl_test_prog("halflab-bench"), bad[i], dir);
-    assert_int_equal(r.status, 2);
-    assert_int_equal(hl_count_files(dir), 0);
-    hl_run_free(&r);
-  }
+  for (int i = 0; i < 4; i++)
+    hl_expect_refused(dir, 2, NULL, "'%s' mlp-step %s --out '%s'", hl_test_prog("halflab-bench"), bad[i], dir);
   /* --device cuda where no GPU is usable: a runtime failure (exit 1), one line, nothing written
    * (with a GPU, suite gpu runs mlp-step on it) */
   r = hl_run("'%s' mlp-step --device cuda --batch 16 --reps 2 --quick --out '%s'", hl_test_prog("halflab-bench"), dir);

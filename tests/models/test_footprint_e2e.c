@@ -13,22 +13,13 @@
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
 
-static char *path_in(const char *dir, const char *name) {
-  static char buf[4][4096];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
 static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
 
 static void test_cpu_run(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s footprint --device cpu --quick --out %s", bench(), dir);
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-  hl_table *p = hl_table_read(path_in(dir, "footprint_params.csv"));
+  hl_run_result r = hl_run_ok("%s footprint --device cpu --quick --out %s", bench(), dir);
+  hl_table *p = hl_table_read(hl_path(dir, "footprint_params.csv"));
   assert_non_null(p);
   assert_int_equal(p->nrows, 4);
   const char *policy[4] = {"fp32", "fp16", "bf16", "int8"};
@@ -49,7 +40,7 @@ static void test_cpu_run(void **state) {
   assert_non_null(strstr(p->meta, "# independent: rss"));
   hl_table_free(p);
 
-  hl_table *t = hl_table_read(path_in(dir, "footprint_training.csv"));
+  hl_table *t = hl_table_read(hl_path(dir, "footprint_training.csv"));
   assert_non_null(t);
   const char *modes[5] = {"fp32", "amp-fp16", "amp-bf16", "fp16-master", "fp16-pure"};
   assert_int_equal(t->nrows, 10); /* 5 modes at 8 x 1024 (analytic) and at the measured 1 x 16 */
@@ -88,12 +79,11 @@ static void test_cpu_run(void **state) {
 static void test_custom_shape(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s footprint --device cpu --layers 2 --heads 4 --embd 64 --vocab 500 --block 32 "
-                           "--policies fp32,int8 --modes fp32,fp16-pure --optimizer sgd-momentum --batch 4 "
-                           "--memory 16GiB --measure-batch 2 --measure-seq 32 --out %s",
-                           bench(), dir);
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
-  hl_table *p = hl_table_read(path_in(dir, "footprint_params.csv"));
+  hl_run_result r = hl_run_ok("%s footprint --device cpu --layers 2 --heads 4 --embd 64 --vocab 500 --block 32 "
+                              "--policies fp32,int8 --modes fp32,fp16-pure --optimizer sgd-momentum --batch 4 "
+                              "--memory 16GiB --measure-batch 2 --measure-seq 32 --out %s",
+                              bench(), dir);
+  hl_table *p = hl_table_read(hl_path(dir, "footprint_params.csv"));
   assert_non_null(p);
   assert_int_equal(p->nrows, 4); /* 2 models x 2 policies */
   int row = hl_table_find(p, "model", "custom", "policy", "fp32", NULL);
@@ -103,7 +93,7 @@ static void test_custom_shape(void **state) {
   assert_true(num(p, row, "params") == params);
   assert_true(num(p, row, "analytic_bytes") == 4 * params);
   hl_table_free(p);
-  hl_table *t = hl_table_read(path_in(dir, "footprint_training.csv"));
+  hl_table *t = hl_table_read(hl_path(dir, "footprint_training.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 8); /* 2 models x 2 modes x (analytic, measured) */
   int a = hl_table_find(t, "model", "custom", "mode", "fp16-pure", "measured", "no", NULL);
@@ -120,8 +110,7 @@ static void test_custom_shape(void **state) {
 
 static void test_list(void **state) {
   (void)state;
-  hl_run_result r = hl_run("%s footprint --list --policies int8", bench());
-  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  hl_run_result r = hl_run_ok("%s footprint --list --policies int8", bench());
   /* the seed's int8 listing: embeddings fp16, layer norms fp32, projections int8, their biases fp16 */
   const char *lines[] = {"f16   transformer.wte.weight", "f16   transformer.wpe.weight",
                          "f32   transformer.h.0.ln_1.weight", "f32   transformer.h.0.ln_1.bias",
@@ -146,13 +135,7 @@ static void test_list(void **state) {
 /* Bad input: one line on stderr naming the problem, exit 2, nothing written. */
 static void expect_bad(const char *args, const char *words) {
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s footprint --device cpu --out %s/out %s", bench(), dir, args);
-  if (r.status != 2) fail_msg("'%s': exit %d (want 2): %s", args, r.status, r.err);
-  int lines = 0;
-  for (const char *s = r.err; *s; s++) lines += *s == '\n';
-  if (lines != 1 || !strstr(r.err, words)) fail_msg("'%s': stderr \"%s\" (want one line with \"%s\")", args, r.err, words);
-  assert_int_equal(hl_count_files(dir), 0);
-  hl_run_free(&r);
+  hl_expect_refused(dir, 2, words, "%s footprint --device cpu --out %s/out %s", bench(), dir, args);
   hl_rmtree(dir);
   free(dir);
 }

@@ -263,35 +263,6 @@ static void test_quantize_by_hand(void **state) {
 
 /* ------------------------------------------------------------ weight file -- */
 
-/* zlib's CRC-32, bit by bit (independent of the table in nn_params.c) */
-static uint32_t crc32_bitwise(const unsigned char *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return ~c;
-}
-
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc(*n + 1);
-  assert_int_equal(fread(b, 1, *n, f), *n);
-  fclose(f);
-  return b;
-}
-
-static void spit(const char *path, const unsigned char *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(b, 1, n, f), n);
-  fclose(f);
-}
-
 static bool same_values(const hl_gpt *a, const hl_gpt *b) {
   for (int i = 0; i < a->params.n; i++) {
     double *va = param_values(&a->params.items[i]), *vb = param_values(&b->params.items[i]);
@@ -335,7 +306,8 @@ static void test_save_load(void **state) {
 
   /* the layout of docs/models.md: magic, count, entries, CRC-32 of all before it */
   size_t n;
-  unsigned char *f = slurp(path, &n);
+  unsigned char *f = (unsigned char *)hl_read_file(path, &n);
+  assert_non_null(f);
   assert_memory_equal(f, "HLWTS001", 8);
   uint32_t count, name_len, crc;
   memcpy(&count, f + 8, 4);
@@ -349,8 +321,8 @@ static void test_save_load(void **state) {
               4 * (size_t)hl_numel(a->params.items[i].tensor);
   assert_int_equal(n, expect);
   memcpy(&crc, f + n - 4, 4);
-  assert_int_equal(crc32_bitwise((const unsigned char *)"123456789", 9), 0xCBF43926u);
-  assert_int_equal(crc, crc32_bitwise(f, n - 4));
+  assert_int_equal(hl_test_crc32("123456789", 9), 0xCBF43926u);
+  assert_int_equal(crc, hl_test_crc32(f, n - 4));
 
   /* into other policies: rounded once / requantised, like the init */
   hl_gpt *h = hl_gpt_new(&small, HL_POLICY_FP16, HL_DEVICE_CPU, 7), *h2 = hl_gpt_new(&small, HL_POLICY_FP16, HL_DEVICE_CPU, 1);
@@ -379,15 +351,15 @@ static void test_save_load(void **state) {
   hl_gpt *keep = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 2);
   OK(keep);
   f[n / 2] ^= 0x40;
-  spit(bad, f, n);
+  hl_write_file(bad, f, n);
   expect_refused(keep, bad, "checksum");
   f[n / 2] ^= 0x40;
-  spit(bad, f, n - 9);
+  hl_write_file(bad, f, n - 9);
   expect_refused(keep, bad, "truncated");
-  spit(bad, f, n / 3);
+  hl_write_file(bad, f, n / 3);
   expect_refused(keep, bad, "truncated");
   memcpy(f, "NOTMINE!", 8);
-  spit(bad, f, n);
+  hl_write_file(bad, f, n);
   expect_refused(keep, bad, "not a halflab weight file");
   hl_gpt *fresh = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 2);
   assert_true(same_values(keep, fresh));

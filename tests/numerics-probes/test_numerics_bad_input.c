@@ -10,27 +10,11 @@
 
 static const char sentinel[] = "an earlier run's overflow.csv\n";
 
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  static char buf[4096];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static int count_lines(const char *s) {
-  int n = 0;
-  for (; *s; s++) n += *s == '\n';
-  return n;
+static void expect_sentinel(const char *path) {
+  char *text = hl_read_file(path, NULL);
+  assert_non_null(text);
+  assert_string_equal(text, sentinel);
+  free(text);
 }
 
 /* ARGS must fail with exit 2 and one stderr line containing `names`, twice:
@@ -42,18 +26,13 @@ static void refused(const char *args, const char *names) {
   char *cwd = hl_tmpdir(), *out = hl_tmpdir();
   char csv[4200];
   snprintf(csv, sizeof csv, "%s/overflow.csv", out);
-  write_file(csv, sentinel);
+  hl_write_file(csv, sentinel, strlen(sentinel));
   for (int with_out = 0; with_out < 2; with_out++) {
-    hl_run_result r = with_out ? hl_run("cd '%s' && '%s' --out '%s' %s", cwd, prog, out, args)
-                               : hl_run("cd '%s' && '%s' %s", cwd, prog, args);
-    if (r.status != 2) fail_msg("'%s': exit %d, expected 2 (stderr: %s)", args, r.status, r.err);
-    if (count_lines(r.err) != 1) fail_msg("'%s': expected one line on stderr, got:\n%s", args, r.err);
-    if (!strstr(r.err, names)) fail_msg("'%s': the message does not name '%s': %s", args, names, r.err);
-    assert_string_equal(r.out, "");
-    hl_run_free(&r);
-    assert_int_equal(hl_count_files(cwd), 0); /* no results/ folder */
+    /* cwd stays empty: no results/ folder */
+    if (with_out) hl_expect_refused(cwd, 2, names, "cd '%s' && '%s' --out '%s' %s", cwd, prog, out, args);
+    else hl_expect_refused(cwd, 2, names, "cd '%s' && '%s' %s", cwd, prog, args);
     assert_int_equal(hl_count_files(out), 1);
-    assert_string_equal(read_file(csv), sentinel);
+    expect_sentinel(csv);
   }
   hl_rmtree(cwd), hl_rmtree(out);
   free(cwd), free(out);
@@ -83,15 +62,9 @@ static void test_out_under_a_file(void **state) {
   char *dir = hl_tmpdir();
   char file[4200];
   snprintf(file, sizeof file, "%s/not-a-folder", dir);
-  write_file(file, sentinel);
-  hl_run_result r = hl_run("cd '%s' && '%s' overflow --out '%s/results'", dir, prog, file);
-  if (r.status != 2) fail_msg("exit %d, expected 2 (stderr: %s)", r.status, r.err);
-  if (count_lines(r.err) != 1) fail_msg("expected one line on stderr, got:\n%s", r.err);
-  assert_non_null(strstr(r.err, "not-a-folder/results"));
-  assert_string_equal(r.out, "");
-  hl_run_free(&r);
-  assert_int_equal(hl_count_files(dir), 1);
-  assert_string_equal(read_file(file), sentinel);
+  hl_write_file(file, sentinel, strlen(sentinel));
+  hl_expect_refused(dir, 2, "not-a-folder/results", "cd '%s' && '%s' overflow --out '%s/results'", dir, prog, file);
+  expect_sentinel(file);
   hl_rmtree(dir);
   free(dir);
 }

@@ -12,16 +12,14 @@ static const char *prog(void) { return hl_test_prog("halflab-numerics"); }
 /* Runs `halflab-numerics ARGS --device cpu --out DIR`; returns DIR. */
 static char *run_ok(const char *args, hl_run_result *out) {
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("'%s' %s --device cpu --out '%s'", prog(), args, dir);
-  if (r.status != 0) fail_msg("'%s' exited %d: %s", args, r.status, r.err);
+  hl_run_result r = hl_run_ok("'%s' %s --device cpu --out '%s'", prog(), args, dir);
   if (out) *out = r;
   else hl_run_free(&r);
   return dir;
 }
 
 static hl_table *read_csv(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  const char *path = hl_path(dir, name);
   hl_table *t = hl_table_read(path);
   if (!t) fail_msg("%s is missing or malformed", path);
   char tmp[4200];

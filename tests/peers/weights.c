@@ -6,31 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t wfile_crc32(const unsigned char *p, size_t n) {
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-  }
-  return ~c;
-}
-
-static unsigned char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *b = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    rewind(f);
-    if (n >= 0 && (b = malloc((size_t)n + 1)) && fread(b, 1, (size_t)n, f) != (size_t)n) {
-      free(b);
-      b = NULL;
-    }
-    if (b) *len = (size_t)n;
-  }
-  fclose(f);
-  return b;
-}
+#include "tests/support/hltest.h"
 
 void wfile_free(wfile *w) {
   if (!w) return;
@@ -45,12 +21,12 @@ void wfile_free(wfile *w) {
 wfile *wfile_read(const char *path, char *why, size_t len) {
   wfile *w = calloc(1, sizeof *w);
   if (!w) BAD("out of memory");
-  w->bytes = slurp(path, &w->len);
+  w->bytes = (unsigned char *)hl_read_file(path, &w->len);
   if (!w->bytes) BAD("%s: cannot read", path);
   if (w->len < 16 || memcmp(w->bytes, "HLWTS001", 8) != 0) BAD("%s: not a HLWTS001 file", path);
   uint32_t crc;
   memcpy(&crc, w->bytes + w->len - 4, 4);
-  if (crc != wfile_crc32(w->bytes, w->len - 4)) BAD("%s: CRC-32 mismatch", path);
+  if (crc != hl_test_crc32(w->bytes, w->len - 4)) BAD("%s: CRC-32 mismatch", path);
   const size_t end = w->len - 4;
   size_t at = 8;
   uint32_t count;
@@ -106,7 +82,7 @@ bool wfile_perturb(const char *path, const char *name, int64_t i, float delta) {
     memcpy(&v, w->bytes + t->offset + 4 * (size_t)i, 4);
     v += delta;
     memcpy(w->bytes + t->offset + 4 * (size_t)i, &v, 4);
-    const uint32_t crc = wfile_crc32(w->bytes, w->len - 4);
+    const uint32_t crc = hl_test_crc32(w->bytes, w->len - 4);
     memcpy(w->bytes + w->len - 4, &crc, 4);
     FILE *f = fopen(path, "wb");
     ok = f && fwrite(w->bytes, 1, w->len, f) == w->len;

@@ -30,7 +30,6 @@ typedef struct {
 wfile *wfile_read(const char *path, char *why, size_t len);
 void wfile_free(wfile *w);
 const wtensor *wfile_find(const wfile *w, const char *name);
-uint32_t wfile_crc32(const unsigned char *p, size_t n);
 /* Adds delta to element i of the named tensor and writes the file again
  * with a correct CRC-32. false when the name or index does not exist. */
 bool wfile_perturb(const char *path, const char *name, int64_t i, float delta);

@@ -153,25 +153,6 @@ static void test_resume_bit_identical(void **state) {
   free(dir);
 }
 
-static unsigned char *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *size = (size_t)ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *d = malloc(*size + 16);
-  assert_int_equal(fread(d, 1, *size, f), *size);
-  fclose(f);
-  return d;
-}
-
-static void spill(const char *path, const unsigned char *d, size_t size) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(d, 1, size, f), size);
-  fclose(f);
-}
-
 /* the load is refused with a message holding every fragment, and r is
  * exactly as before */
 #define REFUSED_UNCHANGED(path, r, ...) refused_unchanged(path, r, (const char *[]){__VA_ARGS__, NULL}, __LINE__)
@@ -204,7 +185,8 @@ static void test_corrupted_files(void **state) {
   for (int s = 0; s < 3; s++) run_step(&a, &sc);
   OK(hl_checkpoint_save(good, state_of(&a)));
   size_t size;
-  unsigned char *data = slurp(good, &size);
+  unsigned char *data = (unsigned char *)hl_read_file(good, &size);
+  assert_non_null(data);
   assert_true(size > 400);
   /* a run in another state that must stay as it is */
   run r = run_new(5);
@@ -213,34 +195,37 @@ static void test_corrupted_files(void **state) {
   /* truncated anywhere */
   const size_t cuts[] = {0, 5, 8, 31, 40, size / 2, size - 12, size - 1};
   for (unsigned i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-    spill(bad, data, cuts[i]);
+    hl_write_file(bad, data, cuts[i]);
     REFUSED_UNCHANGED(bad, &r, cuts[i] < 8 ? "not a halflab checkpoint" : "truncated");
   }
   /* one byte flipped anywhere in the contents */
   const size_t flips[] = {40, 100, size / 2, size - 13};
   for (unsigned i = 0; i < sizeof flips / sizeof flips[0]; i++) {
     data[flips[i]] ^= 0x10;
-    spill(bad, data, size);
+    hl_write_file(bad, data, size);
     REFUSED_UNCHANGED(bad, &r, "checksum mismatch");
     data[flips[i]] ^= 0x10;
   }
   data[size - 2] ^= 1; /* the end marker */
-  spill(bad, data, size);
+  hl_write_file(bad, data, size);
   REFUSED_UNCHANGED(bad, &r, "no end marker");
   data[size - 2] ^= 1;
   data[0] = 'X'; /* the magic */
-  spill(bad, data, size);
+  hl_write_file(bad, data, size);
   REFUSED_UNCHANGED(bad, &r, "not a halflab checkpoint");
   data[0] = 'H';
   data[8] = 2; /* a future format version */
-  spill(bad, data, size);
+  hl_write_file(bad, data, size);
   REFUSED_UNCHANGED(bad, &r, "format version 2", "reads version 1");
   data[8] = 1;
-  spill(bad, data, size + 3); /* trailing bytes */
+  data = realloc(data, size + 3);
+  assert_non_null(data);
+  memcpy(data + size, "end", 3);
+  hl_write_file(bad, data, size + 3); /* trailing bytes */
   REFUSED_UNCHANGED(bad, &r, "after its end marker");
   REFUSED_UNCHANGED(path_in(dir, "missing.ckpt").s, &r, "No such file");
   /* the intact file still loads */
-  spill(bad, data, size);
+  hl_write_file(bad, data, size);
   OK(hl_checkpoint_load(bad, state_of(&r)));
   assert_true(runs_equal(&a, &r));
   free(data);
@@ -309,8 +294,7 @@ static void test_atomic_save(void **state) {
   run a = run_new(7);
   double sc;
   OK(hl_checkpoint_save(file, state_of(&a)));
-  size_t first_size;
-  free(slurp(file, &first_size));
+  assert_true(hl_file_exists(file));
   run_step(&a, &sc);
   OK(hl_checkpoint_save(file, state_of(&a))); /* replaces it */
   assert_false(hl_file_exists(path_in(dir, "run.ckpt.tmp").s));
@@ -324,7 +308,7 @@ static void test_atomic_save(void **state) {
   assert_int_equal(mkdir(folder, 0755), 0);
   const path inside_p = path_in(folder, "keep");
   const char *inside = inside_p.s;
-  spill(inside, (const unsigned char *)"x", 1);
+  hl_write_file(inside, "x", 1);
   REFUSED(hl_checkpoint_save(folder, state_of(&a)), "rename", "untouched");
   assert_true(hl_file_exists(inside));
   assert_false(hl_file_exists(path_in(dir, "taken.tmp").s));

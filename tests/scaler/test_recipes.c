@@ -9,8 +9,7 @@
 #include "tests/support/hltest.h"
 
 static char *run_ok(const char *prog, const char *args) {
-  hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(prog), args);
-  if (r.status != 0) fail_msg("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", prog, args, r.status, r.out, r.err);
+  hl_run_result r = hl_run_ok("'%s' --device cpu %s", hl_test_prog(prog), args);
   free(r.err);
   return r.out;
 }
@@ -119,11 +118,7 @@ static void test_checkpoint(void **state) {
   free(dir);
   /* resuming from nothing: a runtime failure naming the file, nothing created */
   dir = hl_tmpdir();
-  hl_run_result r = hl_run("'%s' --device cpu --dir '%s' --resume", hl_test_prog("amp-checkpoint"), dir);
-  assert_int_equal(r.status, 1);
-  assert_non_null(strstr(r.err, "run.ckpt"));
-  assert_int_equal(hl_count_files(dir), 0);
-  hl_run_free(&r);
+  hl_expect_refused(dir, 1, "run.ckpt", "'%s' --device cpu --dir '%s' --resume", hl_test_prog("amp-checkpoint"), dir);
   hl_rmtree(dir);
   free(dir);
 }
@@ -134,14 +129,7 @@ static void test_bad_input(void **state) {
   const bool inject[] = {true, true, false, false, true, true};
   for (int i = 0; i < 6; i++) {
     const char *bad[] = {"--bogus", "--steps 0", "--steps x", "--device tpu", "--seed -1", "extra"};
-    for (int b = 0; b < 6; b++) {
-      hl_run_result r = hl_run("'%s' %s", hl_test_prog(progs[i]), bad[b]);
-      if (r.status != 2) fail_msg("%s %s: exit %d", progs[i], bad[b], r.status);
-      int lines = 0;
-      for (const char *c = r.err; *c; c++) lines += *c == '\n';
-      if (lines != 1) fail_msg("%s %s: %d lines on stderr:\n%s", progs[i], bad[b], lines, r.err);
-      hl_run_free(&r);
-    }
+    for (int b = 0; b < 6; b++) hl_expect_refused(NULL, 2, NULL, "'%s' %s", hl_test_prog(progs[i]), bad[b]);
     hl_run_result r = hl_run("'%s' --inject 0", hl_test_prog(progs[i]));
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, inject[i] ? "bad item" : "not known"));
@@ -154,13 +142,9 @@ static void test_bad_input(void **state) {
   }
   char *dir = hl_tmpdir();
   const char *bad[] = {"--stop-after 3", "--resume", "--stop-after 20", "--inject 99"};
-  for (int b = 0; b < 4; b++) {
-    hl_run_result r = hl_run("'%s' %s %s '%s'", hl_test_prog("amp-checkpoint"), bad[b], b == 0 || b == 1 ? "" : "--dir",
-                             b == 0 || b == 1 ? "" : dir);
-    if (r.status != 2) fail_msg("amp-checkpoint %s: exit %d (%s)", bad[b], r.status, r.err);
-    assert_int_equal(hl_count_files(dir), 0);
-    hl_run_free(&r);
-  }
+  for (int b = 0; b < 4; b++)
+    hl_expect_refused(dir, 2, NULL, "'%s' %s %s '%s'", hl_test_prog("amp-checkpoint"), bad[b],
+                      b == 0 || b == 1 ? "" : "--dir", b == 0 || b == 1 ? "" : dir);
   hl_rmtree(dir);
   free(dir);
 }

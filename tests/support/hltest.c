@@ -42,12 +42,17 @@ static char *slurp(FILE *f) {
   return buf;
 }
 
-hl_run_result hl_run(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
+/* char NAME[] = the printf-style arguments of the enclosing function, formatted */
+#define FORMAT_COMMAND(name, fmt)           \
+  char name[8192];                          \
+  do {                                      \
+    va_list ap_;                            \
+    va_start(ap_, fmt);                     \
+    vsnprintf(name, sizeof name, fmt, ap_); \
+    va_end(ap_);                            \
+  } while (0)
+
+static hl_run_result run_command(const char *cmd) {
   FILE *out = tmpfile(), *err = tmpfile();
   assert_non_null(out);
   assert_non_null(err);
@@ -72,10 +77,54 @@ hl_run_result hl_run(const char *fmt, ...) {
   return r;
 }
 
+hl_run_result hl_run(const char *fmt, ...) {
+  FORMAT_COMMAND(cmd, fmt);
+  return run_command(cmd);
+}
+
+hl_run_result hl_run_ok(const char *fmt, ...) {
+  FORMAT_COMMAND(cmd, fmt);
+  hl_run_result r = run_command(cmd);
+  if (r.status != 0) fail_msg("%s: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, r.status, r.out, r.err);
+  return r;
+}
+
 void hl_run_free(hl_run_result *r) {
   free(r->out);
   free(r->err);
   r->out = r->err = NULL;
+}
+
+int hl_count_lines(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
+}
+
+bool hl_has_line(const char *text, const char *a, const char *b) {
+  for (const char *p = text; p && *p;) {
+    const char *end = strchr(p, '\n');
+    char *line = strndup(p, end ? (size_t)(end - p) : strlen(p));
+    assert_non_null(line);
+    const bool both = strstr(line, a) && (!b || strstr(line, b));
+    free(line);
+    if (both) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+void hl_expect_refused(const char *dir, int status, const char *words, const char *fmt, ...) {
+  FORMAT_COMMAND(cmd, fmt);
+  const int before = dir ? hl_count_files(dir) : 0;
+  hl_run_result r = run_command(cmd);
+  if (r.status != status) fail_msg("%s: exit %d (want %d); stderr: %s", cmd, r.status, status, r.err);
+  if (hl_count_lines(r.err) != 1 || (words && !strstr(r.err, words)))
+    fail_msg("%s: stderr \"%s\" (want one line with \"%s\")", cmd, r.err, words ? words : "");
+  if (*r.out) fail_msg("%s: stdout \"%s\" (want nothing)", cmd, r.out);
+  if (dir && hl_count_files(dir) != before)
+    fail_msg("%s: %s held %d entries before, %d after (want nothing created)", cmd, dir, before, hl_count_files(dir));
+  hl_run_free(&r);
 }
 
 char *hl_tmpdir(void) {
@@ -110,6 +159,46 @@ int hl_count_files(const char *dir) {
 bool hl_file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
+}
+
+char *hl_path(const char *dir, const char *name) {
+  static char buf[8][8192];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+char *hl_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  const long n = ftell(f);
+  rewind(f);
+  char *b = malloc((size_t)n + 1);
+  assert_non_null(b);
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) fail_msg("reading %s failed", path);
+  fclose(f);
+  b[n] = '\0';
+  if (len) *len = (size_t)n;
+  return b;
+}
+
+void hl_write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) fail_msg("cannot write %s", path);
+  if (fwrite(data, 1, len, f) != len) fail_msg("writing %s failed", path);
+  fclose(f);
+}
+
+uint32_t hl_test_crc32(const void *data, size_t len) {
+  const unsigned char *p = data;
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < len; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
 }
 
 /* Split a CSV line (no quoting in halflab files) in place. */

@@ -1,5 +1,6 @@
-/* hltest.h — what halflab's cmocka tests share: running the programs and
- * reading their CSV back (e2e), scratch folders, and the gpu suite's skip. */
+/* hltest.h — what halflab's cmocka tests share: running the programs, their
+ * refusal of bad input, and reading their CSV back (e2e), scratch folders
+ * and files, and the gpu suite's skip. */
 #ifndef HL_TEST_H
 #define HL_TEST_H
 
@@ -24,7 +25,23 @@ const char *hl_test_prog(const char *name);
 
 /* Runs `sh -c CMD` (printf-style) and captures its output. */
 hl_run_result hl_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* hl_run that fails the test unless CMD exits 0 (the message shows the
+ * command, its status and both streams). */
+hl_run_result hl_run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hl_run_free(hl_run_result *r);
+
+/* Bad input: runs CMD (printf-style) and fails the test, naming the command,
+ * unless it exits with `status`, writes nothing on stdout and exactly one
+ * line on stderr, that line contains `words` (NULL: any), and the folder
+ * `dir` (NULL: none) holds as many entries afterwards as before: nothing
+ * created. */
+void hl_expect_refused(const char *dir, int status, const char *words, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Number of '\n' in s. */
+int hl_count_lines(const char *s);
+/* Whether a line of text contains both a and b (b NULL: a alone). */
+bool hl_has_line(const char *text, const char *a, const char *b);
 
 /* A fresh empty folder under $TMPDIR (removed by hl_rmtree). */
 char *hl_tmpdir(void);
@@ -32,6 +49,17 @@ void hl_rmtree(const char *dir);
 /* Number of entries in a folder (-1 if it cannot be read). */
 int hl_count_files(const char *dir);
 bool hl_file_exists(const char *path);
+/* "DIR/NAME" in one of 8 static buffers used in turn: valid until the
+ * eighth call after, for passing a path straight on. */
+char *hl_path(const char *dir, const char *name);
+/* The whole file, NUL-terminated (free it); its size in *len when len is
+ * not NULL. NULL when it cannot be opened. */
+char *hl_read_file(const char *path, size_t *len);
+/* Writes len bytes to path, replacing it; fails the test on error. */
+void hl_write_file(const char *path, const void *data, size_t len);
+/* zlib's CRC-32, bit by bit: independent of the table-driven one in amp/
+ * that halflab's files carry, so a test can check those files. */
+uint32_t hl_test_crc32(const void *data, size_t len);
 
 /* ---------------------------------------------------- CSV read-back -- */
 

@@ -146,12 +146,9 @@ static void test_classify(void **state) {
 }
 
 static char *write_file(const char *dir, const char *name, const char *text, size_t len) {
-  char *path = malloc(4096);
-  snprintf(path, 4096, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fwrite(text, 1, len, f);
-  fclose(f);
+  char *path = strdup(hl_path(dir, name));
+  assert_non_null(path);
+  hl_write_file(path, text, len);
   return path;
 }
 

@@ -27,18 +27,10 @@ static const char *train(void) { return hl_test_prog("halflab-train"); }
 /* A short tiny-GPT run: small batches, evaluation every 5 steps. */
 #define SMALL "--device cpu --batch 16 --eval-samples 32 --eval-every 5"
 
-static char *path_in(const char *dir, const char *name) {
-  static char buf[8][8192];
-  static int k;
-  k = (k + 1) % 8;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-  return buf[k];
-}
-
 static hl_table *csv(const char *dir, const char *name, const char *mode, const char *kind) {
   char f[256];
   snprintf(f, sizeof f, "train_%s_%s_%s.csv", name, mode, kind);
-  hl_table *t = hl_table_read(path_in(dir, f));
+  hl_table *t = hl_table_read(hl_path(dir, f));
   if (!t) fail_msg("%s: missing or malformed", f);
   return t;
 }
@@ -53,25 +45,9 @@ static void run_ok(hl_run_result *out, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
-  hl_run_result r = hl_run("%s %s", train(), args);
-  if (r.status != 0) fail_msg("'%s': exit %d: %s", args, r.status, r.err);
+  hl_run_result r = hl_run_ok("%s %s", train(), args);
   if (out) *out = r;
   else hl_run_free(&r);
-}
-
-static char *slurp_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  rewind(f);
-  char *b = malloc((size_t)n + 1);
-  assert_non_null(b);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  b[n] = '\0';
-  if (len) *len = (size_t)n;
-  return b;
 }
 
 /* ------------------------------------------------------------ every mode -- */
@@ -141,13 +117,13 @@ static void test_every_mode(void **state) {
   for (int m = 1; m < 7; m++)
     if (fabs(first_loss[m] - first_loss[0]) > 0.01 * first_loss[0])
       fail_msg("%s's first loss %g, fp32's %g", modes[m], first_loss[m], first_loss[0]);
-  hl_table *all = hl_table_read(path_in(dir, "train_summary.csv"));
+  hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
   assert_non_null(all);
   assert_int_equal(all->nrows, 7);
   hl_table_free(all);
   /* repeating a run replaces its row in train_summary.csv */
   run_ok(NULL, SMALL " --steps 3 --mode fp32 --out %s", dir);
-  all = hl_table_read(path_in(dir, "train_summary.csv"));
+  all = hl_table_read(hl_path(dir, "train_summary.csv"));
   assert_int_equal(all->nrows, 7);
   int row = hl_table_find(all, "name", "tiny", "mode", "fp32", NULL);
   assert_true(row >= 0 && num(all, row, "steps_done") == 3);
@@ -169,16 +145,16 @@ static void test_resume_bit_identical(void **state) {
   /* amp-fp16 with the scale growing every 3 steps and a skipped step before the save: the scaler's
    * state, the optimizer's moments, the schedule and the data position all cross the checkpoint */
   const char *common = SMALL " --mode amp-fp16 --growth-interval 3 --inject-nonfinite 4 --steps 12";
-  run_ok(NULL, "%s --name full --checkpoint %s --out %s", common, path_in(dir, "full.ckpt"), dir);
-  run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, path_in(dir, "six.ckpt"), dir);
+  run_ok(NULL, "%s --name full --checkpoint %s --out %s", common, hl_path(dir, "full.ckpt"), dir);
+  run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"), dir);
   hl_table *s = csv(dir, "split", "amp-fp16", "summary");
   assert_string_equal(hl_table_get(s, 0, "status"), "stopped");
   assert_true(num(s, 0, "steps_done") == 6);
   hl_table_free(s);
   /* resumed twice: the second time the log is cut back to the checkpoint's 6 rows before appending */
   for (int k = 0; k < 2; k++)
-    run_ok(NULL, "%s --name split --resume %s --checkpoint %s --out %s", common, path_in(dir, "six.ckpt"),
-           path_in(dir, "resumed.ckpt"), dir);
+    run_ok(NULL, "%s --name split --resume %s --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"),
+           hl_path(dir, "resumed.ckpt"), dir);
   hl_table *a = csv(dir, "full", "amp-fp16", "steps"), *b = csv(dir, "split", "amp-fp16", "steps");
   assert_int_equal(a->nrows, 12);
   assert_int_equal(b->nrows, 12);
@@ -196,7 +172,7 @@ static void test_resume_bit_identical(void **state) {
   hl_table_free(b);
   /* the final state, byte for byte */
   size_t la, lb;
-  char *fa = slurp_file(path_in(dir, "full.ckpt"), &la), *fb = slurp_file(path_in(dir, "resumed.ckpt"), &lb);
+  char *fa = hl_read_file(hl_path(dir, "full.ckpt"), &la), *fb = hl_read_file(hl_path(dir, "resumed.ckpt"), &lb);
   assert_non_null(fa);
   assert_non_null(fb);
   assert_true(la == lb && memcmp(fa, fb, la) == 0);
@@ -204,9 +180,9 @@ static void test_resume_bit_identical(void **state) {
   free(fb);
   /* a checkpoint of another mode's model (fp16 weights here) is refused, and nothing is written */
   hl_run_result r = hl_run("%s " SMALL " --mode fp16-master --steps 12 --resume %s --out %s/x", train(),
-                           path_in(dir, "six.ckpt"), dir);
+                           hl_path(dir, "six.ckpt"), dir);
   assert_int_equal(r.status, 2);
-  assert_false(hl_file_exists(path_in(dir, "x")));
+  assert_false(hl_file_exists(hl_path(dir, "x")));
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
@@ -247,16 +223,14 @@ static void test_fp32_nonfinite_fails(void **state) {
   /* fp32 has no scaler: the inf goes into the weights and the next loss is not finite */
   hl_run_result r = hl_run("%s " SMALL " --mode fp32 --steps 10 --inject-nonfinite 3 --out %s", train(), dir);
   assert_int_equal(r.status, 1);
-  int lines = 0;
-  for (const char *s = r.err; *s; s++) lines += *s == '\n';
-  if (lines != 1 || !strstr(r.err, "non-finite loss") || !strstr(r.err, "at step 4"))
+  if (hl_count_lines(r.err) != 1 || !strstr(r.err, "non-finite loss") || !strstr(r.err, "at step 4"))
     fail_msg("stderr: %s", r.err);
   hl_table *t = csv(dir, "tiny", "fp32", "steps"); /* complete lines up to the failing step */
   assert_int_equal(t->nrows, 4);
   assert_false(isfinite(num(t, 3, "loss")));
   hl_table_free(t);
-  assert_false(hl_file_exists(path_in(dir, "train_tiny_fp32_summary.csv")));
-  assert_false(hl_file_exists(path_in(dir, "train_summary.csv")));
+  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_summary.csv")));
+  assert_false(hl_file_exists(hl_path(dir, "train_summary.csv")));
   hl_run_free(&r);
   /* without a scaler in a low-precision mode the divergence is the measurement: status diverged */
   hl_run_result d = hl_run("%s " SMALL " --mode fp16-noscale --steps 10 --inject-nonfinite 3 --out %s", train(), dir);
@@ -317,8 +291,8 @@ static void stop_with(int sig) {
   assert_string_equal(hl_table_get(s, 0, "status"), "interrupted");
   assert_true(num(s, 0, "steps_done") == last);
   hl_table_free(s);
-  assert_true(hl_file_exists(path_in(out, "train_tiny_amp-fp16_hist.csv")));
-  assert_false(hl_file_exists(path_in(out, "train_tiny_amp-fp16_summary.csv.tmp")));
+  assert_true(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_hist.csv")));
+  assert_false(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_summary.csv.tmp")));
   hl_rmtree(dir);
   free(dir);
 }
@@ -337,13 +311,7 @@ static void test_sigterm(void **state) {
 
 static void expect_bad(int status, const char *args, const char *words) {
   char *dir = hl_tmpdir();
-  hl_run_result r = hl_run("%s --device cpu --out %s/out %s", train(), dir, args);
-  if (r.status != status) fail_msg("'%s': exit %d (want %d): %s", args, r.status, status, r.err);
-  int lines = 0;
-  for (const char *s = r.err; *s; s++) lines += *s == '\n';
-  if (lines != 1 || !strstr(r.err, words)) fail_msg("'%s': stderr \"%s\" (want one line with \"%s\")", args, r.err, words);
-  assert_int_equal(hl_count_files(dir), 0);
-  hl_run_free(&r);
+  hl_expect_refused(dir, status, words, "%s --device cpu --out %s/out %s", train(), dir, args);
   hl_rmtree(dir);
   free(dir);
 }
@@ -351,14 +319,9 @@ static void expect_bad(int status, const char *args, const char *words) {
 static void test_bad_input(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  FILE *f = fopen(path_in(dir, "empty.txt"), "w");
-  fclose(f);
-  f = fopen(path_in(dir, "short.txt"), "w");
-  fputs("0123456789", f);
-  fclose(f);
-  f = fopen(path_in(dir, "bad.ckpt"), "w");
-  fputs("HLCKPT not really", f);
-  fclose(f);
+  hl_write_file(hl_path(dir, "empty.txt"), "", 0);
+  hl_write_file(hl_path(dir, "short.txt"), "0123456789", 10);
+  hl_write_file(hl_path(dir, "bad.ckpt"), "HLCKPT not really", 17);
   char args[4200];
   expect_bad(2, "--heads 3", "3 heads do not divide the width 64");
   expect_bad(2, "--layers 0", "must all be positive");
@@ -380,16 +343,16 @@ static void test_bad_input(void **state) {
   expect_bad(2, "--frobnicate", "frobnicate");
   expect_bad(2, "stray", "stray");
   expect_bad(2, "--text /nonexistent/book.txt", "cannot read");
-  snprintf(args, sizeof args, "--text %s", path_in(dir, "empty.txt"));
+  snprintf(args, sizeof args, "--text %s", hl_path(dir, "empty.txt"));
   expect_bad(2, args, "is empty");
-  snprintf(args, sizeof args, "--text %s", path_in(dir, "short.txt"));
+  snprintf(args, sizeof args, "--text %s", hl_path(dir, "short.txt"));
   expect_bad(2, args, "need at least");
   /* a batch that cannot fit, refused before anything is allocated */
   expect_bad(2, "--preset gpt2 --batch 100000", "needs about");
   expect_bad(2, "--model mlp --hidden 100000,100000 --batch 1000000", "needs about");
-  snprintf(args, sizeof args, "--resume %s", path_in(dir, "bad.ckpt"));
+  snprintf(args, sizeof args, "--resume %s", hl_path(dir, "bad.ckpt"));
   expect_bad(2, args, "--resume");
-  snprintf(args, sizeof args, "--init-weights %s", path_in(dir, "bad.ckpt"));
+  snprintf(args, sizeof args, "--init-weights %s", hl_path(dir, "bad.ckpt"));
   expect_bad(2, args, "--init-weights");
   hl_rmtree(dir);
   free(dir);
@@ -397,23 +360,14 @@ static void test_bad_input(void **state) {
 
 /* ------------------------------------------------------------- peers -- */
 
-static uint32_t crc32_of(const unsigned char *p, size_t n) {
-  uint32_t c = 0xffffffffu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-  }
-  return ~c;
-}
-
 static void test_peer_files(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  run_ok(NULL, SMALL " --steps 0 --save-init %s --export-batches %s --export-steps 3", path_in(dir, "w.bin"),
-         path_in(dir, "b.bin"));
+  run_ok(NULL, SMALL " --steps 0 --save-init %s --export-batches %s --export-steps 3", hl_path(dir, "w.bin"),
+         hl_path(dir, "b.bin"));
   assert_int_equal(hl_count_files(dir), 2); /* nothing else: --steps 0 trains nothing */
   size_t n;
-  unsigned char *b = (unsigned char *)slurp_file(path_in(dir, "b.bin"), &n);
+  unsigned char *b = (unsigned char *)hl_read_file(hl_path(dir, "b.bin"), &n);
   assert_non_null(b);
   assert_memory_equal(b, "HLBAT001", 8);
   uint32_t h[7];
@@ -428,7 +382,7 @@ static void test_peer_files(void **state) {
   assert_int_equal(n, 8 + 28 + 3 * 16 * 16 * 9 + 32 * 16 * 9 + 4);
   uint32_t crc;
   memcpy(&crc, b + n - 4, 4);
-  assert_int_equal(crc, crc32_of(b, n - 4));
+  assert_int_equal(crc, hl_test_crc32(b, n - 4));
   const int32_t *idx = (const int32_t *)(b + 36), *tgt = idx + 256;
   for (int r = 0; r < 16; r++)
     for (int t = 0; t + 1 < 16; t++) assert_int_equal(tgt[r * 16 + t], idx[r * 16 + t + 1]);
@@ -436,7 +390,7 @@ static void test_peer_files(void **state) {
 
   /* starting from the saved weights is starting from the seeded init: the same first steps, bit for bit */
   run_ok(NULL, SMALL " --steps 3 --name seeded --out %s", dir);
-  run_ok(NULL, SMALL " --steps 3 --name loaded --init-weights %s --out %s", path_in(dir, "w.bin"), dir);
+  run_ok(NULL, SMALL " --steps 3 --name loaded --init-weights %s --out %s", hl_path(dir, "w.bin"), dir);
   hl_table *a = csv(dir, "seeded", "fp32", "steps"), *c = csv(dir, "loaded", "fp32", "steps");
   for (int r = 0; r < 3; r++) {
     assert_string_equal(hl_table_get(a, r, "loss"), hl_table_get(c, r, "loss"));
@@ -446,9 +400,9 @@ static void test_peer_files(void **state) {
   hl_table_free(c);
   /* another model's weights are refused */
   hl_run_result r = hl_run("%s " SMALL " --steps 3 --embd 32 --init-weights %s --out %s/x", train(),
-                           path_in(dir, "w.bin"), dir);
+                           hl_path(dir, "w.bin"), dir);
   assert_int_equal(r.status, 2);
-  assert_false(hl_file_exists(path_in(dir, "x")));
+  assert_false(hl_file_exists(hl_path(dir, "x")));
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
@@ -483,10 +437,10 @@ static void test_mlp_recipes(void **state) {
 static void test_text(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  FILE *f = fopen(path_in(dir, "book.txt"), "w");
+  FILE *f = fopen(hl_path(dir, "book.txt"), "w");
   for (int i = 0; i < 200; i++) fprintf(f, "the quick brown fox %d jumps over the lazy dog.\n", i);
   fclose(f);
-  run_ok(NULL, "--device cpu --text %s --seq 32 --batch 8 --steps 5 --eval-samples 8 --out %s", path_in(dir, "book.txt"),
+  run_ok(NULL, "--device cpu --text %s --seq 32 --batch 8 --steps 5 --eval-samples 8 --out %s", hl_path(dir, "book.txt"),
          dir);
   hl_table *t = csv(dir, "tiny-text", "fp32", "steps");
   assert_int_equal(t->nrows, 5);
@@ -511,7 +465,7 @@ static void test_listing_and_trace(void **state) {
   assert_non_null(strstr(r.out, "[256,64]"));
   assert_non_null(strstr(r.out, "+ f32 master"));
   assert_non_null(strstr(r.out, "28 parameters"));
-  assert_false(hl_file_exists(path_in(dir, "x")));
+  assert_false(hl_file_exists(hl_path(dir, "x")));
   hl_run_free(&r);
   run_ok(&r, "--device cpu --list-params --mode amp-bf16");
   assert_non_null(strstr(r.out, "f32   transformer.h.0.attn.c_attn.weight"));
