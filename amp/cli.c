@@ -145,3 +145,15 @@ const char *hl_format_bytes(uint64_t bytes, char *buf, size_t len) {
   snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", v, unit[u]);
   return buf;
 }
+
+const char *hl_format_thousands(uint64_t v, char *buf, size_t len) {
+  char raw[32];
+  snprintf(raw, sizeof raw, "%llu", (unsigned long long)v);
+  size_t n = strlen(raw), o = 0;
+  for (size_t i = 0; i < n && o + 2 < len; i++) {
+    buf[o++] = raw[i];
+    if ((n - 1 - i) % 3 == 0 && i + 1 < n) buf[o++] = ',';
+  }
+  buf[o] = '\0';
+  return buf;
+}

@@ -48,6 +48,8 @@ const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf,
 
 /* "1.50 GiB" */
 const char *hl_format_bytes(uint64_t bytes, char *buf, size_t len);
+/* "124,439,808" */
+const char *hl_format_thousands(uint64_t v, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -170,3 +170,53 @@ void hl_csv_abort(hl_csv *c) {
 }
 
 const char *hl_csv_path(const hl_csv *c) { return c->path; }
+
+/* ---------------------------------------------------- rows held in memory -- */
+
+void hl_csv_rows_add(hl_csv_rows *r, const char *fmt, ...) {
+  if (r->failed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  char *row = NULL;
+  const int n = vasprintf(&row, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    r->failed = true;
+    return;
+  }
+  if (r->n == r->cap) {
+    const int cap = r->cap ? 2 * r->cap : 64;
+    char **rows = realloc(r->rows, sizeof *rows * (size_t)cap);
+    if (!rows) {
+      free(row);
+      r->failed = true;
+      return;
+    }
+    r->rows = rows;
+    r->cap = cap;
+  }
+  r->rows[r->n++] = row;
+}
+
+bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header, const char *prefix,
+                       char *err, size_t errlen) {
+  if (r->failed) {
+    snprintf(err, errlen, "out of memory keeping the rows of %s/%s", dir, name);
+    return false;
+  }
+  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, errlen);
+  if (!c) return false;
+  for (int i = 0; i < r->n; i++) {
+    if (prefix) hl_csv_row(c, "%s,%s", prefix, r->rows[i]);
+    else hl_csv_row(c, "%s", r->rows[i]);
+  }
+  return hl_csv_close(c, err, errlen);
+}
+
+void hl_csv_rows_free(hl_csv_rows *r) {
+  for (int i = 0; i < r->n; i++) free(r->rows[i]);
+  free(r->rows);
+  r->rows = NULL;
+  r->n = r->cap = 0;
+  r->failed = false;
+}

@@ -47,6 +47,21 @@ bool hl_csv_close(hl_csv *c, char *err, size_t errlen);
 void hl_csv_abort(hl_csv *c);
 const char *hl_csv_path(const hl_csv *c);
 
+/* Result rows held in memory until a run is complete, then written as one
+ * table: a run that fails before leaves no CSV behind. A row that cannot be
+ * kept (out of memory) makes hl_csv_rows_write fail. */
+typedef struct {
+  char **rows;
+  int n, cap;
+  bool failed;
+} hl_csv_rows;
+void hl_csv_rows_add(hl_csv_rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* DIR/NAME as a table (HL_CSV_TABLE): the header, then every row, after
+ * "PREFIX," when prefix is not NULL. false with a message in err. */
+bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header, const char *prefix,
+                       char *err, size_t errlen);
+void hl_csv_rows_free(hl_csv_rows *r);
+
 #ifdef __cplusplus
 }
 #endif

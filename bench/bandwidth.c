@@ -263,7 +263,7 @@ int bench_bandwidth_main(int argc, char **argv) {
               "on one element (bit for bit), dot within 1e-3 of n a b");
   if (c.quick) hl_meta_set("quick", "yes");
 
-  bench_rows rows = {0};
+  hl_csv_rows rows = {0};
   bw_result res[64][HL_STREAM_TYPES][NKERNELS];
   memset(res, 0, sizeof res);
   void *scratch = gpu ? bench_host_alloc(largest, "validation copies") : NULL;
@@ -297,7 +297,7 @@ int bench_bandwidth_main(int argc, char **argv) {
           const double moved = 2.0 * (double)r.bytes, gbps = moved / (tm.ms.median * 1e-3) / 1e9;
           if (gbps > ref_gbps) ref_gbps = gbps, ref_name = name;
           char b1[32];
-          bench_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,", dev.name, name, "bytes",
+          hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,", dev.name, name, "bytes",
                          r.bytes, r.bytes, 2, moved, tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median,
                          tm.ms.max, gbps, moved / (tm.ms.min * 1e-3) / 1e9,
                          peaks.value[PEAK_HBM] > 0 ? bench_num(peaks.value[PEAK_HBM], b1, sizeof b1) : "");
@@ -319,7 +319,7 @@ int bench_bandwidth_main(int argc, char **argv) {
         br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref_gbps, br->ref = ref_name;
         char b1[32], b2[32];
         const double hbm = peaks.value[PEAK_HBM];
-        bench_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s",
+        hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s",
                        dev.name, kernel_names[k], dtype_names[t], r.bytes, n, kernel_arrays[k], moved, tm.warmups,
                        tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
                        moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref_name, ref_gbps, 100.0 * gbps / ref_gbps,
@@ -343,11 +343,11 @@ int bench_bandwidth_main(int argc, char **argv) {
                    "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,"
                    "time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,"
                    "pct_of_datasheet");
-  bench_rows_free(&rows);
+  hl_csv_rows_free(&rows);
 
   /* ---- host <-> device copies (GPU) */
   if (gpu) {
-    bench_rows host = {0};
+    hl_csv_rows host = {0};
     hl_range_push("bandwidth host<->device");
     void *dbuf = bench_alloc(&dev, largest, "host copy target");
     void *pageable = scratch;
@@ -361,7 +361,7 @@ int bench_bandwidth_main(int argc, char **argv) {
           host_copy hc = {&dev, dbuf, mem ? pinned : pageable, (size_t)sizes[si], dir};
           const bench_timing tm = bench_time(&dev, &method, launch_host_copy, &hc);
           const double gbps = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
-          bench_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g", dev.name, dir ? "d2h" : "h2d",
+          hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g", dev.name, dir ? "d2h" : "h2d",
                          mem ? "pinned" : "pageable", hc.bytes, tm.warmups, tm.samples, tm.inner, tm.ms.min,
                          tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9);
           printf("%-6s %-9s %10.1f %10.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
@@ -371,7 +371,7 @@ int bench_bandwidth_main(int argc, char **argv) {
                      "device,direction,memory,bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,"
                      "gbps_best");
     hl_range_pop();
-    bench_rows_free(&host);
+    hl_csv_rows_free(&host);
     dev.be->stream->host_free_pinned(pinned);
     bench_free(&dev, dbuf);
   }

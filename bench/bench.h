@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amp/csv.h"
 #include "amp/timer.h"
 #include "kernels/backend.h"
 
@@ -114,22 +115,16 @@ void bench_free(const bench_device *d, void *p);
 void *bench_host_alloc(size_t bytes, const char *what);
 
 /* ---------------------------------------------------------- rows -- */
-/* Result rows are kept until the run is complete and validated, then
- * written at once: a failed run leaves no CSV behind. */
-typedef struct {
-  char **rows;
-  int n, cap;
-} bench_rows;
-void bench_rows_add(bench_rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Writes DIR/NAME (atomic table) with header and rows; exit 1 on I/O error. */
-void bench_rows_write(const bench_rows *r, const char *dir, const char *name, const char *header);
-void bench_rows_free(bench_rows *r);
+/* Result rows (amp/csv.h's hl_csv_rows) are kept until the run is complete
+ * and validated, then written at once: a failed run leaves no CSV behind.
+ * Writes DIR/NAME (atomic table) with header and rows; exit 1 on failure. */
+void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header);
 
 /* ---------------------------------------------------------- targets -- */
 /* A performance target of issue 3: prints "PASS|MISS|SKIP target: detail"
  * on stdout and keeps a row for NAME_targets.csv. value/threshold as ratios. */
 typedef struct {
-  bench_rows rows;
+  hl_csv_rows rows;
   int pass, miss, skip;
 } bench_targets;
 void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,

@@ -192,35 +192,9 @@ void *bench_host_alloc(size_t bytes, const char *what) {
 
 /* ---------------------------------------------------------- rows -- */
 
-void bench_rows_add(bench_rows *r, const char *fmt, ...) {
-  char line[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (r->n == r->cap) {
-    r->cap = r->cap ? 2 * r->cap : 64;
-    r->rows = realloc(r->rows, sizeof *r->rows * (size_t)r->cap);
-    if (!r->rows) hl_fatal("out of memory");
-  }
-  r->rows[r->n] = strdup(line);
-  if (!r->rows[r->n]) hl_fatal("out of memory");
-  r->n++;
-}
-
-void bench_rows_write(const bench_rows *r, const char *dir, const char *name, const char *header) {
+void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header) {
   char err[4400];
-  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, sizeof err);
-  if (!c) hl_fatal("%s", err);
-  for (int i = 0; i < r->n; i++) hl_csv_row(c, "%s", r->rows[i]);
-  if (!hl_csv_close(c, err, sizeof err)) hl_fatal("%s", err);
-}
-
-void bench_rows_free(bench_rows *r) {
-  for (int i = 0; i < r->n; i++) free(r->rows[i]);
-  free(r->rows);
-  r->rows = NULL;
-  r->n = r->cap = 0;
+  if (!hl_csv_rows_write(r, dir, name, header, NULL, err, sizeof err)) hl_fatal("%s", err);
 }
 
 /* ---------------------------------------------------------- targets -- */
@@ -230,24 +204,24 @@ void bench_target(bench_targets *t, const bench_device *d, const char *name, dou
   const bool pass = value >= threshold;
   pass ? t->pass++ : t->miss++;
   printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
-  bench_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
+  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
 }
 
 void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail) {
   printf("INFO  %s: %s\n", name, detail);
-  bench_rows_add(&t->rows, "%s,%s,%.4f,,INFO,%s", name, d->name, value, detail);
+  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,,INFO,%s", name, d->name, value, detail);
 }
 
 void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why) {
   t->skip++;
   printf("SKIP  %s: %s\n", name, why);
-  bench_rows_add(&t->rows, "%s,%s,,,SKIP,%s", name, d->name, why);
+  hl_csv_rows_add(&t->rows, "%s,%s,,,SKIP,%s", name, d->name, why);
 }
 
 void bench_targets_write(bench_targets *t, const char *dir, const char *file) {
   if (t->rows.n == 0) return;
   bench_rows_write(&t->rows, dir, file, "target,device,value,threshold,status,detail");
-  bench_rows_free(&t->rows);
+  hl_csv_rows_free(&t->rows);
 }
 
 /* -------------------------------------------------------- progress -- */

@@ -102,18 +102,6 @@ static int64_t seq_for(const fp_options *o, const fp_model *m, int64_t seq) {
 
 /* ------------------------------------------------------------ listing -- */
 
-static const char *thousands(uint64_t v, char *buf, size_t len) {
-  char raw[32];
-  snprintf(raw, sizeof raw, "%llu", (unsigned long long)v);
-  size_t n = strlen(raw), o = 0;
-  for (size_t i = 0; i < n && o + 2 < len; i++) {
-    buf[o++] = raw[i];
-    if ((n - 1 - i) % 3 == 0 && i + 1 < n) buf[o++] = ',';
-  }
-  buf[o] = '\0';
-  return buf;
-}
-
 static void describe_model(const fp_model *m, char *buf, size_t len) {
   snprintf(buf, len, "%s (%d layers, %d heads, width %d, vocabulary %d, block %d)", m->name, m->cfg.n_layer,
            m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size);
@@ -135,8 +123,8 @@ static void list_params(const fp_options *o) {
       char desc[200], b1[40], b2[40], b3[32];
       describe_model(m, desc, sizeof desc);
       printf("# %s, weight policy %s: %d parameters, %s elements, %s bytes (%s)\n", desc,
-             hl_weight_policy_name((hl_weight_policy)p), n, thousands((uint64_t)hl_gpt_param_count(&m->cfg), b1, sizeof b1),
-             thousands(total, b2, sizeof b2), hl_format_bytes(total, b3, sizeof b3));
+             hl_weight_policy_name((hl_weight_policy)p), n, hl_format_thousands((uint64_t)hl_gpt_param_count(&m->cfg), b1, sizeof b1),
+             hl_format_thousands(total, b2, sizeof b2), hl_format_bytes(total, b3, sizeof b3));
       printf("%-5s %-40s %-14s %15s\n", "dtype", "name", "shape", "bytes");
       for (int i = 0; i < n; i++) {
         const hl_param_spec *s = &specs[i];
@@ -144,10 +132,10 @@ static void list_params(const fp_options *o) {
         int64_t numel = 1;
         for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
         printf("%-5s %-40s %-14s %15s", hl_dtype_name(t), s->name, hl_shape_desc(s->shape),
-               thousands((uint64_t)numel * hl_dtype_size(t), b1, sizeof b1));
+               hl_format_thousands((uint64_t)numel * hl_dtype_size(t), b1, sizeof b1));
         if (t == HL_I8)
           printf("  + f32 row scales [%lld]: %s", (long long)s->shape.d[0],
-                 thousands((uint64_t)s->shape.d[0] * 4, b2, sizeof b2));
+                 hl_format_thousands((uint64_t)s->shape.d[0] * 4, b2, sizeof b2));
         printf("\n");
       }
       printf("\n");
@@ -509,7 +497,7 @@ int bench_footprint_main(int argc, char **argv) {
     hl_error_clear();
   }
 
-  bench_rows prow = {0}, trow = {0};
+  hl_csv_rows prow = {0}, trow = {0};
   step_bytes measured[MAX_MODELS][MAX_MODES];
   memset(measured, 0, sizeof measured);
   printf("Parameter bytes per weight policy (%s): analytic, accounting allocator, independent (%s)\n", dev.name,
@@ -528,7 +516,7 @@ int bench_footprint_main(int argc, char **argv) {
       param_bytes b = measure_params(&dev, m, (hl_weight_policy)p, common.seed, &g);
       hl_range_pop();
       const double pct = 100.0 * (double)b.independent / (double)b.analytic;
-      bench_rows_add(&prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", dev.name, m->name, m->cfg.n_layer,
+      hl_csv_rows_add(&prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", dev.name, m->name, m->cfg.n_layer,
                      m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size,
                      hl_weight_policy_name((hl_weight_policy)p), (long long)hl_gpt_param_count(&m->cfg), b.tensors,
                      (unsigned long long)b.analytic, (unsigned long long)b.allocator, (long long)b.independent,
@@ -579,7 +567,7 @@ int bench_footprint_main(int argc, char **argv) {
           snprintf(meas, sizeof meas, "%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)ms->weights,
                    (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
                    (unsigned long long)ms->saved, (unsigned long long)ms->peak);
-        bench_rows_add(&trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", dev.name,
+        hl_csv_rows_add(&trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", dev.name,
                        m->name, s->name, hl_optimizer_name(o.opt), (long long)B, (long long)T,
                        (unsigned long long)e.weights, (unsigned long long)e.master, (unsigned long long)e.gradients,
                        (unsigned long long)e.moments, (unsigned long long)e.weight_casts,
@@ -607,8 +595,8 @@ int bench_footprint_main(int argc, char **argv) {
                    "weight_casts_bytes,activations_bytes,peak_bytes,memory_bytes,max_batch,measured,"
                    "alloc_weights_bytes,alloc_master_bytes,alloc_gradients_bytes,alloc_moments_bytes,alloc_saved_bytes,"
                    "alloc_peak_bytes");
-  bench_rows_free(&prow);
-  bench_rows_free(&trow);
+  hl_csv_rows_free(&prow);
+  hl_csv_rows_free(&trow);
   fprintf(stderr, "%s: footprint: wrote %s/footprint_params.csv and footprint_training.csv\n", hl_prog(), outdir);
   return 0;
 }

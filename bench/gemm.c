@@ -575,7 +575,7 @@ int bench_gemm_main(int argc, char **argv) {
   hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
   if (c.quick) hl_meta_set("quick", "yes");
 
-  bench_rows rows = {0};
+  hl_csv_rows rows = {0};
   gemm_result *results = calloc((size_t)shapes.n * GEMM_VARIANTS, sizeof *results);
   if (!results) hl_fatal("out of memory");
   printf("%-10s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
@@ -635,7 +635,7 @@ int bench_gemm_main(int argc, char **argv) {
       const double pct = peak > 0 ? 100.0 * tflops / peak : NAN;
       char impl[256], b1[32], b2[32];
       gemm_implementation(&dev, v, s->batch, impl, sizeof impl);
-      bench_rows_add(&rows,
+      hl_csv_rows_add(&rows,
                      "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g",
                      dev.name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
                      hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
@@ -656,7 +656,7 @@ int bench_gemm_main(int argc, char **argv) {
                    "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,"
                    "flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,"
                    "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound");
-  bench_rows_free(&rows);
+  hl_csv_rows_free(&rows);
 
   /* ---- the targets, from this run's rows */
   bench_targets targets = {0};

@@ -213,7 +213,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   hl_meta_set("seed", "%llu", (unsigned long long)c->seed);
   if (c->quick) hl_meta_set("quick", "yes");
 
-  bench_rows rows = {0};
+  hl_csv_rows rows = {0};
   const int side = gpu ? gm : sm;
   float *a = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
   float *b = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
@@ -249,7 +249,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
                         hl_gemm_type_name(v->acc));
           const char *input = v->tf32 ? "tf32" : hl_gemm_type_name(v->in);
           const char *out = method ? hl_gemm_type_name(gpu_out(gv)) : hl_gemm_type_name(v->acc);
-          bench_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
+          hl_csv_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
                          method ? "cublas" : "simulated", v->name, input, hl_gemm_type_name(v->acc), out,
                          data_names[data], m, m, (long long)k, rel, rel_acc, impl);
           printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method ? "cublas" : "simulated", data_names[data],
@@ -261,7 +261,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   free(a), free(b), free(orig), free(st);
   bench_rows_write(&rows, outdir, "gemm_accuracy.csv",
                    "device,method,variant,input,accumulate,out_dtype,data,m,n,k,rel_err,rel_err_accumulation,implementation");
-  bench_rows_free(&rows);
+  hl_csv_rows_free(&rows);
   fprintf(stderr, "%s: gemm --accuracy: wrote %s/gemm_accuracy.csv\n", hl_prog(), outdir);
   return 0;
 }

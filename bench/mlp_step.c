@@ -385,11 +385,11 @@ int bench_mlp_step_main(int argc, char **argv) {
   printf("%-8s %10s %10s %10s %9s\n", "impl", "min ms", "median ms", "max ms", "GFLOP/s");
   const bench_timing *tt[2] = {&td, &tc};
   const char *names[2] = {"direct", "core"};
-  bench_rows rows = {0};
+  hl_csv_rows rows = {0};
   for (int i = 0; i < 2; i++) {
     printf("%-8s %10.3f %10.3f %10.3f %9.1f\n", names[i], tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max,
            flops / (tt[i]->ms.median * 1e6));
-    bench_rows_add(&rows, "%s,%s,%lld,%d,%.4f,%.4f,%.4f,%d,%.2f,%.4f", names[i], dev.name, batch,
+    hl_csv_rows_add(&rows, "%s,%s,%lld,%d,%.4f,%.4f,%.4f,%d,%.2f,%.4f", names[i], dev.name, batch,
                    omp_get_max_threads(), tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max, tt[i]->ms.n,
                    flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / td.ms.median);
   }
@@ -403,7 +403,7 @@ int bench_mlp_step_main(int argc, char **argv) {
                                   : "cblas_sgemm (OpenBLAS) and plain loops");
   bench_rows_write(&rows, dir, "mlp_step.csv",
                    "impl,device,batch,threads,time_ms_min,time_ms_median,time_ms_max,samples,gflops,ratio_to_direct");
-  bench_rows_free(&rows);
+  hl_csv_rows_free(&rows);
   bench_targets targets = {0};
   char detail[256];
   if (gpu) {

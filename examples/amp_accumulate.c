@@ -111,24 +111,6 @@ static void big_batch_step(runner *r, const recipe_opts *o, int step) {
   hl_pool_pop();
 }
 
-/* |update a - update b| / |update b| (2-norms over all weights) from the
- * common weights w0. A 2-norm, not the largest element: where fp16 rounding
- * flips a ReLU's sign for a few rows, that unit's update differs a lot while
- * the step as a whole agrees. */
-static double update_error(const float *w0, const recipe_mlp *a, const recipe_mlp *b) {
-  int64_t n;
-  float *wa = recipe_values(a->p, 4, &n), *wb = recipe_values(b->p, 4, &n);
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double ua = (double)wa[i] - w0[i], ub = (double)wb[i] - w0[i];
-    diff += (ua - ub) * (ua - ub);
-    norm += ub * ub;
-  }
-  free(wa);
-  free(wb);
-  return norm > 0 ? sqrt(diff / norm) : INFINITY;
-}
-
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-accumulate",
                               "The seed's gradient accumulation: 4 micro-batches per step, scale fixed within it.",
@@ -159,11 +141,11 @@ int main(int argc, char **argv) {
     expect_scale = taken ? expect_scale * 2 : expect_scale / 2;
     if (after != expect_scale) example_fail("step %d: scale after update %g, the rule gives %g", step + 1, after, expect_scale);
     if (step == 1 && taken && after != 512) example_fail("test vector 7: scale %g after two effective steps, not 512", after);
-    double e_amp = NAN, e_amp16 = NAN, e_f32 = update_error(w0, &f32acc.model, &big.model);
+    double e_amp = NAN, e_amp16 = NAN, e_f32 = recipe_update_error(w0, &f32acc.model, &big.model);
     worst_f32 = fmax(worst_f32, e_f32);
     if (taken) {
-      e_amp = update_error(w0, &amp.model, &big.model);
-      e_amp16 = update_error(w0, &amp.model, &big16.model);
+      e_amp = recipe_update_error(w0, &amp.model, &big.model);
+      e_amp16 = recipe_update_error(w0, &amp.model, &big16.model);
       worst_amp = fmax(worst_amp, e_amp);
       worst_amp16 = fmax(worst_amp16, e_amp16);
       compared++;

@@ -118,21 +118,6 @@ static step_result penalty_step(runner *r, const recipe_opts *o, int step) {
   return res;
 }
 
-/* |update a - update b| / |update b| from common weights w0 */
-static double update_error(const float *w0, const recipe_mlp *a, const recipe_mlp *b) {
-  int64_t n;
-  float *wa = recipe_values(a->p, 4, &n), *wb = recipe_values(b->p, 4, &n);
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double ua = (double)wa[i] - w0[i], ub = (double)wb[i] - w0[i];
-    diff += (ua - ub) * (ua - ub);
-    norm += ub * ub;
-  }
-  free(wa);
-  free(wb);
-  return norm > 0 ? sqrt(diff / norm) : INFINITY;
-}
-
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
 
 int main(int argc, char **argv) {
@@ -159,8 +144,8 @@ int main(int argc, char **argv) {
       taken++;
       worst_pen16 = fmax(worst_pen16, rel(a.penalty, b.penalty));
       worst_pen32 = fmax(worst_pen32, rel(a.penalty, c.penalty));
-      e16 = update_error(w0, &amp.model, &plain16.model);
-      e32 = update_error(w0, &amp.model, &f32.model);
+      e16 = recipe_update_error(w0, &amp.model, &plain16.model);
+      e32 = recipe_update_error(w0, &amp.model, &f32.model);
       worst_up16 = fmax(worst_up16, e16);
       worst_up32 = fmax(worst_up32, e32);
       if (taken == 1) first_total = a.total;

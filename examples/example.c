@@ -49,16 +49,21 @@ example_opts example_init(const char *prog, const char *what, int argc, char **a
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
-  o.device = hl_cli_device(device);
-  char why[256];
-  if (!hl_op_supported(hl_op_get(HL_OP_MM), o.device, HL_F32, why, sizeof why)) {
-    if (strcmp(device, "auto")) hl_fatal("--device %s: %s", device, why);
-    fprintf(stderr, "%s: %s; running on the CPU\n", prog, why);
-    o.device = HL_DEVICE_CPU;
-  }
-  if (o.trace) hl_op_trace_to(stderr);
-  hl_pool_push(); /* the examples' temporaries, released by example_finish */
+  o.device = example_start(prog, device, o.trace);
   return o;
+}
+
+hl_device_kind example_start(const char *prog, const char *request, bool trace) {
+  hl_device_kind device = hl_cli_device(request);
+  char why[256];
+  if (!hl_op_supported(hl_op_get(HL_OP_MM), device, HL_F32, why, sizeof why)) {
+    if (strcmp(request, "auto")) hl_fatal("--device %s: %s", request, why);
+    fprintf(stderr, "%s: %s; running on the CPU\n", prog, why);
+    device = HL_DEVICE_CPU;
+  }
+  if (trace) hl_op_trace_to(stderr);
+  hl_pool_push(); /* the example's temporaries, released by example_finish */
+  return device;
 }
 
 void example_fail(const char *fmt, ...) {

@@ -20,6 +20,10 @@ typedef struct {
  * --device auto takes the GPU only when the core has CUDA kernels there,
  * else the CPU with a notice; --device cuda without them exits 1 saying so. */
 example_opts example_init(const char *prog, const char *what, int argc, char **argv);
+/* After the command line: the device for --device REQUEST as above, the
+ * --trace-ops output, and the pool of the example's temporaries (released
+ * by example_finish). example_init calls it; recipe_init too. */
+hl_device_kind example_start(const char *prog, const char *request, bool trace);
 
 /* Prints "name: dtype device" and records a failure when the dtype is not
  * the expected one (or t is NULL, with the core's message). */

@@ -88,15 +88,7 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
   if ((o.stop_after || o.resume) && !o.dir) hl_usage_error("--stop-after and --resume need --dir");
   if (o.stop_after && o.resume) hl_usage_error("--stop-after and --resume exclude each other");
   if (o.stop_after >= o.steps) hl_usage_error("--stop-after %d must be below --steps %d", o.stop_after, o.steps);
-  o.device = hl_cli_device(device);
-  char why[256];
-  if (!hl_op_supported(hl_op_get(HL_OP_MM), o.device, HL_F32, why, sizeof why)) {
-    if (strcmp(device, "auto")) hl_fatal("--device %s: %s", device, why);
-    fprintf(stderr, "%s: %s; running on the CPU\n", prog, why);
-    o.device = HL_DEVICE_CPU;
-  }
-  if (trace) hl_op_trace_to(stderr);
-  hl_pool_push(); /* the example's temporaries, released by example_finish */
+  o.device = example_start(prog, device, trace);
   return o;
 }
 
@@ -196,4 +188,18 @@ bool recipe_any_nonfinite(hl_tensor *const *t, int n) {
     if (bad) return true;
   }
   return false;
+}
+
+double recipe_update_error(const float *w0, const recipe_mlp *a, const recipe_mlp *b) {
+  int64_t n;
+  float *wa = recipe_values(a->p, 4, &n), *wb = recipe_values(b->p, 4, &n);
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double ua = (double)wa[i] - w0[i], ub = (double)wb[i] - w0[i];
+    diff += (ua - ub) * (ua - ub);
+    norm += ub * ub;
+  }
+  free(wa);
+  free(wb);
+  return norm > 0 ? sqrt(diff / norm) : INFINITY;
 }

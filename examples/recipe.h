@@ -64,5 +64,10 @@ float *recipe_values(hl_tensor *const *t, int n, int64_t *count);
 double recipe_max_diff(const float *a, const float *b, int64_t count, double *max_b);
 /* Any inf/NaN among the tensors' elements (NULL tensors skipped)? */
 bool recipe_any_nonfinite(hl_tensor *const *t, int n);
+/* |update a - update b| / |update b| (2-norms over all weights) from the
+ * common weights w0. A 2-norm, not the largest element: where fp16 rounding
+ * flips a ReLU's sign for a few rows, that unit's update differs a lot while
+ * the step as a whole agrees. */
+double recipe_update_error(const float *w0, const recipe_mlp *a, const recipe_mlp *b);
 
 #endif

@@ -46,8 +46,7 @@ struct train_output {
   char base[160]; /* train_NAME_MODE */
   hl_device_kind dev;
   hl_csv *log;
-  char **hist_rows;
-  int n_hist, cap_hist;
+  hl_csv_rows hist; /* without the mode cell, which the file's writer puts first */
   double load_start, t_start;
 };
 
@@ -59,17 +58,6 @@ static double load_average(void) {
     fclose(f);
   }
   return v;
-}
-
-static void add_hist_row(train_output *w, const char *line) {
-  if (w->n_hist == w->cap_hist) {
-    w->cap_hist = w->cap_hist ? 2 * w->cap_hist : 256;
-    w->hist_rows = realloc(w->hist_rows, sizeof *w->hist_rows * (size_t)w->cap_hist);
-    if (!w->hist_rows) hl_fatal("out of host memory");
-  }
-  w->hist_rows[w->n_hist] = strdup(line);
-  if (!w->hist_rows[w->n_hist]) hl_fatal("out of host memory");
-  w->n_hist++;
 }
 
 /* The step of a data row: its second cell (mode,step,...). */
@@ -128,7 +116,7 @@ static void carry_hist(train_output *w, const char *path, long long step) {
     }
     if (line[n - 1] == '\n') line[n - 1] = '\0';
     const char *rest = strchr(line, ','); /* kept without the mode cell */
-    if (rest && row_step(line) <= step) add_hist_row(w, rest + 1);
+    if (rest && row_step(line) <= step) hl_csv_rows_add(&w->hist, "%s", rest + 1);
   }
   free(line);
   fclose(f);
@@ -167,26 +155,20 @@ void output_step_row(train_output *w, const char *fmt, ...) {
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale) {
   const grad_hist *h[2] = {unscaled, scaled};
   const char *which[2] = {"unscaled", "scaled"};
-  char line[512];
-  /* rows without the mode, which the file's writer puts first */
   for (int k = 0; k < 2; k++) {
     const double total = (double)hist_total(h[k]);
     if (total == 0) continue;
-    snprintf(line, sizeof line, "%lld,%s,%.9g,,%lld,%.9g,exact-zero", (long long)step, which[k], k ? scale : 1.0,
-             (long long)h[k]->zero, (double)h[k]->zero / total);
-    add_hist_row(w, line);
+    hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,exact-zero", (long long)step, which[k], k ? scale : 1.0,
+                    (long long)h[k]->zero, (double)h[k]->zero / total);
     for (int b = 0; b < HIST_BINS; b++) {
       if (!h[k]->bin[b]) continue;
       const int e = b + HIST_MIN_LOG2;
-      snprintf(line, sizeof line, "%lld,%s,%.9g,%d,%lld,%.9g,%s", (long long)step, which[k], k ? scale : 1.0, e,
-               (long long)h[k]->bin[b], (double)h[k]->bin[b] / total, hist_fp16_zone(e));
-      add_hist_row(w, line);
+      hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,%d,%lld,%.9g,%s", (long long)step, which[k], k ? scale : 1.0, e,
+                      (long long)h[k]->bin[b], (double)h[k]->bin[b] / total, hist_fp16_zone(e));
     }
-    if (h[k]->nonfinite) {
-      snprintf(line, sizeof line, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
-               (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
-      add_hist_row(w, line);
-    }
+    if (h[k]->nonfinite)
+      hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
+                      (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
   }
 }
 
@@ -198,24 +180,17 @@ static const char *cell(double v, char *buf, size_t len) {
   return buf;
 }
 
-static void write_table(const char *dir, const char *name, const char *header, char *const *rows, int n,
+static void write_table(const char *dir, const char *name, const char *header, const hl_csv_rows *rows,
                         const char *mode) {
-  char err[512];
-  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, sizeof err);
-  if (!c) hl_fatal("%s", err);
-  for (int i = 0; i < n; i++) {
-    if (mode) hl_csv_row(c, "%s,%s", mode, rows[i]);
-    else hl_csv_row(c, "%s", rows[i]);
-  }
-  if (!hl_csv_close(c, err, sizeof err)) hl_fatal("%s", err);
+  char err[4400];
+  if (!hl_csv_rows_write(rows, dir, name, header, mode, err, sizeof err)) hl_fatal("%s", err);
 }
 
 /* train_summary.csv: the rows of other runs (same header), then ours. */
 static void upsert_summary(const char *dir, const char *name, const char *mode, const char *row) {
   char path[4400];
   snprintf(path, sizeof path, "%s/train_summary.csv", dir);
-  char **rows = NULL;
-  int n = 0, cap = 0;
+  hl_csv_rows rows = {0};
   FILE *f = fopen(path, "r");
   if (f) {
     char *line = NULL;
@@ -237,27 +212,16 @@ static void upsert_summary(const char *dir, const char *name, const char *mode, 
       char key[256];
       snprintf(key, sizeof key, "%s,%s,", name, mode);
       if (!strncmp(line, key, strlen(key))) continue;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        rows = realloc(rows, sizeof *rows * (size_t)cap);
-        if (!rows) hl_fatal("out of host memory");
-      }
-      rows[n++] = strdup(line);
+      hl_csv_rows_add(&rows, "%s", line);
     }
     free(line);
     fclose(f);
   }
-  if (n == cap) {
-    cap = cap + 1;
-    rows = realloc(rows, sizeof *rows * (size_t)cap);
-    if (!rows) hl_fatal("out of host memory");
-  }
-  rows[n++] = strdup(row);
+  hl_csv_rows_add(&rows, "%s", row);
   hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
-  write_table(dir, "train_summary.csv", summary_header, rows, n, NULL);
+  write_table(dir, "train_summary.csv", summary_header, &rows, NULL);
   hl_meta_set("rows", "this run");
-  for (int i = 0; i < n; i++) free(rows[i]);
-  free(rows);
+  hl_csv_rows_free(&rows);
 }
 
 void output_finish(train_output *w, const train_opts *o, const train_model *m, const run_result *r) {
@@ -266,7 +230,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
   w->log = NULL;
   char name[256];
   snprintf(name, sizeof name, "%s_hist.csv", w->base);
-  write_table(w->dir, name, hist_header, w->hist_rows, w->n_hist, o->mode->name);
+  write_table(w->dir, name, hist_header, &w->hist, o->mode->name);
 
   const char *policy = getenv("OMP_WAIT_POLICY");
   char b[24][48];
@@ -296,13 +260,14 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
            policy && *policy ? policy : "default", cell(w->load_start, b[16], 48), cell(load_average(), b[17], 48),
            hl_now_s() - w->t_start);
-  char *one[1] = {row};
+  hl_csv_rows one = {0};
+  hl_csv_rows_add(&one, "%s", row);
   snprintf(name, sizeof name, "%s_summary.csv", w->base);
   if (r->why[0]) hl_meta_set("why", "%s", r->why);
-  write_table(w->dir, name, summary_header, one, 1, NULL);
+  write_table(w->dir, name, summary_header, &one, NULL);
+  hl_csv_rows_free(&one);
   upsert_summary(w->dir, o->name, o->mode->name, row);
-  for (int i = 0; i < w->n_hist; i++) free(w->hist_rows[i]);
-  free(w->hist_rows);
+  hl_csv_rows_free(&w->hist);
   free(w);
 }
 
@@ -310,8 +275,7 @@ void output_abort(train_output *w) {
   if (!w) return;
   char err[512];
   if (w->log && !hl_csv_close(w->log, err, sizeof err)) fprintf(stderr, "%s: %s\n", TRAIN_PROG, err);
-  for (int i = 0; i < w->n_hist; i++) free(w->hist_rows[i]);
-  free(w->hist_rows);
+  hl_csv_rows_free(&w->hist);
   free(w);
 }
 

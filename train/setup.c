@@ -21,6 +21,7 @@
 
 #include "amp/autocast.h"
 #include "amp/autograd.h"
+#include "amp/cli.h"
 #include "amp/error.h"
 #include "amp/ops.h"
 #include "train/train.h"
@@ -179,18 +180,6 @@ static int layout(const train_opts *o, listed_param **out) {
   return 2 * layers;
 }
 
-static const char *commas(uint64_t v, char *buf, size_t len) {
-  char raw[32];
-  snprintf(raw, sizeof raw, "%llu", (unsigned long long)v);
-  size_t n = strlen(raw), k = 0;
-  for (size_t i = 0; i < n && k + 2 < len; i++) {
-    buf[k++] = raw[i];
-    if ((n - 1 - i) % 3 == 0 && i + 1 < n) buf[k++] = ',';
-  }
-  buf[k] = '\0';
-  return buf;
-}
-
 void setup_list_params(const train_opts *o, const train_data *d, FILE *f) {
   (void)d;
   listed_param *p = NULL;
@@ -208,21 +197,21 @@ void setup_list_params(const train_opts *o, const train_data *d, FILE *f) {
     fprintf(f, "# GPT: %d layers, %d heads, width %d, vocabulary %d, block %d; ", o->gpt.n_layer, o->gpt.n_head,
             o->gpt.n_embd, o->gpt.vocab_size, o->gpt.block_size);
   else fprintf(f, "# MLP classifier: %d inputs, %d hidden layers, %d classes; ", o->mlp.n_in, o->mlp.n_hidden, o->classes);
-  fprintf(f, "mode %s (%s): %d parameters, %s elements, %s bytes\n", s->name, s->what, n, commas(numel, b1, sizeof b1),
-          commas(total, b2, sizeof b2));
+  fprintf(f, "mode %s (%s): %d parameters, %s elements, %s bytes\n", s->name, s->what, n, hl_format_thousands(numel, b1, sizeof b1),
+          hl_format_thousands(total, b2, sizeof b2));
   fprintf(f, "%-5s %-40s %-14s %15s\n", "dtype", "name", "shape", "bytes");
   for (int i = 0; i < n; i++) {
     const hl_dtype t = hl_weight_policy_dtype(s->weights, p[i].role);
     int64_t e = 1;
     for (int k = 0; k < p[i].shape.ndim; k++) e *= p[i].shape.d[k];
     fprintf(f, "%-5s %-40s %-14s %15s", hl_dtype_name(t), p[i].name, hl_shape_desc(p[i].shape),
-            commas((uint64_t)e * hl_dtype_size(t), b1, sizeof b1));
-    if (s->master) fprintf(f, "  + f32 master %s", commas((uint64_t)e * 4, b3, sizeof b3));
+            hl_format_thousands((uint64_t)e * hl_dtype_size(t), b1, sizeof b1));
+    if (s->master) fprintf(f, "  + f32 master %s", hl_format_thousands((uint64_t)e * 4, b3, sizeof b3));
     fputc('\n', f);
   }
   if (s->master)
     fprintf(f, "# the optimizer keeps an f32 master copy of every weight (%s bytes) and f32 master gradients\n",
-            commas(numel * 4, b1, sizeof b1));
+            hl_format_thousands(numel * 4, b1, sizeof b1));
   if (s->autocast != HL_DTYPES && s->weights == HL_POLICY_FP32)
     fprintf(f, "# under %s autocast each product converts its f32 weight to %s once per forward (cast cache)\n",
             hl_dtype_name(s->autocast), hl_dtype_name(s->autocast));

@@ -1,0 +1,89 @@
+/* test_output.c — suite unit: the output helpers of amp/ the programs
+ * share: rows held for a whole table (amp/csv.h hl_csv_rows) and numbers
+ * as text (amp/cli.h hl_format_thousands, hl_format_bytes). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/cli.h"
+#include "amp/csv.h"
+#include "tests/support/hltest.h"
+
+static void test_numbers_as_text(void **state) {
+  (void)state;
+  static const struct {
+    uint64_t v;
+    const char *thousands, *bytes;
+  } cases[] = {
+      {0, "0", "0 B"},
+      {512, "512", "512 B"},
+      {1000, "1,000", "1000 B"},
+      {1536, "1,536", "1.50 KiB"},
+      {124439808, "124,439,808", "118.68 MiB"},
+      {UINT64_MAX, "18,446,744,073,709,551,615", "16777216.00 TiB"},
+  };
+  char b[32];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_string_equal(hl_format_thousands(cases[i].v, b, sizeof b), cases[i].thousands);
+    assert_string_equal(hl_format_bytes(cases[i].v, b, sizeof b), cases[i].bytes);
+  }
+  /* a short buffer: cut, never overrun */
+  char s[6] = "xxxxx";
+  hl_format_thousands(1234567, s, sizeof s);
+  assert_true(strlen(s) < sizeof s);
+  assert_memory_equal(s, "1,23", 4);
+}
+
+static void test_rows(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), err[512];
+  hl_csv_rows r = {0};
+  for (int i = 0; i < 100; i++) hl_csv_rows_add(&r, "%d,%s", i, i % 2 ? "odd" : "even"); /* grows past 64 */
+  assert_int_equal(r.n, 100);
+  assert_true(hl_csv_rows_write(&r, dir, "plain.csv", "i,kind", NULL, err, sizeof err));
+  assert_true(hl_csv_rows_write(&r, dir, "prefixed.csv", "mode,i,kind", "fp32", err, sizeof err));
+  hl_table *t = hl_table_read(hl_path(dir, "plain.csv"));
+  assert_non_null(t);
+  assert_int_equal(t->nrows, 100);
+  assert_string_equal(hl_table_get(t, 99, "i"), "99");
+  assert_string_equal(hl_table_get(t, 99, "kind"), "odd");
+  hl_table_free(t);
+  t = hl_table_read(hl_path(dir, "prefixed.csv"));
+  assert_non_null(t);
+  assert_int_equal(t->nrows, 100);
+  assert_string_equal(hl_table_get(t, 0, "mode"), "fp32");
+  assert_string_equal(hl_table_get(t, 0, "kind"), "even");
+  hl_table_free(t);
+  assert_false(hl_file_exists(hl_path(dir, "plain.csv.tmp")));
+  /* a folder that does not exist: false, the message names the file, nothing written */
+  assert_false(hl_csv_rows_write(&r, hl_path(dir, "missing"), "x.csv", "i,kind", NULL, err, sizeof err));
+  assert_non_null(strstr(err, "missing/x.csv"));
+  assert_int_equal(hl_count_files(dir), 2);
+  hl_csv_rows_free(&r);
+  assert_int_equal(r.n, 0);
+  assert_null(r.rows);
+  /* no rows: the header alone */
+  assert_true(hl_csv_rows_write(&r, dir, "empty.csv", "i,kind", NULL, err, sizeof err));
+  t = hl_table_read(hl_path(dir, "empty.csv"));
+  assert_non_null(t);
+  assert_int_equal(t->nrows, 0);
+  assert_int_equal(t->ncols, 2);
+  hl_table_free(t);
+  /* a row that could not be kept fails the write, before any file */
+  r.failed = true;
+  assert_false(hl_csv_rows_write(&r, dir, "lost.csv", "i,kind", NULL, err, sizeof err));
+  assert_non_null(strstr(err, "out of memory"));
+  assert_false(hl_file_exists(hl_path(dir, "lost.csv")));
+  hl_csv_rows_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_numbers_as_text),
+      cmocka_unit_test(test_rows),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
