@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amp/crc32.h"
 #include "amp/device.h"
 #include "amp/error.h"
 #include "amp/optim_internal.h"
@@ -32,18 +33,6 @@ static const char kEnd[8] = {'H', 'L', 'C', 'K', 'E', 'N', 'D', '\n'};
 static const uint32_t kByteOrder = 0x01020304u;
 enum { kHeader = 32, kTrailer = 12 };
 enum { REC_TENSOR = 1, REC_INT = 2, REC_REAL = 3, REC_TEXT = 4 };
-
-static uint32_t crc32_ieee(const unsigned char *p, size_t n) {
-  uint32_t table[256];
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
 
 /* ------------------------------------------------------------- writing -- */
 
@@ -260,7 +249,7 @@ bool hl_checkpoint_save(const char *path, const hl_train_state *st) {
   memcpy(b.data + 12, &kByteOrder, 4);
   memcpy(b.data + 16, &payload, 8);
   memcpy(b.data + 24, &records, 8);
-  uint32_t crc = crc32_ieee(b.data, b.len);
+  uint32_t crc = hl_crc32_update(0, b.data, b.len);
   put_u32(&b, crc);
   put(&b, kEnd, 8);
   if (b.failed) {
@@ -366,7 +355,7 @@ static bool read_file(const char *path, parsed *out) {
   memcpy(&crc, data + kHeader + payload, 4);
   if (memcmp(data + kHeader + payload + 4, kEnd, 8))
     return hl_fail_bool("%s: \"%s\" is corrupted: no end marker", what, path);
-  if (crc32_ieee(data, kHeader + payload) != crc)
+  if (hl_crc32_update(0, data, kHeader + payload) != crc)
     return hl_fail_bool("%s: \"%s\" is corrupted: checksum mismatch (CRC-32 of the contents differs from the one "
                         "stored)", what, path);
   /* the records */

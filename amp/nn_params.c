@@ -1,13 +1,13 @@
 /* nn_params.c — named parameter lists: dtype policies, seeded init, int8
  * row-wise quantisation, and the weight file (save / load). */
 #include <errno.h>
-#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "amp/autograd.h"
+#include "amp/crc32.h"
 #include "amp/device.h"
 #include "amp/error.h"
 #include "amp/nn_internal.h"
@@ -238,29 +238,6 @@ bool hl_params_init(hl_param_list *l, uint64_t seed) {
   return true;
 }
 
-/* --------------------------------------------------------------- CRC-32 -- */
-/* zlib's CRC-32 (reflected polynomial 0xEDB88320), so that Python's
- * zlib.crc32 checks the same files. */
-
-static uint32_t crc_table[256];
-
-static void crc_table_init(void) {
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    crc_table[i] = c;
-  }
-}
-
-static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, crc_table_init);
-  const unsigned char *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
-  return ~crc;
-}
-
 /* ---------------------------------------------------------------- save -- */
 
 static const char magic[8] = {'H', 'L', 'W', 'T', 'S', '0', '0', '1'};
@@ -273,7 +250,7 @@ typedef struct {
 
 static void put(writer *w, const void *data, size_t n) {
   if (!w->ok) return;
-  w->crc = crc32_update(w->crc, data, n);
+  w->crc = hl_crc32_update(w->crc, data, n);
   if (fwrite(data, 1, n, w->f) != n) w->ok = false;
 }
 
@@ -358,7 +335,7 @@ static bool get(reader *r, void *data, size_t n) {
     r->ok = false;
     return hl_fail_bool("load %s: file is truncated", r->path);
   }
-  r->crc = crc32_update(r->crc, data, n);
+  r->crc = hl_crc32_update(r->crc, data, n);
   return true;
 }
 

@@ -23,6 +23,11 @@ bool hl_record_refusal(const hl_op_call *c, hl_tensor *out) {
   return hl_record(c, out, refuse_backward, &node);
 }
 
+bool hl_op_same_shape(const hl_op_call *c) {
+  if (hl_shape_equal(hl_tensor_shape(c->in[0]), hl_tensor_shape(c->in[1]))) return true;
+  return hl_fail_bool("%s: shape mismatch: %s and %s", c->op->name, hl_desc(c->in[0]), hl_desc(c->in[1]));
+}
+
 bool hl_op_contiguous_input(hl_op_call *c, int i) {
   if (hl_is_contiguous(c->in[i])) return true;
   hl_tensor *t = hl_contiguous(c->in[i]);

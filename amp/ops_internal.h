@@ -25,6 +25,10 @@ bool hl_record(const hl_op_call *c, hl_tensor *out, hl_backward_fn backward, hl_
  * a message naming the op instead of silently giving zero. */
 bool hl_record_refusal(const hl_op_call *c, hl_tensor *out);
 
+/* Ops on two tensors of one shape (inputs 0 and 1): false with an error
+ * naming the op when the shapes differ. */
+bool hl_op_same_shape(const hl_op_call *c);
+
 /* Input i of the call made contiguous (a `contiguous` op when needed; the
  * call owns the result). */
 bool hl_op_contiguous_input(hl_op_call *c, int i);

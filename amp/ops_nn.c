@@ -62,11 +62,8 @@ hl_tensor *hl_softmax_backward(hl_tensor *dy, hl_tensor *y, bool log) {
   hl_op_call c;
   hl_op_id id = log ? HL_OP_LOG_SOFTMAX_BACKWARD : HL_OP_SOFTMAX_BACKWARD;
   if (!hl_op_begin(&c, id, HL_INPUTS(dy, y), HL_ROLES(HL_ARG_DATA, HL_ARG_DATA), 2)) return NULL;
-  if (!hl_shape_equal(hl_tensor_shape(c.in[0]), hl_tensor_shape(c.in[1]))) {
-    hl_fail("%s: shape mismatch: %s and %s", c.op->name, hl_desc(c.in[0]), hl_desc(c.in[1]));
+  if (!hl_op_same_shape(&c) || !hl_op_contiguous_input(&c, 0) || !hl_op_contiguous_input(&c, 1))
     return hl_op_abort(&c);
-  }
-  if (!hl_op_contiguous_input(&c, 0) || !hl_op_contiguous_input(&c, 1)) return hl_op_abort(&c);
   hl_tensor *out = hl_op_output(&c, c.in[0]->ndim, c.in[0]->shape, c.dtype);
   if (!out) return hl_op_abort(&c);
   int64_t cols = last_dim(out), rows = cols ? hl_numel(out) / cols : 0;
@@ -182,10 +179,7 @@ fail:
 hl_tensor *hl_mse_loss(hl_tensor *a, hl_tensor *b) {
   hl_op_call c;
   if (!hl_op_begin(&c, HL_OP_MSE_LOSS, HL_INPUTS(a, b), HL_ROLES(HL_ARG_DATA, HL_ARG_DATA), 2)) return NULL;
-  if (!hl_shape_equal(hl_tensor_shape(c.in[0]), hl_tensor_shape(c.in[1]))) {
-    hl_fail("mse_loss: shape mismatch: %s and %s", hl_desc(c.in[0]), hl_desc(c.in[1]));
-    return hl_op_abort(&c);
-  }
+  if (!hl_op_same_shape(&c)) return hl_op_abort(&c);
   hl_tensor *d = hl_sub(c.in[0], c.in[1]);
   hl_tensor *sq = hl_mul(d, d);
   hl_tensor *out = hl_mean(sq);

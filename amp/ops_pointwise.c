@@ -248,11 +248,8 @@ static hl_tensor *activation_backward(hl_op_id id, hl_unary_grad_op kop, hl_back
                                       hl_tensor *x) {
   hl_op_call c;
   if (!hl_op_begin(&c, id, HL_INPUTS(dy, x), HL_ROLES(HL_ARG_DATA, HL_ARG_DATA), 2)) return NULL;
-  if (!hl_shape_equal(hl_tensor_shape(c.in[0]), hl_tensor_shape(c.in[1]))) {
-    hl_fail("%s: shape mismatch: %s and %s", c.op->name, hl_desc(c.in[0]), hl_desc(c.in[1]));
+  if (!hl_op_same_shape(&c) || !hl_op_contiguous_input(&c, 0) || !hl_op_contiguous_input(&c, 1))
     return hl_op_abort(&c);
-  }
-  if (!hl_op_contiguous_input(&c, 0) || !hl_op_contiguous_input(&c, 1)) return hl_op_abort(&c);
   hl_tensor *out = hl_op_output(&c, c.in[0]->ndim, c.in[0]->shape, c.dtype);
   if (!out) return hl_op_abort(&c);
   c.k->unary_grad(kop, c.dtype, hl_numel(out), hl_tensor_data(out), hl_tensor_data(c.in[0]), hl_tensor_data(c.in[1]));

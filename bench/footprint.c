@@ -123,7 +123,8 @@ static void list_params(const fp_options *o) {
       char desc[200], b1[40], b2[40], b3[32];
       describe_model(m, desc, sizeof desc);
       printf("# %s, weight policy %s: %d parameters, %s elements, %s bytes (%s)\n", desc,
-             hl_weight_policy_name((hl_weight_policy)p), n, hl_format_thousands((uint64_t)hl_gpt_param_count(&m->cfg), b1, sizeof b1),
+             hl_weight_policy_name((hl_weight_policy)p), n,
+             hl_format_thousands((uint64_t)hl_gpt_param_count(&m->cfg), b1, sizeof b1),
              hl_format_thousands(total, b2, sizeof b2), hl_format_bytes(total, b3, sizeof b3));
       printf("%-5s %-40s %-14s %15s\n", "dtype", "name", "shape", "bytes");
       for (int i = 0; i < n; i++) {

@@ -263,24 +263,8 @@ static void fill_random(void *p, hl_gemm_type t, size_t bytes, uint64_t seed) {
     hl_philox4x32_10(ctr, key, r);
     for (int j = 0; j < 4 && w * 4 + (size_t)j < n; j++) {
       const size_t i = w * 4 + (size_t)j;
-      const float x = hl_u32_to_unit_float(r[j]) * 2.0f - 1.0f;
-      switch (t) {
-        case HL_GEMM_F32: ((float *)p)[i] = x; break;
-        case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16(x); break;
-        case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16(x); break;
-        default: ((uint8_t *)p)[i] = hl_f32_to_fp8(x, HL_FP8_E4M3, 1); break;
-      }
+      hl_gemm_store(p, t, (int64_t)i, hl_u32_to_unit_float(r[j]) * 2.0f - 1.0f);
     }
-  }
-}
-
-double gemm_load(const void *p, hl_gemm_type t, size_t i) {
-  switch (t) {
-    case HL_GEMM_F64: return ((const double *)p)[i];
-    case HL_GEMM_F32: return ((const float *)p)[i];
-    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return hl_fp8_to_f32(((const uint8_t *)p)[i], HL_FP8_E4M3);
   }
 }
 
@@ -351,14 +335,14 @@ static double validate(point *p, const char *host_pool, uint64_t seed, double *b
     }
     double exact = 0, mag = 0;
     for (int64_t q = 0; q < s->k; q++) {
-      const double x = gemm_load(ha, d->a_type, (size_t)(bi * d->stride_a + (s->ta ? q * d->lda + i : i * d->lda + q)));
-      const double y = gemm_load(hb, d->b_type, (size_t)(bi * d->stride_b + (s->tb ? j * d->ldb + q : q * d->ldb + j)));
+      const double x = hl_gemm_load(ha, d->a_type, bi * d->stride_a + (s->ta ? q * d->lda + i : i * d->lda + q));
+      const double y = hl_gemm_load(hb, d->b_type, bi * d->stride_b + (s->tb ? j * d->ldb + q : q * d->ldb + j));
       exact += x * y;
       mag += fabs(x * y);
     }
     unsigned char cell[8];
     p->d->be->copy_to_host(cell, (const char *)d->c + (size_t)(bi * d->stride_c + i * d->ldc + j) * out_size, out_size);
-    const double got = gemm_load(cell, d->c_type, 0);
+    const double got = hl_gemm_load(cell, d->c_type, 0);
     const double err = fabs(got - exact), lim = bound.out * fabs(exact) + bound.term * mag + bound.abs;
     if (!(err <= lim))
       hl_fatal("gemm %s %s (%lld x %lld x %lld, batch %lld) is wrong at C[%lld][%lld] of batch entry %lld: %.9g, fp64 "

@@ -159,7 +159,7 @@ static fro on_device(const bench_device *d, const gemm_variant *gv, const float 
   d->be->synchronize();
   d->be->copy_to_host(hc, dc, out * (size_t)(m * n));
   fro f = {0};
-  for (int ij = 0; ij < m * n; ij++) fro_add(&f, gemm_load(hc, out_type, (size_t)ij), orig[ij], st[ij]);
+  for (int ij = 0; ij < m * n; ij++) fro_add(&f, hl_gemm_load(hc, out_type, ij), orig[ij], st[ij]);
   bench_free(d, da), bench_free(d, db), bench_free(d, dc);
   free(ha), free(hb), free(hc);
   return f;

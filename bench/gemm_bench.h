@@ -27,8 +27,6 @@ bool gemm_variant_runs(const bench_device *d, const gemm_variant *v, char *why, 
 bool gemm_tensor_cores(const bench_device *d, const gemm_variant *v);
 /* What ran, in words, for the implementation column (no commas) */
 void gemm_implementation(const bench_device *d, const gemm_variant *v, int64_t batch, char *buf, size_t len);
-/* Element i of an array of type t, as a double */
-double gemm_load(const void *p, hl_gemm_type t, size_t i);
 
 /* gemm --accuracy; ks: the k values (NULL: the default sweep); notice: printed once input is checked */
 int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks,

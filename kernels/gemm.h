@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "amp/half.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,6 +84,30 @@ static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {
 static inline size_t hl_gemm_type_size(hl_gemm_type t) {
   static const size_t sizes[] = {8, 4, 2, 2, 1};
   return (unsigned)t <= HL_GEMM_E4M3 ? sizes[t] : 0;
+}
+
+/* Element i of a host array of type t, exactly as double: for filling
+ * operands and checking results on the host. */
+static inline double hl_gemm_load(const void *p, hl_gemm_type t, int64_t i) {
+  switch (t) {
+    case HL_GEMM_F64: return ((const double *)p)[i];
+    case HL_GEMM_F32: return ((const float *)p)[i];
+    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
+    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return hl_fp8_to_f32(((const uint8_t *)p)[i], HL_FP8_E4M3);
+  }
+}
+
+/* Stores v at element i: f64 as is, the others rounded from (float)v
+ * (e4m3 saturating at +-448). */
+static inline void hl_gemm_store(void *p, hl_gemm_type t, int64_t i, double v) {
+  switch (t) {
+    case HL_GEMM_F64: ((double *)p)[i] = v; break;
+    case HL_GEMM_F32: ((float *)p)[i] = (float)v; break;
+    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
+    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
+    default: ((uint8_t *)p)[i] = hl_f32_to_fp8((float)v, HL_FP8_E4M3, 1); break;
+  }
 }
 
 /* How far a correct result may lie from the exact product, entry by entry:

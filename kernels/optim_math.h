@@ -3,10 +3,8 @@
  * the CUDA kernels call these same functions, so the CPU tests cover what
  * the GPU computes.
  *
- * Every f32 operation is one correctly rounded +, -, *, / or sqrt: on the
- * device through the _rn intrinsics, which nvcc never contracts into an
- * FMA, on the host as plain C (the build targets SSE2 without FMA). The two
- * backends therefore agree bit for bit. */
+ * Every f32 operation is one correctly rounded +, -, *, / or sqrt
+ * (kernels/round_ops.h), so the two backends agree bit for bit. */
 #ifndef HL_OPTIM_MATH_H
 #define HL_OPTIM_MATH_H
 
@@ -14,62 +12,11 @@
 
 #include "amp/half.h"
 #include "kernels/optim_kernels.h"
+#include "kernels/round_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------- rounded operations -- */
-
-HL_HD static inline float hl_om_mul(float a, float b) {
-#if HL_DEVICE_CODE
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-HL_HD static inline float hl_om_add(float a, float b) {
-#if HL_DEVICE_CODE
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-HL_HD static inline float hl_om_sub(float a, float b) {
-#if HL_DEVICE_CODE
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-HL_HD static inline float hl_om_div(float a, float b) {
-#if HL_DEVICE_CODE
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-HL_HD static inline float hl_om_sqrt(float a) {
-#if HL_DEVICE_CODE
-  return __fsqrt_rn(a);
-#else
-  return __builtin_sqrtf(a);
-#endif
-}
-HL_HD static inline double hl_om_dmul(double a, double b) {
-#if HL_DEVICE_CODE
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-HL_HD static inline double hl_om_dadd(double a, double b) {
-#if HL_DEVICE_CODE
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
 
 HL_HD static inline int hl_om_isfinite_f(float x) { return (hl_f32_bits(x) & 0x7f800000u) != 0x7f800000u; }
 HL_HD static inline int hl_om_isfinite_d(double x) { return x - x == 0.0; }
@@ -137,13 +84,13 @@ HL_HD static inline int hl_om_unscale_at(const hl_grad_view *v, int64_t i, float
   hl_om_offsets(v, i, &d, &s);
   if (v->src_dtype == HL_F64) {
     double x = ((const double *)v->src)[s];
-    double r = inv == 1.0f ? x : hl_om_dmul(x, (double)inv);
+    double r = inv == 1.0f ? x : hl_dmul_rn(x, (double)inv);
     if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = r;
     else hl_om_store(v->dst, v->dst_dtype, d, (float)r);
     return !hl_om_isfinite_d(x);
   }
   float x = hl_om_load(v->src, v->src_dtype, s);
-  float r = inv == 1.0f ? x : hl_om_mul(x, inv);
+  float r = inv == 1.0f ? x : hl_mul_rn(x, inv);
   if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = (double)r;
   else hl_om_store(v->dst, v->dst_dtype, d, r);
   return !hl_om_isfinite_f(x);
@@ -155,13 +102,13 @@ HL_HD static inline float hl_om_reciprocal(float scale) { return (float)(1.0 / (
 HL_HD static inline void hl_om_update_scale(float *scale, int32_t *tracker, float found, double growth,
                                             double backoff, int32_t interval) {
   if (found != 0.0f) {
-    *scale = (float)hl_om_dmul((double)*scale, backoff);
+    *scale = (float)hl_dmul_rn((double)*scale, backoff);
     *tracker = 0;
     return;
   }
   int32_t successful = *tracker + 1;
   if (successful == interval) {
-    float grown = (float)hl_om_dmul((double)*scale, growth);
+    float grown = (float)hl_dmul_rn((double)*scale, growth);
     if (hl_om_isfinite_f(grown)) *scale = grown;
     *tracker = 0;
   } else {
@@ -172,7 +119,7 @@ HL_HD static inline void hl_om_update_scale(float *scale, int32_t *tracker, floa
 HL_HD static inline float hl_om_found_sum(const float *found_inf, uint64_t mask) {
   float found = 0.0f;
   for (int i = 0; i < 64; i++)
-    if (mask >> i & 1u) found = hl_om_add(found, found_inf[i]);
+    if (mask >> i & 1u) found = hl_add_rn(found, found_inf[i]);
   return found;
 }
 
@@ -186,19 +133,19 @@ HL_HD static inline float hl_om_found_sum(const float *found_inf, uint64_t mask)
  * *update = lr * d (the intended change). */
 HL_HD static inline float hl_om_sgd(float p, float g, float *b, const hl_sgd_args *a, int first, float *update) {
   float d = g;
-  if (a->weight_decay != 0.0f) d = hl_om_add(d, hl_om_mul(a->weight_decay, p));
+  if (a->weight_decay != 0.0f) d = hl_add_rn(d, hl_mul_rn(a->weight_decay, p));
   if (a->momentum != 0.0f) {
-    *b = first ? d : hl_om_add(hl_om_mul(a->momentum, *b), hl_om_mul(a->one_minus_dampening, d));
-    d = a->nesterov ? hl_om_add(d, hl_om_mul(a->momentum, *b)) : *b;
+    *b = first ? d : hl_add_rn(hl_mul_rn(a->momentum, *b), hl_mul_rn(a->one_minus_dampening, d));
+    d = a->nesterov ? hl_add_rn(d, hl_mul_rn(a->momentum, *b)) : *b;
   }
-  *update = hl_om_mul(a->lr, d);
-  return hl_om_sub(p, *update);
+  *update = hl_mul_rn(a->lr, d);
+  return hl_sub_rn(p, *update);
 }
 
 /* torch.lerp(self, end, w) as PyTorch evaluates it */
 HL_HD static inline float hl_om_lerp(float self, float end, float w) {
-  return (w < 0.5f && w > -0.5f) ? hl_om_add(self, hl_om_mul(w, hl_om_sub(end, self)))
-                                 : hl_om_sub(end, hl_om_mul(hl_om_sub(end, self), hl_om_sub(1.0f, w)));
+  return (w < 0.5f && w > -0.5f) ? hl_add_rn(self, hl_mul_rn(w, hl_sub_rn(end, self)))
+                                 : hl_sub_rn(end, hl_mul_rn(hl_sub_rn(end, self), hl_sub_rn(1.0f, w)));
 }
 
 /* AdamW on one element (torch.optim.AdamW, amsgrad=False, maximize=False):
@@ -210,13 +157,13 @@ HL_HD static inline float hl_om_lerp(float self, float end, float w) {
  * was non-zero. */
 HL_HD static inline float hl_om_adamw(float p, float g, float *m, float *v, const hl_adamw_args *a, float step_size,
                                       float bc2_sqrt, int *moved) {
-  float decayed = a->decoupled_decay ? hl_om_mul(p, a->decay) : p;
+  float decayed = a->decoupled_decay ? hl_mul_rn(p, a->decay) : p;
   *m = hl_om_lerp(*m, g, a->one_minus_beta1);
-  *v = hl_om_add(hl_om_mul(*v, a->beta2), hl_om_mul(hl_om_mul(a->one_minus_beta2, g), g));
-  float denom = hl_om_add(hl_om_div(hl_om_sqrt(*v), bc2_sqrt), a->eps);
-  float term = hl_om_mul(step_size, hl_om_div(*m, denom));
+  *v = hl_add_rn(hl_mul_rn(*v, a->beta2), hl_mul_rn(hl_mul_rn(a->one_minus_beta2, g), g));
+  float denom = hl_add_rn(hl_div_rn(hl_sqrt_rn(*v), bc2_sqrt), a->eps);
+  float term = hl_mul_rn(step_size, hl_div_rn(*m, denom));
   *moved = decayed != p || term != 0.0f;
-  return hl_om_sub(decayed, term);
+  return hl_sub_rn(decayed, term);
 }
 
 /* Master mode: the f32 master takes p_new, the fp16/bf16 model weight its
@@ -271,10 +218,10 @@ HL_HD static inline double hl_om_src_value(const hl_grad_view *v, int64_t i) {
 HL_HD static inline double hl_om_norm_term(double x, int norm_type) {
   double a = x < 0 ? -x : x;
   if (x != x) a = x;
-  return norm_type == HL_NORM_L2 ? hl_om_dmul(x, x) : a;
+  return norm_type == HL_NORM_L2 ? hl_dmul_rn(x, x) : a;
 }
 HL_HD static inline double hl_om_norm_combine(double acc, double term, int norm_type) {
-  if (norm_type != HL_NORM_INF) return hl_om_dadd(acc, term);
+  if (norm_type != HL_NORM_INF) return hl_dadd_rn(acc, term);
   if (acc != acc) return acc;
   if (term != term) return term;
   return term > acc ? term : acc;
@@ -288,7 +235,7 @@ HL_HD static inline void hl_om_norm_finish(double total, int norm_type, double m
   double root = norm_type == HL_NORM_L2 ? __builtin_sqrt(total) : total;
 #endif
   float norm = (float)root;
-  float coef = hl_om_div((float)max_norm, hl_om_add(norm, 1e-6f));
+  float coef = hl_div_rn((float)max_norm, hl_add_rn(norm, 1e-6f));
   out[0] = norm;
   out[1] = coef > 1.0f ? 1.0f : coef; /* clamp(max=1); NaN stays NaN */
 }
@@ -297,12 +244,12 @@ HL_HD static inline void hl_om_scale_at(const hl_grad_view *v, int64_t i, float 
   int64_t d, s;
   hl_om_offsets(v, i, &d, &s);
   if (v->src_dtype == HL_F64) {
-    double r = hl_om_dmul(((const double *)v->src)[s], (double)coef);
+    double r = hl_dmul_rn(((const double *)v->src)[s], (double)coef);
     if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = r;
     else hl_om_store(v->dst, v->dst_dtype, d, (float)r);
     return;
   }
-  float r = hl_om_mul(hl_om_load(v->src, v->src_dtype, s), coef);
+  float r = hl_mul_rn(hl_om_load(v->src, v->src_dtype, s), coef);
   if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = (double)r;
   else hl_om_store(v->dst, v->dst_dtype, d, r);
 }

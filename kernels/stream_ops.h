@@ -11,35 +11,20 @@
 #define HL_STREAM_OPS_H
 
 #include "amp/half.h"
+#include "kernels/round_ops.h"
 #include "kernels/stream.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-HL_HD static inline float hl_stream_mul_rn(float x, float y) {
-#if HL_DEVICE_CODE
-  return __fmul_rn(x, y);
-#else
-  return x * y;
-#endif
-}
-
-HL_HD static inline float hl_stream_add_rn(float x, float y) {
-#if HL_DEVICE_CODE
-  return __fadd_rn(x, y);
-#else
-  return x + y;
-#endif
-}
-
-HL_HD static inline float hl_stream_scale_op(float s, float c) { return hl_stream_mul_rn(s, c); }
-HL_HD static inline float hl_stream_add_op(float a, float b) { return hl_stream_add_rn(a, b); }
+HL_HD static inline float hl_stream_scale_op(float s, float c) { return hl_mul_rn(s, c); }
+HL_HD static inline float hl_stream_add_op(float a, float b) { return hl_add_rn(a, b); }
 HL_HD static inline float hl_stream_triad_op(float b, float s, float c) {
-  return hl_stream_add_rn(b, hl_stream_mul_rn(s, c));
+  return hl_add_rn(b, hl_mul_rn(s, c));
 }
 /* exact for fp16 and bf16 inputs (11 + 11 and 8 + 8 significant bits fit fp32's 24) */
-HL_HD static inline float hl_stream_dot_term(float a, float b) { return hl_stream_mul_rn(a, b); }
+HL_HD static inline float hl_stream_dot_term(float a, float b) { return hl_mul_rn(a, b); }
 
 /* storage <-> fp32 */
 HL_HD static inline float hl_stream_widen_f16(uint16_t v) { return hl_f16_to_f32(v); }

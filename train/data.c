@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amp/crc32.h"
 #include "amp/philox.h"
 #include "train/train.h"
 
@@ -349,21 +350,6 @@ void data_eval_samples(const train_data *d, int64_t first, sample_batch *b) {
 
 /* ---------------------------------------------------------- batch file -- */
 
-static uint32_t crc_table[256];
-
-static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
-  if (!crc_table[1])
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      crc_table[i] = c;
-    }
-  const unsigned char *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
-  return ~crc;
-}
-
 typedef struct {
   FILE *f;
   uint32_t crc;
@@ -372,7 +358,7 @@ typedef struct {
 
 static void put(bwriter *w, const void *p, size_t n) {
   if (w->bad) return;
-  w->crc = crc32_update(w->crc, p, n);
+  w->crc = hl_crc32_update(w->crc, p, n);
   if (fwrite(p, 1, n, w->f) != n) w->bad = true;
 }
 

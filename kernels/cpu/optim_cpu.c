@@ -64,7 +64,7 @@ static int unscale_range(const hl_grad_view *v, int64_t lo, int64_t hi, float in
     float *x = (float *)v->dst;
     for (int64_t i = lo; i < hi; i++) {
       nonfinite |= !hl_om_isfinite_f(x[i]);
-      if (inv != 1.0f) x[i] = hl_om_mul(x[i], inv);
+      if (inv != 1.0f) x[i] = hl_mul_rn(x[i], inv);
     }
     return nonfinite;
   }

@@ -130,26 +130,28 @@ static inline bool hl_cuda_geom_contiguous(const hl_cuda_geom *g, int nops) {
 #define HL_CUDA_COL_CHUNK_MIN 64   /* rows per block chunk of a column sum */
 #define HL_CUDA_MAX_CHUNKS 1024
 
-/* Chunks per row for `outer` rows of r elements summed by warps, about
- * `warps` warps wanted to fill the GPU: 1 when there are rows enough. */
-static inline int64_t hl_cuda_row_chunks(int64_t outer, int64_t r, int64_t warps) {
-  if (outer <= 0 || r <= HL_CUDA_ROW_CHUNK_MIN) return 1;
-  int64_t want = (warps + outer - 1) / outer;
-  int64_t most = (r + HL_CUDA_ROW_CHUNK_MIN - 1) / HL_CUDA_ROW_CHUNK_MIN;
+/* Chunks along r, of at least `min` elements each and at most
+ * HL_CUDA_MAX_CHUNKS, for `items` independent sums, about `units` launch
+ * units wanted to fill the GPU: 1 when there are items enough. */
+static inline int64_t hl_cuda_chunks(int64_t items, int64_t r, int64_t units, int64_t min) {
+  if (items <= 0 || r <= min) return 1;
+  int64_t want = (units + items - 1) / items;
+  int64_t most = (r + min - 1) / min;
   int64_t c = want < most ? want : most;
   if (c > HL_CUDA_MAX_CHUNKS) c = HL_CUDA_MAX_CHUNKS;
   return c < 1 ? 1 : c;
 }
 
+/* Chunks per row for `outer` rows of r elements summed by warps, about
+ * `warps` warps wanted. */
+static inline int64_t hl_cuda_row_chunks(int64_t outer, int64_t r, int64_t warps) {
+  return hl_cuda_chunks(outer, r, warps, HL_CUDA_ROW_CHUNK_MIN);
+}
+
 /* Chunks along r for column sums with `tiles` column tiles (one block per
  * tile and chunk), about `blocks` blocks wanted. */
 static inline int64_t hl_cuda_col_chunks(int64_t tiles, int64_t r, int64_t blocks) {
-  if (tiles <= 0 || r <= HL_CUDA_COL_CHUNK_MIN) return 1;
-  int64_t want = (blocks + tiles - 1) / tiles;
-  int64_t most = (r + HL_CUDA_COL_CHUNK_MIN - 1) / HL_CUDA_COL_CHUNK_MIN;
-  int64_t c = want < most ? want : most;
-  if (c > HL_CUDA_MAX_CHUNKS) c = HL_CUDA_MAX_CHUNKS;
-  return c < 1 ? 1 : c;
+  return hl_cuda_chunks(tiles, r, blocks, HL_CUDA_COL_CHUNK_MIN);
 }
 
 /* Chunk k of n chunks over [0, r): [*lo, *hi), in order, covering r exactly

@@ -171,6 +171,26 @@ void launch_sum(void *out, const void *x, int64_t outer, int64_t r, int64_t inne
 
 /* ------------------------------------------------------------- softmax -- */
 
+/* Row xr's max and sum of exp(x - max) (online), walked by the row group's
+ * threads from c0 with `step`, combined so that every thread holds the same
+ * bits: the statistics of softmax and cross-entropy. */
+template <hl_dtype T, bool WARP, int V>
+__device__ __forceinline__ max_sum<typename elt<T>::C> row_max_sum(const typename elt<T>::S *xr, int64_t cols,
+                                                                   int64_t c0, int64_t step,
+                                                                   max_sum<typename elt<T>::C> *sh) {
+  typedef typename elt<T>::C C;
+  max_sum<C> ms;
+  ms.m = -(C)INFINITY;
+  ms.s = (C)0;
+  for (int64_t c = c0; c < cols; c += step) {
+    C v[V];
+    load_row<T, V>(xr, c, v);
+#pragma unroll
+    for (int j = 0; j < V; j++) max_sum_add(ms, v[j]);
+  }
+  return max_sum_finish(row_group<WARP>::max_sum_all(ms, sh), cols);
+}
+
 template <hl_dtype T, bool WARP, int V>
 __global__ void softmax_kernel(typename elt<T>::S *y, const typename elt<T>::S *x, int64_t rows, int64_t cols,
                                bool log) {
@@ -182,16 +202,7 @@ __global__ void softmax_kernel(typename elt<T>::S *y, const typename elt<T>::S *
   for (int64_t r = G::first_row(); r < rows; r += G::row_step()) {
     const S *xr = x + r * cols;
     S *yr = y + r * cols;
-    max_sum<C> ms;
-    ms.m = -(C)INFINITY;
-    ms.s = (C)0;
-    for (int64_t c = c0; c < cols; c += step) {
-      C v[V];
-      load_row<T, V>(xr, c, v);
-#pragma unroll
-      for (int j = 0; j < V; j++) max_sum_add(ms, v[j]);
-    }
-    ms = max_sum_finish(G::max_sum_all(ms, sh), cols);
+    const max_sum<C> ms = row_max_sum<T, WARP, V>(xr, cols, c0, step, sh);
     if (log) {
       const C ls = math_log(ms.s);
       for (int64_t c = c0; c < cols; c += step) {
@@ -423,16 +434,7 @@ __global__ void cross_entropy_rows_kernel(const typename elt<T>::S *x, const int
   const int64_t c0 = (int64_t)G::tid() * V, step = (int64_t)G::nthreads() * V;
   for (int64_t r = G::first_row(); r < rows; r += G::row_step()) {
     const S *xr = x + r * cols;
-    max_sum<C> ms;
-    ms.m = -(C)INFINITY;
-    ms.s = (C)0;
-    for (int64_t c = c0; c < cols; c += step) {
-      C v[V];
-      load_row<T, V>(xr, c, v);
-#pragma unroll
-      for (int j = 0; j < V; j++) max_sum_add(ms, v[j]);
-    }
-    ms = max_sum_finish(G::max_sum_all(ms, sh), cols);
+    const max_sum<C> ms = row_max_sum<T, WARP, V>(xr, cols, c0, step, sh);
     if (G::tid() == 0) {
       const C l = ms.m + math_log(ms.s);
       const int32_t t = tg[r];

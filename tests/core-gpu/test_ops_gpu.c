@@ -442,7 +442,8 @@ static void test_gpt_block(void **state) {
 static void run_example(const char *prog, const char *expect_a, const char *expect_b) {
   const char *dev = hl_device_kind_name(twin_device);
   hl_run_result r = hl_run_ok("'%s' --device %s", hl_test_prog(prog), dev);
-  if (!hl_has_line(r.out, expect_a, expect_b)) fail_msg("%s --device %s: no line with \"%s\" and \"%s\"", prog, dev, expect_a, expect_b);
+  if (!hl_has_line(r.out, expect_a, expect_b))
+    fail_msg("%s --device %s: no line with \"%s\" and \"%s\"", prog, dev, expect_a, expect_b);
   hl_run_free(&r);
 }
 

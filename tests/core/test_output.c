@@ -1,12 +1,14 @@
 /* test_output.c — suite unit: the output helpers of amp/ the programs
- * share: rows held for a whole table (amp/csv.h hl_csv_rows) and numbers
- * as text (amp/cli.h hl_format_thousands, hl_format_bytes). */
+ * share: rows held for a whole table (amp/csv.h hl_csv_rows), numbers as
+ * text (amp/cli.h hl_format_thousands, hl_format_bytes) and the CRC-32 of
+ * halflab's own files (amp/crc32.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "amp/cli.h"
+#include "amp/crc32.h"
 #include "amp/csv.h"
 #include "tests/support/hltest.h"
 
@@ -80,10 +82,22 @@ static void test_rows(void **state) {
   free(dir);
 }
 
+static void test_crc32(void **state) {
+  (void)state;
+  assert_int_equal(hl_crc32_update(0, "123456789", 9), 0xCBF43926u); /* zlib's check value */
+  assert_int_equal(hl_crc32_update(0, "", 0), 0);
+  unsigned char data[1000];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 131 + 7);
+  const uint32_t whole = hl_crc32_update(0, data, sizeof data);
+  assert_int_equal(whole, hl_test_crc32(data, sizeof data)); /* the bitwise reference */
+  assert_int_equal(hl_crc32_update(hl_crc32_update(0, data, 333), data + 333, sizeof data - 333), whole);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numbers_as_text),
       cmocka_unit_test(test_rows),
+      cmocka_unit_test(test_crc32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,32 +30,11 @@ static double draw(uint64_t stream, uint64_t i) {
   return (double)((int)(u >> 24) - 128) / 128.0;
 }
 
-static double load(const void *p, hl_gemm_type t, int64_t i) {
-  switch (t) {
-    case HL_GEMM_F64: return ((const double *)p)[i];
-    case HL_GEMM_F32: return ((const float *)p)[i];
-    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: fail_msg("type %d not used here", (int)t);
-  }
-  return 0;
-}
-
-static void store(void *p, hl_gemm_type t, int64_t i, double v) {
-  switch (t) {
-    case HL_GEMM_F64: ((double *)p)[i] = v; break;
-    case HL_GEMM_F32: ((float *)p)[i] = (float)v; break;
-    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
-    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
-    default: fail_msg("type %d not used here", (int)t);
-  }
-}
-
 /* Buffer of `count` elements of type t, filled from stream `s` */
 static void *filled(hl_gemm_type t, int64_t count, uint64_t s) {
   void *p = malloc(hl_gemm_type_size(t) * (size_t)(count ? count : 1));
   assert_non_null(p);
-  for (int64_t i = 0; i < count; i++) store(p, t, i, draw(s, (uint64_t)i));
+  for (int64_t i = 0; i < count; i++) hl_gemm_store(p, t, i, draw(s, (uint64_t)i));
   return p;
 }
 
@@ -100,28 +79,28 @@ static void check_case(const gemm_case *g) {
       for (int64_t j = 0; j < g->n; j++) {
         double exact = 0, mag = 0;
         for (int64_t p = 0; p < g->k; p++) {
-          double x = load(a, g->at, bi * sa + (g->ta ? p * lda + i : i * lda + p));
-          double y = load(b, g->bt, bi * sb + (g->tb ? j * ldb + p : p * ldb + j));
+          double x = hl_gemm_load(a, g->at, bi * sa + (g->ta ? p * lda + i : i * lda + p));
+          double y = hl_gemm_load(b, g->bt, bi * sb + (g->tb ? j * ldb + p : p * ldb + j));
           exact += x * y;
           mag += fabs(x * y);
         }
-        double cin = load(c0, g->ct, bi * sc + i * ldc + j);
+        double cin = hl_gemm_load(c0, g->ct, bi * sc + i * ldc + j);
         double want = g->alpha * exact + g->beta * cin;
         double bound = (double)(g->k + 2) * u_acc * (fabs(g->alpha) * mag + fabs(g->beta * cin)) +
                        u_out * fabs(want) + 1e-300;
         /* fp16 outputs below 2^-14 are subnormal: absolute spacing 2^-24 */
         if (g->ct == HL_GEMM_F16) bound += 0x1p-25;
-        double got = load(c, g->ct, bi * sc + i * ldc + j);
+        double got = hl_gemm_load(c, g->ct, bi * sc + i * ldc + j);
         if (!(fabs(got - want) <= bound))
           fail_msg("batch %lld C[%lld][%lld] = %.9g, want %.9g (bound %.3g) ta=%d tb=%d %s/%s/%s",
                    (long long)bi, (long long)i, (long long)j, got, want, bound, g->ta, g->tb,
                    hl_gemm_type_name(g->at), hl_gemm_type_name(g->bt), hl_gemm_type_name(g->ct));
       }
       for (int64_t j = g->n; j < ldc; j++) /* padding of C untouched */
-        assert_true(load(c, g->ct, bi * sc + i * ldc + j) == load(c0, g->ct, bi * sc + i * ldc + j));
+        assert_true(hl_gemm_load(c, g->ct, bi * sc + i * ldc + j) == hl_gemm_load(c0, g->ct, bi * sc + i * ldc + j));
     }
     for (int64_t e = g->m * ldc; e < sc; e++) /* gap between batch entries untouched */
-      assert_true(load(c, g->ct, bi * sc + e) == load(c0, g->ct, bi * sc + e));
+      assert_true(hl_gemm_load(c, g->ct, bi * sc + e) == hl_gemm_load(c0, g->ct, bi * sc + e));
   }
   free(a);
   free(b);
@@ -263,12 +242,12 @@ static void test_beta_zero_ignores_c(void **state) {
   for (int s = 0; s < 3; s++) {
     const hl_gemm_type t = storage[s];
     void *a = filled(t, 4 * 5, 1), *b = filled(t, 5 * 3, 2), *c = filled(t, 4 * 3, 3);
-    for (int i = 0; i < 12; i++) store(c, t, i, NAN);
+    for (int i = 0; i < 12; i++) hl_gemm_store(c, t, i, NAN);
     hl_gemm_desc d = {.m = 4, .n = 3, .k = 5, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
                       .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0, .a = a, .lda = 5, .b = b, .ldb = 3,
                       .c = c, .ldc = 3};
     K()->gemm(&d);
-    for (int i = 0; i < 12; i++) assert_false(isnan(load(c, t, i)));
+    for (int i = 0; i < 12; i++) assert_false(isnan(hl_gemm_load(c, t, i)));
     free(a), free(b), free(c);
   }
 }

@@ -20,31 +20,12 @@
 
 static const hl_backend *gpu, *cpu;
 
-static double load(const void *p, hl_gemm_type t, int64_t i) {
-  switch (t) {
-    case HL_GEMM_F64: return ((const double *)p)[i];
-    case HL_GEMM_F32: return ((const float *)p)[i];
-    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return hl_fp8_to_f32(((const uint8_t *)p)[i], HL_FP8_E4M3);
-  }
-}
-
-static void store(void *p, hl_gemm_type t, int64_t i, double v) {
-  switch (t) {
-    case HL_GEMM_F64: ((double *)p)[i] = v; break;
-    case HL_GEMM_F32: ((float *)p)[i] = (float)v; break;
-    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
-    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
-    default: ((uint8_t *)p)[i] = hl_f32_to_fp8((float)v, HL_FP8_E4M3, 1); break;
-  }
-}
-
 /* uniform in [-1, 1) with full fp32 precision, rounded to the storage type */
 static void *host_filled(hl_gemm_type t, int64_t count, uint64_t s) {
   void *p = malloc(hl_gemm_type_size(t) * (size_t)count);
   assert_non_null(p);
-  for (int64_t i = 0; i < count; i++) store(p, t, i, hl_u32_to_unit_float(hl_philox_u32(42, s, (uint64_t)i)) * 2.0 - 1.0);
+  for (int64_t i = 0; i < count; i++)
+    hl_gemm_store(p, t, i, hl_u32_to_unit_float(hl_philox_u32(42, s, (uint64_t)i)) * 2.0 - 1.0);
   return p;
 }
 
@@ -119,16 +100,16 @@ static void check(const variant *v, const shape *g) {
       for (int64_t j = 0; j < g->n; j++) {
         double exact = 0, mag = 0;
         for (int64_t p = 0; p < g->k; p++) {
-          double x = load(a, v->in, bi * sa + (g->ta ? p * lda + i : i * lda + p));
-          double y = load(b, v->in, bi * sb + (g->tb ? j * ldb + p : p * ldb + j));
+          double x = hl_gemm_load(a, v->in, bi * sa + (g->ta ? p * lda + i : i * lda + p));
+          double y = hl_gemm_load(b, v->in, bi * sb + (g->tb ? j * ldb + p : p * ldb + j));
           exact += x * y;
           mag += fabs(x * y);
         }
         const int64_t at = bi * sc + i * ldc + j;
-        const double cin = load(c0, v->out, at);
+        const double cin = hl_gemm_load(c0, v->out, at);
         const double want = g->alpha * scale * exact + g->beta * cin;
         const double terms = fabs(g->alpha) * scale * mag + fabs(g->beta * cin);
-        const double got = load(c_gpu, v->out, at);
+        const double got = hl_gemm_load(c_gpu, v->out, at);
         const double err = fabs(got - want), bound = gb.out * fabs(want) + gb.term * terms + gb.abs;
         if (!(err <= bound))
           fail_msg("%s ta=%d tb=%d %lldx%lldx%lld batch %lld: C[%lld][%lld] = %.9g, exact %.9g, |err| %.3g > bound %.3g",
@@ -136,7 +117,7 @@ static void check(const variant *v, const shape *g) {
                    (long long)i, (long long)j, got, want, err, bound);
         if (err / bound > worst) worst = err / bound;
         if (on_cpu) {
-          const double cerr = fabs(load(c_cpu, v->out, at) - want);
+          const double cerr = fabs(hl_gemm_load(c_cpu, v->out, at) - want);
           if (!(cerr <= cb.out * fabs(want) + cb.term * terms + cb.abs))
             fail_msg("%s: the CPU twin is off at C[%lld][%lld]", v->name, (long long)i, (long long)j);
         }
@@ -211,7 +192,7 @@ static void test_empty_k(void **state) {
     const hl_gemm_type ty = t ? HL_GEMM_F16 : HL_GEMM_F32;
     const size_t es = hl_gemm_type_size(ty);
     unsigned char host[6 * 4], back[6 * 4];
-    for (int i = 0; i < 6; i++) store(host, ty, i, i < 3 ? NAN : 2.0 + i);
+    for (int i = 0; i < 6; i++) hl_gemm_store(host, ty, i, i < 3 ? NAN : 2.0 + i);
     void *dc = to_device(host, 6 * es), *dummy = gpu->alloc(64);
     assert_non_null(dummy);
     hl_gemm_desc d = {.m = 1, .n = 3, .k = 0, .batch = 1, .a_type = ty, .b_type = ty, .c_type = ty,
@@ -222,8 +203,8 @@ static void test_empty_k(void **state) {
     gpu->gemm->gemm(&d); /* second row: 5, 6, 7 -> -10, -12, -14 */
     gpu->synchronize();
     gpu->copy_to_host(back, dc, 6 * es);
-    for (int i = 0; i < 3; i++) assert_true(load(back, ty, i) == 0.0);
-    for (int i = 3; i < 6; i++) assert_true(load(back, ty, i) == -2.0 * (2.0 + i));
+    for (int i = 0; i < 3; i++) assert_true(hl_gemm_load(back, ty, i) == 0.0);
+    for (int i = 3; i < 6; i++) assert_true(hl_gemm_load(back, ty, i) == -2.0 * (2.0 + i));
     gpu->free(dc), gpu->free(dummy);
   }
 }
