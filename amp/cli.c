@@ -129,8 +129,9 @@ static int mkdir_p(const char *path) {
 }
 
 const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len) {
+  const char *root = getenv("HALFLAB_RESULTS"); /* bench-quick points this away from results/ */
   if (requested && *requested) snprintf(buf, len, "%s", requested);
-  else snprintf(buf, len, "results/%s", hl_device_slug(kind));
+  else snprintf(buf, len, "%s/%s", root && *root ? root : "results", hl_device_slug(kind));
   int e = mkdir_p(buf);
   if (e) hl_usage_error("--out: cannot create folder '%s': %s", buf, strerror(e));
   if (access(buf, W_OK | X_OK) != 0) hl_usage_error("--out: folder '%s' is not writable: %s", buf, strerror(errno));

@@ -42,8 +42,10 @@ int hl_parse_int_list(const char *what, const char *s, long long lo, long long h
  * when the device asked for is not usable. */
 hl_device_kind hl_cli_device(const char *request);
 
-/* The output folder: `requested`, or results/<machine> for the device.
- * Created if missing; exits 2 when it cannot be created or written. */
+/* The output folder: `requested`, or <root>/<machine> for the device, where
+ * <root> is $HALFLAB_RESULTS when set and non-empty, else results/ (relative
+ * to the working directory). Created if missing; exits 2 when it cannot be
+ * created or written. */
 const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len);
 
 /* "1.50 GiB" */

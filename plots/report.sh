@@ -10,7 +10,8 @@ tmp=$out.tmp
 {
   echo "# halflab report: $(basename "$dir")"
   echo
-  meta=$(ls "$dir"/*.csv 2>/dev/null | head -1)
+  meta=""
+  for f in "$dir"/*.csv; do [ -e "$f" ] && meta=$f && break; done  # a glob, not ls | head: pipefail and SIGPIPE
   if [ -n "$meta" ]; then
     echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
     echo

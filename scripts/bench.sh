@@ -3,13 +3,20 @@
 # every measurement for the device (numerics probes, GEMM / bandwidth /
 # footprint benchmarks, training runs), then the charts and REPORT.md.
 # Results go to results/<machine>/ under the source tree. With --quick the
-# same at smoke-test sizes (`ninja -C build bench-quick`).
+# same at smoke-test sizes (`ninja -C build bench-quick`), written to
+# BUILD_DIR/results-quick/<machine>/ ($HALFLAB_RESULTS/<machine>/ when
+# set) so that a smoke run never overwrites the reference results.
 set -euo pipefail
 build=$(cd "${1:?usage: scripts/bench.sh BUILD_DIR [--quick]}" && pwd)
 shift
 quick=()
 [ "${1:-}" = "--quick" ] && quick=(--quick)
 cd "$(dirname "$0")/.."
+if [ ${#quick[@]} -gt 0 ]; then
+  export HALFLAB_RESULTS=${HALFLAB_RESULTS:-$build/results-quick}  # every program's default folder root
+else
+  unset HALFLAB_RESULTS
+fi
 
 start=$SECONDS
 stage() { printf '\n== %s ==\n' "$*" >&2; }
@@ -51,5 +58,10 @@ fi
 bench/peers/compare_cpu.sh "$build" "${quick[@]}"  # halflab vs the PyTorch peer on the CPU (says so when torch is absent)
 
 stage "charts and report"
-scripts/plots.sh
+if [ ${#quick[@]} -gt 0 ]; then
+  scripts/plots.sh "$HALFLAB_RESULTS"/*
+else
+  scripts/plots.sh
+fi
+echo "bench: results in ${HALFLAB_RESULTS:-results}/" >&2
 echo "bench: done in $((SECONDS - start)) s" >&2

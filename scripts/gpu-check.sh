@@ -42,7 +42,7 @@ stage() { # stage NAME TIMEOUT_S COMMAND... : logs/NAME.log, status in summary.t
 }
 
 {
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown) $(git status --porcelain 2>/dev/null | grep -q . && echo '(uncommitted changes)')"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown) $([ -n "$(git status --porcelain 2>/dev/null)" ] && echo '(uncommitted changes)')"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.sm,clocks.max.sm,ecc.mode.current,mig.mode.current --format=csv 2>&1
   nvcc --version | tail -2

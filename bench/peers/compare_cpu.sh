@@ -49,10 +49,10 @@ fi
 scratch=$(mktemp -d /tmp/halflab-peers.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 if [ -z "$out" ]; then
-  (cd "$scratch" && "$train" --device cpu --steps 1 --batch 1 --eval-samples 1 --stats-every 0 >/dev/null 2>&1)
-  slug=$(ls "$scratch/results" 2>/dev/null | head -1)
+  (cd "$scratch" && HALFLAB_RESULTS= "$train" --device cpu --steps 1 --batch 1 --eval-samples 1 --stats-every 0 >/dev/null 2>&1)
+  slug=$(ls "$scratch/results" 2>/dev/null | sed -n 1p)
   [ -n "$slug" ] || { echo "compare_cpu: could not learn the results folder from halflab-train" >&2; exit 1; }
-  out=results/$slug
+  out=${HALFLAB_RESULTS:-results}/$slug
   rm -rf "$scratch/results"
 fi
 mkdir -p "$out/peers"

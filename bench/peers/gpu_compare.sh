@@ -55,7 +55,7 @@ trap 'rm -rf "$scratch"' EXIT
 if [ -z "$out" ]; then # the GPU's results folder, as halflab-train names it (asked in a scratch folder)
   (cd "$scratch" && "$train" --device cuda --steps 1 --layers 1 --heads 1 --embd 8 --batch 1 --eval-samples 1 \
      --stats-every 0 >/dev/null 2>&1) || { echo "gpu_compare: halflab-train cannot train on the GPU here" >&2; exit 1; }
-  out=$PWD/results/$(ls "$scratch/results" | head -1)
+  out=$PWD/results/$(ls "$scratch/results" | sed -n 1p)
   rm -rf "$scratch/results"
 fi
 mkdir -p "$out/peers"

@@ -50,7 +50,7 @@ if have tour.csv; then
 fi
 
 if have overflow.csv; then
-  primary=$(rows overflow.csv | head -1 | cut -d, -f2,3)
+  primary=$(rows overflow.csv | sed -n 1p | cut -d, -f2,3)
   echo "### Overflow: ${primary%,*} copies of ${primary#*,} summed seven ways (\`halflab-numerics overflow\`)"
   echo
   devs=$(devices overflow.csv | tr '\n' ' ')

@@ -15,7 +15,7 @@ have gemm.csv || have bandwidth.csv || have gemm_accuracy.csv || exit 0
 table() { # FILE AWK-PROGRAM: runs the program on the rows with c[] set from the header
   grep -v '^#' "$dir/$1" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2"
 }
-meta() { sed -n "s/^# $2: //p" "$dir/$1" | head -1; }
+meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
 chart() { # name, alt text, how to read it
   if [ -f "$dir/$1.png" ]; then
     printf '![%s](%s.png)\n\n%s\n\n' "$2" "$1" "$3"

@@ -14,7 +14,7 @@ in=$dir/train_summary.csv
 q() { awk -F, "/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; next } $1" "$in"; }
 has() { q "\$c[\"name\"] == \"$1\" { n++ } END { exit !n }"; }
 val() { q "\$c[\"name\"] == \"$1\" && \$c[\"mode\"] == \"$2\" { print \$c[\"$3\"]; exit }"; }
-meta() { sed -n "s/^# $1: //p" "$in" | head -1; }
+meta() { sed -n "/^# $1: /{s///p;q}" "$in"; }
 pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100 * v }'; }
 
 echo "## Training runs (\`halflab-train\`)"
@@ -122,7 +122,7 @@ if has tiny; then
     z=$(val tiny $m grad_zero_frac)
     ab=$(val tiny $m absorbed_frac)
     if [ "$st" != completed ]; then
-      echo "- **$m does not train at the tiny size**: $st at step $(val tiny $m steps_done)$(sed -n 's/^# why: /: /p' "$dir/train_tiny_${m}_summary.csv" 2>/dev/null | head -1)."
+      echo "- **$m does not train at the tiny size**: $st at step $(val tiny $m steps_done)$(sed -n '/^# why: /{s//: /p;q}' "$dir/train_tiny_${m}_summary.csv" 2>/dev/null)."
       [ $m = fp16-pure ] && echo "  With AdamW its moments are fp16 too (as \`torch.zeros_like(p)\` of an fp16 parameter): the second moment's increments (1 - beta2) g^2 lie below fp16's subnormals for most elements, so v cannot accumulate what the bias correction assumes, and m / sqrt(v) grows until the weights blow up. With SGD it trains (the absorb demonstration)."
     else
       d=$(awk -v l="$ml" -v r="$ref" 'BEGIN { printf "%+.2f%%", 100 * (l / r - 1) }')

@@ -12,7 +12,7 @@ f=$dir/peer_step_times.csv
 [ -f "$f" ] || exit 0
 
 table() { grep -v '^#' "$f" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $1"; }
-meta() { sed -n "s/^# $1: //p" "$f" | head -1; }
+meta() { sed -n "/^# $1: /{s///p;q}" "$f"; }
 
 echo "## PyTorch peer (\`bench/peers/\`)"
 echo

@@ -361,13 +361,30 @@ static void test_help_and_version(void **state) {
   hl_run_free(&r);
 }
 
+/* Without --out a program writes to results/<machine>/ under the working
+ * directory, or under $HALFLAB_RESULTS when that is set (bench-quick's
+ * folder): the reference results are never touched by a smoke run. */
+static void test_results_root(void **state) {
+  (void)state;
+  char *cwd = hl_tmpdir(), *root = hl_tmpdir();
+  hl_run_result r = hl_run_ok("cd '%s' && HALFLAB_RESULTS='%s' '%s' formats --device cpu", cwd, root, prog());
+  hl_run_free(&r);
+  assert_int_equal(hl_count_files(cwd), 0); /* no results/ here */
+  assert_int_equal(hl_count_files(root), 1); /* one <machine> folder */
+  r = hl_run_ok("cd '%s' && HALFLAB_RESULTS= '%s' formats --device cpu", cwd, prog());
+  hl_run_free(&r);
+  assert_int_equal(hl_count_files(hl_path(cwd, "results")), 1);
+  hl_rmtree(cwd), hl_rmtree(root);
+  free(cwd), free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overflow_spec_values), cmocka_unit_test(test_overflow_user_case),
       cmocka_unit_test(test_absorption_spec_values), cmocka_unit_test(test_subnormal_spec_values),
       cmocka_unit_test(test_formats_value),        cmocka_unit_test(test_formats_special_values),
       cmocka_unit_test(test_tour),                 cmocka_unit_test(test_all_writes_every_csv),
-      cmocka_unit_test(test_help_and_version),
+      cmocka_unit_test(test_help_and_version),     cmocka_unit_test(test_results_root),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

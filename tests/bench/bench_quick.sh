@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench_quick.sh BUILD_DIR — suite e2e: the main job end to end at smoke-test
+# sizes (scripts/bench.sh --quick, what `ninja -C build bench-quick` runs)
+# into a scratch folder: it must finish, every CSV must carry halflab's
+# metadata header, REPORT.md must have every section, every chart the
+# report shows must have been drawn (where gnuplot is installed), and the
+# committed results/ must not be touched.
+set -euo pipefail
+build=$(cd "${1:?usage: bench_quick.sh BUILD_DIR}" && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d /tmp/halflab-bench-quick.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "bench-quick: $*" >&2; exit 1; }
+
+touch "$tmp/start"
+if ! HALFLAB_RESULTS=$tmp/results "$src/scripts/bench.sh" "$build" --quick >"$tmp/log" 2>&1; then
+  tail -20 "$tmp/log" >&2
+  fail "scripts/bench.sh --quick failed (last lines above)"
+fi
+
+machines=("$tmp"/results/*)
+[ ${#machines[@]} = 1 ] && [ -d "${machines[0]}" ] || fail "expected one machine folder, got: ${machines[*]}"
+d=${machines[0]}
+
+ncsv=0
+while IFS= read -r -d '' f; do
+  ncsv=$((ncsv + 1))
+  [ "$(head -c 9 "$f")" = "# halflab" ] || fail "$f does not start with halflab's metadata header"
+done < <(find "$d" -name '*.csv' -print0)
+[ $ncsv -ge 40 ] || fail "only $ncsv CSV files written"
+
+report=$d/REPORT.md
+[ -s "$report" ] || fail "no REPORT.md"
+for section in "## Numerics probes" "## GEMM and memory bandwidth" "## Memory footprint" "## Training runs" \
+  "## PyTorch peer"; do
+  grep -qF "$section" "$report" || fail "REPORT.md lacks the section '$section'"
+done
+
+if command -v gnuplot >/dev/null 2>&1; then
+  charts=$(grep -o '([A-Za-z0-9_-]*\.png)' "$report" | tr -d '()' | sort -u)
+  [ "$(echo "$charts" | wc -l)" -ge 16 ] || fail "REPORT.md shows only these charts: $charts"
+  for c in $charts; do
+    [ -s "$d/$c" ] || fail "REPORT.md shows $c, which was not drawn"
+  done
+else
+  echo "bench-quick: gnuplot is not installed: charts not checked"
+fi
+
+changed=$(find "$src/results" -newer "$tmp/start" -type f 2>/dev/null || true)
+[ -z "$changed" ] || fail "bench-quick wrote into the committed results: $changed"
+echo "bench-quick: $ncsv CSV files, REPORT.md and its charts in order"
