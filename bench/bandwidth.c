@@ -297,10 +297,10 @@ int bench_bandwidth_main(int argc, char **argv) {
           const double moved = 2.0 * (double)r.bytes, gbps = moved / (tm.ms.median * 1e-3) / 1e9;
           if (gbps > ref_gbps) ref_gbps = gbps, ref_name = name;
           char b1[32];
-          hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,", dev.name, name, "bytes",
+          hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,,%d", dev.name, name, "bytes",
                          r.bytes, r.bytes, 2, moved, tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median,
                          tm.ms.max, gbps, moved / (tm.ms.min * 1e-3) / 1e9,
-                         peaks.value[PEAK_HBM] > 0 ? bench_num(peaks.value[PEAK_HBM], b1, sizeof b1) : "");
+                         peaks.value[PEAK_HBM] > 0 ? bench_num(peaks.value[PEAK_HBM], b1, sizeof b1) : "", tm.attempts);
           printf("%-6s %-11s %10.1f %10.4f %9.2f %9s %7s\n", "-", name, r.bytes / 1048576.0, tm.ms.median, gbps, "-", "-");
         }
       }
@@ -319,11 +319,11 @@ int bench_bandwidth_main(int argc, char **argv) {
         br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref_gbps, br->ref = ref_name;
         char b1[32], b2[32];
         const double hbm = peaks.value[PEAK_HBM];
-        hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s",
+        hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
                        dev.name, kernel_names[k], dtype_names[t], r.bytes, n, kernel_arrays[k], moved, tm.warmups,
                        tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
                        moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref_name, ref_gbps, 100.0 * gbps / ref_gbps,
-                       hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "", hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "");
+                       hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "", hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "", tm.attempts);
         printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", dtype_names[t], kernel_names[k], r.bytes / 1048576.0,
                tm.ms.median, gbps, gelems, 100.0 * gbps / ref_gbps);
         fflush(stdout);
@@ -342,7 +342,7 @@ int bench_bandwidth_main(int argc, char **argv) {
   bench_rows_write(&rows, outdir, "bandwidth.csv",
                    "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,"
                    "time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,"
-                   "pct_of_datasheet");
+                   "pct_of_datasheet,attempts");
   hl_csv_rows_free(&rows);
 
   /* ---- host <-> device copies (GPU) */
@@ -361,15 +361,15 @@ int bench_bandwidth_main(int argc, char **argv) {
           host_copy hc = {&dev, dbuf, mem ? pinned : pageable, (size_t)sizes[si], dir};
           const bench_timing tm = bench_time(&dev, &method, launch_host_copy, &hc);
           const double gbps = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
-          hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g", dev.name, dir ? "d2h" : "h2d",
+          hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%d", dev.name, dir ? "d2h" : "h2d",
                          mem ? "pinned" : "pageable", hc.bytes, tm.warmups, tm.samples, tm.inner, tm.ms.min,
-                         tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9);
+                         tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9, tm.attempts);
           printf("%-6s %-9s %10.1f %10.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
                  hc.bytes / 1048576.0, tm.ms.median, gbps);
         }
     bench_rows_write(&host, outdir, "bandwidth_host.csv",
                      "device,direction,memory,bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,"
-                     "gbps_best");
+                     "gbps_best,attempts");
     hl_range_pop();
     hl_csv_rows_free(&host);
     dev.be->stream->host_free_pinned(pinned);

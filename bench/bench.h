@@ -81,9 +81,18 @@ bench_method bench_method_for(const bench_device *d, int reps, bool quick);
 typedef void (*bench_launch)(void *ctx, long iteration);
 
 typedef struct {
-  hl_stats ms; /* per launch, over the samples */
+  hl_stats ms; /* per launch, over the samples (of the attempt kept) */
   int samples, inner, warmups;
+  int attempts; /* sample sets measured: more than 1 when other work disturbed one */
 } bench_timing;
+
+/* A point is measured again, up to BENCH_MAX_ATTEMPTS sample sets in all,
+ * while its median exceeds its minimum by more than BENCH_UNSTABLE_SPREAD
+ * (a sign of other work on the machine); the attempt with the lowest median
+ * is kept, and the CSV says how many were needed. */
+#define BENCH_MAX_ATTEMPTS 3
+#define BENCH_UNSTABLE_SPREAD 1.25
+bool bench_unstable(const hl_stats *ms);
 
 bench_timing bench_time(const bench_device *d, const bench_method *m, bench_launch launch, void *ctx);
 /* Describes the method for the CSV metadata */

@@ -620,12 +620,12 @@ int bench_gemm_main(int argc, char **argv) {
       char impl[256], b1[32], b2[32];
       gemm_implementation(&dev, v, s->batch, impl, sizeof impl);
       hl_csv_rows_add(&rows,
-                     "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g",
+                     "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g,%d",
                      dev.name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
                      hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
                      (long long)s->batch, s->ta, s->tb, flops, t.warmups, t.samples, t.inner, p.nslots, t.ms.min,
                      t.ms.median, t.ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
-                     bench_num(pct, b2, sizeof b2), err, bound_term, ratio);
+                     bench_num(pct, b2, sizeof b2), err, bound_term, ratio, t.attempts);
       gemm_result *r = &results[si * GEMM_VARIANTS + vi];
       r->done = true, r->tflops = tflops, r->pct = pct;
       printf("%-10s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
@@ -639,7 +639,7 @@ int bench_gemm_main(int argc, char **argv) {
   bench_rows_write(&rows, outdir, "gemm.csv",
                    "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,"
                    "flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,"
-                   "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound");
+                   "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound,attempts");
   hl_csv_rows_free(&rows);
 
   /* ---- the targets, from this run's rows */

@@ -262,6 +262,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   bench_rows_write(&rows, outdir, "gemm_accuracy.csv",
                    "device,method,variant,input,accumulate,out_dtype,data,m,n,k,rel_err,rel_err_accumulation,implementation");
   hl_csv_rows_free(&rows);
+  fflush(stdout); /* the table first, then the note, when both go to one file */
   fprintf(stderr, "%s: gemm --accuracy: wrote %s/gemm_accuracy.csv\n", hl_prog(), outdir);
   return 0;
 }

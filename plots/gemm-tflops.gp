@@ -13,7 +13,7 @@ desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_
 # the variants present in the square study, in the order of the table below
 # the datasheet peaks: drawn where the device is in the table
 peaks = system(sprintf("awk -F, '/^#/ || !h++ { next } $25 != \"\" { n++ } END { print n + 0 }' '%s'", in))
-peak_note = peaks eq "0" ? "no peak lines: peak unknown for this device (see the CSV's peak_source)" : "dashed: the datasheet's dense peak for that precision"
+peak_note = peaks eq "0" ? "no peak lines: peak unknown for this device (see the CSV's peak\\_source line)" : "dashed: the datasheet's dense peak for that precision"
 present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
 
 set datafile separator ','

@@ -112,6 +112,13 @@ if has tiny; then
       "$(awk -v l="$ml" -v f="$el" -v a="$ma" -v g="$acc" 'BEGIN { printf "eval loss %.4f vs %.4f (%+.2f%%), accuracy %.2f%% vs %.2f%% (%+.2f points)", l, f, 100 * (l / f - 1), 100 * a, 100 * g, 100 * (a - g) }')" "$ok"
   done
   echo
+  if meta device | grep -q '^cpu'; then
+    echo "Speed on this CPU: the half-precision modes are slower than fp32 (speed-up below 1x) because a CPU"
+    echo "without fp16/bf16 arithmetic widens every half operand to fp32, computes, and rounds back: the same work"
+    echo "plus the conversions (the GEMM section shows the same for single products). What they save here is memory:"
+    echo "activations stored in 2 bytes instead of 4. The speed-up AMP is for needs half-precision units (tensor cores)."
+    echo
+  fi
   # fp16-noscale and fp16-pure at the tiny size, in words from the numbers
   ref=$(val tiny amp-fp16 eval_loss)
   for m in fp16-noscale fp16-pure; do
@@ -180,8 +187,8 @@ if q '$c["name"] ~ /^threads-/ { n++ } END { exit !n }'; then
   echo
   echo "The same $(q '$c["name"] ~ /^threads-/ { s = $c["steps"] } END { print s }')-step fp32 run with 1 and 2 OpenMP threads (OpenBLAS shares libgomp's pool), OpenMP's passive wait"
   echo "policy against libgomp's default (workers spin after each parallel region, which on a busy machine takes"
-  echo "the cores the next region needs). halflab-train starts itself with OMP_WAIT_POLICY=passive unless the"
-  echo "variable is set. The load average (1 minute) is the machine's, other work included."
+  echo "the cores the next region needs). halflab-train leaves OMP_WAIT_POLICY to the environment and records it"
+  echo "in every CSV. The load average (1 minute) is the machine's, other work included."
   echo
   echo "| run | threads | wait policy | step (ms, median) | fastest step (ms) | load at start | load at end |"
   echo "|---|---|---|---|---|---|---|"

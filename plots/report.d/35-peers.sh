@@ -51,7 +51,7 @@ if table '$c["device"] == "cuda" && $c["mode"] == "amp-fp16" { found = 1 } END {
 fi
 echo "On the CPU, \`default\` is libgomp's own wait policy (idle workers spin for a while before sleeping) and"
 echo "\`passive\` puts them to sleep at once: spinning wins on an idle machine and can lose many times over when other"
-echo "work competes for the cores (halflab-train and the peer choose passive unless told otherwise). The parity of"
+echo "work competes for the cores (halflab-train and the peer both leave the variable to the environment). The parity of"
 echo "the two implementations (first-step loss, every gradient, ten steps of losses) is checked by the e2e test"
 echo "\`peers-parity\` (docs/peers.md); the final losses above drift apart only by rounding."
 echo
