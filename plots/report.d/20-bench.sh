@@ -68,12 +68,12 @@ if have gemm.csv; then
   echo
 fi
 
-if have gemm_targets.csv || have bandwidth_targets.csv; then
+if have gemm_targets.csv || have bandwidth_targets.csv || have mlp_step_targets.csv; then
   echo "### The issue's performance targets (ratios measured in the same run)"
   echo
   echo "| target | ratio | threshold | status | measured |"
   echo "|---|---|---|---|---|"
-  for f in gemm_targets.csv bandwidth_targets.csv; do
+  for f in gemm_targets.csv bandwidth_targets.csv mlp_step_targets.csv; do
     have $f && table $f '{ printf "| %s | %s | %s | **%s** | %s |\n", $c["target"], $c["value"] == "" ? "-" : $c["value"], $c["threshold"] == "" ? "-" : $c["threshold"], $c["status"], $c["detail"] }'
   done
   echo
