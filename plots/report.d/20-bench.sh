@@ -57,6 +57,13 @@ if have gemm.csv; then
       }
     }'
   echo
+  # points that other work still disturbed after every attempt: named, not hidden
+  unstable=$(table gemm.csv '$c["attempts"] != "" && $c["time_ms_median"] > 1.25 * $c["time_ms_min"] {
+      printf "%s %s %dx%dx%d (median %.3g ms, min %.3g ms); ", $c["variant"], $c["study"], $c["m"], $c["n"], $c["k"], $c["time_ms_median"], $c["time_ms_min"] }')
+  if [ -n "$unstable" ]; then
+    echo "Still disturbed after every attempt (median more than 1.25x the minimum; read these with care): ${unstable%; }."
+    echo
+  fi
   echo "Speed-up over fp32 at the largest square size of the run:"
   echo
   table gemm.csv '
