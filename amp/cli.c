@@ -80,7 +80,7 @@ uint64_t hl_parse_bytes(const char *what, const char *s) {
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (strcmp(end, units[i].suffix) != 0) continue;
     double bytes = v * units[i].mult;
-    if (!(bytes >= 1.0) || bytes > 1.8e19) hl_usage_error("%s: %s is out of range", what, s);
+    if (!(bytes >= 1.0) || bytes > 1.8e19) hl_usage_error("%s: %s is out of range (1 byte to 16 EiB)", what, s);
     return (uint64_t)bytes;
   }
   hl_usage_error("%s: '%s' has an unknown unit (use B, KiB, MiB, GiB, TiB, KB, MB, GB)", what, s);
