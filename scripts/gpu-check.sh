@@ -69,7 +69,9 @@ stage build 300 ninja -C "$build" || exit 1
 stage gpu-tests 240 meson test -C "$build" --suite gpu --print-errorlogs --num-processes 4
 cp "$build/meson-logs/testlog.txt" "$work/logs/gpu-testlog.txt" 2>/dev/null && pack
 
-# 2. measurements, written under results/<gpu>/ in the work folder
+# 2. measurements, written under results/<gpu>/ in the work folder (whatever
+# the caller's $HALFLAB_RESULTS says: the archive packs this folder)
+unset HALFLAB_RESULTS
 mkdir -p "$work/results"
 cd "$work"
 measure() { # measure NAME TIMEOUT PROGRAM ARGS... : a stage running a built program
