@@ -33,6 +33,11 @@ hl_tensor *hl_op_abort(hl_op_call *c) {
   return NULL;
 }
 
+hl_tensor *hl_op_abort_output(hl_op_call *c, hl_tensor *out) {
+  hl_release(out);
+  return hl_op_abort(c);
+}
+
 /* Replace input i by its cast to `to` (a differentiable `to` op). */
 static bool cast_input(hl_op_call *c, int i, hl_dtype to, bool by_autocast) {
   hl_tensor *r = by_autocast ? hl_autocast_cast(c->in[i], to) : hl_to_dtype(c->in[i], to);

@@ -50,6 +50,8 @@ bool hl_op_begin(hl_op_call *c, hl_op_id op, hl_tensor *const *inputs, const uin
 hl_tensor *hl_op_end(hl_op_call *c, hl_tensor *out);
 /* Releases the casts after a failure; returns NULL. */
 hl_tensor *hl_op_abort(hl_op_call *c);
+/* The same after the output was made: releases it too; returns NULL. */
+hl_tensor *hl_op_abort_output(hl_op_call *c, hl_tensor *out);
 
 /* Widest of two float dtypes (f16 with bf16 gives f32, as PyTorch does). */
 hl_dtype hl_promote(hl_dtype a, hl_dtype b);

@@ -34,10 +34,7 @@ hl_tensor *hl_to_dtype(hl_tensor *x, hl_dtype dtype) {
   /* only float -> float carries a gradient */
   if (hl_dtype_is_float(x->dtype) && hl_dtype_is_float(dtype)) {
     hl_node *node;
-    if (!hl_record(&c, out, to_dtype_backward, &node)) {
-      hl_release(out);
-      return hl_op_abort(&c);
-    }
+    if (!hl_record(&c, out, to_dtype_backward, &node)) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -94,10 +91,7 @@ hl_tensor *hl_to_device(hl_tensor *x, hl_device_kind device) {
   if (packed != hl_tensor_data(out)) free(packed);
   free(staged);
   hl_node *node;
-  if (!hl_record(&c, out, to_device_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, to_device_backward, &node)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 oom:
   free(staged);
@@ -125,9 +119,6 @@ hl_tensor *hl_contiguous(hl_tensor *x) {
   hl_kview d = hl_kview_of(out, out->ndim, out->shape), s = hl_kview_of(x, x->ndim, x->shape);
   c.k->copy(&d, &s, size4);
   hl_node *node;
-  if (!hl_record(&c, out, identity_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, identity_backward, &node)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 }

@@ -190,23 +190,16 @@ static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
   shape[a->ndim - 1] = b->shape[b->ndim - 1];
   hl_tensor *out = hl_op_output(&c, a->ndim, shape, c.dtype);
   if (!out) return hl_op_abort(&c);
-  if (!gemm_run(&c, a, b, out, 0.0f)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!gemm_run(&c, a, b, out, 0.0f)) return hl_op_abort_output(&c, out);
   hl_node *node;
-  if (!hl_record(&c, out, matmul_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, matmul_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->ip[0] = node->ip[1] = -1;
     node->ip[2] = b->ndim == 2 && a->ndim > 2;
     if (b->requires_grad) node->ip[0] = hl_node_save(node, a);
     if (a->requires_grad) node->ip[1] = hl_node_save(node, b);
     if ((b->requires_grad && node->ip[0] < 0) || (a->requires_grad && node->ip[1] < 0)) {
-      hl_release(out);
-      return hl_op_abort(&c);
+      return hl_op_abort_output(&c, out);
     }
   }
   return hl_op_end(&c, out);
@@ -283,17 +276,13 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   hl_release(wt);
   hl_release(o2);
   hl_node *node = NULL;
-  if (!ran || !hl_record(&c, out, linear_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!ran || !hl_record(&c, out, linear_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->ip[0] = node->ip[1] = -1;
     if (w->requires_grad) node->ip[0] = hl_node_save(node, x);
     if (x->requires_grad) node->ip[1] = hl_node_save(node, w);
     if ((w->requires_grad && node->ip[0] < 0) || (x->requires_grad && node->ip[1] < 0)) {
-      hl_release(out);
-      return hl_op_abort(&c);
+      return hl_op_abort_output(&c, out);
     }
   }
   return hl_op_end(&c, out);

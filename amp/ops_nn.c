@@ -41,16 +41,10 @@ static hl_tensor *softmax_op(hl_op_id id, hl_tensor *x, bool log) {
   int64_t cols = last_dim(x), rows = cols ? hl_numel(x) / cols : 0;
   c.k->softmax(c.dtype, hl_tensor_data(out), hl_tensor_data(x), rows, cols, log);
   hl_node *node;
-  if (!hl_record(&c, out, softmax_backward_fn, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, softmax_backward_fn, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->ip[0] = log;
-    if (hl_node_save_output(node, out) < 0) {
-      hl_release(out);
-      return hl_op_abort(&c);
-    }
+    if (hl_node_save_output(node, out) < 0) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -69,10 +63,7 @@ hl_tensor *hl_softmax_backward(hl_tensor *dy, hl_tensor *y, bool log) {
   int64_t cols = last_dim(out), rows = cols ? hl_numel(out) / cols : 0;
   c.k->softmax_backward(c.dtype, hl_tensor_data(out), hl_tensor_data(c.in[0]), hl_tensor_data(c.in[1]), rows, cols,
                         log);
-  if (!hl_record_refusal(&c, out)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record_refusal(&c, out)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 }
 
@@ -342,8 +333,7 @@ hl_tensor *hl_embedding_backward(hl_tensor *dy, hl_tensor *indices, int64_t voca
   c.k->embedding_backward(c.dtype, hl_tensor_data(out), hl_tensor_data(g), hl_tensor_data(idx), n, dim, vocab);
   hl_node *node;
   if (!hl_record(&c, out, embedding_backward_backward, &node) || (node && hl_node_save(node, idx) < 0)) {
-    hl_release(out);
-    return hl_op_abort(&c);
+    return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }

@@ -70,10 +70,7 @@ static hl_tensor *binary(hl_op_id id, hl_binary_op kop, hl_backward_fn backward,
   hl_kview o = hl_kview_of(out, ndim, shape), ka = hl_kview_of(a, ndim, shape), kb = hl_kview_of(b, ndim, shape);
   c.k->binary(kop, &o, &ka, &kb, size4);
   hl_node *node;
-  if (!hl_record(&c, out, backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     /* save only what the formulas need: mul needs the other operand,
      * div needs b always and a for b's gradient */
@@ -82,10 +79,7 @@ static hl_tensor *binary(hl_op_id id, hl_binary_op kop, hl_backward_fn backward,
     bool need_b = (id == HL_OP_MUL && a->requires_grad) || id == HL_OP_DIV;
     if (need_a) node->ip[0] = hl_node_save(node, a);
     if (need_b) node->ip[1] = hl_node_save(node, b);
-    if ((need_a && node->ip[0] < 0) || (need_b && node->ip[1] < 0)) {
-      hl_release(out);
-      return hl_op_abort(&c);
-    }
+    if ((need_a && node->ip[0] < 0) || (need_b && node->ip[1] < 0)) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -111,17 +105,11 @@ static hl_tensor *unary(hl_op_id id, hl_unary_op kop, double p, hl_backward_fn b
   if (!out) return hl_op_abort(&c);
   c.k->unary(kop, c.dtype, hl_numel(x), hl_tensor_data(out), hl_tensor_data(x), p);
   hl_node *node;
-  if (!hl_record(&c, out, backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->p[0] = p;
     int slot = save == SAVE_INPUT ? hl_node_save(node, x) : save == SAVE_OUTPUT ? hl_node_save_output(node, out) : 0;
-    if (slot < 0) {
-      hl_release(out);
-      return hl_op_abort(&c);
-    }
+    if (slot < 0) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -254,17 +242,11 @@ static hl_tensor *activation_backward(hl_op_id id, hl_unary_grad_op kop, hl_back
   if (!out) return hl_op_abort(&c);
   c.k->unary_grad(kop, c.dtype, hl_numel(out), hl_tensor_data(out), hl_tensor_data(c.in[0]), hl_tensor_data(c.in[1]));
   hl_node *node;
-  if (!hl_record(&c, out, backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     bool ok = id == HL_OP_RELU_BACKWARD ? hl_node_save(node, c.in[1]) >= 0
                                         : hl_node_save(node, c.in[0]) >= 0 && hl_node_save(node, c.in[1]) >= 0;
-    if (!ok) {
-      hl_release(out);
-      return hl_op_abort(&c);
-    }
+    if (!ok) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -285,10 +267,7 @@ hl_tensor *hl_gelu_grad2(hl_tensor *x) {
   hl_tensor *out = hl_op_output(&c, c.in[0]->ndim, c.in[0]->shape, c.dtype);
   if (!out) return hl_op_abort(&c);
   c.k->unary(HL_UN_GELU_GRAD2, c.dtype, hl_numel(out), hl_tensor_data(out), hl_tensor_data(c.in[0]), 0);
-  if (!hl_record_refusal(&c, out)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record_refusal(&c, out)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 }
 
@@ -315,9 +294,6 @@ hl_tensor *hl_causal_mask(hl_tensor *x, double value) {
   int64_t batch = rows > 0 && cols > 0 ? hl_numel(x) / (rows * cols) : 0;
   c.k->causal_mask(c.dtype, hl_tensor_data(out), hl_tensor_data(x), batch, rows, cols, value);
   hl_node *node;
-  if (!hl_record(&c, out, causal_mask_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, causal_mask_backward, &node)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 }

@@ -62,10 +62,7 @@ static hl_tensor *reduce(hl_op_id id, hl_tensor *x, int dim, bool keepdim, bool 
   if (!out) return hl_op_abort(&c);
   c.k->sum(c.dtype, hl_tensor_data(out), hl_tensor_data(x), outer, r, inner, alpha);
   hl_node *node;
-  if (!hl_record(&c, out, d < 0 ? sum_all_backward : sum_dim_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, d < 0 ? sum_all_backward : sum_dim_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->p[0] = alpha;
     node->ip[0] = d;
@@ -134,9 +131,6 @@ hl_tensor *hl_sum_to(hl_tensor *x, hl_shape shape) {
   hl_release(cur);
   if (!out) return hl_op_abort(&c);
   hl_node *node;
-  if (!hl_record(&c, out, sum_to_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, sum_to_backward, &node)) return hl_op_abort_output(&c, out);
   return hl_op_end(&c, out);
 }

@@ -8,10 +8,7 @@
 /* Records out as a view op's result; releases out on failure. */
 static hl_tensor *finish_view(hl_op_call *c, hl_tensor *out, hl_backward_fn backward, hl_node **node) {
   if (!out) return hl_op_abort(c);
-  if (!hl_record(c, out, backward, node)) {
-    hl_release(out);
-    return hl_op_abort(c);
-  }
+  if (!hl_record(c, out, backward, node)) return hl_op_abort_output(c, out);
   return out;
 }
 
@@ -224,10 +221,7 @@ hl_tensor *hl_slice_backward(hl_tensor *g, hl_shape input_shape, int dim, int64_
   }
   c.k->copy(&dst, &src, size4);
   hl_node *node;
-  if (!hl_record(&c, out, slice_backward_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, slice_backward_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
     node->ip[0] = dim;
     node->ip[1] = start;
@@ -325,10 +319,7 @@ hl_tensor *hl_cat(hl_tensor *const *xs, int n, int dim) {
     start += x->shape[d];
   }
   hl_node *node;
-  if (!hl_record(&c, out, cat_backward, &node)) {
-    hl_release(out);
-    return hl_op_abort(&c);
-  }
+  if (!hl_record(&c, out, cat_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) node->ip[0] = d;
   return hl_op_end(&c, out);
 }
