@@ -112,13 +112,13 @@ if has tiny; then
       "$(awk -v l="$ml" -v f="$el" -v a="$ma" -v g="$acc" 'BEGIN { printf "eval loss %.4f vs %.4f (%+.2f%%), accuracy %.2f%% vs %.2f%% (%+.2f points)", l, f, 100 * (l / f - 1), 100 * a, 100 * g, 100 * (a - g) }')" "$ok"
   done
   echo
-  if meta device | grep -q '^cpu'; then
+  case "$(meta device)" in cpu*)
     echo "Speed on this CPU: the half-precision modes are slower than fp32 (speed-up below 1x) because a CPU"
     echo "without fp16/bf16 arithmetic widens every half operand to fp32, computes, and rounds back: the same work"
     echo "plus the conversions (the GEMM section shows the same for single products). What they save here is memory:"
     echo "activations stored in 2 bytes instead of 4. The speed-up AMP is for needs half-precision units (tensor cores)."
-    echo
-  fi
+    echo ;;
+  esac
   # fp16-noscale and fp16-pure at the tiny size, in words from the numbers
   ref=$(val tiny amp-fp16 eval_loss)
   for m in fp16-noscale fp16-pure; do
