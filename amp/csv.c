@@ -162,14 +162,6 @@ bool hl_csv_close(hl_csv *c, char *err, size_t errlen) {
   return ok;
 }
 
-void hl_csv_abort(hl_csv *c) {
-  if (!c) return;
-  fclose(c->f);
-  if (c->mode == HL_CSV_TABLE) unlink(c->tmp);
-  free(c);
-}
-
-const char *hl_csv_path(const hl_csv *c) { return c->path; }
 
 /* ---------------------------------------------------- rows held in memory -- */
 

@@ -43,9 +43,6 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
 void hl_csv_row(hl_csv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Flush, close and (tables) rename into place. false with a message on any I/O error. */
 bool hl_csv_close(hl_csv *c, char *err, size_t errlen);
-/* Drop a table that will not be completed (removes NAME.tmp). */
-void hl_csv_abort(hl_csv *c);
-const char *hl_csv_path(const hl_csv *c);
 
 /* Result rows held in memory until a run is complete, then written as one
  * table: a run that fails before leaves no CSV behind. A row that cannot be

@@ -16,7 +16,6 @@ struct hl_custom_ctx {
   int n_inputs;
   hl_tensor *saved[HL_CUSTOM_MAX_SAVED];
   int n_saved;
-  double scalars[8];
 };
 
 bool hl_custom_save(hl_custom_ctx *ctx, hl_tensor *t) {
@@ -28,10 +27,6 @@ bool hl_custom_save(hl_custom_ctx *ctx, hl_tensor *t) {
 }
 
 hl_tensor *hl_custom_saved(hl_custom_ctx *ctx, int i) { return i >= 0 && i < ctx->n_saved ? ctx->saved[i] : NULL; }
-void hl_custom_set(hl_custom_ctx *ctx, int i, double v) {
-  if (i >= 0 && i < 8) ctx->scalars[i] = v;
-}
-double hl_custom_get(const hl_custom_ctx *ctx, int i) { return i >= 0 && i < 8 ? ctx->scalars[i] : 0.0; }
 
 static void ctx_free(void *p) {
   hl_custom_ctx *ctx = p;

@@ -44,9 +44,6 @@ typedef struct hl_custom_op {
 /* Keep t for backward (retained; at most HL_CUSTOM_MAX_SAVED). */
 bool hl_custom_save(hl_custom_ctx *ctx, hl_tensor *t);
 hl_tensor *hl_custom_saved(hl_custom_ctx *ctx, int i); /* borrowed */
-/* Scalars for backward, slots 0..7. */
-void hl_custom_set(hl_custom_ctx *ctx, int i, double v);
-double hl_custom_get(const hl_custom_ctx *ctx, int i);
 
 hl_tensor *hl_custom_apply(const hl_custom_op *op, hl_tensor *const *inputs, int n);
 

@@ -62,7 +62,6 @@ typedef enum {
 
 typedef enum { HL_POLICY_FP32 = 0, HL_POLICY_FP16, HL_POLICY_BF16, HL_POLICY_INT8, HL_POLICIES } hl_weight_policy;
 
-const char *hl_role_name(hl_param_role role);       /* "embedding", "weight", "bias", "norm" */
 const char *hl_weight_policy_name(hl_weight_policy policy); /* "fp32", "fp16", "bf16", "int8" */
 /* false when s names no policy */
 bool hl_weight_policy_parse(const char *s, hl_weight_policy *out);

@@ -19,11 +19,6 @@
 
 /* ------------------------------------------------------------ policies -- */
 
-const char *hl_role_name(hl_param_role role) {
-  static const char *names[HL_ROLES] = {"embedding", "weight", "bias", "norm"};
-  return (unsigned)role < HL_ROLES ? names[role] : "?";
-}
-
 const char *hl_weight_policy_name(hl_weight_policy p) {
   static const char *names[HL_POLICIES] = {"fp32", "fp16", "bf16", "int8"};
   return (unsigned)p < HL_POLICIES ? names[p] : "?";

@@ -210,7 +210,6 @@ void hl_optim_free(hl_optim *o) {
 
 /* ------------------------------------------------------------- access -- */
 
-hl_optim_kind hl_optim_get_kind(const hl_optim *o) { return o->kind; }
 const char *hl_optim_name(const hl_optim *o) { return o->kind == HL_OPTIM_SGD ? "sgd" : "adamw"; }
 int hl_optim_size(const hl_optim *o) { return o ? o->n : 0; }
 hl_tensor *hl_optim_param(const hl_optim *o, int i) { return o && i >= 0 && i < o->n ? o->params[i] : NULL; }

@@ -88,7 +88,6 @@ bool hl_optim_step(hl_optim *o, int64_t *absorbed);
 /* Gradients of the parameters (and master gradients) set to none. */
 void hl_optim_zero_grad(hl_optim *o);
 
-hl_optim_kind hl_optim_get_kind(const hl_optim *o);
 const char *hl_optim_name(const hl_optim *o); /* "sgd", "adamw" */
 int hl_optim_size(const hl_optim *o);        /* number of parameters */
 hl_tensor *hl_optim_param(const hl_optim *o, int i);  /* borrowed */

@@ -42,6 +42,13 @@ HL_HD static inline void hl_om_store(void *p, int32_t dtype, int64_t i, float v)
   }
 }
 
+/* A double result: kept whole in an f64 element, else rounded to f32 first
+ * (as torch's f64 -> f32 -> f16 chain does) */
+HL_HD static inline void hl_om_store_d(void *p, int32_t dtype, int64_t i, double v) {
+  if (dtype == HL_F64) ((double *)p)[i] = v;
+  else hl_om_store(p, dtype, i, (float)v);
+}
+
 /* the bits a value has once stored (for "did the weight change?") */
 HL_HD static inline uint32_t hl_om_stored_bits(int32_t dtype, float v) {
   switch (dtype) {
@@ -85,14 +92,12 @@ HL_HD static inline int hl_om_unscale_at(const hl_grad_view *v, int64_t i, float
   if (v->src_dtype == HL_F64) {
     double x = ((const double *)v->src)[s];
     double r = inv == 1.0f ? x : hl_dmul_rn(x, (double)inv);
-    if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = r;
-    else hl_om_store(v->dst, v->dst_dtype, d, (float)r);
+    hl_om_store_d(v->dst, v->dst_dtype, d, r);
     return !hl_om_isfinite_d(x);
   }
   float x = hl_om_load(v->src, v->src_dtype, s);
   float r = inv == 1.0f ? x : hl_mul_rn(x, inv);
-  if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = (double)r;
-  else hl_om_store(v->dst, v->dst_dtype, d, r);
+  hl_om_store(v->dst, v->dst_dtype, d, r);
   return !hl_om_isfinite_f(x);
 }
 
@@ -245,13 +250,11 @@ HL_HD static inline void hl_om_scale_at(const hl_grad_view *v, int64_t i, float 
   hl_om_offsets(v, i, &d, &s);
   if (v->src_dtype == HL_F64) {
     double r = hl_dmul_rn(((const double *)v->src)[s], (double)coef);
-    if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = r;
-    else hl_om_store(v->dst, v->dst_dtype, d, (float)r);
+    hl_om_store_d(v->dst, v->dst_dtype, d, r);
     return;
   }
   float r = hl_mul_rn(hl_om_load(v->src, v->src_dtype, s), coef);
-  if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = (double)r;
-  else hl_om_store(v->dst, v->dst_dtype, d, r);
+  hl_om_store(v->dst, v->dst_dtype, d, r);
 }
 
 HL_HD static inline void hl_om_clamp_at(const hl_grad_view *v, int64_t i, double limit) {
@@ -260,15 +263,13 @@ HL_HD static inline void hl_om_clamp_at(const hl_grad_view *v, int64_t i, double
   if (v->src_dtype == HL_F64) {
     double x = ((const double *)v->src)[s];
     double r = x > limit ? limit : x < -limit ? -limit : x;
-    if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = r;
-    else hl_om_store(v->dst, v->dst_dtype, d, (float)r);
+    hl_om_store_d(v->dst, v->dst_dtype, d, r);
     return;
   }
   float lim = (float)limit;
   float x = hl_om_load(v->src, v->src_dtype, s);
   float r = x > lim ? lim : x < -lim ? -lim : x;
-  if (v->dst_dtype == HL_F64) ((double *)v->dst)[d] = (double)r;
-  else hl_om_store(v->dst, v->dst_dtype, d, r);
+  hl_om_store(v->dst, v->dst_dtype, d, r);
 }
 
 #ifdef __cplusplus

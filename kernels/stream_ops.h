@@ -27,8 +27,6 @@ HL_HD static inline float hl_stream_triad_op(float b, float s, float c) {
 HL_HD static inline float hl_stream_dot_term(float a, float b) { return hl_mul_rn(a, b); }
 
 /* storage <-> fp32 */
-HL_HD static inline float hl_stream_widen_f16(uint16_t v) { return hl_f16_to_f32(v); }
-HL_HD static inline float hl_stream_widen_bf16(uint16_t v) { return hl_bf16_to_f32(v); }
 
 /* A value as the storage type holds it (the benchmark's expected results) */
 HL_HD static inline float hl_stream_round(hl_stream_type t, float v) {

@@ -4,8 +4,6 @@
 #include "amp/half.h"
 #include "kernels/cpu/half_simd.h"
 
-const char *hl_cpu_f16_path(void) { return hl_simd_available() ? "avx2+f16c" : "portable"; }
-
 #if HL_HAVE_HALF_SIMD
 /* LOAD8/STORE8 over the whole array, the tail element by element */
 #define SIMD_WIDEN(NAME, LOAD8, ONE)                                                        \

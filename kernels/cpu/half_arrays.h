@@ -15,7 +15,4 @@ void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n);
 void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
 
-/* "avx2+f16c" or "portable": which conversion path this CPU takes (for labels) */
-const char *hl_cpu_f16_path(void);
-
 #endif
