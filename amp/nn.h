@@ -255,12 +255,16 @@ hl_tensor *hl_gpt_loss(hl_gpt *m, hl_tensor *idx, hl_tensor *targets, hl_tensor 
 uint64_t hl_gpt_param_bytes(const hl_gpt_config *c, hl_weight_policy policy);
 uint64_t hl_mlp_param_bytes(const hl_mlp_config *c, hl_weight_policy policy);
 
+/* The loss scaler a training mode runs with. */
+typedef enum { HL_LOSS_SCALE_NONE, HL_LOSS_SCALE_DYNAMIC, HL_LOSS_SCALE_FIXED } hl_loss_scaling;
+
 /* How a training mode holds its state (the modes of halflab-train). */
 typedef struct {
   const char *name;         /* "fp32", "amp-fp16", ... */
   hl_weight_policy weights; /* the model's parameters (and gradients) */
   hl_dtype autocast;        /* lower dtype of the forward's autocast region; HL_DTYPES: none */
   bool master;              /* fp32 master weights and fp32 master gradients beside the model's */
+  hl_loss_scaling scaling;
   const char *what;
 } hl_train_setup;
 

@@ -72,13 +72,17 @@ uint64_t hl_mlp_param_bytes(const hl_mlp_config *c, hl_weight_policy p) { return
 /* ------------------------------------------------------- training modes -- */
 
 const hl_train_setup hl_train_setups[] = {
-    {"fp32", HL_POLICY_FP32, HL_DTYPES, false, "fp32 weights, no autocast"},
-    {"amp-fp16", HL_POLICY_FP32, HL_F16, false, "fp32 weights, fp16 autocast, dynamic loss scaling"},
-    {"amp-bf16", HL_POLICY_FP32, HL_BF16, false, "fp32 weights, bf16 autocast, no scaler"},
-    {"fp16-noscale", HL_POLICY_FP32, HL_F16, false, "fp32 weights, fp16 autocast, no scaler"},
-    {"fp16-static", HL_POLICY_FP32, HL_F16, false, "fp32 weights, fp16 autocast, fixed loss scale"},
-    {"fp16-master", HL_POLICY_FP16, HL_F16, true, "fp16 model under fp16 autocast, fp32 master weights and gradients"},
-    {"fp16-pure", HL_POLICY_FP16, HL_DTYPES, false, "fp16 weights, gradients and moments, no autocast, no scaler"},
+    {"fp32", HL_POLICY_FP32, HL_DTYPES, false, HL_LOSS_SCALE_NONE, "fp32 weights, no autocast"},
+    {"amp-fp16", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_DYNAMIC,
+     "fp32 weights, fp16 autocast, dynamic loss scaling"},
+    {"amp-bf16", HL_POLICY_FP32, HL_BF16, false, HL_LOSS_SCALE_NONE, "fp32 weights, bf16 autocast, no scaler"},
+    {"fp16-noscale", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_NONE, "fp32 weights, fp16 autocast, no scaler"},
+    {"fp16-static", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_FIXED,
+     "fp32 weights, fp16 autocast, fixed loss scale"},
+    {"fp16-master", HL_POLICY_FP16, HL_F16, true, HL_LOSS_SCALE_DYNAMIC,
+     "fp16 model under fp16 autocast, fp32 master weights and gradients"},
+    {"fp16-pure", HL_POLICY_FP16, HL_DTYPES, false, HL_LOSS_SCALE_NONE,
+     "fp16 weights, gradients and moments, no autocast, no scaler"},
 };
 const int hl_train_setup_count = sizeof hl_train_setups / sizeof hl_train_setups[0];
 

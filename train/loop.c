@@ -69,8 +69,6 @@ void loop_install_signals(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
-int loop_stop_signal(void) { return stop_signal; }
-
 /* ------------------------------------------------------------- batches -- */
 
 typedef struct {
@@ -111,8 +109,6 @@ static hl_tensor *model_loss(train_model *m, hl_tensor *in, hl_tensor *tgt, hl_t
   return m->kind == MODEL_GPT ? hl_gpt_loss(m->gpt, in, tgt, logits) : hl_mlp_loss(m->mlp, in, tgt, logits);
 }
 
-static hl_dtype region_dtype(const train_mode *t) { return t->autocast == HL_DTYPES ? HL_AUTOCAST_DEFAULT : t->autocast; }
-
 /* ------------------------------------------------------------ evaluate -- */
 
 typedef struct {
@@ -144,7 +140,7 @@ static eval_result evaluate(const train_opts *o, const train_data *d, train_mode
     hl_tensor *in, *tgt, *out = NULL, *loss = NULL;
     upload(m, &h, dev, &in, &tgt);
     HL_NO_GRAD {
-      HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) { loss = model_loss(m, in, tgt, &out); }
+      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) { loss = model_loss(m, in, tgt, &out); }
     }
     if (!loss || !hl_read_f32(out, logits)) hl_fatal("evaluation: %s", hl_error());
     loss_sum += hl_item(loss) * (double)n;
@@ -216,18 +212,6 @@ static void dump_grads(const char *path, train_model *m, train_mode *t) {
 }
 
 /* ------------------------------------------------------------- the loop -- */
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* A cell: empty when not measured (NaN). */
-static const char *num(double v, char *buf, size_t len) {
-  if (isnan(v)) buf[0] = '\0';
-  else snprintf(buf, len, "%.9g", v);
-  return buf;
-}
 
 /* A measured value that may itself be inf or NaN (a diverged loss). */
 static const char *measured(double v, char *buf, size_t len) {
@@ -304,7 +288,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       hl_tmp(in);
       hl_tmp(tgt);
       hl_range_push("forward");
-      HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
+      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
       hl_range_pop();
       if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
       const double lv = hl_item(loss);
@@ -324,7 +308,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
           hl_fatal("step %lld: gradient penalty: %s", (long long)step, hl_error());
         const double inv = 1.0 / scale;
         hl_tensor *sq = NULL;
-        HL_AUTOCAST(dev, region_dtype(t), t->autocast != HL_DTYPES) {
+        HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) {
           for (int i = 0; i < m->n_trainable; i++) {
             if (!g[i]) continue;
             hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_pow(hl_tmp(hl_mul_scalar(g[i], inv)), 2.0))));
@@ -427,11 +411,11 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     }
     char b[20][40];
     output_step_row(out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.9g,%s,%s,%llu,%llu", t->setup->name,
-                    (long long)step, measured(r.last_loss, b[0], 40), num(ev.loss, b[1], 40), num(ev.acc, b[2], 40), lr,
-                    num(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), num(cols[0], b[5], 40),
-                    num(cols[1], b[6], 40), num(cols[2], b[7], 40), num(cols[3], b[8], 40), num(cols[4], b[9], 40),
-                    num(cols[5], b[10], 40), num(cols[6], b[11], 40), step_s * 1e3, num(tokens / step_s, b[12], 40),
-                    num(items / step_s, b[13], 40), (unsigned long long)ms.current, (unsigned long long)ms.peak);
+                    (long long)step, measured(r.last_loss, b[0], 40), output_cell(ev.loss, b[1], 40), output_cell(ev.acc, b[2], 40), lr,
+                    output_cell(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), output_cell(cols[0], b[5], 40),
+                    output_cell(cols[1], b[6], 40), output_cell(cols[2], b[7], 40), output_cell(cols[3], b[8], 40), output_cell(cols[4], b[9], 40),
+                    output_cell(cols[5], b[10], 40), output_cell(cols[6], b[11], 40), step_s * 1e3, output_cell(tokens / step_s, b[12], 40),
+                    output_cell(items / step_s, b[13], 40), (unsigned long long)ms.current, (unsigned long long)ms.peak);
 
     const double now = hl_now_s();
     if (now - last_progress > 0.5 || last) {
@@ -484,10 +468,9 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   const int64_t skip = o->warmup < r.steps_done ? o->warmup : 0;
   r.timed_n = (int)(r.steps_done - skip);
   if (r.timed_n > 0) {
-    qsort(times + skip, (size_t)r.timed_n, sizeof *times, cmp_double);
-    r.step_ms_min = times[skip];
-    r.step_ms_median = r.timed_n % 2 ? times[skip + r.timed_n / 2]
-                                     : 0.5 * (times[skip + r.timed_n / 2 - 1] + times[skip + r.timed_n / 2]);
+    const hl_stats s = hl_stats_of(times + skip, r.timed_n);
+    r.step_ms_min = s.min;
+    r.step_ms_median = s.median;
     r.items_per_s = (gpt ? tokens : items) / (r.step_ms_median / 1e3);
   } else {
     r.step_ms_min = r.step_ms_median = r.items_per_s = NAN;

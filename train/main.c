@@ -77,10 +77,8 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
   if (o->optimizer == OPTIMIZER_ADAMW)
     hl_meta_set("optimizer", "adamw lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8", o->lr, sched, o->weight_decay);
   else hl_meta_set("optimizer", "sgd lr %g%s momentum %g weight_decay %g", o->lr, sched, o->momentum, o->weight_decay);
-  hl_meta_set("scaler", "%s",
-              !strcmp(o->mode->name, "amp-fp16") || !strcmp(o->mode->name, "fp16-master")
-                  ? "dynamic"
-                  : !strcmp(o->mode->name, "fp16-static") ? "fixed scale" : "none");
+  static const char *const scaler_names[] = {"none", "dynamic", "fixed scale"};
+  hl_meta_set("scaler", "%s", scaler_names[o->mode->scaling]);
   if (o->clip_norm > 0) hl_meta_set("clip_norm", "%g (L2, unscaled gradients)", o->clip_norm);
   if (o->grad_penalty > 0) hl_meta_set("grad_penalty", "%g x ||grad||_2", o->grad_penalty);
   char inj[256];

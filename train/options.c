@@ -374,11 +374,10 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   if (o->grad_penalty > 0 && gpt)
     hl_usage_error("--grad-penalty needs second derivatives, and the GPT's layer_norm is differentiable once "
                    "(docs/core.md): use --model mlp");
-  const bool is_static = !strcmp(o->mode->name, "fp16-static");
+  const bool is_static = o->mode->scaling == HL_LOSS_SCALE_FIXED;
   o->init_scale = g.init_scale > 0 ? g.init_scale : is_static ? 1024.0 : 65536.0;
   o->growth_interval = PICK(g.growth_interval, 2000);
-  const bool scaled = !strcmp(o->mode->name, "amp-fp16") || is_static || !strcmp(o->mode->name, "fp16-master");
-  if (!scaled && (g.init_scale > 0 || g.growth_interval >= 0))
+  if (o->mode->scaling == HL_LOSS_SCALE_NONE && (g.init_scale > 0 || g.growth_interval >= 0))
     hl_usage_error("--init-scale and --growth-interval need a mode with a loss scaler (amp-fp16, fp16-static, "
                    "fp16-master); %s has none",
                    o->mode->name);

@@ -39,8 +39,6 @@ static const char summary_header[] =
     "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,"
     "seed,threads,omp_wait_policy,load_start,load_end,wall_s";
 
-const char *output_step_header(void) { return step_header; }
-
 struct train_output {
   char dir[4096];
   char base[160]; /* train_NAME_MODE */
@@ -174,7 +172,7 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
 
 /* ------------------------------------------------------------- summary -- */
 
-static const char *cell(double v, char *buf, size_t len) {
+const char *output_cell(double v, char *buf, size_t len) {
   if (isnan(v)) buf[0] = '\0';
   else snprintf(buf, len, "%.9g", v);
   return buf;
@@ -241,24 +239,20 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f",
            o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
            run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
-           (long long)r->skipped, cell(r->last_loss, b[0], 48), (long long)r->eval_step, cell(r->eval_loss, b[1], 48),
-           cell(r->eval_acc, b[2], 48), cell(r->final_scale, b[3], 48), cell(r->grad_zero, b[4], 48),
-           cell(r->underflow, b[5], 48), cell(r->underflow_scaled, b[6], 48), cell(r->fp16_zero, b[7], 48),
-           cell(r->fp16_zero_scaled, b[8], 48), cell(r->absorbed, b[9], 48), cell(r->fp16_absorbed, b[10], 48),
-           cell(r->step_ms_median, b[11], 48), cell(r->step_ms_min, b[12], 48), r->timed_n,
-           cell(gpt ? r->items_per_s : NAN, b[13], 48),
-           cell(gpt ? r->items_per_s / (double)o->seq : r->items_per_s, b[14], 48), (unsigned long long)r->mem_peak,
+           (long long)r->skipped, output_cell(r->last_loss, b[0], 48), (long long)r->eval_step, output_cell(r->eval_loss, b[1], 48),
+           output_cell(r->eval_acc, b[2], 48), output_cell(r->final_scale, b[3], 48), output_cell(r->grad_zero, b[4], 48),
+           output_cell(r->underflow, b[5], 48), output_cell(r->underflow_scaled, b[6], 48), output_cell(r->fp16_zero, b[7], 48),
+           output_cell(r->fp16_zero_scaled, b[8], 48), output_cell(r->absorbed, b[9], 48), output_cell(r->fp16_absorbed, b[10], 48),
+           output_cell(r->step_ms_median, b[11], 48), output_cell(r->step_ms_min, b[12], 48), r->timed_n,
+           output_cell(gpt ? r->items_per_s : NAN, b[13], 48),
+           output_cell(gpt ? r->items_per_s / (double)o->seq : r->items_per_s, b[14], 48), (unsigned long long)r->mem_peak,
            (unsigned long long)hl_params_bytes(m->params), (long long)hl_params_numel(m->params),
            gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1, gpt ? o->gpt.n_head : 0, gpt ? o->gpt.n_embd : o->mlp.n_in,
            gpt ? o->gpt.vocab_size : o->classes, (long long)o->seq, (long long)o->batch, o->accum,
            train_optimizer_name(o->optimizer), o->lr, o->cosine ? "cosine" : "constant", o->init_gain,
-           cell(strcmp(o->mode->name, "amp-fp16") && strcmp(o->mode->name, "fp16-static") &&
-                        strcmp(o->mode->name, "fp16-master")
-                    ? NAN
-                    : o->init_scale,
-                b[15], 48),
+           output_cell(o->mode->scaling == HL_LOSS_SCALE_NONE ? NAN : o->init_scale, b[15], 48),
            (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
-           policy && *policy ? policy : "default", cell(w->load_start, b[16], 48), cell(load_average(), b[17], 48),
+           policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),
            hl_now_s() - w->t_start);
   hl_csv_rows one = {0};
   hl_csv_rows_add(&one, "%s", row);

@@ -67,11 +67,10 @@ void setup_model_free(train_model *m) {
 
 bool setup_mode(const train_opts *o, train_model *m, train_mode *t) {
   memset(t, 0, sizeof *t);
-  const char *name = o->mode->name;
   t->setup = o->mode;
   t->autocast = o->mode->autocast;
-  const bool is_static = !strcmp(name, "fp16-static");
-  t->scaled = !strcmp(name, "amp-fp16") || is_static || !strcmp(name, "fp16-master");
+  const bool is_static = o->mode->scaling == HL_LOSS_SCALE_FIXED;
+  t->scaled = o->mode->scaling != HL_LOSS_SCALE_NONE;
   if (o->optimizer == OPTIMIZER_ADAMW) {
     hl_adamw_opts a = hl_adamw_defaults();
     a.lr = o->lr;
@@ -243,7 +242,7 @@ bool setup_device_runs(const train_opts *o, hl_device_kind dev, char *why, size_
     a = hl_from_f32(HL_SHAPE(2, 4), x, xt, dev);
     b = hl_from_i32(HL_SHAPE(2), y, HL_I32, dev);
   }
-  HL_AUTOCAST(dev, t.autocast == HL_DTYPES ? HL_AUTOCAST_DEFAULT : t.autocast, t.autocast != HL_DTYPES) {
+  HL_AUTOCAST(dev, t.autocast, t.autocast != HL_DTYPES) {
     loss = m.kind == MODEL_GPT ? hl_gpt_loss(m.gpt, a, b, NULL) : hl_mlp_loss(m.mlp, a, b, NULL);
   }
   hl_tensor *scaled = loss ? hl_scaler_scale(t.scaler, loss) : NULL;

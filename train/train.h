@@ -222,7 +222,6 @@ typedef struct {
 /* Installs the SIGINT / SIGTERM handlers: the loop stops at the next step
  * boundary, and a second signal ends the process at once. */
 void loop_install_signals(void);
-int loop_stop_signal(void);
 
 struct train_output;
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
@@ -243,7 +242,8 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
 /* Failure: the log keeps its complete lines, the histograms and summary are
  * not written. */
 void output_abort(train_output *w);
-const char *output_step_header(void);
+/* A CSV cell: empty when not measured (NaN), else %.9g. */
+const char *output_cell(double v, char *buf, size_t len);
 
 /* A progress line on stderr when it is a terminal. */
 void output_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
