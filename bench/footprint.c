@@ -266,7 +266,7 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
   const uint64_t before = hl_mem_get_stats(dev).current;
   hl_mem_reset_peak(dev);
   hl_range_push("footprint step forward");
-  HL_AUTOCAST(dev, s->autocast == HL_DTYPES ? HL_AUTOCAST_DEFAULT : s->autocast, s->autocast != HL_DTYPES) {
+  HL_AUTOCAST(dev, s->autocast, s->autocast != HL_DTYPES) {
     loss = hl_gpt_loss(g, idx, tg, NULL);
   }
   hl_range_pop();

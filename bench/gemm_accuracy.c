@@ -123,15 +123,6 @@ static fro simulate(const acc_variant *v, const float *a, const float *b, int m,
   return f;
 }
 
-static void store_as(void *p, hl_gemm_type t, size_t i, float x) {
-  switch (t) {
-    case HL_GEMM_F32: ((float *)p)[i] = x; break;
-    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16(x); break;
-    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16(x); break;
-    default: ((uint8_t *)p)[i] = hl_f32_to_fp8(x, HL_FP8_E4M3, 1); break;
-  }
-}
-
 /* The output type of the GPU run: fp32 where the accumulation is fp32, so
  * that no output rounding hides the accumulation's error; fp16 for fp16
  * accumulation; bf16 for fp8, the layout the throughput run exercises. */
@@ -146,8 +137,8 @@ static fro on_device(const bench_device *d, const gemm_variant *gv, const float 
   const size_t in = hl_gemm_type_size(gv->in), out = hl_gemm_type_size(out_type);
   char *ha = bench_host_alloc(in * (size_t)(m * k), "accuracy inputs"), *hb = bench_host_alloc(in * (size_t)(n * k), "accuracy inputs");
   char *hc = bench_host_alloc(out * (size_t)(m * n), "accuracy outputs");
-  for (int64_t i = 0; i < (int64_t)m * k; i++) store_as(ha, gv->in, (size_t)i, a[i]);
-  for (int64_t i = 0; i < (int64_t)n * k; i++) store_as(hb, gv->in, (size_t)i, b[i]);
+  for (int64_t i = 0; i < (int64_t)m * k; i++) hl_gemm_store(ha, gv->in, i, a[i]);
+  for (int64_t i = 0; i < (int64_t)n * k; i++) hl_gemm_store(hb, gv->in, i, b[i]);
   void *da = bench_alloc(d, in * (size_t)(m * k), "accuracy inputs"), *db = bench_alloc(d, in * (size_t)(n * k), "accuracy inputs");
   void *dc = bench_alloc(d, out * (size_t)(m * n), "accuracy outputs");
   d->be->copy_from_host(da, ha, in * (size_t)(m * k));

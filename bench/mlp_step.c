@@ -357,9 +357,7 @@ int bench_mlp_step_main(int argc, char **argv) {
   if (optind < argc) hl_usage_error("mlp-step: unexpected argument '%s'", argv[optind]);
   const int reps = bench_parse_reps(common.reps);
   bench_device dev;
-  char notice[512];
-  bench_device_open_deferred(&dev, common.device ? common.device : "auto", notice, sizeof notice);
-  fputs(notice, stderr);
+  bench_device_open(&dev, common.device);
   const bool gpu = dev.kind != HL_DEVICE_CPU;
   if (gpu && (!dev.be->tensor || !dev.be->gemm))
     hl_fatal("mlp-step: the %s backend of this build lacks tensor or GEMM kernels", dev.name);

@@ -167,16 +167,6 @@ float *recipe_values(hl_tensor *const *t, int n, int64_t *count) {
   return v;
 }
 
-double recipe_max_diff(const float *a, const float *b, int64_t count, double *max_b) {
-  double d = 0, mb = 0;
-  for (int64_t i = 0; i < count; i++) {
-    d = fmax(d, fabs((double)a[i] - (double)b[i]));
-    mb = fmax(mb, fabs((double)b[i]));
-  }
-  if (max_b) *max_b = mb;
-  return d;
-}
-
 bool recipe_any_nonfinite(hl_tensor *const *t, int n) {
   for (int i = 0; i < n; i++) {
     if (!t[i]) continue;

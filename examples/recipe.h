@@ -60,8 +60,6 @@ void recipe_batch(uint64_t seed, int64_t index, int rows, hl_device_kind device,
 
 /* All elements of the tensors, concatenated, as f32 (malloc'd; count set). */
 float *recipe_values(hl_tensor *const *t, int n, int64_t *count);
-/* max |a - b| and max |b| over count elements */
-double recipe_max_diff(const float *a, const float *b, int64_t count, double *max_b);
 /* Any inf/NaN among the tensors' elements (NULL tensors skipped)? */
 bool recipe_any_nonfinite(hl_tensor *const *t, int n);
 /* |update a - update b| / |update b| (2-norms over all weights) from the

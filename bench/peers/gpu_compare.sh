@@ -53,9 +53,9 @@ echo "gpu_compare: PyTorch: $("$python" -c 'import torch; print(torch.__version_
 scratch=$(mktemp -d /tmp/halflab-peers-gpu.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 if [ -z "$out" ]; then # the GPU's results folder, as halflab-train names it (asked in a scratch folder)
-  (cd "$scratch" && "$train" --device cuda --steps 1 --layers 1 --heads 1 --embd 8 --batch 1 --eval-samples 1 \
+  (cd "$scratch" && HALFLAB_RESULTS= "$train" --device cuda --steps 1 --layers 1 --heads 1 --embd 8 --batch 1 --eval-samples 1 \
      --stats-every 0 >/dev/null 2>&1) || { echo "gpu_compare: halflab-train cannot train on the GPU here" >&2; exit 1; }
-  out=$PWD/results/$(ls "$scratch/results" | sed -n 1p)
+  out=${HALFLAB_RESULTS:-$PWD/results}/$(ls "$scratch/results" | sed -n 1p)
   rm -rf "$scratch/results"
 fi
 mkdir -p "$out/peers"
