@@ -5,20 +5,13 @@
 # Prints nothing when the folder holds no numerics CSV.
 set -euo pipefail
 dir=${1:?usage: plots/report.d/10-numerics.sh RESULTS_DIR}
-have() { [ -f "$dir/$1" ]; }
+. "$(dirname "$0")/../report-lib.sh"
 have tour.csv || have overflow.csv || have absorption.csv || have subnormal_ladder.csv || exit 0
 
 # the rows of a halflab CSV: no "# " metadata, no header
 rows() { grep -v '^#' "$dir/$1" | tail -n +2; }
 # devices present in a file, the CPU first
 devices() { rows "$1" | cut -d, -f1 | awk '!seen[$0]++' | sort; }
-chart() { # name, alt text, how to read it
-  if [ -f "$dir/$1.png" ]; then
-    printf '![%s](%s.png)\n\n%s\n\n' "$2" "$1" "$3"
-  else
-    printf '_Chart %s.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._\n\n' "$1"
-  fi
-}
 # awk helper: numbers as %.9g, inf and nan as they are
 AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x) : sprintf("%.9g", x) }'
 

@@ -7,22 +7,9 @@
 # Prints nothing when the folder holds neither gemm nor bandwidth CSVs.
 set -euo pipefail
 dir=${1:?usage: plots/report.d/20-bench.sh RESULTS_DIR}
-have() { [ -f "$dir/$1" ]; }
+. "$(dirname "$0")/../report-lib.sh"
 have gemm.csv || have bandwidth.csv || have gemm_accuracy.csv || exit 0
 
-# rows of a halflab CSV as "name=value" lookups are awkward in bash: awk reads
-# the header and addresses columns by name (c["tflops"])
-table() { # FILE AWK-PROGRAM: runs the program on the rows with c[] set from the header
-  grep -v '^#' "$dir/$1" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2"
-}
-meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
-chart() { # name, alt text, how to read it
-  if [ -f "$dir/$1.png" ]; then
-    printf '![%s](%s.png)\n\n%s\n\n' "$2" "$1" "$3"
-  else
-    printf '_Chart %s.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._\n\n' "$1"
-  fi
-}
 
 echo "## GEMM and memory bandwidth (\`halflab-bench gemm\`, \`halflab-bench bandwidth\`)"
 echo

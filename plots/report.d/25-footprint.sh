@@ -7,12 +7,9 @@
 # Prints nothing when the folder holds no footprint CSV.
 set -euo pipefail
 dir=${1:?usage: plots/report.d/25-footprint.sh RESULTS_DIR}
+. "$(dirname "$0")/../report-lib.sh"
 [ -f "$dir/footprint_params.csv" ] || [ -f "$dir/footprint_training.csv" ] || exit 0
 
-table() { # FILE AWK-PROGRAM: the program runs on the rows with c[] set from the header
-  grep -v '^#' "$dir/$1" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2"
-}
-meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
 AWK_FMT='function mib(b) { return sprintf("%.1f", b / 1048576) } function gib(b) { return sprintf("%.2f", b / 1073741824) }
          function commas(v,   s) { s = sprintf("%.0f", v); while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]([,]|$)/, ",&", s); return s }'
 

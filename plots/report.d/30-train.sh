@@ -11,15 +11,16 @@ in=$dir/train_summary.csv
 [ -f "$in" ] || exit 0
 
 # awk over the summary rows with c[] from the header; NAME selects the run group
-q() { awk -F, "/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; next } $1" "$in"; }
+. "$(dirname "$0")/../report-lib.sh"
+q() { table train_summary.csv "$1"; }
 has() { q "\$c[\"name\"] == \"$1\" { n++ } END { exit !n }"; }
 val() { q "\$c[\"name\"] == \"$1\" && \$c[\"mode\"] == \"$2\" { print \$c[\"$3\"]; exit }"; }
-meta() { sed -n "/^# $1: /{s///p;q}" "$in"; }
+tmeta() { meta train_summary.csv "$1"; }
 pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100 * v }'; }
 
 echo "## Training runs (\`halflab-train\`)"
 echo
-echo "Measured on: $(meta device). Every mode of a run group starts from the same weights and sees the same"
+echo "Measured on: $(tmeta device). Every mode of a run group starts from the same weights and sees the same"
 echo "batches. Modes, data, columns and charts: docs/train.md. The statistics are means over the steps that"
 echo "had them: gradient elements of the unscaled gradients that fp16 would make zero or subnormal (\"underflow\","
 echo "and after the loss scale), elements exactly zero as computed (\"lost\"), and the share of non-zero updates"
@@ -27,7 +28,7 @@ echo "that left the stored weight unchanged (\"absorbed\"; for fp32 weights also
 echo
 
 # ---------------------------------------------------------------- a table per group
-table() { # GROUP: the mode table against fp32
+mode_table() { # GROUP: the mode table against fp32
   local g=$1
   echo "| mode | status | eval loss | vs fp32 | eval acc | vs fp32 | last train loss | skipped | step (ms) | speed-up | tokens/s | peak memory | vs fp32 | underflow (unscaled / scaled) | lost | absorbed (stored / as fp16) |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -76,7 +77,7 @@ if has gpt2; then
   echo
   echo "$(config gpt2)."
   echo
-  table gpt2
+  mode_table gpt2
   t32=$(val gpt2 fp32 step_time_ms_median)
   t16=$(val gpt2 amp-fp16 step_time_ms_median)
   if [ -n "$t32" ] && [ -n "$t16" ]; then
@@ -90,7 +91,7 @@ if has gpt2-converge; then
   echo
   echo "$(config gpt2-converge)."
   echo
-  table gpt2-converge
+  mode_table gpt2-converge
 fi
 
 if has tiny; then
@@ -99,7 +100,7 @@ if has tiny; then
   echo "$(config tiny). The loss includes the random numbers of each problem, which no model can"
   echo "predict: its floor is 1.007 nats per token; accuracy counts the sorted numbers."
   echo
-  table tiny
+  mode_table tiny
   acc=$(val tiny fp32 eval_acc)
   el=$(val tiny fp32 eval_loss)
   check "fp32 reaches at least 90% held-out accuracy" "$(pct "$acc")" "$(awk -v a="$acc" 'BEGIN { print (a != "" && a >= 0.9) ? 1 : 0 }')"
@@ -112,7 +113,7 @@ if has tiny; then
       "$(awk -v l="$ml" -v f="$el" -v a="$ma" -v g="$acc" 'BEGIN { printf "eval loss %.4f vs %.4f (%+.2f%%), accuracy %.2f%% vs %.2f%% (%+.2f points)", l, f, 100 * (l / f - 1), 100 * a, 100 * g, 100 * (a - g) }')" "$ok"
   done
   echo
-  case "$(meta device)" in cpu*)
+  case "$(tmeta device)" in cpu*)
     echo "Speed on this CPU: the half-precision modes are slower than fp32 (speed-up below 1x) because a CPU"
     echo "without fp16/bf16 arithmetic widens every half operand to fp32, computes, and rounds back: the same work"
     echo "plus the conversions (the GEMM section shows the same for single products). What they save here is memory:"
@@ -153,7 +154,7 @@ if has absorb; then
   echo "smaller than half an fp16 ulp of their weight (the seed's 1 + 0.0001), so pure fp16 weights do not move; fp16-master's"
   echo "fp16 model absorbs them too, but its fp32 master keeps them."
   echo
-  table absorb
+  mode_table absorb
   ab=$(val absorb fp16-pure absorbed_frac)
   pl=$(val absorb fp16-pure eval_loss)
   rl=$(val absorb amp-fp16 eval_loss)
@@ -166,7 +167,7 @@ if has underflow; then
   echo "**underflow** — $(config underflow). Small initial weights and a loss averaged over many tokens"
   echo "make the backward's gradients small; without a loss scale fp16 flushes the smallest to zero."
   echo
-  table underflow
+  mode_table underflow
   z=$(val underflow fp16-noscale grad_zero_frac)
   z32=$(val underflow fp32 grad_zero_frac)
   nl=$(val underflow fp16-noscale eval_loss)

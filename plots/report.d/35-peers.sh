@@ -11,26 +11,25 @@ dir=${1:?usage: plots/report.d/35-peers.sh RESULTS_DIR}
 f=$dir/peer_step_times.csv
 [ -f "$f" ] || exit 0
 
-table() { grep -v '^#' "$f" | awk -F, "NR == 1 { for (i = 1; i <= NF; i++) c[\$i] = i; next } $1"; }
-meta() { sed -n "/^# $1: /{s///p;q}" "$f"; }
+. "$(dirname "$0")/../report-lib.sh"
 
 echo "## PyTorch peer (\`bench/peers/\`)"
 echo
-echo "The same GPT written in PyTorch ($(meta peer | sed 's/ peer of.*//')), started from halflab-train's initial"
+echo "The same GPT written in PyTorch ($(meta peer_step_times.csv peer | sed 's/ peer of.*//')), started from halflab-train's initial"
 echo "weights (\`--save-init\`) on its exact batches (\`--export-batches\`), with the same optimizer, schedule and thread"
 echo "count; each side's step time is taken the same way (batch upload to the synchronised end of the update) and"
-echo "summarised by the same script from its own per-step CSV. Run: $(meta note)."
-echo "Devices: $(meta device). Load average (1, 5, 15 min) $(meta load)."
+echo "summarised by the same script from its own per-step CSV. Run: $(meta peer_step_times.csv note)."
+echo "Devices: $(meta peer_step_times.csv device). Load average (1, 5, 15 min) $(meta peer_step_times.csv load)."
 echo
 echo "| implementation | device | mode | OMP_WAIT_POLICY | threads | min ms | median ms | max ms | tokens/s | final loss | eval loss |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
-table '{ printf "| %s | %s | %s | %s | %s | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"], $c["device"], $c["mode"],
+table peer_step_times.csv '{ printf "| %s | %s | %s | %s | %s | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"], $c["device"], $c["mode"],
          $c["omp_wait_policy"], $c["threads"], $c["step_ms_min"], $c["step_ms_median"], $c["step_ms_max"],
          $c["tokens_per_s"], $c["final_loss"], $c["eval_loss"] }'
 echo
 echo "| device | mode | OMP_WAIT_POLICY | PyTorch / halflab median step time | goal |"
 echo "|---|---|---|---|---|"
-table '{ k = $c["device"] SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_ms_median"]
+table peer_step_times.csv '{ k = $c["device"] SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_ms_median"]
          if (!(k in seen)) { seen[k] = 1; key[++n] = k } }
        END { for (i = 1; i <= n; i++) { k = key[i]; if (!((k, "halflab") in m) || !((k, "pytorch") in m)) continue
                split(k, p, SUBSEP); r = m[k, "pytorch"] / m[k, "halflab"]
@@ -39,10 +38,10 @@ table '{ k = $c["device"] SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $
                  goal = r >= 1 ? "at least as fast: **met**" : "at least as fast: **not met**"
                printf "| %s | %s | %s | %.3f (%s) | %s |\n", p[1], p[2], p[3], r, (r >= 1 ? "halflab faster" : "halflab slower"), goal } }'
 echo
-if table '$c["device"] == "cuda" && $c["mode"] == "amp-fp16" { found = 1 } END { exit !found }'; then
+if table peer_step_times.csv '$c["device"] == "cuda" && $c["mode"] == "amp-fp16" { found = 1 } END { exit !found }'; then
   echo "| implementation (GPU) | amp-fp16 / fp32 median step time | goal (halflab) |"
   echo "|---|---|---|"
-  table '$c["device"] == "cuda" { m[$c["impl"], $c["mode"]] = $c["step_ms_median"] }
+  table peer_step_times.csv '$c["device"] == "cuda" { m[$c["impl"], $c["mode"]] = $c["step_ms_median"] }
          END { for (i = 1; i <= 2; i++) { x = i == 1 ? "halflab" : "pytorch"
                  if (!((x, "fp32") in m) || !((x, "amp-fp16") in m)) continue
                  r = m[x, "amp-fp16"] / m[x, "fp32"]

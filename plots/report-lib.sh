@@ -1,0 +1,22 @@
+# plots/report-lib.sh — helpers the report sections (plots/report.d/*.sh)
+# source; each section sets dir (the results folder) first. Every reader
+# opens its file itself: no pipe that pipefail could fail on SIGPIPE.
+
+have() { [ -f "$dir/$1" ]; }
+
+# FILE AWK-PROGRAM: the program runs on the rows of a halflab CSV, with c[]
+# mapping each column name of the header to its index ("# " lines skipped)
+table() { awk -F, "/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$dir/$1"; }
+
+# FILE KEY: the value of the metadata line "# KEY: value" (the first one)
+meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
+
+# NAME ALT HOW: the chart NAME.png with its alt text and how to read it, or
+# a line saying it is not drawn here
+chart() {
+  if [ -f "$dir/$1.png" ]; then
+    printf '![%s](%s.png)\n\n%s\n\n' "$2" "$1" "$3"
+  else
+    printf '_Chart %s.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._\n\n' "$1"
+  fi
+}
