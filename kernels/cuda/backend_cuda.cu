@@ -44,6 +44,17 @@ cudaStream_t hl_cuda_stream(void) {
   return stream_;
 }
 
+int hl_cuda_sm_count(void) {
+  static int count;
+  if (!count) {
+    int dev = 0, n = 0;
+    HL_CUDA_CHECK(cudaGetDevice(&dev));
+    HL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    count = n > 0 ? n : 1;
+  }
+  return count;
+}
+
 static bool cuda_available(char *why, size_t len) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);

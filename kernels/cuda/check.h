@@ -4,6 +4,9 @@
 #ifndef HL_CUDA_CHECK_H
 #define HL_CUDA_CHECK_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -46,6 +49,10 @@ const char *hl_curand_status_string(curandStatus_t s);
 
 /* The stream every halflab kernel and library call runs on. */
 cudaStream_t hl_cuda_stream(void);
+/* SMs of the current device (queried once). */
+int hl_cuda_sm_count(void);
+/* Whether p may be read and written as 16-byte vectors (uint4). */
+static inline bool hl_cuda_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 /* Grid size for n elements at `block` threads, capped to keep grid-stride loops busy. */
 static inline unsigned hl_cuda_grid(size_t n, unsigned block) {
   size_t g = (n + block - 1) / block;

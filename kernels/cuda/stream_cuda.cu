@@ -175,19 +175,7 @@ __global__ void dot_kernel(const void *a, const void *b, size_t n, float *partia
 
 /* ------------------------------------------------------- launchers -- */
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 unsigned grid_for(size_t items) { return hl_cuda_grid(items, kBlock); }
-
-int sm_count() {
-  static int sms;
-  if (!sms) {
-    int dev = 0;
-    HL_CUDA_CHECK(cudaGetDevice(&dev));
-    HL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  }
-  return sms;
-}
 
 /* dispatch on the runtime type to the template instance */
 #define HL_BY_TYPE(t, KERNEL, GRID, ...)                                                    \
@@ -211,26 +199,26 @@ void cuda_init(hl_stream_type t, void *a, void *b, void *c, size_t n, float va, 
 void cuda_copy(hl_stream_type t, const void *a, void *c, size_t n) {
   const size_t bytes = n * hl_stream_type_size(t);
   if (bytes == 0) return;
-  if (aligned16(a) && aligned16(c)) copy_vec<<<grid_for((bytes + 15) / 16), kBlock, 0, hl_cuda_stream()>>>(a, c, bytes);
+  if (hl_cuda_aligned16(a) && hl_cuda_aligned16(c)) copy_vec<<<grid_for((bytes + 15) / 16), kBlock, 0, hl_cuda_stream()>>>(a, c, bytes);
   else copy_one<<<grid_for(bytes), kBlock, 0, hl_cuda_stream()>>>(a, c, bytes);
   HL_CUDA_CHECK_LAUNCH();
 }
 
 void cuda_scale(hl_stream_type t, void *b, const void *c, float s, size_t n) {
   if (n == 0) return;
-  if (aligned16(b) && aligned16(c)) HL_BY_TYPE(t, scale_vec, grid_for((n + lanes(t) - 1) / lanes(t)), b, c, s, n);
+  if (hl_cuda_aligned16(b) && hl_cuda_aligned16(c)) HL_BY_TYPE(t, scale_vec, grid_for((n + lanes(t) - 1) / lanes(t)), b, c, s, n);
   else HL_BY_TYPE(t, scale_one, grid_for(n), b, c, s, n);
 }
 
 void cuda_add(hl_stream_type t, const void *a, const void *b, void *c, size_t n) {
   if (n == 0) return;
-  if (aligned16(a) && aligned16(b) && aligned16(c)) HL_BY_TYPE(t, add_vec, grid_for((n + lanes(t) - 1) / lanes(t)), a, b, c, n);
+  if (hl_cuda_aligned16(a) && hl_cuda_aligned16(b) && hl_cuda_aligned16(c)) HL_BY_TYPE(t, add_vec, grid_for((n + lanes(t) - 1) / lanes(t)), a, b, c, n);
   else HL_BY_TYPE(t, add_one, grid_for(n), a, b, c, n);
 }
 
 void cuda_triad(hl_stream_type t, void *a, const void *b, const void *c, float s, size_t n) {
   if (n == 0) return;
-  if (aligned16(a) && aligned16(b) && aligned16(c))
+  if (hl_cuda_aligned16(a) && hl_cuda_aligned16(b) && hl_cuda_aligned16(c))
     HL_BY_TYPE(t, triad_vec, grid_for((n + lanes(t) - 1) / lanes(t)), a, b, c, s, n);
   else HL_BY_TYPE(t, triad_one, grid_for(n), a, b, c, s, n);
 }
@@ -240,7 +228,7 @@ unsigned partial_cap_;
 
 double cuda_dot(hl_stream_type t, const void *a, const void *b, size_t n) {
   if (n == 0) return 0.0;
-  unsigned grid = (unsigned)sm_count() * 8u;
+  unsigned grid = (unsigned)hl_cuda_sm_count() * 8u;
   const unsigned needed = grid_for((n + lanes(t) - 1) / lanes(t));
   if (needed < grid) grid = needed;
   if (grid > partial_cap_) {
@@ -251,7 +239,7 @@ double cuda_dot(hl_stream_type t, const void *a, const void *b, size_t n) {
     partial_cap_ = grid;
   }
   cudaStream_t s = hl_cuda_stream();
-  const bool vec = aligned16(a) && aligned16(b);
+  const bool vec = hl_cuda_aligned16(a) && hl_cuda_aligned16(b);
 #define HL_DOT(TY)                                                                                     \
   (vec ? dot_kernel<TY, true><<<grid, kBlock, 0, s>>>(a, b, n, partial_dev_)                          \
        : dot_kernel<TY, false><<<grid, kBlock, 0, s>>>(a, b, n, partial_dev_))

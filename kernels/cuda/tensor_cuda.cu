@@ -26,17 +26,6 @@ namespace hl_tc {
 
 /* ------------------------------------------------------ shared state -- */
 
-int sm_count() {
-  static int count;
-  if (!count) {
-    int dev = 0, n = 0;
-    HL_CUDA_CHECK(cudaGetDevice(&dev));
-    HL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    count = n > 0 ? n : 1;
-  }
-  return count;
-}
-
 namespace {
 std::mutex workspace_lock;
 void *workspace_ptr;
@@ -81,7 +70,7 @@ void launch_fill(void *dst, uint64_t bits, int64_t n) {
   hl_cuda_fill_pattern(bits, sizeof(U), w);
   const uint4 pattern = make_uint4(w[0], w[1], w[2], w[3]);
   const int64_t per = 16 / (int64_t)sizeof(U);
-  const int64_t nvec = aligned16(dst) ? n / per : 0;
+  const int64_t nvec = hl_cuda_aligned16(dst) ? n / per : 0;
   const int64_t work = nvec > n - nvec * per ? nvec : n - nvec * per;
   fill_kernel<U><<<grid_for(work, kBlock), kBlock, 0, hl_cuda_stream()>>>(dst, pattern, (U)bits, nvec, n);
   HL_CUDA_CHECK_LAUNCH();
@@ -230,7 +219,7 @@ void hl_cuda_copy(const hl_kview *dst, const hl_kview *src, const int64_t size[H
       with_float_dtype(dt, [&](auto dtag) {
         constexpr hl_dtype DD = decltype(dtag)::value;
         if (contiguous) {
-          const bool vec = aligned16(dst->data) && aligned16(src->data);
+          const bool vec = hl_cuda_aligned16(dst->data) && hl_cuda_aligned16(src->data);
           copy_convert_kernel<SD, DD><<<grid_for(vec ? g.total / 8 + 8 : g.total, kBlock), kBlock, 0, s>>>(
               dst->data, src->data, g.total, vec);
         } else {

@@ -98,7 +98,6 @@ struct vec16 {
   };
 };
 
-inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* Kernels that walk an hl_cuda_geom take it as a `const __grid_constant__`
  * parameter: hl_cuda_geom_offset reads it through a pointer, and without the
@@ -253,14 +252,8 @@ __device__ inline void store_row(typename elt<T>::S *row, int64_t c, const typen
 /* Blocks for `work` items of `per_block` items each, capped (grid-stride
  * loops cover the rest); at least 1. */
 inline unsigned grid_for(int64_t work, int64_t per_block) {
-  if (work <= 0) return 1u;
-  int64_t g = (work + per_block - 1) / per_block;
-  const int64_t cap = 65535ll * 8;
-  return (unsigned)(g > cap ? cap : g);
+  return hl_cuda_grid(work > 0 ? (size_t)work : 0, (unsigned)per_block);
 }
-
-/* SMs of the current device (queried once). */
-int sm_count();
 
 /* A device scratch buffer of at least `bytes`, valid until the next call
  * (stream-ordered: kernels of one call may use it; the next call may reuse

@@ -66,7 +66,7 @@ void launch_binary(const hl_cuda_geom &g, void *o, const void *a, const void *b)
                     (g.stride[1][3] == 0 || g.stride[1][3] == 1) && (g.stride[2][3] == 0 || g.stride[2][3] == 1);
   if (flat || g.total == 1) {
     const int sa = g.total > 1 ? (int)g.stride[1][3] : 0, sb = g.total > 1 ? (int)g.stride[2][3] : 0;
-    const bool vec = aligned16(o) && (sa == 0 || aligned16(a)) && (sb == 0 || aligned16(b));
+    const bool vec = hl_cuda_aligned16(o) && (sa == 0 || hl_cuda_aligned16(a)) && (sb == 0 || hl_cuda_aligned16(b));
     const int64_t work = vec ? g.total / vec16<S>::n + vec16<S>::n : g.total;
     binary_flat_kernel<T, OP><<<grid_for(work, kBlock), kBlock, 0, s>>>((S *)o, (const S *)a, sa, (const S *)b, sb,
                                                                         g.total, vec);
@@ -98,7 +98,7 @@ template <hl_dtype T, hl_unary_op OP>
 void launch_unary(void *o, const void *x, int64_t n, double p) {
   typedef typename elt<T>::S S;
   typedef typename elt<T>::C C;
-  const bool vec = aligned16(o) && aligned16(x);
+  const bool vec = hl_cuda_aligned16(o) && hl_cuda_aligned16(x);
   const int64_t work = vec ? n / vec16<S>::n + vec16<S>::n : n;
   /* the parameter rounded once to the compute type, as on the CPU */
   unary_kernel<T, OP><<<grid_for(work, kBlock), kBlock, 0, hl_cuda_stream()>>>((S *)o, (const S *)x, n, (C)p, vec);
@@ -207,7 +207,7 @@ void hl_cuda_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, co
   with_float_dtype(t, [&](auto tag) {
     constexpr hl_dtype T = decltype(tag)::value;
     typedef typename elt<T>::S S;
-    const bool vec = aligned16(dx) && aligned16(dy) && aligned16(x);
+    const bool vec = hl_cuda_aligned16(dx) && hl_cuda_aligned16(dy) && hl_cuda_aligned16(x);
     const int64_t work = vec ? n / vec16<S>::n + vec16<S>::n : n;
     const unsigned grid = grid_for(work, kBlock);
     if (op == HL_GRAD_RELU)

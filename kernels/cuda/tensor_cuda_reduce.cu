@@ -144,7 +144,7 @@ void launch_sum(void *out, const void *x, int64_t outer, int64_t r, int64_t inne
   const C alpha = (C)alpha_d;
   cudaStream_t s = hl_cuda_stream();
   if (inner == 1) {
-    const int64_t nchunk = hl_cuda_row_chunks(outer, r, (int64_t)sm_count() * 64);
+    const int64_t nchunk = hl_cuda_row_chunks(outer, r, (int64_t)hl_cuda_sm_count() * 64);
     C *partial = nchunk > 1 ? (C *)workspace(sizeof(C) * (size_t)(outer * nchunk)) : NULL;
     sum_rows_kernel<T><<<grid_for(outer * nchunk, kWarps), kBlock, 0, s>>>((const S *)x, outer, r, nchunk, alpha,
                                                                             (S *)out, partial);
@@ -156,7 +156,7 @@ void launch_sum(void *out, const void *x, int64_t outer, int64_t r, int64_t inne
     return;
   }
   const int64_t tiles_per_outer = (inner + 31) / 32, tiles = outer * tiles_per_outer;
-  const int64_t nchunk = hl_cuda_col_chunks(tiles, r, (int64_t)sm_count() * 8);
+  const int64_t nchunk = hl_cuda_col_chunks(tiles, r, (int64_t)hl_cuda_sm_count() * 8);
   C *partial = nchunk > 1 ? (C *)workspace(sizeof(C) * (size_t)(outer * inner * nchunk)) : NULL;
   const dim3 grid(grid_for(tiles, 1), (unsigned)nchunk);
   sum_cols_kernel<T><<<grid, kBlock, 0, s>>>((const S *)x, outer, r, inner, tiles_per_outer, nchunk, alpha, (S *)out,
@@ -518,7 +518,7 @@ void hl_cuda_softmax(hl_dtype t, void *y, const void *x, int64_t rows, int64_t c
   with_float_dtype(t, [&](auto tag) {
     constexpr hl_dtype T = decltype(tag)::value;
     typedef typename elt<T>::S S;
-    with_row_shape<T>(cols, aligned16(y) && aligned16(x), [&](auto wtag, auto vtag) {
+    with_row_shape<T>(cols, hl_cuda_aligned16(y) && hl_cuda_aligned16(x), [&](auto wtag, auto vtag) {
       constexpr bool W = decltype(wtag)::value;
       constexpr int V = decltype(vtag)::value;
       softmax_kernel<T, W, V><<<row_grid<W>(rows), kBlock, 0, hl_cuda_stream()>>>((S *)y, (const S *)x, rows, cols, log);
@@ -533,7 +533,7 @@ void hl_cuda_softmax_backward(hl_dtype t, void *dx, const void *dy, const void *
   with_float_dtype(t, [&](auto tag) {
     constexpr hl_dtype T = decltype(tag)::value;
     typedef typename elt<T>::S S;
-    with_row_shape<T>(cols, aligned16(dx) && aligned16(dy) && aligned16(y), [&](auto wtag, auto vtag) {
+    with_row_shape<T>(cols, hl_cuda_aligned16(dx) && hl_cuda_aligned16(dy) && hl_cuda_aligned16(y), [&](auto wtag, auto vtag) {
       constexpr bool W = decltype(wtag)::value;
       constexpr int V = decltype(vtag)::value;
       softmax_backward_kernel<T, W, V><<<row_grid<W>(rows), kBlock, 0, hl_cuda_stream()>>>(
@@ -550,7 +550,7 @@ void hl_cuda_layer_norm(hl_dtype t, void *y, void *mean, void *rstd, const void 
     constexpr hl_dtype T = decltype(tag)::value;
     typedef typename elt<T>::S S;
     typedef typename elt<T>::C C;
-    const bool vec_ok = aligned16(y) && aligned16(x) && (!w || aligned16(w)) && (!b || aligned16(b));
+    const bool vec_ok = hl_cuda_aligned16(y) && hl_cuda_aligned16(x) && (!w || hl_cuda_aligned16(w)) && (!b || hl_cuda_aligned16(b));
     with_row_shape<T>(cols, vec_ok, [&](auto wtag, auto vtag) {
       constexpr bool W = decltype(wtag)::value;
       constexpr int V = decltype(vtag)::value;
@@ -570,7 +570,7 @@ void hl_cuda_layer_norm_backward(hl_dtype t, void *dx, void *dw, void *db, const
     typedef typename elt<T>::C C;
     cudaStream_t s = hl_cuda_stream();
     if (dx && rows > 0) {
-      const bool vec_ok = aligned16(dx) && aligned16(dy) && aligned16(x) && (!w || aligned16(w));
+      const bool vec_ok = hl_cuda_aligned16(dx) && hl_cuda_aligned16(dy) && hl_cuda_aligned16(x) && (!w || hl_cuda_aligned16(w));
       with_row_shape<T>(cols, vec_ok, [&](auto wtag, auto vtag) {
         constexpr bool W = decltype(wtag)::value;
         constexpr int V = decltype(vtag)::value;
@@ -581,7 +581,7 @@ void hl_cuda_layer_norm_backward(hl_dtype t, void *dx, void *dw, void *db, const
     }
     if (!dw && !db) return;
     const int64_t tiles = (cols + 31) / 32;
-    const int64_t nchunk = hl_cuda_col_chunks(tiles, rows, (int64_t)sm_count() * 8);
+    const int64_t nchunk = hl_cuda_col_chunks(tiles, rows, (int64_t)hl_cuda_sm_count() * 8);
     C *pw = NULL, *pb = NULL;
     if (nchunk > 1) {
       pw = (C *)workspace(2 * sizeof(C) * (size_t)(nchunk * cols));
@@ -606,7 +606,7 @@ void hl_cuda_cross_entropy(hl_dtype t, void *loss, void *row_loss, void *lse, co
     typedef typename elt<T>::S S;
     typedef typename elt<T>::C C;
     cudaStream_t s = hl_cuda_stream();
-    with_row_shape<T>(cols, aligned16(x), [&](auto wtag, auto vtag) {
+    with_row_shape<T>(cols, hl_cuda_aligned16(x), [&](auto wtag, auto vtag) {
       constexpr bool W = decltype(wtag)::value;
       constexpr int V = decltype(vtag)::value;
       cross_entropy_rows_kernel<T, W, V><<<row_grid<W>(rows), kBlock, 0, s>>>((const S *)x, targets, rows, cols,
@@ -625,7 +625,7 @@ void hl_cuda_cross_entropy_backward(hl_dtype t, void *dx, const void *x, const i
     constexpr hl_dtype T = decltype(tag)::value;
     typedef typename elt<T>::S S;
     typedef typename elt<T>::C C;
-    with_row_shape<T>(cols, aligned16(dx) && aligned16(x), [&](auto wtag, auto vtag) {
+    with_row_shape<T>(cols, hl_cuda_aligned16(dx) && hl_cuda_aligned16(x), [&](auto wtag, auto vtag) {
       constexpr bool W = decltype(wtag)::value;
       constexpr int V = decltype(vtag)::value;
       cross_entropy_backward_kernel<T, W, V><<<row_grid<W>(rows), kBlock, 0, hl_cuda_stream()>>>(
