@@ -10,7 +10,6 @@
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
 
-static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
 
 static void expect_columns(const hl_table *t, const char *const *cols) {
   for (int i = 0; cols[i]; i++)
@@ -36,19 +35,19 @@ static void test_gemm_tiny(void **state) {
   }
   assert_int_equal(t->nrows, 8);
   for (int i = 0; i < t->nrows; i++) {
-    const double lo = num(t, i, "time_ms_min"), med = num(t, i, "time_ms_median"), hi = num(t, i, "time_ms_max");
+    const double lo = hl_table_num(t, i, "time_ms_min"), med = hl_table_num(t, i, "time_ms_median"), hi = hl_table_num(t, i, "time_ms_max");
     assert_true(lo > 0 && lo <= med && med <= hi);
-    const double m = num(t, i, "m"), flops = 2 * m * num(t, i, "n") * num(t, i, "k") * num(t, i, "batch");
+    const double m = hl_table_num(t, i, "m"), flops = 2 * m * hl_table_num(t, i, "n") * hl_table_num(t, i, "k") * hl_table_num(t, i, "batch");
     /* tflops is 2mnk / median time */
-    assert_true(fabs(num(t, i, "tflops") - flops / (med * 1e-3) / 1e12) <= 1e-3 * num(t, i, "tflops"));
-    assert_true(num(t, i, "tflops") > 1e-5 && num(t, i, "tflops") < 100); /* a CPU: GFLOP/s to a few TFLOP/s */
+    assert_true(fabs(hl_table_num(t, i, "tflops") - flops / (med * 1e-3) / 1e12) <= 1e-3 * hl_table_num(t, i, "tflops"));
+    assert_true(hl_table_num(t, i, "tflops") > 1e-5 && hl_table_num(t, i, "tflops") < 100); /* a CPU: GFLOP/s to a few TFLOP/s */
     /* validated before timing: the sampled error within the bound */
-    assert_true(num(t, i, "max_err_over_bound") <= 1.0);
-    if (!strcmp(hl_table_get(t, i, "dtype"), "f32")) assert_true(num(t, i, "max_err_norm") < 1e-6);
+    assert_true(hl_table_num(t, i, "max_err_over_bound") <= 1.0);
+    if (!strcmp(hl_table_get(t, i, "dtype"), "f32")) assert_true(hl_table_num(t, i, "max_err_norm") < 1e-6);
     assert_string_equal(hl_table_get(t, i, "pct_of_peak"), ""); /* peak unknown on a CPU */
     assert_string_equal(hl_table_get(t, i, "accumulate"), "f32");
-    assert_int_equal((int)num(t, i, "samples"), 3);
-    assert_true(num(t, i, "attempts") >= 1 && num(t, i, "attempts") <= 3); /* re-measured only when disturbed */
+    assert_int_equal((int)hl_table_num(t, i, "samples"), 3);
+    assert_true(hl_table_num(t, i, "attempts") >= 1 && hl_table_num(t, i, "attempts") <= 3); /* re-measured only when disturbed */
   }
   int f16 = hl_table_find(t, "variant", "fp16", NULL);
   assert_non_null(strstr(hl_table_get(t, f16, "implementation"), "widened"));
@@ -84,13 +83,13 @@ static void test_gemm_accuracy_tiny(void **state) {
   int f16 = hl_table_find(t, "variant", "fp16", "data", "positive", "k", "1024", NULL);
   int acc16 = hl_table_find(t, "variant", "fp16-acc16", "data", "positive", "k", "1024", NULL);
   assert_true(f32 >= 0 && f16 >= 0 && acc16 >= 0);
-  assert_true(num(t, f32, "rel_err") < 1e-5);
+  assert_true(hl_table_num(t, f32, "rel_err") < 1e-5);
   /* fp16 inputs cost about 2^-11 each; fp32 accumulation adds almost nothing to it */
-  assert_true(num(t, f16, "rel_err") < 1e-3);
-  assert_true(num(t, f16, "rel_err_accumulation") < 1e-5);
+  assert_true(hl_table_num(t, f16, "rel_err") < 1e-3);
+  assert_true(hl_table_num(t, f16, "rel_err_accumulation") < 1e-5);
   /* an fp16 accumulator of a sum of 1024 positive terms (~256) loses far more */
-  assert_true(num(t, acc16, "rel_err_accumulation") > 100 * num(t, f16, "rel_err_accumulation"));
-  assert_true(num(t, acc16, "rel_err") > num(t, f16, "rel_err"));
+  assert_true(hl_table_num(t, acc16, "rel_err_accumulation") > 100 * hl_table_num(t, f16, "rel_err_accumulation"));
+  assert_true(hl_table_num(t, acc16, "rel_err") > hl_table_num(t, f16, "rel_err"));
   hl_table_free(t);
   hl_run_free(&r);
   hl_rmtree(dir);
@@ -117,13 +116,13 @@ static void test_bandwidth_tiny(void **state) {
     for (int k = 0; k < 5; k++) {
       int i = hl_table_find(t, "kernel", kernels[k], "dtype", dtypes[d], "array_bytes", "1048576", NULL);
       if (i < 0) fail_msg("no row for %s %s at 1 MiB", kernels[k], dtypes[d]);
-      assert_true(num(t, i, "elements") == 1048576.0 / width[d]);
-      assert_true(num(t, i, "bytes_moved") == arrays[k] * 1048576.0);
-      const double gbps = num(t, i, "gbps");
+      assert_true(hl_table_num(t, i, "elements") == 1048576.0 / width[d]);
+      assert_true(hl_table_num(t, i, "bytes_moved") == arrays[k] * 1048576.0);
+      const double gbps = hl_table_num(t, i, "gbps");
       assert_true(gbps > 0.05 && gbps < 10000);
-      assert_true(fabs(gbps - num(t, i, "bytes_moved") / (num(t, i, "time_ms_median") * 1e-3) / 1e9) < 1e-3 * gbps);
-      assert_true(fabs(num(t, i, "gelems") * width[d] - gbps) < 1e-3 * gbps); /* same bytes, width-fold elements */
-      assert_true(fabs(num(t, i, "pct_of_ref") - 100 * gbps / num(t, i, "ref_gbps")) < 1e-2 * num(t, i, "pct_of_ref"));
+      assert_true(fabs(gbps - hl_table_num(t, i, "bytes_moved") / (hl_table_num(t, i, "time_ms_median") * 1e-3) / 1e9) < 1e-3 * gbps);
+      assert_true(fabs(hl_table_num(t, i, "gelems") * width[d] - gbps) < 1e-3 * gbps); /* same bytes, width-fold elements */
+      assert_true(fabs(hl_table_num(t, i, "pct_of_ref") - 100 * gbps / hl_table_num(t, i, "ref_gbps")) < 1e-2 * hl_table_num(t, i, "pct_of_ref"));
       assert_string_equal(hl_table_get(t, i, "datasheet_gbps"), "");
     }
   assert_true(hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL) >= 0);

@@ -6,10 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ok_or_fail_(int ok, const char *what, const char *file, int line) {
-  if (!ok) fail_msg("%s:%d: %s failed: %s", file, line, what, hl_error());
-}
-
 hl_tensor *leaf64(hl_shape s, uint64_t stream, double offset) {
   hl_tensor *t = hl_randn(s, offset, 1.0, 1234, stream, HL_F64, HL_DEVICE_CPU);
   OK(t);
@@ -17,14 +13,6 @@ hl_tensor *leaf64(hl_shape s, uint64_t stream, double offset) {
   return t;
 }
 
-double *values(const hl_tensor *t) {
-  double *v = malloc(sizeof(double) * (size_t)(hl_numel(t) + 1));
-  assert_non_null(v);
-  OK(hl_read_f64(t, v));
-  return v;
-}
-
-uint64_t cpu_bytes(void) { return hl_mem_get_stats(HL_DEVICE_CPU).current; }
 
 hl_tensor *weighted_sum(hl_tensor *t) {
   if (!t) return NULL;
@@ -71,7 +59,7 @@ static void compare(const char *what, const char *kind, int i, int64_t k, double
 }
 
 void check_grad(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx) {
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_pool_push();
   hl_tensor *y = f(in, n, ctx);
   hl_pool_pop();
@@ -87,13 +75,13 @@ void check_grad(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx)
     int i = idx[j];
     assert_int_equal(g[j]->dtype, HL_F64);
     assert_true(hl_shape_equal(hl_tensor_shape(g[j]), hl_tensor_shape(in[i])));
-    double *a = values(g[j]);
+    double *a = hl_tensor_values(g[j]);
     for (int64_t k = 0; k < hl_numel(in[i]); k++) compare(what, "gradient", i, k, a[k], central(eval, f, in, n, ctx, i, k, 1e-6));
     free(a);
     hl_release(g[j]);
   }
   /* the graph and the gradients are gone: no bytes left behind */
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
 }
 
 /* h(x) = sum_j <df/dx_j, V_j> with first-order autograd; V in ctx2 */
@@ -118,7 +106,7 @@ static double eval_h(scalar_fn unused, hl_tensor **in, int n, void *p) {
   hl_release(y);
   double total = 0;
   for (int j = 0; j < m; j++) {
-    double *a = values(g[j]), *v = values(h->v[idx[j]]);
+    double *a = hl_tensor_values(g[j]), *v = hl_tensor_values(h->v[idx[j]]);
     for (int64_t k = 0; k < hl_numel(g[j]); k++) total += a[k] * v[k];
     free(a);
     free(v);
@@ -128,7 +116,7 @@ static double eval_h(scalar_fn unused, hl_tensor **in, int n, void *p) {
 }
 
 void check_hvp(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx) {
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_tensor *v[16] = {NULL};
   for (int i = 0; i < n; i++)
     if (in[i] && in[i]->requires_grad) {
@@ -162,7 +150,7 @@ void check_hvp(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx) 
   hvp_ctx hc = {f, ctx, v};
   for (int j = 0; j < m; j++) {
     int i = idx[j];
-    double *a = hg[j] ? values(hg[j]) : NULL;
+    double *a = hg[j] ? hl_tensor_values(hg[j]) : NULL;
     for (int64_t k = 0; k < hl_numel(in[i]); k++)
       compare(what, "Hessian-vector product", i, k, a ? a[k] : 0.0, central(eval_h, f, in, n, &hc, i, k, 1e-5));
     free(a);
@@ -172,5 +160,5 @@ void check_hvp(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx) 
   hl_release(h);
   hl_release(y);
   for (int i = 0; i < n; i++) hl_release(v[i]);
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
 }

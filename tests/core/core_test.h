@@ -12,15 +12,10 @@
 #include "amp/tensor.h"
 #include "tests/support/hltest.h"
 
-/* Fails the test with hl_error() when p is NULL / false. */
-#define OK(p) ok_or_fail_((p) != 0, #p, __FILE__, __LINE__)
-void ok_or_fail_(int ok, const char *what, const char *file, int line);
 
 /* An f64 leaf requiring grad, normal(0, 1) from (seed, stream), plus an
  * offset (to keep log/sqrt inputs positive). */
 hl_tensor *leaf64(hl_shape s, uint64_t stream, double offset);
-/* Reads a tensor into a malloc'd f64 array. */
-double *values(const hl_tensor *t);
 
 /* A scalar function of n tensors (the test's composition of ops). */
 typedef hl_tensor *(*scalar_fn)(hl_tensor **in, int n, void *ctx);
@@ -37,8 +32,5 @@ void check_hvp(const char *what, scalar_fn f, hl_tensor **in, int n, void *ctx);
  * weighs every output element differently. */
 hl_tensor *weighted_sum(hl_tensor *t);
 
-/* Bytes live on the CPU now (the accounting allocator): tests compare
- * before and after to find leaked tensors or graphs. */
-uint64_t cpu_bytes(void);
 
 #endif

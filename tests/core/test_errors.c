@@ -11,15 +11,6 @@
 #include "amp/registry.h"
 #include "tests/core/core_test.h"
 
-/* expr must fail (NULL / false) with a message containing every fragment */
-#define REFUSED(expr, ...) refused_((expr) != 0, #expr, (const char *[]){__VA_ARGS__, NULL})
-
-static void refused_(int got, const char *what, const char **fragments) {
-  if (got) fail_msg("%s was accepted", what);
-  for (int i = 0; fragments[i]; i++)
-    if (!strstr(hl_error(), fragments[i])) fail_msg("%s: message \"%s\" lacks \"%s\"", what, hl_error(), fragments[i]);
-}
-
 static hl_tensor *f32(hl_shape s) { return hl_tmp(hl_randn(s, 0, 1, 1, 1, HL_F32, HL_DEVICE_CPU)); }
 
 static void test_shape_mismatches(void **state) {

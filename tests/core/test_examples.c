@@ -9,19 +9,13 @@
 #include "tests/support/hltest.h"
 
 /* runs the program with args on the CPU; asserts exit 0 and returns stdout */
-static char *run_ok(const char *prog, const char *args) {
-  hl_run_result r = hl_run_ok("'%s' --device cpu %s", hl_test_prog(prog), args);
-  free(r.err);
-  return r.out;
-}
-
 static void has_line(const char *out, const char *a, const char *b) {
   if (!hl_has_line(out, a, b)) fail_msg("no line with \"%s\" and \"%s\" in:\n%s", a, b, out);
 }
 
 static void test_autocast_matrix(void **state) {
   (void)state;
-  char *out = run_ok("autocast-matrix", "");
+  char *out = hl_run_cpu_ok("autocast-matrix", "");
   has_line(out, "in autocast:  e = mm(a_f32, b_f32)", "f16 cpu");
   has_line(out, "in autocast:  f = mm(d_f32, e_f16)", "f16 cpu");
   has_line(out, "out autocast: mm(d_f32, f_f16)", "refused: mm: dtype mismatch: f32[8,8] and f16[8,8]");
@@ -39,7 +33,7 @@ static void test_autocast_matrix(void **state) {
 
 static void test_autocast_nested(void **state) {
   (void)state;
-  char *out = run_ok("autocast-nested", "--seed 7");
+  char *out = hl_run_cpu_ok("autocast-nested", "--seed 7");
   has_line(out, "enabled:       e = mm(a_f32, b_f32)", "f16 cpu");
   has_line(out, "disabled:      mm(c_f32, e_f16)", "refused");
   has_line(out, "disabled:      f = mm(c_f32, to_f32(e_f16))", "f32 cpu");
@@ -49,7 +43,7 @@ static void test_autocast_nested(void **state) {
 
 static void test_autocast_model(void **state) {
   (void)state;
-  char *out = run_ok("autocast-model", "");
+  char *out = hl_run_cpu_ok("autocast-model", "");
   has_line(out, "decorated forward: logits", "bf16 cpu");
   has_line(out, "gradient of the fp32 weight w1", "f32 cpu");
   has_line(out, "loss over 40 SGD steps", "->");
@@ -58,7 +52,7 @@ static void test_autocast_model(void **state) {
 
 static void test_custom_op(void **state) {
   (void)state;
-  char *out = run_ok("custom-op", "");
+  char *out = hl_run_cpu_ok("custom-op", "");
   has_line(out, "my_mm(a_f32, b_f16), cast_inputs f32", "f32 cpu");
   has_line(out, "autocast seen inside my_mm's forward", "off");
   has_line(out, "autocast seen inside my_mm's backward", "off");

@@ -234,7 +234,7 @@ static void test_gradient_penalty(void **state) {
   c.targets = targets((int32_t[]){1, 0, 1, 1}, 4);
   hl_tensor *in[4] = {leaf64(HL_SHAPE(5, 3), 90, 0), leaf64(HL_SHAPE(5), 91, 0), leaf64(HL_SHAPE(2, 5), 92, 0),
                       leaf64(HL_SHAPE(2), 93, 0)};
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_pool_push();
   hl_tensor *total = hl_tmp(f_penalized(in, 4, &c));
   OK(total);
@@ -242,7 +242,7 @@ static void test_gradient_penalty(void **state) {
   hl_pool_pop();
   /* finite differences of the total, evaluated with grad mode on (it needs autograd inside) */
   for (int i = 0; i < 4; i++) {
-    double *a = values(hl_tensor_grad(in[i]));
+    double *a = hl_tensor_values(hl_tensor_grad(in[i]));
     double *x = hl_tensor_data(in[i]);
     for (int64_t k = 0; k < hl_numel(in[i]); k++) {
       double saved = x[k], v[2];
@@ -263,7 +263,7 @@ static void test_gradient_penalty(void **state) {
     free(a);
     hl_zero_grad(in[i]);
   }
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
   for (int i = 0; i < 4; i++) hl_release(in[i]);
   hl_release(c.x);
   hl_release(c.targets);
@@ -278,7 +278,7 @@ static void test_cast_gradient(void **state) {
   hl_pool_pop();
   OK(hl_backward(y, NULL, false));
   assert_int_equal(hl_tensor_grad(x)->dtype, HL_F64);
-  double *g = values(hl_tensor_grad(x));
+  double *g = hl_tensor_values(hl_tensor_grad(x));
   for (int i = 0; i < 3; i++) assert_true(g[i] == 3.0);
   free(g);
   hl_release(x32);

@@ -48,11 +48,11 @@ static void test_broadcasting_matches_naive_loops(void **state) {
     hl_tensor *x = hl_tmp(hl_randn(a, 0, 1, 5, (uint64_t)c, t, HL_DEVICE_CPU));
     hl_tensor *y = hl_tmp(hl_randn(b, 2, 1, 6, (uint64_t)c, t, HL_DEVICE_CPU));
     hl_tensor *ops[4] = {hl_tmp(hl_add(x, y)), hl_tmp(hl_sub(x, y)), hl_tmp(hl_mul(x, y)), hl_tmp(hl_div(x, y))};
-    double *xv = values(x), *yv = values(y);
+    double *xv = hl_tensor_values(x), *yv = hl_tensor_values(y);
     for (int o = 0; o < 4; o++) {
       OK(ops[o]);
       hl_shape got = hl_tensor_shape(ops[o]);
-      double *r = values(ops[o]);
+      double *r = hl_tensor_values(ops[o]);
       int64_t n = hl_numel(ops[o]);
       for (int64_t i = 0; i < n; i++) {
         double p = xv[broadcast_index(a, got, i)], q = yv[broadcast_index(b, got, i)];
@@ -79,7 +79,7 @@ static void test_reductions_match_double_sums(void **state) {
     hl_pool_push();
     hl_shape s = random_shape(1);
     hl_tensor *x = hl_tmp(hl_randn(s, 0, 1, 8, (uint64_t)c, HL_F64, HL_DEVICE_CPU));
-    double *xv = values(x);
+    double *xv = hl_tensor_values(x);
     int d = draw(s.ndim);
     bool keep = draw(2);
     hl_tensor *r = hl_tmp(hl_sum_dim(x, d, keep)), *m = hl_tmp(hl_mean_dim(x, d - s.ndim, keep));
@@ -88,7 +88,7 @@ static void test_reductions_match_double_sums(void **state) {
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < d; i++) outer *= s.d[i];
     for (int i = d + 1; i < s.ndim; i++) inner *= s.d[i];
-    double *rv = values(r), *mv = values(m);
+    double *rv = hl_tensor_values(r), *mv = hl_tensor_values(m);
     for (int64_t o = 0; o < outer; o++)
       for (int64_t i = 0; i < inner; i++) {
         double want = 0;
@@ -104,7 +104,7 @@ static void test_reductions_match_double_sums(void **state) {
     OK(st);
     double total = 0, got = 0;
     for (int64_t i = 0; i < hl_numel(x); i++) total += xv[i];
-    double *sv = values(st);
+    double *sv = hl_tensor_values(st);
     for (int64_t i = 0; i < hl_numel(st); i++) got += sv[i];
     assert_true(fabs(got - total) <= 1e-12 * (1 + fabs(total)));
     free(xv), free(rv), free(mv), free(sv);

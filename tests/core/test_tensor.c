@@ -11,13 +11,13 @@
 
 static void test_create_and_read(void **state) {
   (void)state;
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_tensor *z = hl_zeros(HL_SHAPE(2, 3), HL_F32, HL_DEVICE_CPU);
   hl_tensor *o = hl_ones(HL_SHAPE(4), HL_F16, HL_DEVICE_CPU);
   hl_tensor *f = hl_full(HL_SHAPE(2, 2), 65520.0, HL_F16, HL_DEVICE_CPU); /* the midpoint rounds to inf */
   hl_tensor *s = hl_scalar(-2.5, HL_BF16, HL_DEVICE_CPU);
   OK(z && o && f && s);
-  assert_int_equal(cpu_bytes() - before, 2 * 3 * 4 + 4 * 2 + 4 * 2 + 2);
+  assert_int_equal(hl_cpu_live_bytes() - before, 2 * 3 * 4 + 4 * 2 + 4 * 2 + 2);
   assert_string_equal(hl_desc(z), "f32[2,3]");
   assert_string_equal(hl_desc(s), "bf16[]");
   float v[6];
@@ -32,7 +32,7 @@ static void test_create_and_read(void **state) {
   hl_release(o);
   hl_release(f);
   hl_release(s);
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
 }
 
 static void test_from_host_rounds_once(void **state) {
@@ -94,12 +94,12 @@ static void test_views_share_storage(void **state) {
   float v[12];
   for (int i = 0; i < 12; i++) v[i] = (float)i;
   hl_tensor *x = hl_from_f32(HL_SHAPE(3, 4), v, HL_F32, HL_DEVICE_CPU);
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_tensor *t = hl_transpose(x, 0, 1);
   hl_tensor *s = hl_slice(t, 0, 1, 3);      /* rows 1..2 of x^T: columns 1, 2 of x */
   hl_tensor *r = hl_reshape(x, HL_SHAPE(2, -1)); /* a view: x is contiguous */
   OK(t && s && r);
-  assert_int_equal(cpu_bytes(), before);    /* no bytes for views */
+  assert_int_equal(hl_cpu_live_bytes(), before);    /* no bytes for views */
   assert_false(hl_is_contiguous(t));
   assert_string_equal(hl_desc(s), "f32[2,3]");
   float out[6];
@@ -109,7 +109,7 @@ static void test_views_share_storage(void **state) {
   /* reshape of a non-contiguous view copies */
   hl_tensor *rc = hl_reshape(t, HL_SHAPE(12));
   OK(rc);
-  assert_int_equal(cpu_bytes() - before, 48);
+  assert_int_equal(hl_cpu_live_bytes() - before, 48);
   OK(hl_read_f32(rc, v));
   assert_true(v[1] == 4.0f && v[3] == 1.0f);
   /* the views keep the storage alive after x is released */
@@ -120,7 +120,7 @@ static void test_views_share_storage(void **state) {
   hl_release(s);
   hl_release(r);
   hl_release(rc);
-  assert_int_equal(cpu_bytes(), before - 48);
+  assert_int_equal(hl_cpu_live_bytes(), before - 48);
 }
 
 static void test_split_heads_layout(void **state) {
@@ -131,10 +131,10 @@ static void test_split_heads_layout(void **state) {
   hl_tensor *qkv = hl_from_f32(HL_SHAPE(1, 2, 12), v, HL_F32, HL_DEVICE_CPU);
   hl_tensor *parts[3];
   OK(hl_split(qkv, -1, 3, parts));
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_tensor *k = hl_split_heads(parts[1], 2);
   OK(k);
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
   assert_string_equal(hl_desc(k), "f32[1,2,2,2]");
   float out[8];
   OK(hl_read_f32(k, out));
@@ -236,18 +236,18 @@ static void test_in_place_rules(void **state) {
 
 static void test_pools(void **state) {
   (void)state;
-  uint64_t before = cpu_bytes();
+  uint64_t before = hl_cpu_live_bytes();
   hl_pool_push();
   hl_tensor *x = hl_tmp(hl_ones(HL_SHAPE(8), HL_F32, HL_DEVICE_CPU));
   hl_tensor *y = hl_relu(hl_tmp(hl_mul_scalar(x, -1.0)));
-  assert_true(cpu_bytes() > before);
+  assert_true(hl_cpu_live_bytes() > before);
   hl_pool_pop();
   /* y was not pooled: it outlives the pool */
   hl_tensor *s = hl_sum(y);
   assert_true(hl_item(s) == 0.0);
   hl_release(s);
   hl_release(y);
-  assert_int_equal(cpu_bytes(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
 }
 
 int main(void) {

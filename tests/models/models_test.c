@@ -8,21 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void models_ok_(int ok, const char *what, const char *file, int line) {
-  if (!ok) fail_msg("%s:%d: %s failed: %s", file, line, what, hl_error());
-}
-
-double *tensor_values(const hl_tensor *t) {
-  double *v = malloc(sizeof(double) * (size_t)(hl_numel(t) + 1));
-  assert_non_null(v);
-  OK(hl_read_f64(t, v));
-  return v;
-}
-
 double *param_values(const hl_param *p) {
-  double *v = tensor_values(p->tensor);
+  double *v = hl_tensor_values(p->tensor);
   if (p->scale) {
-    double *s = tensor_values(p->scale);
+    double *s = hl_tensor_values(p->scale);
     int64_t rows = p->tensor->shape[0], cols = p->tensor->shape[1];
     for (int64_t r = 0; r < rows; r++)
       for (int64_t j = 0; j < cols; j++) v[r * cols + j] *= s[r];

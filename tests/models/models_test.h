@@ -12,14 +12,9 @@
 #include "amp/ops.h"
 #include "tests/support/hltest.h"
 
-/* Fails the test with hl_error() when p is NULL / false. */
-#define OK(p) models_ok_((p) != 0, #p, __FILE__, __LINE__)
-void models_ok_(int ok, const char *what, const char *file, int line);
 
 /* A parameter's values as doubles (int8: dequantised), malloc'd. */
 double *param_values(const hl_param *p);
-/* All of a tensor's values as doubles, malloc'd. */
-double *tensor_values(const hl_tensor *t);
 
 /* Tokens [B, T] i32 with values in [0, vocab) from a fixed pattern. */
 hl_tensor *tokens(int64_t B, int64_t T, int vocab, uint32_t salt);

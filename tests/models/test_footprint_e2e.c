@@ -13,7 +13,6 @@
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
 
-static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
 
 static void test_cpu_run(void **state) {
   (void)state;
@@ -28,14 +27,14 @@ static void test_cpu_run(void **state) {
   for (int i = 0; i < 4; i++) {
     int row = hl_table_find(p, "model", "gpt2-124m", "policy", policy[i], NULL);
     assert_true(row >= 0);
-    assert_true(num(p, row, "params") == 124439808);
-    assert_true(num(p, row, "analytic_bytes") == bytes[i]);
-    assert_true(num(p, row, "allocator_bytes") == bytes[i]);
+    assert_true(hl_table_num(p, row, "params") == 124439808);
+    assert_true(hl_table_num(p, row, "analytic_bytes") == bytes[i]);
+    assert_true(hl_table_num(p, row, "allocator_bytes") == bytes[i]);
     assert_string_equal(hl_table_get(p, row, "independent_method"), "rss");
-    const double rss = num(p, row, "independent_bytes");
+    const double rss = hl_table_num(p, row, "independent_bytes");
     if (fabs(rss - bytes[i]) > 0.01 * bytes[i] + 4.0 * 1048576)
       fail_msg("%s: resident bytes grew by %.0f, the parameters are %.0f bytes", policy[i], rss, bytes[i]);
-    assert_true(num(p, row, "tensors") == (i == 3 ? 148 + 48 : 148)); /* int8: + the 48 row-scale tensors */
+    assert_true(hl_table_num(p, row, "tensors") == (i == 3 ? 148 + 48 : 148)); /* int8: + the 48 row-scale tensors */
   }
   assert_non_null(strstr(p->meta, "# independent: rss"));
   hl_table_free(p);
@@ -48,25 +47,25 @@ static void test_cpu_run(void **state) {
     int a = hl_table_find(t, "mode", modes[m], "measured", "no", NULL);
     int s = hl_table_find(t, "mode", modes[m], "measured", "yes", NULL);
     assert_true(a >= 0 && s >= 0);
-    assert_true(num(t, a, "batch") == 8 && num(t, a, "seq") == 1024);
-    assert_true(num(t, s, "batch") == 1 && num(t, s, "seq") == 16);
+    assert_true(hl_table_num(t, a, "batch") == 8 && hl_table_num(t, a, "seq") == 1024);
+    assert_true(hl_table_num(t, s, "batch") == 1 && hl_table_num(t, s, "seq") == 16);
     const bool half = m >= 3, master = m == 3;
-    assert_true(num(t, a, "weights_bytes") == (half ? 248879616 : 497759232));
-    assert_true(num(t, a, "master_bytes") == (master ? 497759232 : 0));
-    assert_true(num(t, a, "moments_bytes") == (m == 4 ? 2 * 248879616.0 : 2 * 497759232.0)); /* AdamW */
-    assert_true(num(t, a, "max_batch") >= 0);
-    assert_true(num(t, a, "peak_bytes") > num(t, a, "activations_bytes"));
+    assert_true(hl_table_num(t, a, "weights_bytes") == (half ? 248879616 : 497759232));
+    assert_true(hl_table_num(t, a, "master_bytes") == (master ? 497759232 : 0));
+    assert_true(hl_table_num(t, a, "moments_bytes") == (m == 4 ? 2 * 248879616.0 : 2 * 497759232.0)); /* AdamW */
+    assert_true(hl_table_num(t, a, "max_batch") >= 0);
+    assert_true(hl_table_num(t, a, "peak_bytes") > hl_table_num(t, a, "activations_bytes"));
     /* the measured step: weights, masters and gradients to the byte; the optimizer's moments within 1 KiB
      * (amp/optim.h also keeps a few counters on the device); the bytes forward left for backward within 1%
      * and the step's peak within 5% of the analytic figures */
     const char *exact[4][2] = {{"weights_bytes", "alloc_weights_bytes"}, {"master_bytes", "alloc_master_bytes"},
                                {"gradients_bytes", "alloc_gradients_bytes"}, {"moments_bytes", "alloc_moments_bytes"}};
     for (int k = 0; k < 4; k++)
-      if (fabs(num(t, s, exact[k][0]) - num(t, s, exact[k][1])) > (k == 3 ? 1024 : 0))
-        fail_msg("%s: %s %.0f, measured %.0f", modes[m], exact[k][0], num(t, s, exact[k][0]), num(t, s, exact[k][1]));
-    const double saved = num(t, s, "weight_casts_bytes") + num(t, s, "activations_bytes");
-    assert_true(fabs(num(t, s, "alloc_saved_bytes") - saved) <= 0.01 * saved);
-    assert_true(fabs(num(t, s, "alloc_peak_bytes") - num(t, s, "peak_bytes")) <= 0.05 * num(t, s, "peak_bytes"));
+      if (fabs(hl_table_num(t, s, exact[k][0]) - hl_table_num(t, s, exact[k][1])) > (k == 3 ? 1024 : 0))
+        fail_msg("%s: %s %.0f, measured %.0f", modes[m], exact[k][0], hl_table_num(t, s, exact[k][0]), hl_table_num(t, s, exact[k][1]));
+    const double saved = hl_table_num(t, s, "weight_casts_bytes") + hl_table_num(t, s, "activations_bytes");
+    assert_true(fabs(hl_table_num(t, s, "alloc_saved_bytes") - saved) <= 0.01 * saved);
+    assert_true(fabs(hl_table_num(t, s, "alloc_peak_bytes") - hl_table_num(t, s, "peak_bytes")) <= 0.05 * hl_table_num(t, s, "peak_bytes"));
     assert_string_equal(hl_table_get(t, a, "alloc_peak_bytes"), "");
   }
   hl_table_free(t);
@@ -90,17 +89,17 @@ static void test_custom_shape(void **state) {
   assert_true(row >= 0);
   /* 500x64 + 32x64 + 2 x (12x64x64 + 13x64) + 2x64 */
   const double params = 500 * 64 + 32 * 64 + 2 * (12 * 64 * 64 + 13 * 64) + 2 * 64;
-  assert_true(num(p, row, "params") == params);
-  assert_true(num(p, row, "analytic_bytes") == 4 * params);
+  assert_true(hl_table_num(p, row, "params") == params);
+  assert_true(hl_table_num(p, row, "analytic_bytes") == 4 * params);
   hl_table_free(p);
   hl_table *t = hl_table_read(hl_path(dir, "footprint_training.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 8); /* 2 models x 2 modes x (analytic, measured) */
   int a = hl_table_find(t, "model", "custom", "mode", "fp16-pure", "measured", "no", NULL);
   assert_true(a >= 0);
-  assert_true(num(t, a, "seq") == 32 && num(t, a, "batch") == 4);
-  assert_true(num(t, a, "memory_bytes") == 16.0 * 1073741824);
-  assert_true(num(t, a, "moments_bytes") == 2 * params); /* one fp16 momentum buffer */
+  assert_true(hl_table_num(t, a, "seq") == 32 && hl_table_num(t, a, "batch") == 4);
+  assert_true(hl_table_num(t, a, "memory_bytes") == 16.0 * 1073741824);
+  assert_true(hl_table_num(t, a, "moments_bytes") == 2 * params); /* one fp16 momentum buffer */
   assert_string_equal(hl_table_get(t, a, "optimizer"), "sgd-momentum");
   hl_table_free(t);
   hl_run_free(&r);

@@ -63,7 +63,7 @@ static void test_matches_reference(void **state) {
   double ref = ref_gpt_loss(r, ih, th, B, T, ref_logits);
   double got = hl_item(loss);
   assert_true(fabs(got - ref) <= 1e-5 * fabs(ref));
-  double *lv = tensor_values(logits);
+  double *lv = hl_tensor_values(logits);
   for (int i = 0; i < B * T * tiny.vocab_size; i++)
     if (fabs(lv[i] - ref_logits[i]) > 1e-4 * (1 + fabs(ref_logits[i])))
       fail_msg("logit %d: %.9g, reference %.9g", i, lv[i], ref_logits[i]);
@@ -75,7 +75,7 @@ static void test_matches_reference(void **state) {
     hl_tensor *g = hl_tensor_grad(p->tensor);
     if (!g) fail_msg("%s has no gradient", p->name);
     assert_int_equal(g->dtype, HL_F32);
-    double *gv = tensor_values(g);
+    double *gv = hl_tensor_values(g);
     int64_t n = r->numel[i];
     int64_t picks[5] = {0, n / 2, n - 1, (n * 7) / 11, (n * 3) / 5};
     for (int k = 0; k < 5; k++) {
@@ -110,7 +110,7 @@ static void test_tied_head_gradient(void **state) {
   hl_tensor *loss = hl_gpt_loss(m, idx, tg, NULL);
   OK(loss);
   OK(hl_backward(loss, NULL, false));
-  double *g = tensor_values(hl_tensor_grad(m->wte));
+  double *g = hl_tensor_values(hl_tensor_grad(m->wte));
   ref_gpt *r = ref_gpt_from(m);
   const int64_t n = r->numel[0];
   r->head = malloc(sizeof(double) * (size_t)n);
@@ -166,7 +166,7 @@ static void check_causal(hl_gpt *m, hl_dtype autocast) {
     }
     OK(la);
     OK(lb);
-    double *va = tensor_values(la), *vb = tensor_values(lb);
+    double *va = hl_tensor_values(la), *vb = hl_tensor_values(lb);
     for (int i = 0; i < 2; i++) {
       for (int t = 0; t <= t0; t++)
         for (int v = 0; v < V; v++)
@@ -203,7 +203,7 @@ static double run_loss(hl_gpt *m, hl_dtype autocast, hl_dtype *logits_dtype, dou
   }
   OK(loss);
   *logits_dtype = logits->dtype;
-  if (logits_values) *logits_values = tensor_values(logits);
+  if (logits_values) *logits_values = hl_tensor_values(logits);
   if (m->params.policy != HL_POLICY_INT8) OK(hl_backward(loss, NULL, false));
   double v = hl_item(loss);
   hl_release(loss);

@@ -14,7 +14,6 @@
 
 #include "tests/models/models_test.h"
 
-static uint64_t cpu_now(void) { return hl_mem_get_stats(HL_DEVICE_CPU).current; }
 static uint64_t cpu_peak(void) { return hl_mem_get_stats(HL_DEVICE_CPU).peak; }
 
 typedef struct {
@@ -25,19 +24,19 @@ typedef struct {
 static measured gpt_step(hl_gpt *m, const hl_train_setup *s, int64_t B, int64_t T) {
   hl_tensor *idx = tokens(B, T, m->cfg.vocab_size, 3), *tg = tokens(B, T, m->cfg.vocab_size, 4);
   measured r;
-  const uint64_t before = cpu_now();
+  const uint64_t before = hl_cpu_live_bytes();
   hl_mem_reset_peak(HL_DEVICE_CPU);
   hl_tensor *loss = NULL;
   HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPES ? HL_BF16 : s->autocast, s->autocast != HL_DTYPES) {
     loss = hl_gpt_loss(m, idx, tg, NULL);
   }
   OK(loss);
-  r.saved = cpu_now() - before;
+  r.saved = hl_cpu_live_bytes() - before;
   OK(hl_backward(loss, NULL, false));
   hl_release(loss);
   r.backward_peak = cpu_peak() - before;
   hl_params_zero_grad(&m->params);
-  assert_int_equal(cpu_now(), before); /* nothing left behind */
+  assert_int_equal(hl_cpu_live_bytes(), before); /* nothing left behind */
   hl_release(idx);
   hl_release(tg);
   return r;
@@ -115,14 +114,14 @@ static void test_mlp_step(void **state) {
       hl_tensor *t = hl_from_i32(HL_SHAPE(N), tv, HL_I32, HL_DEVICE_CPU);
       free(tv);
       const hl_train_bytes e = hl_mlp_train_bytes(&cc, s, HL_OPT_SGD, N);
-      const uint64_t before = cpu_now();
+      const uint64_t before = hl_cpu_live_bytes();
       hl_mem_reset_peak(HL_DEVICE_CPU);
       hl_tensor *loss = NULL;
       HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPES ? HL_BF16 : s->autocast, s->autocast != HL_DTYPES) {
         loss = hl_mlp_loss(m, x, t, NULL);
       }
       OK(loss);
-      const uint64_t saved = cpu_now() - before;
+      const uint64_t saved = hl_cpu_live_bytes() - before;
       OK(hl_backward(loss, NULL, false));
       hl_release(loss);
       const uint64_t peak = cpu_peak() - before;

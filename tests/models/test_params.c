@@ -11,7 +11,6 @@
 #include "amp/half.h"
 #include "tests/models/models_test.h"
 
-static uint64_t cpu_now(void) { return hl_mem_get_stats(HL_DEVICE_CPU).current; }
 
 /* ------------------------------------------------------------ GPT-2 124M -- */
 
@@ -43,10 +42,10 @@ static void test_gpt2_counts_and_bytes(void **state) {
 static void test_gpt2_built(void **state) {
   (void)state;
   const hl_gpt_config g = HL_GPT2_124M;
-  uint64_t before = cpu_now();
+  uint64_t before = hl_cpu_live_bytes();
   hl_gpt *m = hl_gpt_new(&g, HL_POLICY_FP16, HL_DEVICE_CPU, 1);
   OK(m);
-  assert_int_equal(cpu_now() - before, 248879616);
+  assert_int_equal(hl_cpu_live_bytes() - before, 248879616);
   assert_int_equal(m->params.n, 148);
   assert_int_equal(hl_params_numel(&m->params), 124439808);
   assert_int_equal(hl_params_bytes(&m->params), 248879616);
@@ -59,7 +58,7 @@ static void test_gpt2_built(void **state) {
   assert_int_equal(p->tensor->shape[0], 3072);
   assert_int_equal(p->tensor->shape[1], 768);
   hl_gpt_free(m);
-  assert_int_equal(cpu_now(), before);
+  assert_int_equal(hl_cpu_live_bytes(), before);
 }
 
 static const hl_gpt_config small = {.n_layer = 2, .n_head = 4, .n_embd = 32, .vocab_size = 50, .block_size = 16};
@@ -100,10 +99,10 @@ static void test_names_in_hf_order(void **state) {
 static void test_policies(void **state) {
   (void)state;
   for (int p = 0; p < HL_POLICIES; p++) {
-    uint64_t before = cpu_now();
+    uint64_t before = hl_cpu_live_bytes();
     hl_gpt *m = hl_gpt_new(&small, (hl_weight_policy)p, HL_DEVICE_CPU, 3);
     OK(m);
-    uint64_t used = cpu_now() - before;
+    uint64_t used = hl_cpu_live_bytes() - before;
     assert_int_equal(used, hl_gpt_param_bytes(&small, (hl_weight_policy)p));
     assert_int_equal(hl_params_bytes(&m->params), used);
     assert_int_equal(hl_params_numel(&m->params), hl_gpt_param_count(&small));
@@ -210,7 +209,7 @@ static void test_init_deterministic_and_same_across_policies(void **state) {
 }
 
 static void moments(const hl_tensor *t, double *mean, double *std, double *lo, double *hi) {
-  double *v = tensor_values(t);
+  double *v = hl_tensor_values(t);
   int64_t n = hl_numel(t);
   double s = 0, s2 = 0;
   *lo = INFINITY;
@@ -425,10 +424,10 @@ static void test_mlp(void **state) {
   hl_mlp_config c = {.n_in = 6, .n_out = 3, .n_hidden = 2, .hidden = {5, 4}, .act = HL_ACT_GELU};
   assert_int_equal(hl_mlp_param_count(&c), 5 * 7 + 4 * 6 + 3 * 5);
   for (int p = 0; p < HL_POLICIES; p++) {
-    uint64_t before = cpu_now();
+    uint64_t before = hl_cpu_live_bytes();
     hl_mlp *m = hl_mlp_new(&c, (hl_weight_policy)p, HL_DEVICE_CPU, 1);
     OK(m);
-    assert_int_equal(cpu_now() - before, hl_mlp_param_bytes(&c, (hl_weight_policy)p));
+    assert_int_equal(hl_cpu_live_bytes() - before, hl_mlp_param_bytes(&c, (hl_weight_policy)p));
     hl_mlp_free(m);
   }
   hl_mlp *m = hl_mlp_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 1);
@@ -451,12 +450,12 @@ static void test_mlp(void **state) {
   OK(loss);
   assert_int_equal(logits->shape[0], N);
   assert_int_equal(logits->shape[1], 3);
-  double *xv = tensor_values(x), *w[6];
+  double *xv = hl_tensor_values(x), *w[6];
   for (int i = 0; i < 6; i++) w[i] = param_values(&m->params.items[i]);
   assert_true(fabs(hl_item(loss) - ref_mlp_loss(w, xv, tv, N)) <= 1e-5 * hl_item(loss));
   OK(hl_backward(loss, NULL, false));
   for (int i = 0; i < 6; i++) {
-    double *g = tensor_values(hl_tensor_grad(m->params.items[i].tensor));
+    double *g = hl_tensor_values(hl_tensor_grad(m->params.items[i].tensor));
     int64_t n = hl_numel(m->params.items[i].tensor);
     for (int64_t k = 0; k < n; k += 3) {
       double saved = w[i][k];

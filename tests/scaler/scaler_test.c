@@ -11,17 +11,6 @@
 #include "amp/ops.h"
 #include "amp/registry.h"
 
-void scaler_ok_(int ok, const char *what, const char *file, int line) {
-  if (!ok) fail_msg("%s:%d: %s failed: %s", file, line, what, hl_error());
-}
-
-void scaler_refused_(int got, const char *what, const char **fragments, const char *file, int line) {
-  if (got) fail_msg("%s:%d: %s was accepted", file, line, what);
-  for (int i = 0; fragments[i]; i++)
-    if (!strstr(hl_error(), fragments[i]))
-      fail_msg("%s:%d: %s: message \"%s\" lacks \"%s\"", file, line, what, hl_error(), fragments[i]);
-}
-
 hl_tensor *tensor_of(hl_shape s, const float *v, float fill, hl_dtype dtype, hl_device_kind dev) {
   int64_t n = 1;
   for (int d = 0; d < s.ndim; d++) n *= s.d[d];

@@ -14,13 +14,6 @@
 #include "amp/tensor.h"
 #include "tests/support/hltest.h"
 
-/* Fails the test with hl_error() when p is NULL / false. */
-#define OK(p) scaler_ok_((p) != 0, #p, __FILE__, __LINE__)
-void scaler_ok_(int ok, const char *what, const char *file, int line);
-
-/* expr must fail (NULL / false) with a message containing every fragment */
-#define REFUSED(expr, ...) scaler_refused_((expr) != 0, #expr, (const char *[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
-void scaler_refused_(int got, const char *what, const char **fragments, const char *file, int line);
 
 /* A tensor of numel(s) values from v (NULL: all `fill`), rounded to dtype. */
 hl_tensor *tensor_of(hl_shape s, const float *v, float fill, hl_dtype dtype, hl_device_kind dev);

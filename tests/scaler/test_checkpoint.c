@@ -161,7 +161,7 @@ static void refused_unchanged(const char *path, run *r, const char **fragments, 
   float master_before = value_at(hl_optim_master(r->adamw, 0), 0);
   double scale_before = hl_scaler_get_scale(r->scaler);
   int64_t step_before = r->st.step, adam_steps = hl_optim_param_steps(r->adamw, 0);
-  scaler_refused_(hl_checkpoint_load(path, state_of(r)), "hl_checkpoint_load", fragments, __FILE__, line);
+  hl_refused_or_fail(hl_checkpoint_load(path, state_of(r)) != 0, "hl_checkpoint_load", fragments, __FILE__, line);
   float *w_after = values_of(r->w1), *w2_after = values_of(r->w2);
   assert_memory_equal(w_before, w_after, 12 * sizeof(float));
   assert_memory_equal(w2_before, w2_after, 8 * sizeof(float));

@@ -8,12 +8,6 @@
 
 #include "tests/support/hltest.h"
 
-static char *run_ok(const char *prog, const char *args) {
-  hl_run_result r = hl_run_ok("'%s' --device cpu %s", hl_test_prog(prog), args);
-  free(r.err);
-  return r.out;
-}
-
 /* the line of out that starts with `start` and contains `has` (NULL: any) */
 static char *line_of(const char *out, const char *start, const char *has) {
   for (const char *p = out; p && *p;) {
@@ -37,11 +31,11 @@ static void has_line(const char *out, const char *start, const char *has) {
 
 static void test_loop(void **state) {
   (void)state;
-  char *out = run_ok("amp-loop", "");
+  char *out = hl_run_cpu_ok("amp-loop", "");
   has_line(out, "loss under autocast (fp16 forward)", "f32 cpu");
   has_line(out, "loss:", "->");
   free(out);
-  out = run_ok("amp-loop", "--inject 3,7,10-12 --inject-kind nan --steps 30");
+  out = hl_run_cpu_ok("amp-loop", "--inject 3,7,10-12 --inject-kind nan --steps 30");
   has_line(out, "3 ", "skipped (injected inf/NaN)");
   has_line(out, "12 ", "skipped (injected inf/NaN)");
   has_line(out, "skipped steps:", "3,7,10,11,12");
@@ -51,7 +45,7 @@ static void test_loop(void **state) {
 
 static void test_clip(void **state) {
   (void)state;
-  char *out = run_ok("amp-clip", "");
+  char *out = hl_run_cpu_ok("amp-clip", "");
   has_line(out, "      (the scaled gradients' norm would read", "fold");
   has_line(out, "1 ", "clipped");
   has_line(out, "9 ", "inf/NaN: skipped");
@@ -61,7 +55,7 @@ static void test_clip(void **state) {
 
 static void test_accumulate(void **state) {
   (void)state;
-  char *out = run_ok("amp-accumulate", "");
+  char *out = hl_run_cpu_ok("amp-accumulate", "");
   has_line(out, "1     128       256", NULL);
   has_line(out, "2     256       512", NULL); /* test vector 7 */
   has_line(out, "scale: the same for the 4 micro-batches", NULL);
@@ -71,7 +65,7 @@ static void test_accumulate(void **state) {
 
 static void test_penalty(void **state) {
   (void)state;
-  char *out = run_ok("amp-penalty", "--steps 8");
+  char *out = hl_run_cpu_ok("amp-penalty", "--steps 8");
   has_line(out, "      (the same penalty from the scaled gradients", "times too large");
   has_line(out, "worst penalty difference:", "limit");
   has_line(out, "total loss", "->");
@@ -80,7 +74,7 @@ static void test_penalty(void **state) {
 
 static void test_multi(void **state) {
   (void)state;
-  char *out = run_ok("amp-multi", "--steps 8");
+  char *out = hl_run_cpu_ok("amp-multi", "--steps 8");
   has_line(out, "second backward without retain_graph on the first:", "retain_graph=true");
   has_line(out, "4 ", "optimizer0 stepped, optimizer1 skipped (inf injected into model1)");
   has_line(out, "worst gradient difference", "limit");
@@ -89,7 +83,7 @@ static void test_multi(void **state) {
 
 static void test_checkpoint(void **state) {
   (void)state;
-  char *full = run_ok("amp-checkpoint", "");
+  char *full = hl_run_cpu_ok("amp-checkpoint", "");
   has_line(full, "final weights of both runs:", "bit-identical");
   has_line(full, "truncated to half its size:", "is truncated");
   has_line(full, "one bit flipped:", "checksum mismatch");
@@ -98,10 +92,10 @@ static void test_checkpoint(void **state) {
   char *dir = hl_tmpdir();
   char args[4200];
   snprintf(args, sizeof args, "--dir '%s' --stop-after 5", dir);
-  char *first = run_ok("amp-checkpoint", args);
+  char *first = hl_run_cpu_ok("amp-checkpoint", args);
   has_line(first, "saved", "after step 5");
   snprintf(args, sizeof args, "--dir '%s' --resume", dir);
-  char *second = run_ok("amp-checkpoint", args);
+  char *second = hl_run_cpu_ok("amp-checkpoint", args);
   has_line(second, "resumed", "at step 5");
   for (int step = 1; step <= 12; step++) {
     char start[16];

@@ -1,6 +1,10 @@
 /* hltest.c — test support: processes, folders, CSV. */
 #include "tests/support/hltest.h"
 
+#include "amp/error.h"
+#include "amp/mem.h"
+#include "amp/tensor.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -329,3 +333,31 @@ void hl_require_gpu(void) {
     exit(77);
   }
 }
+
+char *hl_run_cpu_ok(const char *prog, const char *args) {
+  hl_run_result r = hl_run_ok("'%s' --device cpu %s", hl_test_prog(prog), args);
+  free(r.err);
+  return r.out;
+}
+
+/* ----------------------------------------------------- the core's calls -- */
+
+void hl_ok_or_fail(int ok, const char *what, const char *file, int line) {
+  if (!ok) fail_msg("%s:%d: %s failed: %s", file, line, what, hl_error());
+}
+
+void hl_refused_or_fail(int got, const char *what, const char **fragments, const char *file, int line) {
+  if (got) fail_msg("%s:%d: %s was accepted", file, line, what);
+  for (int i = 0; fragments[i]; i++)
+    if (!strstr(hl_error(), fragments[i]))
+      fail_msg("%s:%d: %s: message \"%s\" lacks \"%s\"", file, line, what, hl_error(), fragments[i]);
+}
+
+double *hl_tensor_values(const hl_tensor *t) {
+  double *v = malloc(sizeof(double) * (size_t)(hl_numel(t) + 1));
+  assert_non_null(v);
+  OK(hl_read_f64(t, v));
+  return v;
+}
+
+uint64_t hl_cpu_live_bytes(void) { return hl_mem_get_stats(HL_DEVICE_CPU).current; }

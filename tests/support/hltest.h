@@ -87,4 +87,26 @@ int hl_table_find(const hl_table *t, ...);
 /* Exits 77 (meson: skipped) with the reason when no usable GPU is present. */
 void hl_require_gpu(void);
 
+/* Runs program PROG (hl_test_prog) with --device cpu ARGS, failing unless
+ * it exits 0; its stdout (malloc'd). */
+char *hl_run_cpu_ok(const char *prog, const char *args);
+
+/* ----------------------------------------------------- the core's calls -- */
+
+struct hl_tensor;
+
+/* Fails the test, at the caller's file:line with hl_error(), when p is
+ * NULL / false. */
+#define OK(p) hl_ok_or_fail((p) != 0, #p, __FILE__, __LINE__)
+void hl_ok_or_fail(int ok, const char *what, const char *file, int line);
+/* expr must fail (NULL / false) with a message containing every fragment. */
+#define REFUSED(expr, ...) \
+  hl_refused_or_fail((expr) != 0, #expr, (const char *[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
+void hl_refused_or_fail(int got, const char *what, const char **fragments, const char *file, int line);
+/* All of a tensor's values as doubles (malloc'd). */
+double *hl_tensor_values(const struct hl_tensor *t);
+/* Bytes the accounting allocator holds on the CPU now: tests compare before
+ * and after to find leaked tensors or graphs. */
+uint64_t hl_cpu_live_bytes(void);
+
 #endif

@@ -35,7 +35,6 @@ static hl_table *csv(const char *dir, const char *name, const char *mode, const 
   return t;
 }
 
-static double num(const hl_table *t, int r, const char *col) { return hl_table_num(t, r, col); }
 static bool empty(const hl_table *t, int r, const char *col) { return hl_table_get(t, r, col)[0] == '\0'; }
 
 static void run_ok(hl_run_result *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -66,36 +65,36 @@ static void test_every_mode(void **state) {
     const bool scaled = m == 1 || m == 4 || m == 5, half_weights = m >= 5;
     for (int r = 0; r < 10; r++) {
       assert_string_equal(hl_table_get(t, r, "mode"), modes[m]);
-      assert_true(num(t, r, "step") == r + 1);
-      assert_true(isfinite(num(t, r, "loss")) && num(t, r, "loss") > 0);
-      assert_true(num(t, r, "scale") == (m == 4 ? 1024 : scaled ? 65536 : 1));
-      assert_true(num(t, r, "skipped") == 0);
-      assert_true(num(t, r, "grad_norm") > 0);
+      assert_true(hl_table_num(t, r, "step") == r + 1);
+      assert_true(isfinite(hl_table_num(t, r, "loss")) && hl_table_num(t, r, "loss") > 0);
+      assert_true(hl_table_num(t, r, "scale") == (m == 4 ? 1024 : scaled ? 65536 : 1));
+      assert_true(hl_table_num(t, r, "skipped") == 0);
+      assert_true(hl_table_num(t, r, "grad_norm") > 0);
       /* the cosine schedule: lr at step s is 0.05 (1 + cos(pi (s - 1) / 10)) / 2 */
-      assert_true(fabs(num(t, r, "lr") - 0.025 * (1 + cos(M_PI * r / 10))) < 1e-9);
-      assert_true(num(t, r, "step_time_ms") > 0);
-      assert_true(fabs(num(t, r, "tokens_per_s") / num(t, r, "samples_per_s") - 16) < 1e-6); /* 16 tokens a row */
-      assert_true(num(t, r, "mem_peak_bytes") >= num(t, r, "mem_current_bytes") && num(t, r, "mem_current_bytes") > 0);
+      assert_true(fabs(hl_table_num(t, r, "lr") - 0.025 * (1 + cos(M_PI * r / 10))) < 1e-9);
+      assert_true(hl_table_num(t, r, "step_time_ms") > 0);
+      assert_true(fabs(hl_table_num(t, r, "tokens_per_s") / hl_table_num(t, r, "samples_per_s") - 16) < 1e-6); /* 16 tokens a row */
+      assert_true(hl_table_num(t, r, "mem_peak_bytes") >= hl_table_num(t, r, "mem_current_bytes") && hl_table_num(t, r, "mem_current_bytes") > 0);
       const char *fracs[] = {"grad_zero_frac", "fp16_underflow_frac", "fp16_underflow_scaled_frac", "fp16_zero_frac",
                              "fp16_zero_scaled_frac", "absorbed_frac", "fp16_absorbed_frac"};
-      for (int k = 0; k < 7; k++) assert_true(num(t, r, fracs[k]) >= 0 && num(t, r, fracs[k]) <= 1);
+      for (int k = 0; k < 7; k++) assert_true(hl_table_num(t, r, fracs[k]) >= 0 && hl_table_num(t, r, fracs[k]) <= 1);
       /* scaling moves gradients out of fp16's underflow zone, never into it */
-      assert_true(num(t, r, "fp16_underflow_scaled_frac") <= num(t, r, "fp16_underflow_frac"));
-      assert_true(num(t, r, "fp16_zero_frac") <= num(t, r, "fp16_underflow_frac"));
-      if (!scaled) assert_true(num(t, r, "fp16_underflow_scaled_frac") == num(t, r, "fp16_underflow_frac"));
-      if (half_weights) assert_true(num(t, r, "absorbed_frac") == num(t, r, "fp16_absorbed_frac"));
-      else assert_true(num(t, r, "absorbed_frac") <= num(t, r, "fp16_absorbed_frac"));
+      assert_true(hl_table_num(t, r, "fp16_underflow_scaled_frac") <= hl_table_num(t, r, "fp16_underflow_frac"));
+      assert_true(hl_table_num(t, r, "fp16_zero_frac") <= hl_table_num(t, r, "fp16_underflow_frac"));
+      if (!scaled) assert_true(hl_table_num(t, r, "fp16_underflow_scaled_frac") == hl_table_num(t, r, "fp16_underflow_frac"));
+      if (half_weights) assert_true(hl_table_num(t, r, "absorbed_frac") == hl_table_num(t, r, "fp16_absorbed_frac"));
+      else assert_true(hl_table_num(t, r, "absorbed_frac") <= hl_table_num(t, r, "fp16_absorbed_frac"));
       const bool eval = (r + 1) % 5 == 0;
       assert_true(empty(t, r, "eval_loss") == !eval && empty(t, r, "eval_acc") == !eval);
-      if (eval) assert_true(num(t, r, "eval_acc") >= 0 && num(t, r, "eval_acc") <= 1);
+      if (eval) assert_true(hl_table_num(t, r, "eval_acc") >= 0 && hl_table_num(t, r, "eval_acc") <= 1);
     }
-    first_loss[m] = num(t, 0, "loss");
+    first_loss[m] = hl_table_num(t, 0, "loss");
     hl_table_free(t);
     hl_table *s = csv(dir, "tiny", modes[m], "summary");
     assert_int_equal(s->nrows, 1);
     assert_string_equal(hl_table_get(s, 0, "status"), "completed");
-    assert_true(num(s, 0, "steps_done") == 10 && num(s, 0, "timed_steps") == 5); /* warm-up 5 */
-    assert_true(num(s, 0, "param_bytes") == (half_weights ? 2 : 4) * num(s, 0, "params"));
+    assert_true(hl_table_num(s, 0, "steps_done") == 10 && hl_table_num(s, 0, "timed_steps") == 5); /* warm-up 5 */
+    assert_true(hl_table_num(s, 0, "param_bytes") == (half_weights ? 2 : 4) * hl_table_num(s, 0, "params"));
     assert_string_equal(hl_table_get(s, 0, "omp_wait_policy"), "passive"); /* set by halflab-train */
     hl_table_free(s);
     /* histograms at the first, middle and last step, unscaled and scaled, fractions summing to 1 */
@@ -108,7 +107,7 @@ static void test_every_mode(void **state) {
         for (int r = 0; r < h->nrows; r++)
           if (!strcmp(hl_table_get(h, r, "step"), steps[k]) &&
               !strcmp(hl_table_get(h, r, "grads"), g ? "scaled" : "unscaled"))
-            sum += num(h, r, "frac"), rows++;
+            sum += hl_table_num(h, r, "frac"), rows++;
         assert_true(rows > 3 && fabs(sum - 1) < 1e-6);
       }
     hl_table_free(h);
@@ -126,7 +125,7 @@ static void test_every_mode(void **state) {
   all = hl_table_read(hl_path(dir, "train_summary.csv"));
   assert_int_equal(all->nrows, 7);
   int row = hl_table_find(all, "name", "tiny", "mode", "fp32", NULL);
-  assert_true(row >= 0 && num(all, row, "steps_done") == 3);
+  assert_true(row >= 0 && hl_table_num(all, row, "steps_done") == 3);
   hl_table_free(all);
   hl_rmtree(dir);
   free(dir);
@@ -149,7 +148,7 @@ static void test_resume_bit_identical(void **state) {
   run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"), dir);
   hl_table *s = csv(dir, "split", "amp-fp16", "summary");
   assert_string_equal(hl_table_get(s, 0, "status"), "stopped");
-  assert_true(num(s, 0, "steps_done") == 6);
+  assert_true(hl_table_num(s, 0, "steps_done") == 6);
   hl_table_free(s);
   /* resumed twice: the second time the log is cut back to the checkpoint's 6 rows before appending */
   for (int k = 0; k < 2; k++)
@@ -159,14 +158,14 @@ static void test_resume_bit_identical(void **state) {
   assert_int_equal(a->nrows, 12);
   assert_int_equal(b->nrows, 12);
   for (int r = 0; r < 12; r++) {
-    assert_true(num(b, r, "step") == r + 1);
+    assert_true(hl_table_num(b, r, "step") == r + 1);
     for (size_t k = 0; k < sizeof exact_cols / sizeof exact_cols[0]; k++)
       if (strcmp(hl_table_get(a, r, exact_cols[k]), hl_table_get(b, r, exact_cols[k])))
         fail_msg("step %d %s: %s uninterrupted, %s resumed", r + 1, exact_cols[k], hl_table_get(a, r, exact_cols[k]),
                  hl_table_get(b, r, exact_cols[k]));
   }
-  assert_true(num(b, 3, "skipped") == 1);
-  assert_true(num(b, 11, "scale") != 65536); /* the scale moved across the checkpoint */
+  assert_true(hl_table_num(b, 3, "skipped") == 1);
+  assert_true(hl_table_num(b, 11, "scale") != 65536); /* the scale moved across the checkpoint */
   assert_non_null(strstr(b->meta, "# resumed: after step 6"));
   hl_table_free(a);
   hl_table_free(b);
@@ -200,16 +199,16 @@ static void test_inject_nonfinite(void **state) {
     for (int r = 0; r < 10; r++) {
       const int step = r + 1;
       const bool injected = step == 3 || step == 7 || step == 8;
-      assert_true(num(t, r, "skipped") == injected);
-      assert_true(num(t, r, "scale") == scale);
+      assert_true(hl_table_num(t, r, "skipped") == injected);
+      assert_true(hl_table_num(t, r, "scale") == scale);
       if (injected) {
         assert_true(empty(t, r, "absorbed_frac")); /* no update, nothing to count */
         if (c != 1) scale /= 2;                    /* dynamic: backs off; static: stays */
       }
     }
     hl_table *s = csv(dir, "tiny", cases[c], "summary");
-    assert_true(num(s, 0, "skipped") == 3);
-    assert_true(num(s, 0, "final_scale") == scale);
+    assert_true(hl_table_num(s, 0, "skipped") == 3);
+    assert_true(hl_table_num(s, 0, "final_scale") == scale);
     hl_table_free(s);
     hl_table_free(t);
   }
@@ -227,7 +226,7 @@ static void test_fp32_nonfinite_fails(void **state) {
     fail_msg("stderr: %s", r.err);
   hl_table *t = csv(dir, "tiny", "fp32", "steps"); /* complete lines up to the failing step */
   assert_int_equal(t->nrows, 4);
-  assert_false(isfinite(num(t, 3, "loss")));
+  assert_false(isfinite(hl_table_num(t, 3, "loss")));
   hl_table_free(t);
   assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_summary.csv")));
   assert_false(hl_file_exists(hl_path(dir, "train_summary.csv")));
@@ -284,12 +283,12 @@ static void stop_with(int sig) {
   hl_table *t = hl_table_read(steps); /* NULL on a half line */
   assert_non_null(t);
   assert_true(t->nrows >= 4 && t->nrows < 100000);
-  const double last = num(t, t->nrows - 1, "step");
-  for (int r = 0; r < t->nrows; r++) assert_true(num(t, r, "step") == r + 1);
+  const double last = hl_table_num(t, t->nrows - 1, "step");
+  for (int r = 0; r < t->nrows; r++) assert_true(hl_table_num(t, r, "step") == r + 1);
   hl_table_free(t);
   hl_table *s = csv(out, "tiny", "amp-fp16", "summary");
   assert_string_equal(hl_table_get(s, 0, "status"), "interrupted");
-  assert_true(num(s, 0, "steps_done") == last);
+  assert_true(hl_table_num(s, 0, "steps_done") == last);
   hl_table_free(s);
   assert_true(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_hist.csv")));
   assert_false(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_summary.csv.tmp")));
@@ -420,9 +419,9 @@ static void test_mlp_recipes(void **state) {
   hl_table *t = csv(dir, "mlp-tiny", "amp-fp16", "steps");
   assert_int_equal(t->nrows, 6);
   for (int r = 0; r < 6; r++) {
-    assert_true(isfinite(num(t, r, "loss")));
-    assert_true(num(t, r, "grad_norm") > 0);
-    assert_true(fabs(num(t, r, "samples_per_s") * num(t, r, "step_time_ms") / 1e3 / 64 - 1) < 1e-6); /* 2 x 32 */
+    assert_true(isfinite(hl_table_num(t, r, "loss")));
+    assert_true(hl_table_num(t, r, "grad_norm") > 0);
+    assert_true(fabs(hl_table_num(t, r, "samples_per_s") * hl_table_num(t, r, "step_time_ms") / 1e3 / 64 - 1) < 1e-6); /* 2 x 32 */
     assert_true(empty(t, r, "tokens_per_s"));
   }
   hl_table_free(t);
@@ -444,12 +443,12 @@ static void test_text(void **state) {
          dir);
   hl_table *t = csv(dir, "tiny-text", "fp32", "steps");
   assert_int_equal(t->nrows, 5);
-  assert_true(num(t, 4, "eval_acc") >= 0);
-  assert_true(fabs(num(t, 0, "tokens_per_s") / num(t, 0, "samples_per_s") - 32) < 1e-6);
+  assert_true(hl_table_num(t, 4, "eval_acc") >= 0);
+  assert_true(fabs(hl_table_num(t, 0, "tokens_per_s") / hl_table_num(t, 0, "samples_per_s") - 32) < 1e-6);
   hl_table_free(t);
   hl_table *s = csv(dir, "tiny-text", "fp32", "summary");
   assert_string_equal(hl_table_get(s, 0, "task"), "text");
-  assert_true(num(s, 0, "vocab") == 256);
+  assert_true(hl_table_num(s, 0, "vocab") == 256);
   hl_table_free(s);
   hl_rmtree(dir);
   free(dir);
