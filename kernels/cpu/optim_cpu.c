@@ -48,6 +48,25 @@ static chunk *make_chunks(int n, int64_t (*numel_of)(const void *, int), const v
 static int64_t view_numel(const void *list, int t) { return ((const hl_grad_view *)list)[t].numel; }
 static int64_t entry_numel(const void *list, int t) { return ((const hl_optim_entry *)list)[t].numel; }
 
+/* f on every chunk of the n tensors of `list` (ranges [lo, hi) of tensor t),
+ * shared among OpenMP threads for large calls; the sum of its results. When
+ * the chunk list cannot be allocated, each tensor is one range. */
+typedef int64_t (*chunk_fn)(const void *list, int t, int64_t lo, int64_t hi, const void *arg);
+
+static int64_t sum_over_chunks(const void *list, int n, int64_t (*numel_of)(const void *, int), chunk_fn f,
+                               const void *arg) {
+  int64_t count, total, sum = 0;
+  chunk *c = make_chunks(n, numel_of, list, &count, &total);
+  if (!c) {
+    for (int t = 0; t < n; t++) sum += f(list, t, 0, numel_of(list, t), arg);
+    return sum;
+  }
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (total >= kParallelFrom)
+  for (int64_t k = 0; k < count; k++) sum += f(list, c[k].tensor, c[k].lo, c[k].hi, arg);
+  free(c);
+  return sum;
+}
+
 /* A whole-tensor chunk list for when make_chunks could not allocate. */
 static int64_t view_chunk_count(const hl_grad_view *g, int n) {
   int64_t count = 0;
@@ -57,7 +76,9 @@ static int64_t view_chunk_count(const hl_grad_view *g, int n) {
 
 /* ------------------------------------------------------------- scaler -- */
 
-static int unscale_range(const hl_grad_view *v, int64_t lo, int64_t hi, float inv) {
+static int64_t unscale_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+  const hl_grad_view *v = (const hl_grad_view *)list + t;
+  const float inv = *(const float *)arg;
   int nonfinite = 0;
   if (v->dense && v->dst == v->src && v->dst_dtype == HL_F32 && v->src_dtype == HL_F32) {
     /* the common case, in a loop the compiler vectorises: same formula */
@@ -73,18 +94,7 @@ static int unscale_range(const hl_grad_view *v, int64_t lo, int64_t hi, float in
 }
 
 static void cpu_unscale(const hl_grad_view *g, int n, const float *inv_scale, float *found_inf) {
-  const float inv = *inv_scale;
-  int64_t count, total;
-  chunk *c = make_chunks(n, view_numel, g, &count, &total);
-  int nonfinite = 0;
-  if (!c) {
-    for (int t = 0; t < n; t++) nonfinite |= unscale_range(&g[t], 0, g[t].numel, inv);
-  } else {
-#pragma omp parallel for schedule(static) reduction(| : nonfinite) if (total >= kParallelFrom)
-    for (int64_t k = 0; k < count; k++) nonfinite |= unscale_range(&g[c[k].tensor], c[k].lo, c[k].hi, inv);
-    free(c);
-  }
-  if (nonfinite) *found_inf = 1.0f;
+  if (sum_over_chunks(g, n, view_numel, unscale_range, inv_scale) > 0) *found_inf = 1.0f;
 }
 
 static void cpu_reciprocal(float *inv, const float *scale) { *inv = hl_om_reciprocal(*scale); }
@@ -96,35 +106,26 @@ static void cpu_update_scale(float *scale, int32_t *tracker, const float *found_
 
 /* --------------------------------------------------------- optimizers -- */
 
-static void cpu_sgd(const hl_optim_entry *e, int n, const hl_sgd_args *a, uint64_t *absorbed) {
-  int64_t count, total;
-  chunk *c = make_chunks(n, entry_numel, e, &count, &total);
+/* each returns the number of its updates the stored weight absorbed */
+static int64_t sgd_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
   int64_t still = 0;
-  if (!c) {
-    for (int t = 0; t < n; t++)
-      for (int64_t i = 0; i < e[t].numel; i++) still += hl_om_sgd_at(&e[t], i, a);
-  } else {
-#pragma omp parallel for schedule(static) reduction(+ : still) if (total >= kParallelFrom)
-    for (int64_t k = 0; k < count; k++)
-      for (int64_t i = c[k].lo; i < c[k].hi; i++) still += hl_om_sgd_at(&e[c[k].tensor], i, a);
-    free(c);
-  }
+  for (int64_t i = lo; i < hi; i++) still += hl_om_sgd_at((const hl_optim_entry *)list + t, i, arg);
+  return still;
+}
+
+static int64_t adamw_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+  int64_t still = 0;
+  for (int64_t i = lo; i < hi; i++) still += hl_om_adamw_at((const hl_optim_entry *)list + t, i, arg);
+  return still;
+}
+
+static void cpu_sgd(const hl_optim_entry *e, int n, const hl_sgd_args *a, uint64_t *absorbed) {
+  const int64_t still = sum_over_chunks(e, n, entry_numel, sgd_range, a);
   if (absorbed) *absorbed += (uint64_t)still;
 }
 
 static void cpu_adamw(const hl_optim_entry *e, int n, const hl_adamw_args *a, uint64_t *absorbed) {
-  int64_t count, total;
-  chunk *c = make_chunks(n, entry_numel, e, &count, &total);
-  int64_t still = 0;
-  if (!c) {
-    for (int t = 0; t < n; t++)
-      for (int64_t i = 0; i < e[t].numel; i++) still += hl_om_adamw_at(&e[t], i, a);
-  } else {
-#pragma omp parallel for schedule(static) reduction(+ : still) if (total >= kParallelFrom)
-    for (int64_t k = 0; k < count; k++)
-      for (int64_t i = c[k].lo; i < c[k].hi; i++) still += hl_om_adamw_at(&e[c[k].tensor], i, a);
-    free(c);
-  }
+  const int64_t still = sum_over_chunks(e, n, entry_numel, adamw_range, a);
   if (absorbed) *absorbed += (uint64_t)still;
 }
 
@@ -169,33 +170,22 @@ static void cpu_grad_norm(const hl_grad_view *g, int n, int norm_type, double ma
   hl_om_norm_finish(acc, norm_type, max_norm, out);
 }
 
-static void cpu_scale_grads(const hl_grad_view *g, int n, const float *coef_p) {
-  const float coef = *coef_p;
-  int64_t count, total;
-  chunk *c = make_chunks(n, view_numel, g, &count, &total);
-  if (!c) {
-    for (int t = 0; t < n; t++)
-      for (int64_t i = 0; i < g[t].numel; i++) hl_om_scale_at(&g[t], i, coef);
-    return;
-  }
-#pragma omp parallel for schedule(static) if (total >= kParallelFrom)
-  for (int64_t k = 0; k < count; k++)
-    for (int64_t i = c[k].lo; i < c[k].hi; i++) hl_om_scale_at(&g[c[k].tensor], i, coef);
-  free(c);
+static int64_t scale_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+  for (int64_t i = lo; i < hi; i++) hl_om_scale_at((const hl_grad_view *)list + t, i, *(const float *)arg);
+  return 0;
+}
+
+static int64_t clamp_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+  for (int64_t i = lo; i < hi; i++) hl_om_clamp_at((const hl_grad_view *)list + t, i, *(const double *)arg);
+  return 0;
+}
+
+static void cpu_scale_grads(const hl_grad_view *g, int n, const float *coef) {
+  sum_over_chunks(g, n, view_numel, scale_range, coef);
 }
 
 static void cpu_clamp_grads(const hl_grad_view *g, int n, double limit) {
-  int64_t count, total;
-  chunk *c = make_chunks(n, view_numel, g, &count, &total);
-  if (!c) {
-    for (int t = 0; t < n; t++)
-      for (int64_t i = 0; i < g[t].numel; i++) hl_om_clamp_at(&g[t], i, limit);
-    return;
-  }
-#pragma omp parallel for schedule(static) if (total >= kParallelFrom)
-  for (int64_t k = 0; k < count; k++)
-    for (int64_t i = c[k].lo; i < c[k].hi; i++) hl_om_clamp_at(&g[c[k].tensor], i, limit);
-  free(c);
+  sum_over_chunks(g, n, view_numel, clamp_range, &limit);
 }
 
 const struct hl_optim_kernels hl_cpu_optim_kernels = {
