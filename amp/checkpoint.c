@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amp/atomic_file.h"
 #include "amp/crc32.h"
 #include "amp/device.h"
 #include "amp/error.h"
@@ -153,60 +154,17 @@ static void put_optim(buffer *b, int k, const hl_optim *o) {
   }
 }
 
-static bool write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n) {
-    ssize_t w = write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    c += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-/* path.tmp, flushed, renamed over path; the directory flushed too */
+/* path.tmp, flushed, renamed over path (amp/atomic_file.h) */
 static bool write_atomically(const char *path, const unsigned char *data, size_t len) {
   const char *what = "checkpoint_save";
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 5);
-  if (!tmp) return hl_fail_bool("%s: out of host memory", what);
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp", 5);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int e = errno;
-    free(tmp);
-    return hl_fail_bool("%s: open(\"%s.tmp\"): %s; the previous checkpoint (if any) is untouched", what, path,
-                        strerror(e));
-  }
-  const char *call = NULL;
-  if (!write_all(fd, data, len)) call = "write";
-  else if (fsync(fd) != 0) call = "fsync";
-  int e = errno;
-  if (close(fd) != 0 && !call) call = "close", e = errno;
-  if (!call && rename(tmp, path) != 0) call = "rename", e = errno;
-  if (call) {
-    unlink(tmp);
-    free(tmp);
-    return hl_fail_bool("%s: %s(\"%s\"): %s; the previous checkpoint (if any) is untouched", what, call, path,
-                        strerror(e));
-  }
-  free(tmp);
-  /* make the rename itself durable */
-  char *dir = strdup(path);
-  if (dir) {
-    char *slash = strrchr(dir, '/');
-    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      fsync(dfd);
-      close(dfd);
-    }
-    free(dir);
-  }
+  hl_atomic_file a;
+  if (!hl_atomic_open(&a, path))
+    return hl_fail_bool("%s: open(\"%s\"): %s; the previous checkpoint (if any) is untouched", what, a.tmp,
+                        strerror(errno));
+  fwrite(data, 1, len, a.f); /* a short write leaves the stream's error flag, which commit reports */
+  if (!hl_atomic_commit(&a))
+    return hl_fail_bool("%s: %s(\"%s\"): %s; the previous checkpoint (if any) is untouched", what, a.call, path,
+                        strerror(errno));
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "amp/atomic_file.h"
 #include "amp/device.h"
 #include "version.h"
 
@@ -91,7 +92,7 @@ struct hl_csv {
   FILE *f;
   hl_csv_mode mode;
   char path[4096];
-  char tmp[4096 + 8];
+  hl_atomic_file table; /* HL_CSV_TABLE: written as PATH.tmp, renamed when closed */
   bool failed;
   int saved_errno;
 };
@@ -105,16 +106,15 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
   }
   c->mode = mode;
   snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
-  snprintf(c->tmp, sizeof c->tmp, "%s.tmp", c->path);
   bool fresh = true;
   if (mode == HL_CSV_LOG_APPEND) {
     struct stat st;
     fresh = !(stat(c->path, &st) == 0 && st.st_size > 0);
   }
-  const char *target = mode == HL_CSV_TABLE ? c->tmp : c->path;
-  c->f = fopen(target, mode == HL_CSV_LOG_APPEND ? "a" : "w");
+  if (mode == HL_CSV_TABLE) c->f = hl_atomic_open(&c->table, c->path) ? c->table.f : NULL;
+  else c->f = fopen(c->path, mode == HL_CSV_LOG_APPEND ? "a" : "w");
   if (!c->f) {
-    snprintf(err, errlen, "cannot write %s: %s", target, strerror(errno));
+    snprintf(err, errlen, "cannot write %s: %s", mode == HL_CSV_TABLE ? c->table.tmp : c->path, strerror(errno));
     free(c);
     return NULL;
   }
@@ -151,13 +151,14 @@ bool hl_csv_close(hl_csv *c, char *err, size_t errlen) {
   if (!c) return false;
   bool ok = !c->failed;
   int e = c->saved_errno;
-  if (fflush(c->f) != 0 && ok) ok = false, e = errno;
-  if (fclose(c->f) != 0 && ok) ok = false, e = errno;
-  if (ok && c->mode == HL_CSV_TABLE && rename(c->tmp, c->path) != 0) ok = false, e = errno;
-  if (!ok) {
-    snprintf(err, errlen, "writing %s failed: %s", c->mode == HL_CSV_TABLE ? c->tmp : c->path, strerror(e));
-    if (c->mode == HL_CSV_TABLE) unlink(c->tmp);
+  if (c->mode == HL_CSV_TABLE) {
+    if (!ok) hl_atomic_discard(&c->table);
+    else if (!hl_atomic_commit(&c->table)) ok = false, e = errno;
+  } else {
+    if (fflush(c->f) != 0 && ok) ok = false, e = errno;
+    if (fclose(c->f) != 0 && ok) ok = false, e = errno;
   }
+  if (!ok) snprintf(err, errlen, "writing %s failed: %s", c->mode == HL_CSV_TABLE ? c->table.tmp : c->path, strerror(e));
   free(c);
   return ok;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/atomic_file.h"
 #include "amp/autograd.h"
 #include "amp/crc32.h"
 #include "amp/device.h"
@@ -271,22 +272,13 @@ static float *param_values(const hl_param *p) {
 }
 
 bool hl_params_save(const hl_param_list *l, const char *path) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 5);
-  if (!tmp) return hl_fail_bool("save %s: out of host memory", path);
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp", 5);
-  writer w = {fopen(tmp, "wb"), 0, true};
-  if (!w.f) {
-    hl_fail_bool("save: cannot create %s: %s", tmp, strerror(errno));
-    free(tmp);
-    return false;
-  }
+  hl_atomic_file a;
+  if (!hl_atomic_open(&a, path)) return hl_fail_bool("save: cannot create %s: %s", a.tmp, strerror(errno));
+  writer w = {a.f, 0, true};
   put(&w, magic, sizeof magic);
   uint32_t count = (uint32_t)l->n;
   put(&w, &count, 4);
-  bool ok = true;
-  for (int i = 0; i < l->n && ok && w.ok; i++) {
+  for (int i = 0; i < l->n && w.ok; i++) {
     const hl_param *p = &l->items[i];
     uint32_t name_len = (uint32_t)strlen(p->name), ndim = (uint32_t)p->tensor->ndim;
     put(&w, &name_len, 4);
@@ -294,25 +286,18 @@ bool hl_params_save(const hl_param_list *l, const char *path) {
     put(&w, &ndim, 4);
     put(&w, p->tensor->shape, sizeof(int64_t) * ndim);
     float *v = param_values(p);
-    if (!v) {
-      ok = false;
-      break;
+    if (!v) { /* the reason is in hl_error() */
+      hl_atomic_discard(&a);
+      return false;
     }
     put(&w, v, sizeof(float) * (size_t)hl_numel(p->tensor));
     free(v);
   }
   uint32_t crc = w.crc;
   put(&w, &crc, 4);
-  int err = w.ok ? 0 : errno;
-  if (fclose(w.f) != 0 && w.ok) w.ok = false, err = errno;
-  if (ok && !w.ok) hl_fail("save: writing %s failed: %s", tmp, strerror(err ? err : EIO));
-  if (ok && w.ok && rename(tmp, path) != 0) {
-    hl_fail("save: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    w.ok = false;
-  }
-  if (!ok || !w.ok) remove(tmp);
-  free(tmp);
-  return ok && w.ok;
+  if (!hl_atomic_commit(&a))
+    return hl_fail_bool("save: %s of %s failed: %s", a.call, a.call[0] == 'r' ? path : a.tmp, strerror(errno));
+  return true;
 }
 
 /* ---------------------------------------------------------------- load -- */

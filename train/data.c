@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "amp/atomic_file.h"
 #include "amp/crc32.h"
 #include "amp/philox.h"
 #include "train/train.h"
@@ -373,13 +374,12 @@ static void put_u32(bwriter *w, uint32_t v) { put(w, &v, 4); }
  *   the held-out set: i32 inputs [eval_rows x T], i32 targets, u8 scored
  *   u32 CRC-32 (zlib's) of everything before it */
 bool data_export_batches(const train_data *d, const train_opts *o, const char *path, char *err, size_t len) {
-  char tmp[4500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  bwriter w = {fopen(tmp, "wb"), 0, false};
-  if (!w.f) {
-    snprintf(err, len, "--export-batches: cannot write '%s': %s", tmp, strerror(errno));
+  hl_atomic_file a;
+  if (!hl_atomic_open(&a, path)) {
+    snprintf(err, len, "--export-batches: cannot write '%s': %s", a.tmp, strerror(errno));
     return false;
   }
+  bwriter w = {a.f, 0, false};
   put(&w, "HLBAT001", 8);
   const int64_t micro = o->export_steps * o->accum;
   put_u32(&w, (uint32_t)d->batch);
@@ -410,11 +410,8 @@ bool data_export_batches(const train_data *d, const train_opts *o, const char *p
   token_batch_free(&e);
   const uint32_t crc = w.crc;
   put(&w, &crc, 4);
-  const bool ok = !w.bad && fflush(w.f) == 0;
-  const int e1 = errno;
-  if (fclose(w.f) != 0 || !ok || rename(tmp, path) != 0) {
-    snprintf(err, len, "--export-batches: writing '%s' failed: %s", path, strerror(ok ? errno : e1));
-    unlink(tmp);
+  if (!hl_atomic_commit(&a)) {
+    snprintf(err, len, "--export-batches: writing '%s' failed (%s): %s", path, a.call, strerror(errno));
     return false;
   }
   return true;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "amp/atomic_file.h"
 #include "amp/cli.h"
 #include "amp/csv.h"
 #include "amp/device.h"
@@ -69,10 +70,9 @@ static long long row_step(const char *line) {
 static void cut_log(const char *path, long long step) {
   FILE *f = fopen(path, "r");
   if (!f) return; /* nothing to keep: a fresh log */
-  char tmp[4500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *o = fopen(tmp, "w");
-  if (!o) hl_fatal("cannot write %s: %s", tmp, strerror(errno));
+  hl_atomic_file a;
+  if (!hl_atomic_open(&a, path)) hl_fatal("cannot write %s: %s", a.tmp, strerror(errno));
+  FILE *o = a.f;
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
@@ -95,7 +95,7 @@ static void cut_log(const char *path, long long step) {
   }
   free(line);
   fclose(f);
-  if (fclose(o) != 0 || rename(tmp, path) != 0) hl_fatal("rewriting %s: %s", path, strerror(errno));
+  if (!hl_atomic_commit(&a)) hl_fatal("rewriting %s: %s: %s", path, a.call, strerror(errno));
 }
 
 /* Rows of an earlier histogram file up to `step`, for a resumed run. */

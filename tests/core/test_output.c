@@ -1,12 +1,15 @@
 /* test_output.c — suite unit: the output helpers of amp/ the programs
  * share: rows held for a whole table (amp/csv.h hl_csv_rows), numbers as
- * text (amp/cli.h hl_format_thousands, hl_format_bytes) and the CRC-32 of
- * halflab's own files (amp/crc32.h). */
+ * text (amp/cli.h hl_format_thousands, hl_format_bytes), the CRC-32 of
+ * halflab's own files (amp/crc32.h) and their all-or-nothing writing
+ * (amp/atomic_file.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "amp/atomic_file.h"
 #include "amp/cli.h"
 #include "amp/crc32.h"
 #include "amp/csv.h"
@@ -93,11 +96,54 @@ static void test_crc32(void **state) {
   assert_int_equal(hl_crc32_update(hl_crc32_update(0, data, 333), data + 333, sizeof data - 333), whole);
 }
 
+static void test_atomic_file(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  const char *path = hl_path(dir, "f.bin");
+  hl_write_file(path, "old", 3);
+  hl_atomic_file a;
+  /* given up: the old file stays, no .tmp is left */
+  assert_true(hl_atomic_open(&a, path));
+  fputs("new, never finished", a.f);
+  hl_atomic_discard(&a);
+  size_t n;
+  char *got = hl_read_file(path, &n);
+  assert_int_equal(n, 3);
+  assert_memory_equal(got, "old", 3);
+  free(got);
+  assert_int_equal(hl_count_files(dir), 1);
+  /* committed: the new contents replace the old whole */
+  assert_true(hl_atomic_open(&a, path));
+  fputs("new", a.f);
+  fputs(" contents", a.f);
+  assert_true(hl_atomic_commit(&a));
+  got = hl_read_file(path, &n);
+  assert_int_equal(n, 12);
+  assert_memory_equal(got, "new contents", 12);
+  free(got);
+  assert_int_equal(hl_count_files(dir), 1);
+  /* a rename that cannot happen (a folder is in the way): refused, named, nothing left */
+  const char *folder = hl_path(dir, "sub");
+  assert_int_equal(mkdir(folder, 0755), 0);
+  hl_write_file(hl_path(folder, "x"), "x", 1);
+  assert_true(hl_atomic_open(&a, folder));
+  fputs("data", a.f);
+  assert_false(hl_atomic_commit(&a));
+  assert_string_equal(a.call, "rename");
+  assert_int_equal(hl_count_files(dir), 2); /* f.bin and sub: no sub.tmp */
+  /* a folder that does not exist: open refused */
+  assert_false(hl_atomic_open(&a, hl_path(dir, "no/such/f")));
+  assert_string_equal(a.call, "open");
+  hl_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numbers_as_text),
       cmocka_unit_test(test_rows),
       cmocka_unit_test(test_crc32),
+      cmocka_unit_test(test_atomic_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
