@@ -50,6 +50,8 @@ static double pow2(int e) {
   return d;
 }
 
+double hl_format_stored(hl_format f, float x) { return hl_format_decode(f, hl_format_encode(f, x, HL_OVERFLOW_IEEE)); }
+
 double hl_format_round(hl_format f, double x, hl_overflow ov) {
   const hl_format_info *fi = &formats[f];
   if (isnan(x)) return x;

@@ -74,6 +74,9 @@ double hl_format_round(hl_format f, double x, hl_overflow ov);
 uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov);
 /* Decode bits to the exact value. */
 double hl_format_decode(hl_format f, uint32_t bits);
+/* The value x holds once stored in the format: decode(encode(x)), overflow
+ * to inf as IEEE does. */
+double hl_format_stored(hl_format f, float x);
 hl_fclass hl_format_classify(hl_format f, uint32_t bits);
 const char *hl_fclass_name(hl_fclass c);
 

@@ -55,8 +55,8 @@ typedef struct {
 static add_view view_case(const add_case *k, uint32_t bits) {
   add_view v;
   bool native = k->mode == HL_ROUND_NATIVE;
-  v.a = hl_format_decode(k->f, hl_format_encode(k->f, k->a, HL_OVERFLOW_IEEE));
-  v.b_stored = native ? hl_format_decode(k->f, hl_format_encode(k->f, k->b, HL_OVERFLOW_IEEE)) : (double)k->b;
+  v.a = hl_format_stored(k->f, k->a);
+  v.b_stored = native ? hl_format_stored(k->f, k->b) : (double)k->b;
   v.bits = bits;
   v.result = hl_format_decode(k->f, bits);
   v.change = v.result - (native ? v.a : (double)k->a);
@@ -159,7 +159,7 @@ static void sweep(const nx_ctx *c) {
     for (int fi = 0; fi < NARITH; fi++) {
       hl_format fm = arith_formats[fi];
       for (int i = 0; i < n; i++) {
-        double stored = hl_format_decode(fm, hl_format_encode(fm, u[i], HL_OVERFLOW_IEEE));
+        double stored = hl_format_stored(fm, u[i]);
         double eff = hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0;
         hl_csv_row(f, "%s,%s,%.9g,%.17g,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name, u[i], stored, eff);
       }
@@ -188,7 +188,7 @@ static void lost_update(const nx_ctx *c) {
   double stored_update[HL_UPDATE_STRATEGIES];
   for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
     hl_format f = hl_update_step_format((hl_update_strategy)s);
-    stored_update[s] = hl_format_decode(f, hl_format_encode(f, p.update, HL_OVERFLOW_IEEE));
+    stored_update[s] = hl_format_stored(f, p.update);
   }
 
   nx_heading("lost update: w = 1, then %u updates of 0.0001 each, on %s", p.steps, nx_dev_label(c, 0));

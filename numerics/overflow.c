@@ -134,7 +134,7 @@ static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r,
   printf("\n");
   for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
     hl_format f = hl_sum_format((hl_sum_strategy)s);
-    double vf = hl_format_decode(f, hl_format_encode(f, sc->value, HL_OVERFLOW_IEEE));
+    double vf = hl_format_stored(f, sc->value);
     char why[512];
     explain((hl_sum_strategy)s, &r->out[s], sc->count, sc->value, vf, hl_format_decode(f, r->out[s].result_bits),
             (double)((long double)sc->count * vf), why, sizeof why);
@@ -210,7 +210,7 @@ int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
       for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
         const hl_sum_outcome *o = &res[i][d].out[s];
         hl_format fm = hl_sum_format((hl_sum_strategy)s);
-        double vf = hl_format_decode(fm, hl_format_encode(fm, cases[i].value, HL_OVERFLOW_IEEE));
+        double vf = hl_format_stored(fm, cases[i].value);
         char hex[16];
         hl_csv_row(f, "%s,%llu,%.9g,%s,%s,%.17g,%.17Lg,%.17g,%s,%llu,%.17g,%llu,%.17g,%llu", nx_dev_name(c, d),
                    (unsigned long long)cases[i].count, cases[i].value, strategy_id[s], hl_format_get(fm)->name, vf,

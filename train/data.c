@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "amp/atomic_file.h"
+#include "amp/cli.h"
 #include "amp/crc32.h"
 #include "amp/philox.h"
 #include "train/train.h"
@@ -286,9 +287,7 @@ token_batch token_batch_new(int64_t rows, int64_t T) {
   token_batch b = {rows, T, malloc(sizeof(int32_t) * (size_t)(rows * T)), malloc(sizeof(int32_t) * (size_t)(rows * T)),
                    malloc((size_t)(rows * T))};
   if (!b.idx || !b.tgt || !b.scored) {
-    fprintf(stderr, "%s: out of host memory for a batch of %lld x %lld tokens\n", TRAIN_PROG, (long long)rows,
-            (long long)T);
-    exit(1);
+    hl_fatal("out of host memory for a batch of %lld x %lld tokens", (long long)rows, (long long)T);
   }
   return b;
 }
@@ -303,8 +302,7 @@ void token_batch_free(token_batch *b) {
 sample_batch sample_batch_new(int64_t rows, int64_t n_in) {
   sample_batch b = {rows, n_in, malloc(sizeof(float) * (size_t)(rows * n_in)), malloc(sizeof(int32_t) * (size_t)rows)};
   if (!b.x || !b.y) {
-    fprintf(stderr, "%s: out of host memory for a batch of %lld samples\n", TRAIN_PROG, (long long)rows);
-    exit(1);
+    hl_fatal("out of host memory for a batch of %lld samples", (long long)rows);
   }
   return b;
 }

@@ -152,7 +152,7 @@ static int layout(const train_opts *o, listed_param **out) {
     const int n = hl_gpt_layout(&o->gpt, NULL);
     hl_param_spec *s = malloc(sizeof *s * (size_t)n);
     *out = malloc(sizeof **out * (size_t)n);
-    if (!s || !*out) exit(1);
+    if (!s || !*out) hl_fatal("out of host memory listing the parameters");
     hl_gpt_layout(&o->gpt, s);
     for (int i = 0; i < n; i++) {
       memcpy((*out)[i].name, s[i].name, sizeof s[i].name);
@@ -165,7 +165,7 @@ static int layout(const train_opts *o, listed_param **out) {
   const hl_mlp_config *c = &o->mlp;
   const int layers = c->n_hidden + 1;
   *out = malloc(sizeof **out * (size_t)(2 * layers));
-  if (!*out) exit(1);
+  if (!*out) hl_fatal("out of host memory listing the parameters");
   for (int i = 0; i < layers; i++) {
     const int64_t in = i == 0 ? c->n_in : c->hidden[i - 1], outw = i == c->n_hidden ? c->n_out : c->hidden[i];
     listed_param *w = &(*out)[2 * i], *b = &(*out)[2 * i + 1];
