@@ -151,24 +151,12 @@ static int parse_sizes(const char *s, uint64_t *out, int max) {
   return n;
 }
 
-/* comma list of names -> mask; every name must be in names[0..count) */
-static unsigned parse_names(const char *opt, const char *s, const char *const *names, int count) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
+/* comma list of names -> mask of their indices */
+static unsigned parse_mask(const char *opt, const char *s, const char *const *names, int count) {
+  bool chosen[32];
+  bench_parse_names(opt, s, "value", names, count, chosen);
   unsigned mask = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    int found = -1;
-    for (int i = 0; i < count; i++)
-      if (!strcmp(t, names[i])) found = i;
-    if (found < 0) {
-      char all[128] = "";
-      for (int i = 0; i < count; i++) strcat(strcat(all, i ? ", " : ""), names[i]);
-      hl_usage_error("%s: unknown value '%s' (expected %s)", opt, t, all);
-    }
-    mask |= 1u << found;
-  }
-  if (!mask) hl_usage_error("%s: empty list", opt);
+  for (int i = 0; i < count; i++) mask |= chosen[i] ? 1u << i : 0u;
   return mask;
 }
 
@@ -219,8 +207,8 @@ int bench_bandwidth_main(int argc, char **argv) {
   /* ---- every input checked before anything is created */
   uint64_t sizes[64];
   int nsizes = sizes_s ? parse_sizes(sizes_s, sizes, 64) : 0;
-  const unsigned dtypes = dtypes_s ? parse_names("--dtypes", dtypes_s, dtype_names, HL_STREAM_TYPES) : 7u;
-  const unsigned kernels = kernels_s ? parse_names("--kernels", kernels_s, kernel_names, NKERNELS) : 31u;
+  const unsigned dtypes = dtypes_s ? parse_mask("--dtypes", dtypes_s, dtype_names, HL_STREAM_TYPES) : 7u;
+  const unsigned kernels = kernels_s ? parse_mask("--kernels", kernels_s, kernel_names, NKERNELS) : 31u;
   const int reps = bench_parse_reps(c.reps);
   bench_device dev;
   char device_notice[512];

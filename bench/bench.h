@@ -61,6 +61,13 @@ void bench_device_open_deferred(bench_device *d, const char *request, char *noti
 /* --reps N: 1 .. 100000, or 0 (adaptive) when not given */
 int bench_parse_reps(const char *s);
 
+/* OPT's comma list s, each item one of names[0..count): chosen[i] set for
+ * each one named (the rest cleared). An unknown item (KIND names what it
+ * should have been, e.g. "variant") or an empty list exits 2 with one line
+ * that lists the names expected. */
+void bench_parse_names(const char *opt, const char *s, const char *kind, const char *const *names, int count,
+                       bool *chosen);
+
 /* ------------------------------------------------------------ timing -- */
 /* spec/bench.md: warm up at least 3 launches and while a warm-up is still
  * more than 2% faster than the one before; then repeat and report min,

@@ -35,6 +35,28 @@ void bench_bad_option(int opt, char **argv) {
 
 int bench_parse_reps(const char *s) { return s ? (int)hl_parse_int("--reps", s, 1, 100000) : 0; }
 
+void bench_parse_names(const char *opt, const char *s, const char *kind, const char *const *names, int count,
+                       bool *chosen) {
+  for (int i = 0; i < count; i++) chosen[i] = false;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", s);
+  char *save = NULL;
+  int n = 0;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+    int found = 0;
+    while (found < count && strcmp(t, names[found])) found++;
+    if (found == count) {
+      char all[512] = "";
+      size_t k = 0;
+      for (int i = 0; i < count && k < sizeof all; i++)
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", names[i]);
+      hl_usage_error("%s: unknown %s '%s' (expected %s)", opt, kind, t, all);
+    }
+    chosen[found] = true;
+  }
+  if (!n) hl_usage_error("%s: empty list", opt);
+}
+
 void bench_device_open(bench_device *d, const char *request) {
   char notice[512];
   bench_device_open_deferred(d, request, notice, sizeof notice);

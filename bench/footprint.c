@@ -327,21 +327,6 @@ static bool steps_supported(const bench_device *d, const fp_options *o, char *wh
 
 /* ------------------------------------------------------------ options -- */
 
-static void parse_list(const char *what, const char *s, const char *const *names, int count, bool *out) {
-  for (int i = 0; i < count; i++) out[i] = false;
-  char *copy = strdup(s), *save = NULL;
-  if (!copy) hl_fatal("out of host memory");
-  int seen = 0;
-  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save), seen++) {
-    int k = 0;
-    while (k < count && strcmp(tok, names[k])) k++;
-    if (k == count) hl_usage_error("%s: unknown value '%s'", what, tok);
-    out[k] = true;
-  }
-  free(copy);
-  if (!seen) hl_usage_error("%s: empty list", what);
-}
-
 static void parse_options(int argc, char **argv, bench_common *common, fp_options *o) {
   static const struct option longopts[] = {
       BENCH_COMMON_LONGOPTS,
@@ -384,7 +369,7 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
       case OPT_POLICIES: {
         const char *names[HL_POLICIES];
         for (int p = 0; p < HL_POLICIES; p++) names[p] = hl_weight_policy_name((hl_weight_policy)p);
-        parse_list("--policies", optarg, names, HL_POLICIES, o->policy);
+        bench_parse_names("--policies", optarg, "value", names, HL_POLICIES, o->policy);
         break;
       }
       case OPT_MODES: modes = optarg; break;
@@ -412,7 +397,7 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
   const char *mode_names[16];
   bool mode_on[16];
   for (int i = 0; i < hl_train_setup_count; i++) mode_names[i] = hl_train_setups[i].name;
-  parse_list("--modes", modes, mode_names, hl_train_setup_count, mode_on);
+  bench_parse_names("--modes", modes, "value", mode_names, hl_train_setup_count, mode_on);
   for (int i = 0; i < hl_train_setup_count; i++)
     if (mode_on[i]) o->modes[o->nmodes++] = &hl_train_setups[i];
 

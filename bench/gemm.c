@@ -359,18 +359,10 @@ static double validate(point *p, const char *host_pool, uint64_t seed, double *b
 
 static int parse_studies(const char *s) {
   if (!s) return 0;
-  int mask = 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(t, "square")) mask |= STUDY_SQUARE;
-    else if (!strcmp(t, "align")) mask |= STUDY_ALIGN;
-    else if (!strcmp(t, "gpt2")) mask |= STUDY_GPT2;
-    else hl_usage_error("--studies: unknown study '%s' (expected square, align or gpt2)", t);
-  }
-  if (!mask) hl_usage_error("--studies: empty list");
-  return mask;
+  static const char *const names[] = {"square", "align", "gpt2"}; /* STUDY_ bits 0, 1, 2 */
+  bool chosen[3];
+  bench_parse_names("--studies", s, "study", names, 3, chosen);
+  return (chosen[0] ? STUDY_SQUARE : 0) | (chosen[1] ? STUDY_ALIGN : 0) | (chosen[2] ? STUDY_GPT2 : 0);
 }
 
 /* --dtypes: variant names; each must exist, and (when named explicitly) run
@@ -389,19 +381,12 @@ static void parse_dtypes(const char *s, const bench_device *d, bool chosen[GEMM_
     }
     return;
   }
-  memset(chosen, 0, sizeof(bool) * GEMM_VARIANTS);
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", s);
-  char *save = NULL;
-  int n = 0;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
-    int i = gemm_variant_index(t);
-    if (i < 0) hl_usage_error("--dtypes: unknown variant '%s' (expected fp32, tf32, fp16, fp16-acc16, bf16, fp8, openblas)", t);
-    if (!gemm_variant_runs(d, &gemm_variants[i], why, sizeof why))
-      hl_usage_error("--dtypes: %s cannot run on this %s (%s): %s", t, d->name, d->facts->name, why);
-    chosen[i] = true;
-  }
-  if (!n) hl_usage_error("--dtypes: empty list");
+  const char *names[GEMM_VARIANTS];
+  for (int i = 0; i < GEMM_VARIANTS; i++) names[i] = gemm_variants[i].name;
+  bench_parse_names("--dtypes", s, "variant", names, GEMM_VARIANTS, chosen);
+  for (int i = 0; i < GEMM_VARIANTS; i++)
+    if (chosen[i] && !gemm_variant_runs(d, &gemm_variants[i], why, sizeof why))
+      hl_usage_error("--dtypes: %s cannot run on this %s (%s): %s", names[i], d->name, d->facts->name, why);
 }
 
 static void list_variants(const bench_device *d) {

@@ -161,20 +161,9 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   bool chosen[NVARIANTS];
   for (int i = 0; i < NVARIANTS; i++) chosen[i] = dtypes == NULL;
   if (dtypes) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", dtypes);
-    char *save = NULL;
-    int n = 0;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
-      int found = -1;
-      for (int i = 0; i < NVARIANTS; i++)
-        if (!strcmp(t, variants[i].name)) found = i;
-      if (found < 0)
-        hl_usage_error("--dtypes: '%s' is not part of the accuracy study (fp32, tf32, fp16, fp16-acc16, bf16, "
-                       "bf16-accbf16, fp8)", t);
-      chosen[found] = true;
-    }
-    if (!n) hl_usage_error("--dtypes: empty list");
+    const char *names[NVARIANTS];
+    for (int i = 0; i < NVARIANTS; i++) names[i] = variants[i].name;
+    bench_parse_names("--dtypes", dtypes, "variant of the accuracy study", names, NVARIANTS, chosen);
   }
   long long kdef[16];
   int nk = 0;

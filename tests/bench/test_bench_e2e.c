@@ -180,7 +180,7 @@ static void test_bad_input(void **state) {
   expect_bad_input("gemm", "--dtypes fp16-acc16", "cannot run");
   expect_bad_input("gemm", "--studies cubes", "unknown study");
   expect_bad_input("gemm", "--reps 0", "--reps");
-  expect_bad_input("gemm", "--accuracy --dtypes openblas", "not part of the accuracy study");
+  expect_bad_input("gemm", "--accuracy --dtypes openblas", "unknown variant of the accuracy study");
   expect_bad_input("gemm", "--bogus", "unknown option");
   expect_bad_input("gemm", "--sizes", "needs a value");
   expect_bad_input("bandwidth", "--sizes 0", "--sizes");
