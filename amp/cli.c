@@ -101,13 +101,20 @@ int hl_parse_int_list(const char *what, const char *s, long long lo, long long h
   return n;
 }
 
-hl_device_kind hl_cli_device(const char *request) {
+hl_device_kind hl_cli_device(const char *request, char *notice, size_t len) {
   hl_device_kind k;
   bool unusable;
   char err[512];
+  if (notice && len) notice[0] = '\0';
   if (!hl_device_resolve(request, &k, &unusable, err, sizeof err)) {
     if (unusable) hl_fatal("%s", err);
     hl_usage_error("%s", err);
+  }
+  if (err[0]) { /* auto, and no usable GPU */
+    char line[768];
+    snprintf(line, sizeof line, "%s: no usable GPU (%s): running on the CPU\n", hl_prog(), err);
+    if (notice) snprintf(notice, len, "%s", line);
+    else fputs(line, stderr);
   }
   return k;
 }

@@ -39,8 +39,10 @@ uint64_t hl_parse_bytes(const char *what, const char *s);
 int hl_parse_int_list(const char *what, const char *s, long long lo, long long hi, long long *out, int max);
 
 /* --device auto|cpu|cuda -> device kind; exits 2 on a malformed value and 1
- * when the device asked for is not usable. */
-hl_device_kind hl_cli_device(const char *request);
+ * when the device asked for is not usable. When auto falls back to the CPU,
+ * the line saying why goes to `notice` (NULL: straight to stderr), for a
+ * caller that still checks other input to print once that is done. */
+hl_device_kind hl_cli_device(const char *request, char *notice, size_t len);
 
 /* The output folder: `requested`, or <root>/<machine> for the device, where
  * <root> is $HALFLAB_RESULTS when set and non-empty, else results/ (relative

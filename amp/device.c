@@ -31,15 +31,10 @@ bool hl_device_available(hl_device_kind kind, char *why, size_t len) {
 bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len) {
   char why[256];
   *unusable = false;
+  if (len) err[0] = '\0';
   if (!request || !strcmp(request, "auto")) {
-    if (hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
-      *out = HL_DEVICE_CUDA;
-    } else {
-      static bool told;
-      if (!told) fprintf(stderr, "halflab: no usable GPU (%s); running on the CPU\n", why);
-      told = true;
-      *out = HL_DEVICE_CPU;
-    }
+    *out = hl_device_available(HL_DEVICE_CUDA, err, len) ? HL_DEVICE_CUDA : HL_DEVICE_CPU;
+    if (*out == HL_DEVICE_CUDA && len) err[0] = '\0';
     return true;
   }
   if (!strcmp(request, "cpu")) {

@@ -19,7 +19,8 @@ const hl_backend *hl_backend_for(hl_device_kind kind);
 bool hl_device_available(hl_device_kind kind, char *why, size_t len);
 
 /* Resolve a --device request ("auto", "cpu", "cuda"). auto takes the GPU
- * when one is usable, else the CPU with a one-line notice on stderr (once).
+ * when one is usable, else the CPU, with the reason the GPU is not usable in
+ * `err` (empty otherwise); the caller decides whether and when to say so.
  * Returns false with a message in `err` when the request is malformed (exit 2)
  * or asks for a device that is not usable (exit 1: *unusable set). */
 bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len);

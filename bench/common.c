@@ -64,18 +64,7 @@ void bench_device_open(bench_device *d, const char *request) {
 }
 
 void bench_device_open_deferred(bench_device *d, const char *request, char *notice, size_t len) {
-  notice[0] = '\0';
-  char why[256];
-  if (!request || !strcmp(request, "auto")) {
-    /* resolved here rather than by hl_cli_device, whose notice would come
-     * before a later one-line usage error */
-    if (hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) request = "cuda";
-    else {
-      snprintf(notice, len, "%s: no usable GPU (%s): running on the CPU\n", hl_prog(), why);
-      request = "cpu";
-    }
-  }
-  d->kind = hl_cli_device(request);
+  d->kind = hl_cli_device(request, notice, len);
   d->be = hl_backend_for(d->kind);
   d->facts = hl_device_facts_get(d->kind);
   d->name = hl_device_kind_name(d->kind);

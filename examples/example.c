@@ -54,7 +54,7 @@ example_opts example_init(const char *prog, const char *what, int argc, char **a
 }
 
 hl_device_kind example_start(const char *prog, const char *request, bool trace) {
-  hl_device_kind device = hl_cli_device(request);
+  hl_device_kind device = hl_cli_device(request, NULL, 0);
   char why[256];
   if (!hl_op_supported(hl_op_get(HL_OP_MM), device, HL_F32, why, sizeof why)) {
     if (strcmp(request, "auto")) hl_fatal("--device %s: %s", request, why);

@@ -68,7 +68,7 @@ static void choose_devices(const char *request, nx_ctx *c, char *notice, size_t 
     if (hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) c->dev[c->ndev++] = HL_DEVICE_CUDA;
     else snprintf(notice, len, "%s: no usable GPU (%s): the probes run on the CPU only\n", hl_prog(), why);
   } else {
-    c->dev[c->ndev++] = hl_cli_device(request);
+    c->dev[c->ndev++] = hl_cli_device(request, NULL, 0);
   }
   for (int d = 0; d < c->ndev; d++) {
     const hl_backend *b = hl_backend_for(c->dev[d]);

@@ -38,7 +38,7 @@ static hl_device_kind pick_device(const train_opts *o, char *notice, size_t len)
     }
     return HL_DEVICE_CUDA;
   }
-  const hl_device_kind k = hl_cli_device(request); /* exit 2 malformed, 1 unusable */
+  const hl_device_kind k = hl_cli_device(request, NULL, 0); /* exit 2 malformed, 1 unusable */
   if (!setup_device_runs(o, k, why, sizeof why))
     hl_fatal("--device %s: a %s step does not run on %s in this build: %s", request, o->mode->name, request, why);
   return k;
