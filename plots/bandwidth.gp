@@ -59,11 +59,14 @@ do for [out=1:2] {
       # one legend for all six panels, as coloured labels under the title, drawn with the first panel only
       if (p == 1 && row == 1) {
         do for [k=1:5] {
-          set label 100 + k sprintf("━━ %s", kern[k]) at screen 0.16 + 0.1 * k, screen 0.915 center tc rgb color[k] front
+          set label 100 + k sprintf("━━ %s", kern[k]) at screen 0.10 + 0.08 * k, screen 0.915 center tc rgb color[k] front
         }
-        set label 106 "╍╍ copy of the same size (same run)" at screen 0.78, screen 0.915 center tc rgb '#000000' front
+        set label 106 "╍╍ copy of the same size (same run)" at screen 0.66, screen 0.915 center tc rgb '#000000' front
+        if (hasref('memcpy-omp')) {
+          set label 107 "╍╍ the same copy, one part per thread" at screen 0.86, screen 0.915 center tc rgb '#888888' front
+        }
       } else {
-        do for [k=101:106] { unset label k }
+        do for [k=101:107] { unset label k }
       }
       ycol = row == 1 ? 'gbps' : 'gelems'
       cmd = ''
