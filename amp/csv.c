@@ -13,6 +13,8 @@
 
 #include "amp/atomic_file.h"
 #include "amp/device.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/cpu_features.h"
 #include "version.h"
 
 #define META_MAX 32
@@ -83,6 +85,17 @@ const char *hl_meta_text(void) {
                    device_[0] ? device_ : "unknown", host);
   if (cuda_[0] && k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cuda: %s\n", cuda_);
   if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", date_[0] ? date_ : "unknown");
+  /* Whatever device ran, the CPU's units and BLAS are part of the record:
+   * they decide every CPU figure, and a generic BLAS kernel set is flagged. */
+  char features[512];
+  hl_cpu_features_line(hl_cpu_features_get(), features, sizeof features);
+  const hl_blas_info *blas = hl_blas_info_get();
+  if (k >= 0 && (size_t)k < sizeof text_)
+    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
+                  features, blas->version, blas->kernels, blas->chosen_by, blas->library,
+                  blas->config[0] ? "; config: " : "", blas->config);
+  if (blas->warning[0] && k >= 0 && (size_t)k < sizeof text_)
+    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# blas-warning: %s\n", blas->warning);
   for (int i = 0; i < nkeys_ && k >= 0 && (size_t)k < sizeof text_; i++)
     k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# %s: %s\n", keys_[i], values_[i]);
   return text_;

@@ -22,7 +22,6 @@
  * each from the same weights is compared: loss and every gradient must
  * agree to 1e-4 relative, else the run stops with exit status 1 and no CSV.
  */
-#include <cblas.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
@@ -38,6 +37,7 @@
 #include "amp/ops.h"
 #include "amp/tensor.h"
 #include "bench/bench.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/gemm.h"
 #include "kernels/tensor_kernels.h"
 
@@ -139,7 +139,7 @@ static void direct_step(void *p, long it) {
     float *y = m->a[l + 1];
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < B; r++) memcpy(y + (size_t)r * n, m->b[l], sizeof(float) * (size_t)n);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, k, 1.0f, m->a[l], k, m->w[l], k, 1.0f, y, n);
+    hl_blas()->sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, k, 1.0f, m->a[l], k, m->w[l], k, 1.0f, y, n);
     if (l < LAYERS - 1) {
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < (int64_t)B * n; i++) y[i] = y[i] > 0 ? y[i] : 0;
@@ -167,7 +167,7 @@ static void direct_step(void *p, long it) {
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < (int64_t)B * n; i++) dy[i] = y[i] > 0 ? dy[i] : 0;
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, B, 1.0f, dy, n, m->a[l], k, 0.0f, m->dw[l], k);
+    hl_blas()->sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, B, 1.0f, dy, n, m->a[l], k, 0.0f, m->dw[l], k);
     /* bias gradient: column sums, rows streamed through a block of accumulators */
 #pragma omp parallel for schedule(static)
     for (int c0 = 0; c0 < n; c0 += 256) {
@@ -178,7 +178,7 @@ static void direct_step(void *p, long it) {
       memcpy(m->db[l] + c0, acc, sizeof(float) * (size_t)w);
     }
     if (l > 0)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, k, n, 1.0f, dy, n, m->w[l], k, 0.0f, m->d[l], k);
+      hl_blas()->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, k, n, 1.0f, dy, n, m->w[l], k, 0.0f, m->d[l], k);
   }
   for (int l = 0; l < LAYERS; l++) {
     sgd(m->w[l], m->dw[l], (int64_t)fan_out[l] * fan_in[l]);

@@ -15,7 +15,20 @@ tmp=$out.tmp
   if [ -n "$meta" ]; then
     echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
     echo
-    grep -E '^# (halflab |device:|host:|cuda:|date:)' "$meta" | sed 's/^# /- /'
+    grep -E '^# (halflab |device:|host:|cuda:|date:|cpu-features:|blas:)' "$meta" | sed 's/^# /- /'
+    echo
+  fi
+  # A generic BLAS kernel set makes every CPU GEMM figure wrong for this CPU:
+  # say so first, naming the files measured that way.
+  warned=()
+  for f in "$dir"/*.csv "$dir"/*/*.csv; do
+    [ -e "$f" ] || continue
+    grep -q '^# blas-warning:' "$f" && warned+=("${f#"$dir"/}")
+  done
+  if [ ${#warned[@]} -gt 0 ]; then
+    echo "> **Warning: generic BLAS kernels.** $(grep -m1 '^# blas-warning:' "$dir/${warned[0]}" | sed 's/^# blas-warning: //')."
+    echo "> Measured so: ${#warned[@]} file(s), e.g. \`${warned[0]}\`. Unset OPENBLAS_CORETYPE (halflab then picks the"
+    echo "> kernels from the CPU's features) or set it to this CPU's kernel set, and measure again (docs/bench.md)."
     echo
   fi
   for section in "$here"/report.d/*.sh; do

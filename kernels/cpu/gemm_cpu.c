@@ -1,4 +1,4 @@
-/* gemm_cpu.c — GEMM on the CPU through OpenBLAS.
+/* gemm_cpu.c — GEMM on the CPU through OpenBLAS (opened by kernels/cpu/blas.c).
  *
  * fp32 and fp64 go straight to sgemm/dgemm. fp16 and bf16 operands are what
  * a CPU without half-precision matrix units actually does with them: widen
@@ -24,13 +24,13 @@
  *     beta == 0, C not read), whatever lda and ldb say;
  *   - operand types may differ (e.g. fp16 A and B, fp32 C).
  */
-#include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "amp/half.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/gemm.h"
@@ -146,7 +146,7 @@ static void cpu_gemm(const hl_gemm_desc *d) {
   const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
   for (int64_t i = 0; i < batch; i++) {
     if (d->compute == HL_COMPUTE_F64) {
-      cblas_dgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha,
+      hl_blas()->dgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha,
                   (const double *)d->a + i * d->stride_a, (int)d->lda, (const double *)d->b + i * d->stride_b,
                   (int)d->ldb, d->beta, (double *)d->c + i * d->stride_c, (int)d->ldc);
       continue;
@@ -176,7 +176,7 @@ static void cpu_gemm(const hl_gemm_desc *d) {
       if (d->beta != 0.0f) widen(c_half, d->c_type, d->m, d->n, d->ldc, c);
       ldc = (int)d->n;
     }
-    cblas_sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a, lda, b, ldb, d->beta, c, ldc);
+    hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a, lda, b, ldb, d->beta, c, ldc);
     if (c_half) narrow(c, d->c_type, d->m, d->n, d->ldc, c_half);
   }
 }

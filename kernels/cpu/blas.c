@@ -1,0 +1,126 @@
+/* blas.c — opens the BLAS with the kernel set chosen for this CPU (why:
+ * kernels/cpu/blas.h). */
+#include "kernels/cpu/blas.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifndef HL_BLAS_LIBRARY
+#define HL_BLAS_LIBRARY "libopenblas.so.0"
+#endif
+
+static hl_blas_api api_;
+static hl_blas_info info_;
+static pthread_once_t once_ = PTHREAD_ONCE_INIT;
+
+const char *hl_blas_pick_kernels(const hl_cpu_features *f) {
+  if (hl_cpu_has_avx512(f)) return f->avx512_bf16 ? "Cooperlake" : "SkylakeX";
+  if (f->avx2 && f->fma) return strcmp(f->vendor, "AuthenticAMD") ? "Haswell" : "Zen";
+  if (f->avx) return "Sandybridge";
+  return NULL;
+}
+
+const char *hl_blas_kernels_isa(const char *kernels) {
+  static const struct {
+    const char *name, *isa;
+  } sets[] = {
+      {"SkylakeX", "avx512"},  {"Cooperlake", "avx512"}, {"SapphireRapids", "avx512"},
+      {"Haswell", "avx2"},     {"Zen", "avx2"},          {"Excavator", "avx2"},
+      {"Sandybridge", "avx"},  {"Bulldozer", "avx"},     {"Piledriver", "avx"},
+      {"Steamroller", "avx"},  {"Prescott", "sse"},      {"Core2", "sse"},
+      {"Penryn", "sse"},       {"Dunnington", "sse"},    {"Nehalem", "sse"},
+      {"Atom", "sse"},         {"Opteron", "sse"},       {"Opteron_SSE3", "sse"},
+      {"Barcelona", "sse"},    {"Bobcat", "sse"},        {"Katmai", "sse"},
+      {"Coppermine", "sse"},   {"Northwood", "sse"},     {"Banias", "sse"},
+  };
+  if (!kernels) return NULL;
+  for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+    if (!strcasecmp(kernels, sets[i].name)) return sets[i].isa;
+  return NULL;
+}
+
+static void *need(void *lib, const char *symbol) {
+  void *p = dlsym(lib, symbol);
+  if (!p) {
+    fprintf(stderr, "%s:%d: the BLAS %s has no %s: %s\n", __FILE__, __LINE__, info_.library, symbol, dlerror());
+    exit(1);
+  }
+  return p;
+}
+
+static void describe_kernels(void *lib, const hl_cpu_features *f, const char *asked) {
+  char *(*corename)(void) = (char *(*)(void))dlsym(lib, "openblas_get_corename");
+  char *(*config)(void) = (char *(*)(void))dlsym(lib, "openblas_get_config");
+  const char *core = corename ? corename() : NULL;
+  snprintf(info_.kernels, sizeof info_.kernels, "%s", core && *core ? core : "unknown");
+  const char *conf = config ? config() : NULL;
+  snprintf(info_.config, sizeof info_.config, "%s", conf ? conf : "");
+  /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...": the first two words */
+  int words = 0;
+  size_t n = 0;
+  for (; conf && conf[n] && words < 2; n++)
+    if (conf[n] == ' ') words++;
+  if (conf && n > 0) snprintf(info_.version, sizeof info_.version, "%.*s", (int)(conf[n] ? n - 1 : n), conf);
+  else snprintf(info_.version, sizeof info_.version, "unknown");
+  if (asked && core && strcasecmp(asked, core))
+    snprintf(info_.chosen_by + strlen(info_.chosen_by), sizeof info_.chosen_by - strlen(info_.chosen_by),
+             "; the library runs %s instead (it has no %s kernels)", core, asked);
+
+  const char *isa = hl_blas_kernels_isa(core);
+  const char *cpu_isa = hl_cpu_has_avx512(f) ? "AVX-512" : f->avx2 ? "AVX2" : NULL;
+  info_.generic = isa && !strcmp(isa, "sse") && cpu_isa;
+  if (info_.generic)
+    snprintf(info_.warning, sizeof info_.warning,
+             "kernel set %s is OpenBLAS's generic SSE code on a CPU with %s: sgemm runs several times slower "
+             "than this CPU's own kernels, so fp32 GEMM figures (and every ratio against them) do not show this CPU",
+             core, cpu_isa);
+}
+
+static void load(void) {
+  const hl_cpu_features *f = hl_cpu_features_get();
+  const char *path = getenv("HALFLAB_BLAS_LIBRARY");
+  if (!path || !*path) path = HL_BLAS_LIBRARY;
+  snprintf(info_.library, sizeof info_.library, "%s", path);
+
+  const char *user = getenv("OPENBLAS_CORETYPE");
+  const char *pick = hl_blas_pick_kernels(f);
+  const char *asked = NULL;
+  bool set_here = false;
+  if (user && *user) {
+    snprintf(info_.chosen_by, sizeof info_.chosen_by, "OPENBLAS_CORETYPE=%s, set in the environment", user);
+    asked = user;
+  } else if (pick) {
+    /* read by OpenBLAS's constructor while dlopen runs, and only then */
+    set_here = setenv("OPENBLAS_CORETYPE", pick, 1) == 0;
+    snprintf(info_.chosen_by, sizeof info_.chosen_by, "halflab, from cpuid (%s; OPENBLAS_CORETYPE unset)",
+             hl_cpu_has_avx512(f) ? (f->avx512_bf16 ? "AVX-512 with BF16" : "AVX-512")
+             : f->avx2            ? "AVX2 and FMA"
+                                  : "AVX");
+    asked = pick;
+  } else {
+    snprintf(info_.chosen_by, sizeof info_.chosen_by, "the library's own detection");
+  }
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (set_here) unsetenv("OPENBLAS_CORETYPE"); /* leave the user's environment as it was */
+  if (!lib) {
+    fprintf(stderr, "%s:%d: cannot load the BLAS %s: %s\n", __FILE__, __LINE__, path, dlerror());
+    exit(1);
+  }
+  api_.sgemm = (__typeof__(api_.sgemm))need(lib, "cblas_sgemm");
+  api_.dgemm = (__typeof__(api_.dgemm))need(lib, "cblas_dgemm");
+  describe_kernels(lib, f, asked);
+}
+
+const hl_blas_api *hl_blas(void) {
+  pthread_once(&once_, load);
+  return &api_;
+}
+
+const hl_blas_info *hl_blas_info_get(void) {
+  pthread_once(&once_, load);
+  return &info_;
+}
