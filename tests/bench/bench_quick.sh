@@ -2,7 +2,8 @@
 # bench_quick.sh BUILD_DIR — suite e2e: the main job end to end at smoke-test
 # sizes (scripts/bench.sh --quick, what `ninja -C build bench-quick` runs)
 # into a scratch folder: it must finish, every CSV must carry halflab's
-# metadata header, REPORT.md must have every section, every chart the
+# metadata header, REPORT.md must have every section (a skipped one saying
+# 'skipped: why'), every chart the
 # report shows must have been drawn (where gnuplot is installed), and the
 # committed results/ must not be touched.
 set -euo pipefail
@@ -35,6 +36,16 @@ for section in "## Numerics probes" "## GEMM and memory bandwidth" "## Memory fo
   "## PyTorch peer"; do
   grep -qF "$section" "$report" || fail "REPORT.md lacks the section '$section'"
 done
+# The peer is optional (scripts/setup.sh --peers): without it the section must
+# say it was skipped and why; with it, show the measurement. CI installs the
+# peer and sets HALFLAB_REQUIRE_PEER=1, so a skipped peer fails there.
+peer=$(awk '/^## PyTorch peer/ { p = 1; next } /^## / { p = 0 } p' "$report")
+if skipped=$(grep -m1 '^skipped: ' <<<"$peer"); then
+  [ "${HALFLAB_REQUIRE_PEER:-0}" = 1 ] && fail "the PyTorch peer is required (HALFLAB_REQUIRE_PEER=1) but REPORT.md says: $skipped"
+  echo "bench-quick: PyTorch peer section says: $skipped"
+else
+  grep -q '^| halflab |' <<<"$peer" || fail "the PyTorch peer section neither says 'skipped: ...' nor shows halflab's step times"
+fi
 
 if command -v gnuplot >/dev/null 2>&1; then
   charts=$(grep -o '([A-Za-z0-9_-]*\.png)' "$report" | tr -d '()' | sort -u)
