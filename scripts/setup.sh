@@ -5,8 +5,14 @@
 #
 #   as root:   installs the Debian packages that are missing (apt-get);
 #   otherwise: prints the exact apt-get line and exits 1 when something is missing.
-#   --peers:   also the PyTorch peer (Debian's python3-torch, for bench/peers/
-#              and the e2e parity test).
+#   --peers:   also the PyTorch peer (bench/peers/, the e2e parity tests):
+#              PyTorch 2.15.0 and numpy from pip in a virtual environment
+#              outside the checkout, $HALFLAB_PEER_VENV or by default
+#              ~/.cache/halflab/torch-2.15.0, shared by every clone. The first
+#              install downloads about 2.8 GB (the wheel brings CUDA libraries)
+#              and takes a few minutes; later runs find it and change nothing.
+#              Without access to the package index it says what failed and
+#              exits 1, leaving the rest of the set-up in place.
 #
 # The CUDA backend is built when nvcc is on PATH (the CUDA toolkit does not
 # come from Debian; see README). Without it halflab builds for the CPU only.
@@ -17,13 +23,13 @@ peers=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
 
 packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev)
-[ $peers = 1 ] && packages+=(python3 python3-torch python3-numpy)
+[ $peers = 1 ] && packages+=(python3 python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -47,4 +53,32 @@ if [ -f build/build.ninja ]; then
   echo "setup.sh: build/ is configured (ninja reconfigures it by itself when meson.build changes)" >&2
 else
   meson setup build --buildtype=release >&2
+fi
+
+# ---- the PyTorch peer: a pinned pip install in its own virtual environment
+if [ $peers = 1 ]; then
+  venv=$(scripts/peer-python.sh --venv)
+  if scripts/peer-python.sh >/dev/null 2>&1; then
+    echo "setup.sh: PyTorch peer ready in $venv" >&2
+  else
+    pins=$(scripts/peer-python.sh --pins)
+    echo "setup.sh: installing the PyTorch peer ($pins) into $venv (about 2.8 GB the first time)" >&2
+    log=$(mktemp /tmp/halflab-peer-install.XXXXXX)
+    mkdir -p "$(dirname "$venv")"
+    # peer-python.sh accepts the venv only once its marker file is written,
+    # after pip finished: an interrupted install is never taken for a ready one.
+    rm -f "$venv/halflab-peer-complete"
+    # shellcheck disable=SC2086
+    if { [ -x "$venv/bin/pip" ] || /usr/bin/python3 -m venv "$venv" >"$log" 2>&1; } &&
+      "$venv/bin/pip" install --disable-pip-version-check --no-input -q $pins >>"$log" 2>&1 &&
+      echo "$pins" >"$venv/halflab-peer-complete" && scripts/peer-python.sh >/dev/null 2>>"$log"; then
+      rm -f "$log"
+      echo "setup.sh: PyTorch peer ready in $venv" >&2
+    else
+      rm -f "$venv/halflab-peer-complete"
+      why=$(grep -m1 -E 'ERROR|Error|error' "$log" | cut -c1-200)
+      echo "setup.sh: could not install the PyTorch peer ($pins) from the package index: ${why:-see $log}; the rest of the set-up is in place" >&2
+      exit 1
+    fi
+  fi
 fi
