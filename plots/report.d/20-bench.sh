@@ -19,6 +19,13 @@ for f in gemm.csv bandwidth.csv; do
     echo
     echo "Method: $(meta $f method)."
     echo
+    if [ -n "$(meta $f blas)" ]; then
+      echo "CPU products ran on $(meta $f blas | sed 's/; library .*//'). The CPU's half-precision units:"
+      echo "$(meta $f cpu-features). Of these, halflab uses today F16C and AVX2 (fp16 and bf16 conversions, eight"
+      echo "values at a time) and, through the BLAS, the fp32 FMA units; fp16 and bf16 products are widened to fp32 for"
+      echo "sgemm. The CPU's bf16 and fp16 arithmetic (AVX512-BF16, AVX512-FP16, AMX) is not used yet."
+      echo
+    fi
     break
   fi
 done
