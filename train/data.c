@@ -16,10 +16,11 @@
  *   from the true prefix).
  *   Held out: the problems whose numbers hash to 0 mod 8 (FNV-1a) are the
  *   evaluation set's only, and never trained on; training draws again.
- * text (GPT, --text FILE): bytes (vocabulary 256); the file's tail
- *   (--eval-frac) is held out. Training rows are windows at random offsets
- *   of the head; evaluation rows consecutive windows of the tail. Accuracy:
- *   the next byte, every position.
+ * text (GPT, --text FILE, or without a file the generated English-like
+ *   text of text_gen.c under --seed: the small preset's data): bytes
+ *   (vocabulary 256); the tail (--eval-frac) is held out. Training rows are
+ *   windows at random offsets of the head; evaluation rows consecutive
+ *   windows of the tail. Accuracy: the next byte, every position.
  * classify (MLP): x ~ N(0, 1)^n_in, the label the argmax of a fixed random
  *   teacher (tanh(A x) then B: 64 hidden units); evaluation samples come
  *   from a stream of their own.
@@ -221,15 +222,37 @@ train_data *data_new(const train_opts *o, char *err, size_t len) {
                d->n, d->digits, 2 * d->n + 1, (long long)d->T, (long long)d->eval_rows);
       break;
     case TASK_TEXT: {
-      if (!read_text(d, o->text_path, err, len)) {
-        data_free(d);
-        return NULL;
+      char source[300];
+      if (o->text_path) {
+        if (!read_text(d, o->text_path, err, len)) {
+          data_free(d);
+          return NULL;
+        }
+        snprintf(source, sizeof source, "%s", o->text_path);
+      } else {
+        d->text_len = TEXT_GENERATED_BYTES;
+        d->text = malloc((size_t)d->text_len);
+        if (!d->text) {
+          snprintf(err, len, "out of host memory for the generated text (%lld bytes)", (long long)d->text_len);
+          data_free(d);
+          return NULL;
+        }
+        text_generate(d->seed, d->text, d->text_len);
+        snprintf(source, sizeof source, "generated English-like sentences (train/text_gen.c, seed %llu)",
+                 (unsigned long long)d->seed);
       }
       d->vocab = 256;
       const int64_t need = 2 * (d->T + 1);
       if (d->text_len < need) {
-        snprintf(err, len, "--text: '%s' has %lld bytes; sequences of %lld tokens need at least %lld (train and held-out)",
-                 o->text_path, (long long)d->text_len, (long long)d->T, (long long)need);
+        if (o->text_path)
+          snprintf(err, len,
+                   "--text: '%s' has %lld bytes; sequences of %lld tokens need at least %lld (train and held-out)",
+                   source, (long long)d->text_len, (long long)d->T, (long long)need);
+        else
+          snprintf(err, len,
+                   "--seq %lld: the generated text has %lld bytes, sequences of that length need at least %lld "
+                   "(train and held-out); give a longer --text FILE",
+                   (long long)d->T, (long long)d->text_len, (long long)need);
         data_free(d);
         return NULL;
       }
@@ -242,7 +265,7 @@ train_data *data_new(const train_opts *o, char *err, size_t len) {
       snprintf(d->describe, sizeof d->describe,
                "text: %s, %lld bytes; the first %lld train (random windows), the last %lld are held out (%lld "
                "consecutive windows of %lld tokens evaluated)",
-               o->text_path, (long long)d->text_len, (long long)d->train_len, (long long)eval_len,
+               source, (long long)d->text_len, (long long)d->train_len, (long long)eval_len,
                (long long)d->eval_rows, (long long)d->T);
       break;
     }

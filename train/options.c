@@ -15,35 +15,41 @@
 static const char usage[] =
     "Usage: halflab-train [OPTIONS]\n"
     "\n"
-    "Trains a small GPT (or an MLP classifier) on generated data or a text file, in one precision mode, and\n"
+    "Trains a GPT (or an MLP classifier) on generated data or a text file, in one precision mode, and\n"
     "writes per-step CSV (loss, eval loss/accuracy, loss scale, skipped steps, gradient norm, the share of\n"
     "gradient elements zero or subnormal in fp16 before and after scaling, absorbed updates, step time,\n"
     "throughput, memory), gradient histograms and a summary. See docs/train.md.\n"
     "\n"
     "Model:\n"
     "  --model gpt|mlp       the GPT (GPT-2 layout, tied head; default) or an MLP classifier\n"
-    "  --preset tiny|gpt2    tiny: a CPU run of minutes (default); gpt2: GPT-2 124M's shape, 8 x 1024 tokens,\n"
-    "                        20 warm-up + 50 timed steps (a GPU run)\n"
+    "  --preset tiny|small|gpt2   tiny: a CPU run of minutes (default; the accuracy runs); small: 6 layers,\n"
+    "                        6 heads, width 384, 16 x 128 tokens of the generated text, ~10.8 M parameters (the\n"
+    "                        CPU timing preset); gpt2: GPT-2 124M's shape, 8 x 1024 tokens, 20 warm-up + 50 timed\n"
+    "                        steps (a GPU run)\n"
     "  --layers N --heads N --embd N   GPT shape (override the preset)\n"
-    "  --vocab N             GPT vocabulary (default: what the task uses; gpt2: 50257)\n"
-    "  --seq N               tokens per sequence, also the block size (tiny: 2 x --sort-len; gpt2: 1024)\n"
+    "  --vocab N             GPT vocabulary (default: what the task uses; small: 256; gpt2: 50257)\n"
+    "  --seq N               tokens per sequence, also the block size (tiny: 2 x --sort-len, 64 for text;\n"
+    "                        small: 128; gpt2: 1024)\n"
     "  --inputs N --hidden LIST --classes N   MLP shape (tiny: 32, 128,128, 10)\n"
     "  --init-gain G         initial weights x G (GPT: std 0.02 G; MLP: nn.Linear's bound x G) (default 1)\n"
     "\n"
     "Data (no download):\n"
-    "  --task sort|text|classify   sort (GPT default): sort --sort-len numbers of --digits digits;\n"
-    "                        classify (MLP): labels of a random teacher network; text: needs --text\n"
+    "  --task sort|text|classify   sort (tiny and gpt2 default): sort --sort-len numbers of --digits digits;\n"
+    "                        classify (MLP): labels of a random teacher network; text (small default): the\n"
+    "                        bytes of --text FILE, else of English-like sentences generated from --seed\n"
     "  --text FILE           train the GPT on the bytes of FILE (vocabulary 256), its tail held out\n"
     "  --sort-len N --digits K   the sorting problem (default 8 numbers of 10 digits)\n"
-    "  --batch N             sequences (GPT) or samples (MLP) per micro-batch (tiny: 64 / 256; gpt2: 8)\n"
-    "  --eval-samples N      held-out sequences or samples (tiny: 512 / 2048; gpt2: 16)\n"
-    "  --eval-every N        evaluate every N steps and after the last (tiny: 50; gpt2: 10)\n"
-    "  --eval-frac F         --text: the share of the file held out (default 0.1)\n"
+    "  --batch N             sequences (GPT) or samples (MLP) per micro-batch (tiny: 64 / 256; small: 16;\n"
+    "                        gpt2: 8)\n"
+    "  --eval-samples N      held-out sequences or samples (tiny: 512 / 2048; small: 64; gpt2: 16)\n"
+    "  --eval-every N        evaluate every N steps and after the last (tiny: 50; small: 50; gpt2: 10)\n"
+    "  --eval-frac F         --task text: the share of the text held out (default 0.1)\n"
     "\n"
     "Precision mode and training:\n"
     "  --mode MODE           fp32 (default), amp-fp16, amp-bf16, fp16-noscale, fp16-static, fp16-master,\n"
     "                        fp16-pure (docs/train.md)\n"
-    "  --optimizer sgd|adamw (default adamw)   --lr X   --momentum X (sgd)   --weight-decay X\n"
+    "  --optimizer sgd|adamw (default adamw)   --lr X (adamw: tiny 3e-3, small and gpt2 3e-4; sgd 0.1)\n"
+    "  --momentum X (sgd)   --weight-decay X\n"
     "  --schedule cosine|constant  cosine (default): lr x (1 + cos(pi (step - 1) / steps)) / 2\n"
     "  --clip-norm X         clip the unscaled gradients' L2 norm to X\n"
     "  --accum N             micro-batches per optimizer step (gradient accumulation, default 1)\n"
@@ -51,14 +57,15 @@ static const char usage[] =
     "  --init-scale X        the scaler's initial scale (default 65536; fp16-static: its fixed scale, default 1024)\n"
     "  --growth-interval N   steps without inf/NaN before the scale doubles (default 2000)\n"
     "  --inject-nonfinite STEPS  put an inf into a gradient at these steps, e.g. 3,7,10-12\n"
-    "  --steps N             optimizer steps (tiny: 600; gpt2: 70; 0: only --save-init / --export-batches)\n"
-    "  --warmup N            first steps left out of the timing summary (tiny: 5; gpt2: 20)\n"
+    "  --steps N             optimizer steps (tiny: 600; small: 200; gpt2: 70; 0: only --save-init /\n"
+    "                        --export-batches)\n"
+    "  --warmup N            first steps left out of the timing summary (tiny: 5; small: 5; gpt2: 20)\n"
     "  --checkpoint FILE     save the run's state at the end (and every --checkpoint-every N steps)\n"
     "  --stop-after K        stop after step K of the --steps schedule (with --checkpoint: resume it later)\n"
     "  --resume FILE         continue a run from its checkpoint, bit for bit\n"
     "\n"
     "Measurements:\n"
-    "  --stats-every N       gradient census and absorbed updates every N steps (tiny: 1; gpt2: 10)\n"
+    "  --stats-every N       gradient census and absorbed updates every N steps (tiny: 1; small, gpt2: 10)\n"
     "  --hist-steps LIST     steps whose gradient histogram is written (default: first, middle, last)\n"
     "  --list-params         print each parameter's dtype, name, shape and bytes under --mode; write nothing\n"
     "  --trace-ops           print the first step's ops with their dtypes on stderr\n"
@@ -74,7 +81,7 @@ static const char usage[] =
     "  --device D            auto, cpu or cuda (default auto: the GPU when the core runs there, else the CPU)\n"
     "  --out DIR             output folder (default results/<machine>/)\n"
     "  --name NAME           run name in the file names (default: the preset, e.g. tiny; mlp-tiny)\n"
-    "  --quick               a short run (tiny: 100 steps; gpt2: 3 + 7)\n"
+    "  --quick               a short run (tiny: 100 steps; small: 20; gpt2: 3 + 7)\n"
     "  --seed N              seed of the weights and the data (default 1)\n"
     "  --help, --version\n"
     "\n"
@@ -285,20 +292,20 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   else hl_usage_error("--model: unknown model '%s' (gpt or mlp)", g.model);
   const bool gpt = o->model == MODEL_GPT;
   o->preset = g.preset ? g.preset : "tiny";
-  const bool gpt2 = !strcmp(o->preset, "gpt2");
-  if (strcmp(o->preset, "tiny") && !gpt2) hl_usage_error("--preset: unknown preset '%s' (tiny or gpt2)", o->preset);
-  if (gpt2 && !gpt) hl_usage_error("--preset gpt2 is a GPT preset (the MLP has tiny only)");
+  const bool gpt2 = !strcmp(o->preset, "gpt2"), small = !strcmp(o->preset, "small");
+  if (strcmp(o->preset, "tiny") && !gpt2 && !small)
+    hl_usage_error("--preset: unknown preset '%s' (tiny, small or gpt2)", o->preset);
+  if ((gpt2 || small) && !gpt) hl_usage_error("--preset %s is a GPT preset (the MLP has tiny only)", o->preset);
   const bool custom_shape = g.layers >= 0 || g.heads >= 0 || g.embd >= 0 || g.vocab >= 0 || g.inputs >= 0 ||
                             g.hidden || g.classes >= 0;
 
   /* ---- task */
   if (o->text_path && g.task && strcmp(g.task, "text")) hl_usage_error("--text goes with --task text (or no --task)");
   if (o->text_path || (g.task && !strcmp(g.task, "text"))) o->task = TASK_TEXT;
-  else if (!g.task) o->task = gpt ? TASK_SORT : TASK_CLASSIFY;
+  else if (!g.task) o->task = small ? TASK_TEXT : gpt ? TASK_SORT : TASK_CLASSIFY;
   else if (!strcmp(g.task, "sort")) o->task = TASK_SORT;
   else if (!strcmp(g.task, "classify")) o->task = TASK_CLASSIFY;
   else hl_usage_error("--task: unknown task '%s' (sort, text or classify)", g.task);
-  if (o->task == TASK_TEXT && !o->text_path) hl_usage_error("--task text needs --text FILE");
   if (gpt && o->task == TASK_CLASSIFY) hl_usage_error("--task classify is the MLP's task (--model mlp)");
   if (!gpt && o->task != TASK_CLASSIFY) hl_usage_error("--task %s needs --model gpt (the MLP classifies)", train_task_name(o->task));
   if (!gpt && (g.layers >= 0 || g.heads >= 0 || g.embd >= 0 || g.vocab >= 0 || g.seq >= 0 || g.sort_len >= 0 ||
@@ -307,7 +314,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   if (gpt && (g.inputs >= 0 || g.hidden || g.classes >= 0))
     hl_usage_error("--inputs, --hidden and --classes are MLP options (--model mlp)");
   if (o->task != TASK_SORT && (g.sort_len >= 0 || g.digits >= 0)) hl_usage_error("--sort-len and --digits belong to --task sort");
-  if (o->task != TASK_TEXT && g.eval_frac >= 0) hl_usage_error("--eval-frac belongs to --text");
+  if (o->task != TASK_TEXT && g.eval_frac >= 0) hl_usage_error("--eval-frac belongs to --task text");
   o->sort_len = (int)PICK(g.sort_len, 8);
   o->sort_digits = (int)PICK(g.digits, 10);
   o->eval_frac = g.eval_frac >= 0 ? g.eval_frac : 0.1;
@@ -316,13 +323,13 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   o->init_gain = g.init_gain > 0 ? g.init_gain : 1.0;
   if (gpt) {
     hl_gpt_config *c = &o->gpt;
-    c->n_layer = (int)PICK(g.layers, gpt2 ? 12 : 2);
-    c->n_head = (int)PICK(g.heads, gpt2 ? 12 : 4);
-    c->n_embd = (int)PICK(g.embd, gpt2 ? 768 : 64);
-    o->seq = PICK(g.seq, gpt2 ? 1024 : o->task == TASK_SORT ? 2 * o->sort_len : 64);
+    c->n_layer = (int)PICK(g.layers, gpt2 ? 12 : small ? 6 : 2);
+    c->n_head = (int)PICK(g.heads, gpt2 ? 12 : small ? 6 : 4);
+    c->n_embd = (int)PICK(g.embd, gpt2 ? 768 : small ? 384 : 64);
+    o->seq = PICK(g.seq, gpt2 ? 1024 : small ? 128 : o->task == TASK_SORT ? 2 * o->sort_len : 64);
     c->block_size = (int)o->seq;
     const int task_vocab = o->task == TASK_TEXT ? 256 : o->sort_digits + 1;
-    c->vocab_size = (int)PICK(g.vocab, gpt2 ? 50257 : task_vocab);
+    c->vocab_size = (int)PICK(g.vocab, gpt2 ? 50257 : small ? 256 : task_vocab);
     if (c->vocab_size < task_vocab)
       hl_usage_error("--vocab %d is smaller than the %d tokens %s uses", c->vocab_size, task_vocab,
                      o->task == TASK_TEXT ? "--text" : "the sorting task");
@@ -365,7 +372,8 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   if (!g.schedule || !strcmp(g.schedule, "cosine")) o->cosine = true;
   else if (strcmp(g.schedule, "constant")) hl_usage_error("--schedule: unknown schedule '%s' (cosine or constant)", g.schedule);
   const bool adam = o->optimizer == OPTIMIZER_ADAMW;
-  o->lr = g.lr >= 0 ? g.lr : adam ? (gpt ? (gpt2 ? 3e-4 : 3e-3) : 1e-3) : 0.1;
+  /* small: 3e-4, as gpt2 (halflab-train has no lr warm-up; at 6e-4 and 1e-3 its loss spikes within ten steps) */
+  o->lr = g.lr >= 0 ? g.lr : adam ? (gpt ? (gpt2 || small ? 3e-4 : 3e-3) : 1e-3) : 0.1;
   o->momentum = g.momentum >= 0 ? g.momentum : 0.0;
   o->weight_decay = g.weight_decay >= 0 ? g.weight_decay : 0.0;
   o->clip_norm = g.clip_norm > 0 ? g.clip_norm : 0.0;
@@ -384,12 +392,12 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   if (is_static && g.growth_interval >= 0) hl_usage_error("--growth-interval: fp16-static's scale never changes");
 
   /* ---- lengths */
-  o->batch = PICK(g.batch, gpt ? (gpt2 ? 8 : 64) : 256);
-  o->steps = PICK(g.steps, o->quick ? (gpt2 ? 10 : 100) : gpt2 ? 70 : 600);
-  o->warmup = PICK(g.warmup, gpt2 ? (o->quick ? 3 : 20) : 5);
-  o->eval_every = (int)PICK(g.eval_every, gpt2 ? 10 : o->quick ? 25 : 50);
-  o->eval_samples = PICK(g.eval_samples, gpt ? (gpt2 ? 16 : 512) : 2048);
-  o->stats_every = (int)PICK(g.stats_every, gpt2 ? 10 : 1);
+  o->batch = PICK(g.batch, gpt ? (gpt2 ? 8 : small ? 16 : 64) : 256);
+  o->steps = PICK(g.steps, o->quick ? (gpt2 ? 10 : small ? 20 : 100) : gpt2 ? 70 : small ? 200 : 600);
+  o->warmup = PICK(g.warmup, gpt2 ? (o->quick ? 3 : 20) : small && o->quick ? 3 : 5);
+  o->eval_every = (int)PICK(g.eval_every, gpt2 ? 10 : small ? (o->quick ? 10 : 50) : o->quick ? 25 : 50);
+  o->eval_samples = PICK(g.eval_samples, gpt ? (gpt2 ? 16 : small ? 64 : 512) : 2048);
+  o->stats_every = (int)PICK(g.stats_every, gpt2 || small ? 10 : 1);
   o->checkpoint_every = (int)PICK(g.checkpoint_every, 0);
   o->stop_after = PICK(g.stop_after, 0);
   if (o->stop_after && o->stop_after >= o->steps)
@@ -423,7 +431,8 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
     if (!name_ok(g.name)) hl_usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'", g.name);
     snprintf(o->name, sizeof o->name, "%s", g.name);
   } else {
-    snprintf(o->name, sizeof o->name, "%s%s%s", gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset,
-             o->task == TASK_TEXT ? "-text" : "");
+    /* the task joins the name where it is not the preset's own */
+    const char *task_suffix = small ? (o->task == TASK_TEXT ? "" : "-sort") : o->task == TASK_TEXT ? "-text" : "";
+    snprintf(o->name, sizeof o->name, "%s%s%s", gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset, task_suffix);
   }
 }

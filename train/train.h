@@ -6,9 +6,10 @@
  *              the run
  *   options.c  the command line, presets, validation (bad input: exit 2,
  *              nothing written)
- *   data.c     the tasks: sorting (GPT, default), bytes of a text file (GPT),
- *              a teacher-labelled classification set (MLP); held-out splits;
- *              the batch file for peers
+ *   data.c     the tasks: sorting (GPT, default), bytes of a text file or of
+ *              the generated text (GPT), a teacher-labelled classification
+ *              set (MLP); held-out splits; the batch file for peers
+ *   text_gen.c the generated English-like text (--task text without --text)
  *   setup.c    a mode's model, optimizer and scaler; the memory check; the
  *              parameter listing
  *   loop.c     the training step, evaluation, statistics, checkpoints,
@@ -43,14 +44,14 @@ typedef enum { OPTIMIZER_SGD = 0, OPTIMIZER_ADAMW } optimizer_kind;
 typedef struct {
   /* model */
   model_kind model;
-  const char *preset; /* "tiny", "gpt2" */
+  const char *preset; /* "tiny", "small", "gpt2" */
   hl_gpt_config gpt;  /* block_size = seq */
   hl_mlp_config mlp;
   double init_gain;   /* GPT: init std 0.02 x gain; MLP: nn.Linear's bound x gain */
 
   /* data */
   task_kind task;
-  const char *text_path;
+  const char *text_path; /* NULL with TASK_TEXT: the generated text */
   int sort_len;        /* numbers per sorting problem */
   int sort_digits;     /* alphabet of the numbers */
   int classes;         /* MLP task */
@@ -145,6 +146,11 @@ void data_train_samples(const train_data *d, int64_t step, int micro, sample_bat
 /* Rows [first, first + b->rows) of the held-out set. */
 void data_eval_tokens(const train_data *d, int64_t first, token_batch *b);
 void data_eval_samples(const train_data *d, int64_t first, sample_batch *b);
+
+/* --task text without --text FILE: len bytes of English-like sentences, a
+ * pure function of seed (the first n bytes do not depend on len). */
+#define TEXT_GENERATED_BYTES 262144
+void text_generate(uint64_t seed, uint8_t *out, int64_t len);
 
 /* The sorting task's tokens: digits 0..K-1, then the separator. */
 int sort_sep_token(int digits);

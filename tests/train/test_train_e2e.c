@@ -6,8 +6,8 @@
  * step named; SIGINT and SIGTERM (real signals) stop a run with complete
  * CSV lines and a summary; bad input is one line, exit 2 and no file; the
  * peers' files (--save-init / --init-weights, --export-batches); the MLP
- * with accumulation, clipping and the gradient penalty; --text;
- * --list-params and --trace-ops. */
+ * with accumulation, clipping and the gradient penalty; --text; the small
+ * preset on its generated text; --list-params and --trace-ops. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -338,7 +338,10 @@ static void test_bad_input(void **state) {
   expect_bad(2, "--mode fp32 --init-scale 8", "no");
   expect_bad(2, "--grad-penalty 0.1", "differentiable once");
   expect_bad(2, "--model mlp --text x.txt", "needs --model gpt");
-  expect_bad(2, "--preset gpt9", "gpt9");
+  expect_bad(2, "--preset gpt9", "unknown preset 'gpt9' (tiny, small or gpt2)");
+  expect_bad(2, "--preset small --model mlp", "--preset small is a GPT preset");
+  expect_bad(2, "--preset small --heads 5", "5 heads do not divide the width 384");
+  expect_bad(2, "--preset small --seq 200000", "the generated text has");
   expect_bad(2, "--frobnicate", "frobnicate");
   expect_bad(2, "stray", "stray");
   expect_bad(2, "--text /nonexistent/book.txt", "cannot read");
@@ -454,6 +457,61 @@ static void test_text(void **state) {
   free(dir);
 }
 
+/* The small preset, the CPU timing configuration: GPT of 6 layers, width
+ * 384, 6 heads, 16 x 128 tokens of the generated English-like text, AdamW
+ * 3e-4; two steps, and the generated text the same for a seed and another
+ * for another seed. */
+static void test_small_preset(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  run_ok(NULL, "--device cpu --preset small --steps 2 --eval-samples 4 --out %s", dir);
+  hl_table *t = csv(dir, "small", "fp32", "steps");
+  assert_int_equal(t->nrows, 2);
+  assert_true(fabs(hl_table_num(t, 0, "tokens_per_s") / hl_table_num(t, 0, "samples_per_s") - 128) < 1e-6);
+  /* an untrained model over 256 bytes is near ln 256; one AdamW step already lowers the loss */
+  const double first = hl_table_num(t, 0, "loss"), second = hl_table_num(t, 1, "loss");
+  print_message("small preset: loss %.4f then %.4f (ln 256 = %.4f), %.0f ms per step\n", first, second, log(256.0),
+                hl_table_num(t, 1, "step_time_ms"));
+  assert_true(fabs(first - log(256.0)) < 0.5);
+  assert_true(second < first);
+  assert_true(hl_table_num(t, 1, "eval_loss") > 0);
+  assert_non_null(strstr(t->meta, "# data: text: generated English-like sentences"));
+  hl_table_free(t);
+  hl_table *s = csv(dir, "small", "fp32", "summary");
+  const int L = 6, C = 384, V = 256, T = 128;
+  assert_int_equal((int)hl_table_num(s, 0, "layers"), L);
+  assert_int_equal((int)hl_table_num(s, 0, "heads"), 6);
+  assert_int_equal((int)hl_table_num(s, 0, "embd"), C);
+  assert_int_equal((int)hl_table_num(s, 0, "vocab"), V);
+  assert_int_equal((int)hl_table_num(s, 0, "seq"), T);
+  assert_int_equal((int)hl_table_num(s, 0, "batch"), 16);
+  assert_string_equal(hl_table_get(s, 0, "task"), "text");
+  assert_string_equal(hl_table_get(s, 0, "optimizer"), "adamw");
+  assert_true(hl_table_num(s, 0, "lr") == 3e-4);
+  /* GPT-2's layout: embeddings, per block 12 C^2 + 13 C (attention, MLP, two layer norms), the final layer norm */
+  const double params = (double)V * C + (double)T * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  assert_true(hl_table_num(s, 0, "params") == params);
+  hl_table_free(s);
+
+  run_ok(NULL, "--device cpu --preset small --steps 0 --export-batches %s --export-steps 1 --eval-samples 4",
+         hl_path(dir, "a.bin"));
+  run_ok(NULL, "--device cpu --preset small --steps 0 --export-batches %s --export-steps 1 --eval-samples 4",
+         hl_path(dir, "b.bin"));
+  run_ok(NULL, "--device cpu --preset small --steps 0 --export-batches %s --export-steps 1 --eval-samples 4 --seed 2",
+         hl_path(dir, "c.bin"));
+  size_t la, lb, lc;
+  char *a = hl_read_file(hl_path(dir, "a.bin"), &la), *b = hl_read_file(hl_path(dir, "b.bin"), &lb),
+       *c = hl_read_file(hl_path(dir, "c.bin"), &lc);
+  assert_true(a && b && c);
+  assert_true(la == lb && !memcmp(a, b, la));
+  assert_true(la == lc && memcmp(a, c, la));
+  free(a);
+  free(b);
+  free(c);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void test_listing_and_trace(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
@@ -500,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_peer_files),
       cmocka_unit_test(test_mlp_recipes),
       cmocka_unit_test(test_text),
+      cmocka_unit_test(test_small_preset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
