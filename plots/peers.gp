@@ -2,8 +2,9 @@
 # (bench/peers/), from one comparison run on the same weights and batches.
 # Left: the median training step time per mode (and OpenMP wait policy on
 # the CPU), halflab beside PyTorch, whiskers from the fastest to the slowest
-# timed step, the ratio PyTorch / halflab above each pair (above 1: halflab
-# faster). Middle: the training loss per step of both, overlaid, per mode.
+# timed step, on a log scale (PyTorch's CPU amp-fp16 can be 20x its other
+# steps), the ratio PyTorch / halflab above each pair (above 1: halflab
+# faster; none where one side did not run that mode and policy). Middle: the training loss per step of both, overlaid, per mode.
 # Right: their relative difference |loss_halflab - loss_torch| / loss_halflab
 # per step (log scale): how far the two implementations drift apart.
 # Reads peer_step_times.csv and the per-step CSVs under peers/; writes
@@ -32,11 +33,13 @@ do for [i=1:3] { run[i] = run_of(mode[i]); if (run[i] ne '') { nloss = nloss + 1
 hfile(i) = sprintf("%s/peers/train_%s_%s_steps.csv", dir, run[i], mode[i])
 pfile(i) = sprintf("%s/peers/peer_%s_%s_steps.csv", dir, run[i], mode[i])
 # step, |difference| / halflab's loss, joined by step
-diff(i) = sprintf("< awk -F, 'FNR == 1 { f++ } /^#/ { next } !hdr[f]++ { for (j = 1; j <= NF; j++) c[f, $j] = j; next } f == 1 { l[$c[1, \"step\"]] = $c[1, \"loss\"]; next } ($c[2, \"step\"] in l) { d = l[$c[2, \"step\"]] - $c[2, \"loss\"]; if (d < 0) d = -d; print $c[2, \"step\"] \",\" (d > 0 ? d / l[$c[2, \"step\"]] : 1e-10) }' '%s' '%s'", hfile(i), pfile(i))
+# (a header line first: the data files are read with columnheaders)
+diff(i) = sprintf("< awk -F, 'BEGIN { print \"step,difference\" } FNR == 1 { f++ } /^#/ { next } !hdr[f]++ { for (j = 1; j <= NF; j++) c[f, $j] = j; next } f == 1 { l[$c[1, \"step\"]] = $c[1, \"loss\"]; next } ($c[2, \"step\"] in l) { d = l[$c[2, \"step\"]] - $c[2, \"loss\"]; if (d < 0) d = -d; print $c[2, \"step\"] \",\" (d > 0 ? d / l[$c[2, \"step\"]] : 1e-10) }' '%s' '%s'", hfile(i), pfile(i))
 
 set datafile separator ','
 set datafile commentschars '#'
-top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step_ms_median\"] > m { m = $c[\"step_ms_median\"] } END { print m + 0 }' '%s'", tin)))
+top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step_ms_max\"] > m { m = $c[\"step_ms_max\"] } END { print m + 0 }' '%s'", tin)))
+bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_ms_min\"] < m { m = $c[\"step_ms_min\"] } END { print m + 0 }' '%s'", tin)))
 
 do for [out=1:2] {
   if (out == 1) {
@@ -47,17 +50,18 @@ do for [out=1:2] {
     set output dir.'/peers.svg'
   }
   set multiplot layout 1,3 title sprintf("halflab vs PyTorch: the same GPT, weights and batches\n{/*0.8 %s}\n{/*0.8 %s%s}", \
-      desc, note, load eq '' ? '' : '; load average '.load) margins 0.05, 0.99, 0.17, 0.80 spacing 0.06, 0.1
+      desc, note, load eq '' ? '' : '; load average '.load) margins 0.06, 0.99, 0.17, 0.80 spacing 0.06, 0.1
   set border 3
   set xtics nomirror
   set ytics nomirror
   set grid ytics back lc rgb '#dddddd'
 
   # ---- step time per mode
-  set title "Training step time: median; whiskers fastest to slowest step\n{/*0.85 (clipped at the top); number: PyTorch / halflab, above 1 = halflab faster}"
-  set ylabel 'ms per step'
+  set title "Training step time: median; whiskers fastest to slowest step\n{/*0.85 number: PyTorch / halflab, above 1 = halflab faster}"
+  set ylabel 'ms per step (log)'
   set xlabel ''
   unset logscale
+  set logscale y
   set xrange [*:*]
   set style data histograms
   set style histogram errorbars gap 1.5 lw 1.2
@@ -65,11 +69,15 @@ do for [out=1:2] {
   set boxwidth 0.9
   set key top left
   set datafile columnheaders
-  set yrange [0:2.2 * top]
+  set yrange [bottom / 2:top * 6]
+  set xtics font ',9'  # six or more mode / policy pairs side by side
+  # the ratio only where both sides ran (NaN != NaN marks a missing one)
   plot pairs using 3:4:5:xtic(strcol(1)."\n".strcol(2)) lc rgb '#0072B2' title 'halflab', \
        '' using 6:7:8 lc rgb '#E69F00' title 'PyTorch', \
-       '' using ($0):((column(6) > column(3) ? column(6) : column(3)) * 1.15):(sprintf('%.2fx', column(6) / column(3))) \
+       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * 1.6 : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
           with labels font ',10' notitle
+  unset logscale y
+  set xtics font ''
   unset style data
   set style data lines
 
@@ -103,7 +111,7 @@ do for [out=1:2] {
         cmd = cmd.sprintf("%sdsrc[%d] using 1:2 with points pt 7 ps 0.5 lc rgb '%s' title '%s'", cmd eq '' ? '' : ', ', i, mcolor[i], mode[i])
       }
     }
-    eval('plot '.cmd.", 2**-24 with lines dt 3 lc rgb '#666666' title 'fp32 unit roundoff 2^{-24}', 2**-9 with lines dt 3 lc rgb '#999999' title 'bf16 unit roundoff 2^{-9}'")
+    eval('plot '.cmd.", 2**-24 with lines dt 3 lc rgb '#666666' title 'fp32 unit roundoff 2^{-24}', 2**-11 with lines dt 2 lc rgb '#bbbbbb' title 'fp16 unit roundoff 2^{-11}', 2**-9 with lines dt 3 lc rgb '#999999' title 'bf16 unit roundoff 2^{-9}'")
     unset logscale y
     set format y '%g'
   } else {

@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
-# bench/peers/compare_cpu.sh BUILD_DIR [--quick] [--out DIR] — the tiny GPT's
-# training step on the CPU, halflab-train against the PyTorch peer
-# (bench/peers/gpt_peer.py), side by side in one run: same weights, same
-# batches, same optimizer, same thread count, and each OpenMP wait policy
-# (OMP_WAIT_POLICY=passive, and libgomp's default) for both.
+# bench/peers/compare_cpu.sh BUILD_DIR [--quick] [--out DIR] — the small GPT
+# preset's training step on the CPU (6 layers, width 384, 6 heads, 16 x 128
+# tokens of the generated text, ~10.8 M parameters), halflab-train against
+# the PyTorch peer (bench/peers/gpt_peer.py), side by side in one run: same
+# initial weights (--save-init / --init-weights), same batches
+# (--export-batches / --batches), same optimizer and schedule, same thread
+# count, in fp32, amp-bf16 and amp-fp16, the two implementations
+# alternating so that a change of load hits both, each under
+# OMP_WAIT_POLICY=passive and libgomp's default.
 #
-# Writes, in DIR (default results/<machine>/ of the CPU, as halflab's programs
-# name it):
+#   full (ninja bench): 3 warm-up + 12 timed steps per run, both policies;
+#     about 5 minutes on 2 cores. PyTorch's amp-fp16 stops after 1 warm-up +
+#     3 timed steps of the same schedule and runs under passive only: on a
+#     CPU without fp16 arithmetic (AVX512-FP16 / AMX-FP16) torch's fp16
+#     products take a slow path (about 27 s per step on the 2-core AMD EPYC
+#     development VM, against 0.5 s for bf16), and 15 such steps per policy
+#     would take 14 minutes.
+#   --quick (ninja bench-quick): smoke size, 1 warm-up + 2 timed steps of
+#     4 x 128 tokens, passive only; under a minute.
+#
+# The peer's Python: $PEER_PYTHON, else what scripts/peer-python.sh prints.
+# Without it nothing measured earlier is touched: the reason is printed and
+# written to DIR/peer_skipped.csv (one row, column reason), and the script
+# exits 0. A completed comparison replaces, in DIR (default results/<machine>/
+# of the CPU, as halflab's programs name it):
 #   peers/train_peers-POLICY_MODE_*.csv   halflab-train's runs (own folder: its
 #   peers/peer_peers-POLICY_MODE_*.csv    train_summary.csv stays out of the
 #                                         training table), the peer's runs
 #   peer_step_times.csv                   min / median / max step time and
 #                                         tokens/s per implementation, mode, policy
-# and prints the ratio (PyTorch / halflab median; above 1: halflab faster) with
-# the machine's load. Modes: fp32 (the comparison the goal is about) and
-# amp-bf16. Runs interleave halflab and PyTorch so that a change of load hits
-# both. Without PyTorch (/usr/bin/python3 cannot import torch) it says so and
-# exits 0: the benchmark is skipped, not faked.
+# and removes peer_skipped.csv; it prints the ratios (PyTorch / halflab median;
+# above 1: halflab faster). Everything is measured in a scratch folder first,
+# so an interrupted run leaves the earlier results as they were.
 set -euo pipefail
-build=$(cd "${1:?usage: bench/peers/compare_cpu.sh BUILD_DIR [--quick] [--out DIR]}" && pwd)
+usage="usage: bench/peers/compare_cpu.sh BUILD_DIR [--quick] [--out DIR]"
+command_line="bench/peers/compare_cpu.sh $*"
+build=$(cd "${1:?$usage}" && pwd)
 shift
 quick=0
 out=""
@@ -26,28 +43,23 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --out) out=${2:?--out needs a folder}; shift ;;
-    *) echo "compare_cpu.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) echo "compare_cpu.sh: unknown option '$1' ($usage)" >&2; exit 2 ;;
   esac
   shift
 done
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
-printf '\n== PyTorch peer: tiny GPT training step on the CPU, halflab vs PyTorch ==\n' >&2
+printf '\n== PyTorch peer: the small GPT preset on the CPU, halflab vs PyTorch ==\n' >&2
 
 train=$build/train/halflab-train
-python=${PEER_PYTHON:-/usr/bin/python3}
 if [ ! -x "$train" ]; then
-  echo "compare_cpu: halflab-train is not built in $build; skipping the peer comparison" >&2
+  echo "compare_cpu: halflab-train is not built in $build; peer comparison skipped" >&2
   exit 0
 fi
-if ! "$python" -c 'import torch, numpy' 2>/dev/null; then
-  echo "compare_cpu: $python cannot import torch and numpy (scripts/setup.sh --peers installs them); peer comparison skipped" >&2
-  exit 0
-fi
-
-# The machine's folder, as halflab's programs name it: ask halflab-train in a scratch folder.
 scratch=$(mktemp -d /tmp/halflab-peers.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
+
+# The machine's folder, as halflab's programs name it: ask halflab-train in a scratch folder.
 if [ -z "$out" ]; then
   (cd "$scratch" && HALFLAB_RESULTS= "$train" --device cpu --steps 1 --batch 1 --eval-samples 1 --stats-every 0 >/dev/null 2>&1)
   slug=$(ls "$scratch/results" 2>/dev/null | sed -n 1p)
@@ -55,32 +67,100 @@ if [ -z "$out" ]; then
   out=${HALFLAB_RESULTS:-results}/$slug
   rm -rf "$scratch/results"
 fi
-mkdir -p "$out/peers"
+mkdir -p "$out"
 
-if [ $quick = 1 ]; then steps=60 warmup=10; else steps=300 warmup=20; fi
+# REASON: said, and recorded in peer_skipped.csv with halflab's metadata
+# lines; earlier measurements stay as they are.
+skip() {
+  local reason=${1//,/;} # one CSV cell
+  local version describe
+  version=$(sed -n "s/^ *version: *'\([^']*\)'.*/\1/p" meson.build | sed -n 1p)
+  describe=$(git describe --always --dirty 2>/dev/null || echo unknown)
+  {
+    echo "# halflab ${version:-unknown} (${describe})"
+    echo "# schema: 1"
+    echo "# command: $command_line"
+    echo "# device: cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p), $(nproc) logical cores"
+    echo "# host: $(uname -n), $(uname -s) $(uname -r) $(uname -m)"
+    echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "# what: the PyTorch comparison (bench/peers/compare_cpu.sh) did not run; earlier measurements, if any, are kept"
+    echo "reason"
+    echo "$reason"
+  } >"$out/peer_skipped.csv.tmp"
+  mv "$out/peer_skipped.csv.tmp" "$out/peer_skipped.csv"
+  echo "compare_cpu: PyTorch comparison skipped: $1 (wrote $out/peer_skipped.csv)" >&2
+  exit 0
+}
+
+if [ -n "${PEER_PYTHON:-}" ]; then
+  python=$PEER_PYTHON
+  "$python" -c 'import torch, numpy' 2>/dev/null || skip "PEER_PYTHON=$python cannot import torch and numpy"
+elif ! python=$(scripts/peer-python.sh 2>"$scratch/why"); then
+  cat "$scratch/why" >&2
+  if grep -q "is not installed" "$scratch/why"; then
+    skip "PyTorch not installed (scripts/setup.sh --peers installs it)"
+  fi
+  skip "PyTorch peer unusable: $(sed -n '1s/^peer-python.sh: //p' "$scratch/why")"
+fi
+
+# ---- lengths (see the header); the small preset's settings, given to the peer explicitly
+policies=(passive default)
+steps=15 warmup=3 batch=16
+torch_fp16_stop=4 torch_fp16_warmup=1 # PyTorch amp-fp16: 1 warm-up + 3 timed steps of the same schedule
+if [ $quick = 1 ]; then
+  policies=(passive)
+  steps=3 warmup=1 batch=4
+  torch_fp16_stop=0
+fi
 threads=${OMP_NUM_THREADS:-$(nproc)}
-common=(--steps "$steps" --warmup "$warmup" --stats-every 0 --eval-every "$steps")
-"$train" --device cpu --mode fp32 --steps 0 --save-init "$scratch/w.bin" --export-batches "$scratch/b.bin" \
-  --export-steps "$steps" >/dev/null
+eval_rows=8 # evaluation is not timed; its loss goes into the table
+train_common=(--device cpu --preset small --batch "$batch" --steps "$steps" --warmup "$warmup" --stats-every 0
+              --eval-every "$steps" --eval-samples "$eval_rows")
+peer_common=(--device cpu --heads 6 --optimizer adamw --lr 3e-4 --schedule cosine --steps "$steps" --stats-every 0
+             --eval-every "$steps" --threads "$threads")
+runs=$scratch/peers
+mkdir -p "$runs"
+"$train" "${train_common[@]}" --steps 0 --save-init "$scratch/w.bin" --export-batches "$scratch/b.bin" \
+  --export-steps "$steps" 2>/dev/null >/dev/null
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "compare_cpu: $steps steps ($warmup warm-up) per run, $threads threads, load average before: $load_before" >&2
-for policy in passive default; do
+echo "compare_cpu: small preset, $batch x 128 tokens, $steps steps ($warmup warm-up) per run, $threads threads," \
+  "policies: ${policies[*]}; PyTorch: $python; load average before: $load_before" >&2
+start=$SECONDS
+for policy in "${policies[@]}"; do
   # libgomp reads the policy when the program starts
-  if [ $policy = passive ]; then env=(OMP_WAIT_POLICY=passive); else env=(-u OMP_WAIT_POLICY); fi
-  for mode in fp32 amp-bf16; do
-    env "${env[@]}" OMP_NUM_THREADS="$threads" "$train" --device cpu --mode "$mode" "${common[@]}" \
-      --init-weights "$scratch/w.bin" --name "peers-$policy" --out "$out/peers" 2>"$scratch/log" >/dev/null ||
+  if [ "$policy" = passive ]; then env=(OMP_WAIT_POLICY=passive); else env=(-u OMP_WAIT_POLICY); fi
+  for mode in fp32 amp-bf16 amp-fp16; do
+    echo "compare_cpu: $policy $mode: halflab" >&2
+    env "${env[@]}" OMP_NUM_THREADS="$threads" "$train" "${train_common[@]}" --mode "$mode" \
+      --init-weights "$scratch/w.bin" --name "peers-$policy" --out "$runs" 2>"$scratch/log" >/dev/null ||
       { cat "$scratch/log" >&2; exit 1; }
-    env "${env[@]}" "$python" bench/peers/gpt_peer.py --device cpu --mode "$mode" "${common[@]}" \
-      --init-weights "$scratch/w.bin" --batches "$scratch/b.bin" --heads 4 --threads "$threads" \
-      --name "peers-$policy" --out "$out/peers" 2>"$scratch/log" >/dev/null ||
-      { cat "$scratch/log" >&2; exit 1; }
+    length=(--warmup "$warmup")
+    if [ "$mode" = amp-fp16 ] && [ "$torch_fp16_stop" -gt 0 ]; then
+      [ "$policy" = passive ] || continue
+      length=(--warmup "$torch_fp16_warmup" --stop-after "$torch_fp16_stop")
+    fi
+    echo "compare_cpu: $policy $mode: PyTorch" >&2
+    env "${env[@]}" "$python" bench/peers/gpt_peer.py "${peer_common[@]}" "${length[@]}" --mode "$mode" \
+      --init-weights "$scratch/w.bin" --batches "$scratch/b.bin" --name "peers-$policy" --out "$runs" \
+      2>"$scratch/log" >/dev/null || { cat "$scratch/log" >&2; exit 1; }
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "compare_cpu: load average after: $load_after ($(nproc) CPUs)" >&2
+echo "compare_cpu: load average after: $load_after ($(nproc) CPUs); runs took $((SECONDS - start)) s" >&2
 
-"$python" bench/peers/step_times.py --runs "$out/peers" --out "$out/peer_step_times.csv" \
+fp16_note=""
+[ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: passive only, $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
+"$python" bench/peers/step_times.py --runs "$runs" --out "$scratch/peer_step_times.csv" --preset small \
   --load-before "$load_before" --load-after "$load_after" \
-  --note "tiny GPT preset (2 layers, 4 heads, width 64, 64 x 16 tokens), AdamW, $steps steps, same weights and batches"
+  --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $steps steps ($warmup warm-up), same weights and batches$fp16_note"
+
+# the comparison is complete: it replaces the earlier one
+rm -rf "$out/peers.new"
+cp -r "$runs" "$out/peers.new"
+rm -rf "$out/peers"
+mv "$out/peers.new" "$out/peers"
+cp "$scratch/peer_step_times.csv" "$out/peer_step_times.csv.tmp"
+mv "$out/peer_step_times.csv.tmp" "$out/peer_step_times.csv"
+rm -f "$out/peer_skipped.csv"
+echo "compare_cpu: wrote $out/peer_step_times.csv and $out/peers/" >&2

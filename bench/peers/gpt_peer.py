@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """gpt_peer.py — halflab's GPT written again in PyTorch, for side-by-side numbers.
 
 The peer trains the same model as `halflab-train --model gpt` from the same
@@ -7,8 +7,11 @@ rate schedule and clipping, and writes the same per-step CSV, so that losses,
 gradients and step times can be compared line by line (docs/peers.md).
 
     halflab-train --mode fp32 --steps 100 --save-init w.bin --export-batches b.bin --out DIR
-    /usr/bin/python3 bench/peers/gpt_peer.py --init-weights w.bin --batches b.bin --heads 4 \\
+    "$(scripts/peer-python.sh)" bench/peers/gpt_peer.py --init-weights w.bin --batches b.bin --heads 4 \\
         --mode fp32 --steps 100 --out DIR           # DIR/peer_tiny_fp32_{steps,summary}.csv
+
+It runs under the pinned PyTorch's Python (scripts/peer-python.sh prints it;
+scripts/setup.sh --peers installs it), or, on a GPU machine, a CUDA PyTorch.
 
 The model (GPT-2's layout, HuggingFace's parameter names, written here with
 torch.nn; no HuggingFace import): token + position embeddings; per block
@@ -18,15 +21,23 @@ mean cross-entropy over every position. Projection weights are [out, in]
 (nn.Linear), as in halflab's weight files. The shape comes from the weight
 file; only the number of heads must be given.
 
-Modes (halflab-train's names):
+Modes (halflab-train's names), on the CPU and on CUDA:
   fp32      fp32 everywhere (on CUDA with TF32 matmuls off, as halflab's fp32 GEMMs)
-  amp-bf16  torch.autocast(bfloat16), no scaler (CPU or CUDA)
-  amp-fp16  torch.autocast(float16) + GradScaler (CUDA; on the CPU only with a
-            torch that has CPU fp16 autocast and a CPU GradScaler: Debian's
-            1.13 has neither)
-Under autocast the products run in the low precision; softmax, layer norm and
-the loss run in fp32 (spec/amp.md's policy, which is CUDA autocast's; CPU
-autocast would leave softmax in bf16, so the code asks for fp32 explicitly).
+  amp-bf16  torch.autocast(bfloat16), no scaler
+  amp-fp16  torch.autocast(float16) + torch.amp.GradScaler(device) with
+            halflab-train's scaler settings: --init-scale and
+            --growth-interval as given to it, growth factor 2 and backoff 0.5
+            (amp/scaler.h's defaults, which halflab-train always uses)
+--inject-nonfinite STEPS does what halflab-train's does: after the backward
+of those steps, element 0 of the first parameter's (the token embedding's)
+still-scaled gradient becomes +inf, so the scaler sees it when it unscales.
+--stop-after K, as halflab-train's, runs the first K steps of the --steps
+schedule (status "stopped"). Under autocast the products run in the low
+precision; softmax, layer norm and the loss run in fp32 (halflab's autocast
+policy, docs/core.md, which is CUDA autocast's; CPU autocast would leave
+softmax in bf16, so the code asks for fp32 explicitly). The attention is
+written out (scores, explicit causal mask, fp32 softmax), not
+scaled_dot_product_attention: the same arithmetic as halflab's, for parity.
 
 One step, as halflab-train's loop: zero_grad; lr of the step; per micro-batch
 upload, forward + loss under autocast, loss.item(), (loss / accum) scaled,
@@ -41,6 +52,9 @@ left empty, as are the memory columns on the CPU (no accounting allocator).
 Threads: --threads (default: what halflab uses, OMP_NUM_THREADS or the CPUs
 this process may run on) goes to torch.set_num_threads. OMP_WAIT_POLICY is left
 as the environment sets it (and recorded in the CSV metadata), as halflab-train does.
+The CSV metadata also names what torch computed with: its version and
+install (torch), its BLAS (torch_blas), oneDNN (torch_onednn) and the CPU
+kernels ATen dispatched to (torch_cpu_capability).
 
 Exit status: 0 done (also a diverged bf16 / fp16 run: the divergence is the
 measurement), 1 a failed run (a non-finite loss in fp32), 2 bad input (one
@@ -52,10 +66,16 @@ import sys
 
 import argparse
 import math
+import re
 import signal
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as _e:
+    sys.stderr.write("gpt_peer: %s cannot import numpy (%s): run the peer with the Python that "
+                     "scripts/peer-python.sh prints (scripts/setup.sh --peers installs it)\n" % (sys.executable, _e))
+    sys.exit(1)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hlfiles  # noqa: E402
@@ -63,6 +83,9 @@ import hlfiles  # noqa: E402
 PROG = "gpt_peer"
 MODES = ("fp32", "amp-bf16", "amp-fp16")
 MAX_CONSECUTIVE_SKIPS = 50  # halflab-train's rule for a scaled run that diverged
+# halflab-train's GradScaler factors: amp/scaler.h's defaults, which it has no flag for
+GROWTH_FACTOR, BACKOFF_FACTOR = 2.0, 0.5
+DEFAULT_INIT_SCALE, DEFAULT_GROWTH_INTERVAL = 65536.0, 2000
 
 STEP_HEADER = ("mode,step,loss,eval_loss,eval_acc,lr,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
                "fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,"
@@ -105,7 +128,7 @@ def parse_args(argv):
     p.add_argument("--init-weights", metavar="FILE", help="halflab-train --save-init's weight file (required)")
     p.add_argument("--batches", metavar="FILE", help="halflab-train --export-batches's file (required)")
     p.add_argument("--heads", type=int, help="attention heads (required: the weight file has no head count)")
-    p.add_argument("--mode", default="fp32", help="fp32 (default), amp-bf16, amp-fp16 (CUDA)")
+    p.add_argument("--mode", default="fp32", help="fp32 (default), amp-bf16, amp-fp16")
     p.add_argument("--device", default="auto", help="auto (default: cuda when torch sees a GPU), cpu, cuda")
     p.add_argument("--optimizer", default="adamw", help="adamw (default) or sgd")
     p.add_argument("--lr", type=float, default=None, help="default 3e-3 for adamw, 0.1 for sgd (the tiny preset's)")
@@ -113,9 +136,15 @@ def parse_args(argv):
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--schedule", default="cosine", help="cosine (default): lr (1 + cos(pi (step-1)/steps)) / 2; constant")
     p.add_argument("--clip-norm", type=float, default=0.0, help="clip the unscaled gradients' L2 norm")
-    p.add_argument("--init-scale", type=float, default=65536.0, help="GradScaler's initial scale (amp-fp16)")
-    p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler's growth interval (amp-fp16)")
+    p.add_argument("--init-scale", type=float, default=None,
+                   help="GradScaler's initial scale (amp-fp16; default 65536)")
+    p.add_argument("--growth-interval", type=int, default=None,
+                   help="clean steps before the scale doubles (amp-fp16; default 2000)")
+    p.add_argument("--inject-nonfinite", metavar="STEPS", default="none",
+                   help="as halflab-train: an inf into the first gradient at these steps, e.g. 3,7,10-12")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: every step in --batches)")
+    p.add_argument("--stop-after", type=int, default=None, metavar="K",
+                   help="as halflab-train: stop after step K of the --steps schedule (status 'stopped')")
     p.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing summary (default 5)")
     p.add_argument("--eval-every", type=int, default=100, help="evaluate every N steps and after the last (default 100)")
     p.add_argument("--stats-every", type=int, default=1, help="gradient census every N steps (0: never; default 1)")
@@ -146,6 +175,15 @@ def parse_args(argv):
         usage_error("--schedule: unknown schedule '%s' (cosine or constant)" % a.schedule)
     if a.lr is None:
         a.lr = 3e-3 if a.optimizer == "adamw" else 0.1
+    if a.mode != "amp-fp16" and (a.init_scale is not None or a.growth_interval is not None):
+        usage_error("--init-scale and --growth-interval need a mode with a loss scaler (amp-fp16); %s has none"
+                    % a.mode)
+    a.init_scale = DEFAULT_INIT_SCALE if a.init_scale is None else a.init_scale
+    a.growth_interval = DEFAULT_GROWTH_INTERVAL if a.growth_interval is None else a.growth_interval
+    try:
+        a.inject = parse_steps(a.inject_nonfinite)
+    except ValueError as e:
+        usage_error("--inject-nonfinite: %s" % e)
     for name, v, ok in (("--lr", a.lr, a.lr >= 0), ("--momentum", a.momentum, 0 <= a.momentum < 1),
                         ("--weight-decay", a.weight_decay, a.weight_decay >= 0),
                         ("--clip-norm", a.clip_norm, a.clip_norm >= 0),
@@ -160,11 +198,47 @@ def parse_args(argv):
         usage_error("--momentum is SGD's (--optimizer sgd)")
     if a.steps is not None and a.steps < 1:
         usage_error("--steps: %d must be >= 1" % a.steps)
+    if a.stop_after is not None and a.stop_after < 1:
+        usage_error("--stop-after: %d must be >= 1" % a.stop_after)
     if a.threads is not None and a.threads < 1:
         usage_error("--threads: %d must be >= 1" % a.threads)
     if not a.name or len(a.name) > 47 or not all(c.isalnum() or c in "-." for c in a.name):
         usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'" % a.name)
     return a
+
+
+def parse_steps(text):
+    """halflab's step lists (amp/fault.h): "3,7,10-12", "" or "none"; the set of steps."""
+    steps = set()
+    if text in ("", "none"):
+        return steps
+    for item in text.split(","):
+        lo, dash, hi = item.partition("-")
+        if not (lo.isdigit() and (not dash or hi.isdigit())):
+            raise ValueError("step list \"%s\": bad item \"%s\" (steps are integers >= 1, ranges lo-hi with lo <= hi, "
+                             "separated by commas, e.g. 3,7,10-12)" % (text, item))
+        first = int(lo)
+        last = int(hi) if dash else first
+        if first < 1 or last < first:
+            raise ValueError("step list \"%s\": bad item \"%s\" (steps are integers >= 1, ranges lo-hi with lo <= hi)"
+                             % (text, item))
+        steps.update(range(first, last + 1))
+    return steps
+
+
+def format_steps(steps):
+    """The canonical "3,7,10-12" of a set of steps (halflab-train's metadata)."""
+    out, run = [], []
+    for s in sorted(steps):
+        if run and s == run[-1] + 1:
+            run.append(s)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else "%d-%d" % (run[0], run[-1]))
+        run = [s]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else "%d-%d" % (run[0], run[-1]))
+    return ",".join(out)
 
 
 # -------------------------------------------------------------------- model --
@@ -190,7 +264,7 @@ def build_model_class(torch):
             v = v.view(B, T, H, D).transpose(1, 2)
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))  # halflab: product, then the scale
             att = att.masked_fill(~self.allowed[:T, :T], float("-inf"))
-            att = F.softmax(att.float(), dim=-1)  # fp32 under any autocast (CUDA's policy and spec/amp.md)
+            att = F.softmax(att.float(), dim=-1)  # fp32 under any autocast (CUDA's policy and halflab's)
             y = att @ v
             return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -263,17 +337,41 @@ def on_signal(sig, frame):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def cpu_fp16_amp(torch):
-    """Does this torch have CPU fp16 autocast and a CPU GradScaler (torch 2.3 and later; 1.13 has neither)?"""
-    if not hasattr(torch.amp, "GradScaler"):
-        return False
+def import_torch():
+    """torch, or one line saying which Python lacks it (the peer's is scripts/peer-python.sh's)."""
     try:
-        torch.amp.GradScaler("cpu")
-        x = torch.ones(2, 2)
-        with torch.autocast(device_type="cpu", dtype=torch.float16):
-            return (x @ x).dtype == torch.float16
-    except (RuntimeError, TypeError, ValueError, AssertionError):
-        return False
+        import torch
+    except ImportError as e:
+        fatal("%s cannot import torch (%s): run the peer with the Python that scripts/peer-python.sh prints "
+              "(scripts/setup.sh --peers installs it)" % (sys.executable, e))
+    return torch
+
+
+def torch_build(torch):
+    """The CSV metadata lines naming what torch computes with: version, BLAS, oneDNN, CPU kernels."""
+    config = torch.__config__.show()
+
+    def config_line(*words):
+        for line in config.splitlines():
+            if all(w in line for w in words):
+                return line.strip().lstrip("- ").strip()
+        return ""
+
+    blas = "unknown"
+    for line in config.splitlines():
+        if "BLAS_INFO=" in line:
+            blas = line.split("BLAS_INFO=", 1)[1].split(",", 1)[0].strip()
+    blas_library = config_line("Math Kernel Library") or config_line("OpenBLAS")
+    onednn_version = re.search(r"v(\d+(\.\d+)+)", config_line("MKL-DNN") or config_line("oneDNN"))
+    onednn = "oneDNN " + onednn_version.group(0) if onednn_version else ""
+    mkldnn = torch.backends.mkldnn
+    return [("torch", "%s (%s)" % (torch.__version__, torch.__file__.rsplit("/", 2)[0])),
+            ("torch_blas", "%s%s" % (blas, " (%s)" % blas_library if blas_library else "")),
+            ("torch_onednn", "%s (torch.backends.mkldnn: %s, %s)" % (
+                onednn or "not built", "available" if mkldnn.is_available() else "not available",
+                "enabled" if mkldnn.enabled else "disabled")),
+            ("torch_cpu_capability", "%s (torch.backends.cpu.get_cpu_capability(): the ATen kernels it dispatches to)"
+             % torch.backends.cpu.get_cpu_capability())]
 
 
 def census(torch, grads, scale):
@@ -297,7 +395,7 @@ def census(torch, grads, scale):
 def main(argv):
     a = parse_args(argv)
     if a.version:
-        import torch
+        torch = import_torch()
         print("%s: pytorch %s, numpy %s, halflab %s (%s)" % ((PROG, torch.__version__, np.__version__) +
                                                              hlfiles.halflab_version()))
         return 0
@@ -328,6 +426,10 @@ def main(argv):
     steps = a.steps if a.steps is not None else data.steps
     if steps > data.steps:
         usage_error("--steps %d: %s holds %d steps (halflab-train --export-steps)" % (steps, a.batches, data.steps))
+    if a.stop_after is not None and a.stop_after >= steps:
+        usage_error("--stop-after %d must be below --steps %d" % (a.stop_after, steps))
+    if a.inject and max(a.inject) > steps:
+        usage_error("--inject-nonfinite: step %d is past the last step (%d)" % (max(a.inject), steps))
     if not os.path.isdir(a.out) or not os.access(a.out, os.W_OK | os.X_OK):
         usage_error("--out: folder '%s' does not exist or is not writable" % a.out)
     if a.dump_grads:
@@ -335,15 +437,12 @@ def main(argv):
         if not os.access(d, os.W_OK | os.X_OK):
             usage_error("--dump-grads: cannot write into %s" % d)
 
-    import torch  # after the checks: a bad command line is refused fast
+    torch = import_torch()  # after the checks: a bad command line is refused fast
 
     cuda_ok = torch.cuda.is_available()
     device = a.device if a.device != "auto" else ("cuda" if cuda_ok else "cpu")
     if device == "cuda" and not cuda_ok:
         fatal("--device cuda: torch %s sees no usable GPU (torch.cuda.is_available() is False)" % torch.__version__)
-    if a.mode == "amp-fp16" and device != "cuda" and not cpu_fp16_amp(torch):
-        usage_error("--mode amp-fp16 needs CUDA: torch %s has no CPU fp16 autocast / GradScaler to compare with"
-                    % torch.__version__)
     threads = a.threads if a.threads is not None else default_threads()
     torch.set_num_threads(threads)
     if device == "cuda":  # fp32 means fp32: halflab's fp32 GEMMs never use TF32
@@ -376,9 +475,8 @@ def main(argv):
     scaled = a.mode == "amp-fp16"
     scaler = None
     if scaled:
-        kw = dict(init_scale=a.init_scale, growth_factor=2.0, backoff_factor=0.5, growth_interval=a.growth_interval)
-        scaler = torch.amp.GradScaler(device, **kw) if hasattr(torch.amp, "GradScaler") else \
-            torch.cuda.amp.GradScaler(**kw)
+        scaler = torch.amp.GradScaler(device, init_scale=a.init_scale, growth_factor=GROWTH_FACTOR,
+                                      backoff_factor=BACKOFF_FACTOR, growth_interval=a.growth_interval)
     amp_dtype = {"fp32": None, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}[a.mode]
 
     def autocast():
@@ -410,6 +508,8 @@ def main(argv):
     meta = hlfiles.Meta(dev_desc)
     meta.set("halflab-peer", "PyTorch %s peer of halflab-train (bench/peers/gpt_peer.py); numpy %s" %
              (torch.__version__, np.__version__))
+    for key, value in torch_build(torch):
+        meta.set(key, value)
     meta.set("run", a.name)
     meta.set("mode", {"fp32": "fp32: fp32 weights, no autocast",
                       "amp-bf16": "amp-bf16: fp32 weights, torch.autocast bfloat16, no scaler",
@@ -427,8 +527,10 @@ def main(argv):
     else:
         meta.set("optimizer", "torch.optim.SGD lr %g%s momentum %g weight_decay %g" %
                  (a.lr, sched, a.momentum, a.weight_decay))
-    meta.set("scaler", "dynamic (GradScaler init %g, growth 2 every %d, backoff 0.5)" % (a.init_scale, a.growth_interval)
-             if scaled else "none")
+    meta.set("scaler", "dynamic (torch.amp.GradScaler('%s') init %g, growth %g every %d, backoff %g)" % (
+        device, a.init_scale, GROWTH_FACTOR, a.growth_interval, BACKOFF_FACTOR) if scaled else "none")
+    if a.inject:
+        meta.set("inject_nonfinite", format_steps(a.inject))
     if a.clip_norm > 0:
         meta.set("clip_norm", "%g (L2, unscaled gradients; torch.nn.utils.clip_grad_norm_)" % a.clip_norm)
     if device == "cpu":
@@ -504,6 +606,9 @@ def main(argv):
             nonfinite |= not math.isfinite(lv)
             objective = loss / accum if accum > 1 else loss
             (scaler.scale(objective) if scaled else objective).backward()
+        if step in a.inject:  # halflab-train's fault: the first parameter's gradient, element 0, still scaled
+            with torch.no_grad():
+                params[0].grad.view(-1)[0] = float("inf")
         if scaled:
             scaler.unscale_(opt)
         if a.dump_grads and step == 1:  # for the parity test; not timed
@@ -573,6 +678,9 @@ def main(argv):
         if consecutive_skips >= MAX_CONSECUTIVE_SKIPS:
             status, why = "diverged", "%d consecutive steps skipped for inf/NaN (last at step %d, scale %g)" % (
                 consecutive_skips, step, scaler.get_scale())
+            break
+        if a.stop_after is not None and step == a.stop_after:
+            status = "stopped"
             break
     if tty:
         sys.stderr.write("\n")

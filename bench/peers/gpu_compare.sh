@@ -15,9 +15,10 @@
 #           steps); --full: the preset's 20 + 50.
 # Writes in DIR (default results/<gpu>/, as halflab's programs name it):
 #   peers/train_peers-cuda_MODE_*.csv, peers/peer_peers-cuda_MODE_*.csv, peer_step_times.csv.
-# PyTorch: $PEER_PYTHON, else the first of python3, /usr/bin/python3 that
-# imports torch and sees a GPU; without one the comparison is skipped (exit 0,
-# said on stderr). scripts/gpu-check.sh runs this as its 'peers' stage.
+# PyTorch: $PEER_PYTHON, else the first of the pinned peer (scripts/peer-python.sh)
+# and the image's python3 that imports torch and sees a GPU; without one the
+# comparison is skipped (exit 0, said on stderr). scripts/gpu-check.sh runs
+# this as its 'peers' stage.
 set -euo pipefail
 build=$(cd "${1:?usage: bench/peers/gpu_compare.sh BUILD_DIR [--quick|--full] [--out DIR]}" && pwd)
 shift
@@ -37,7 +38,7 @@ train=$build/train/halflab-train
 [ -x "$train" ] || { echo "gpu_compare: halflab-train is not built in $build; skipped" >&2; exit 0; }
 
 python=""
-for p in ${PEER_PYTHON:-} python3 /usr/bin/python3; do
+for p in ${PEER_PYTHON:-} $("$here/../../scripts/peer-python.sh" 2>/dev/null) python3; do
   if command -v "$p" >/dev/null 2>&1 &&
      "$p" -c 'import sys, torch, numpy; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     python=$p
@@ -67,7 +68,7 @@ peer_common=(--device cuda --heads 12 --optimizer adamw --lr 3e-4 --schedule cos
 name=peers-cuda
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 summarise() {
-  "$python" "$here/step_times.py" --runs "$out/peers" --out "$out/peer_step_times.csv" \
+  "$python" "$here/step_times.py" --runs "$out/peers" --out "$out/peer_step_times.csv" --preset gpt2 \
     --load-before "$load_before" --load-after "$(cut -d' ' -f1-3 /proc/loadavg)" \
     --note "gpt2 preset (12 layers, 12 heads, width 768, vocabulary 50257, 8 x 1024 tokens), AdamW lr 3e-4, $steps steps ($warmup warm-up), same weights and batches"
 }

@@ -1,65 +1,107 @@
 #!/usr/bin/env bash
 # plots/report.d/35-peers.sh RESULTS_DIR — the PyTorch-peer section of
 # REPORT.md: halflab-train against the same GPT in PyTorch (bench/peers/),
-# same weights, batches and thread count, from one run: step times per mode
-# (and OpenMP wait policy on the CPU), the ratios the goals are about (CPU
-# fp32: halflab at least as fast; GPU: amp-fp16 at most half of fp32's step
-# time, and at least as fast as PyTorch AMP), the final losses side by side,
-# and the chart. Prints nothing when the folder holds no peer_step_times.csv.
+# same weights, batches and thread count, from one run: step times per
+# preset, mode (and OpenMP wait policy on the CPU), the ratios PyTorch /
+# halflab (CPU fp32 goal: halflab at least as fast; GPU: amp-fp16 at least as
+# fast as PyTorch AMP), each implementation's amp-bf16 / fp32 and amp-fp16 /
+# fp32 (GPU goal for halflab: amp-fp16 at most half of fp32's step time), the
+# final losses side by side, and the chart. The heading is always printed;
+# without peer_step_times.csv the section is one line saying why it was
+# skipped (peer_skipped.csv's reason, written by bench/peers/compare_cpu.sh).
 set -euo pipefail
 dir=${1:?usage: plots/report.d/35-peers.sh RESULTS_DIR}
-f=$dir/peer_step_times.csv
-[ -f "$f" ] || exit 0
 
 . "$(dirname "$0")/../report-lib.sh"
 
 echo "## PyTorch peer (\`bench/peers/\`)"
 echo
-echo "The same GPT written in PyTorch ($(meta peer_step_times.csv peer | sed 's/ peer of.*//')), started from halflab-train's initial"
+if ! have peer_step_times.csv; then
+  reason=""
+  have peer_skipped.csv && reason=$(table peer_skipped.csv '{ print $c["reason"]; exit }')
+  echo "skipped: ${reason:-PyTorch not installed (no peer measurement in this folder; scripts/setup.sh --peers installs it)}"
+  echo
+  exit 0
+fi
+f=peer_step_times.csv
+# A CSV written before the preset column (the tiny preset was the only one then) reads as preset "-".
+preset='(("preset" in c) ? $c["preset"] : "-")'
+
+if have peer_skipped.csv; then
+  echo "_The latest comparison run was skipped ($(table peer_skipped.csv '{ print $c["reason"]; exit }'), $(meta peer_skipped.csv date)):"
+  echo "the tables below are the earlier run's, $(meta $f date)._"
+  echo
+fi
+echo "The same GPT written in PyTorch ($(meta $f peer | sed 's/ peer of.*//')), started from halflab-train's initial"
 echo "weights (\`--save-init\`) on its exact batches (\`--export-batches\`), with the same optimizer, schedule and thread"
 echo "count; each side's step time is taken the same way (batch upload to the synchronised end of the update) and"
-echo "summarised by the same script from its own per-step CSV. Run: $(meta peer_step_times.csv note)."
-echo "Devices: $(meta peer_step_times.csv device). Load average (1, 5, 15 min) $(meta peer_step_times.csv load)."
+echo "summarised by the same script from its own per-step CSV. Run: $(meta $f note)."
+echo "Devices: $(meta $f device). Load average (1, 5, 15 min) $(meta $f load)."
 echo
-echo "| implementation | device | mode | OMP_WAIT_POLICY | threads | min ms | median ms | max ms | tokens/s | final loss | eval loss |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
-table peer_step_times.csv '{ printf "| %s | %s | %s | %s | %s | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"], $c["device"], $c["mode"],
-         $c["omp_wait_policy"], $c["threads"], $c["step_ms_min"], $c["step_ms_median"], $c["step_ms_max"],
-         $c["tokens_per_s"], $c["final_loss"], $c["eval_loss"] }'
+built_with=""
+for key in halflab_blas torch_blas torch_onednn torch_cpu_capability cpu-features; do
+  v=$(meta $f "$key")
+  if [ -n "$v" ]; then built_with+="- \`$key\`: $v"$'\n'; fi
+done
+if [ -n "$built_with" ]; then printf '%s\n' "$built_with"; fi
+echo "| implementation | device | preset | mode | OMP_WAIT_POLICY | threads | tokens/step | steps (timed) | min ms | median ms | max ms | tokens/s | final loss | eval loss |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+table $f '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"], $c["device"],
+         '"$preset"', $c["mode"], $c["omp_wait_policy"], $c["threads"], (("tokens_per_step" in c) ? $c["tokens_per_step"] : "-"),
+         $c["steps"], $c["timed_steps"], $c["step_ms_min"], $c["step_ms_median"], $c["step_ms_max"], $c["tokens_per_s"],
+         ($c["final_loss"] == "" ? "-" : $c["final_loss"]), ($c["eval_loss"] == "" ? "-" : $c["eval_loss"]) }'
 echo
-echo "| device | mode | OMP_WAIT_POLICY | PyTorch / halflab median step time | goal |"
-echo "|---|---|---|---|---|"
-table peer_step_times.csv '{ k = $c["device"] SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_ms_median"]
+echo "PyTorch / halflab median step time per mode (above 1: halflab faster):"
+echo
+echo "| device | preset | mode | OMP_WAIT_POLICY | PyTorch / halflab | goal |"
+echo "|---|---|---|---|---|---|"
+table $f '{ k = $c["device"] SUBSEP '"$preset"' SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_ms_median"]
          if (!(k in seen)) { seen[k] = 1; key[++n] = k } }
        END { for (i = 1; i <= n; i++) { k = key[i]; if (!((k, "halflab") in m) || !((k, "pytorch") in m)) continue
                split(k, p, SUBSEP); r = m[k, "pytorch"] / m[k, "halflab"]
                goal = "-"
-               if ((p[2] == "fp32" && p[1] == "cpu") || (p[2] == "amp-fp16" && p[1] == "cuda"))
+               if ((p[3] == "fp32" && p[1] == "cpu") || (p[3] == "amp-fp16" && p[1] == "cuda"))
                  goal = r >= 1 ? "at least as fast: **met**" : "at least as fast: **not met**"
-               printf "| %s | %s | %s | %.3f (%s) | %s |\n", p[1], p[2], p[3], r, (r >= 1 ? "halflab faster" : "halflab slower"), goal } }'
+               printf "| %s | %s | %s | %s | %.3f (%s) | %s |\n", p[1], p[2], p[3], p[4], r, (r >= 1 ? "halflab faster" : "halflab slower"), goal } }'
 echo
-if table peer_step_times.csv '$c["device"] == "cuda" && $c["mode"] == "amp-fp16" { found = 1 } END { exit !found }'; then
-  echo "| implementation (GPU) | amp-fp16 / fp32 median step time | goal (halflab) |"
-  echo "|---|---|---|"
-  table peer_step_times.csv '$c["device"] == "cuda" { m[$c["impl"], $c["mode"]] = $c["step_ms_median"] }
-         END { for (i = 1; i <= 2; i++) { x = i == 1 ? "halflab" : "pytorch"
-                 if (!((x, "fp32") in m) || !((x, "amp-fp16") in m)) continue
-                 r = m[x, "amp-fp16"] / m[x, "fp32"]
-                 printf "| %s | %.3f | %s |\n", x, r, (x == "halflab" ? (r <= 0.5 ? "<= 0.5: **met**" : "<= 0.5: **not met**") : "-") } }'
-  echo
-fi
+echo "Each implementation's mixed-precision step against its own fp32 step (below 1: AMP is faster):"
+echo
+echo "| implementation | device | preset | OMP_WAIT_POLICY | amp-bf16 / fp32 | amp-fp16 / fp32 | goal |"
+echo "|---|---|---|---|---|---|---|"
+table $f '{ k = $c["impl"] SUBSEP $c["device"] SUBSEP '"$preset"' SUBSEP $c["omp_wait_policy"]; m[k, $c["mode"]] = $c["step_ms_median"]
+         if (!(k in seen)) { seen[k] = 1; key[++n] = k } }
+       function ratio(k, mode) { return ((k, mode) in m && (k, "fp32") in m) ? sprintf("%.3f", m[k, mode] / m[k, "fp32"]) : "-" }
+       END { for (i = 1; i <= n; i++) { k = key[i]; if (!((k, "fp32") in m)) continue
+               split(k, p, SUBSEP); goal = "-"
+               if (p[1] == "halflab" && p[2] == "cuda" && (k, "amp-fp16") in m)
+                 goal = m[k, "amp-fp16"] / m[k, "fp32"] <= 0.5 ? "amp-fp16 <= 0.5: **met**" : "amp-fp16 <= 0.5: **not met**"
+               printf "| %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], p[3], p[4], ratio(k, "amp-bf16"), ratio(k, "amp-fp16"), goal } }'
+echo
 echo "On the CPU, \`default\` is libgomp's own wait policy (idle workers spin for a while before sleeping) and"
 echo "\`passive\` puts them to sleep at once: spinning wins on an idle machine and can lose many times over when other"
-echo "work competes for the cores (halflab-train and the peer both leave the variable to the environment). The parity of"
-echo "the two implementations (first-step loss, every gradient, ten steps of losses) is checked by the e2e test"
-echo "\`peers-parity\` (docs/peers.md); the final losses above drift apart only by rounding."
+echo "work competes for the cores (halflab-train and the peer both leave the variable to the environment)."
+# PyTorch's CPU amp-fp16 many times its fp32: say why, with the CPU's fp16 features
+slow_fp16=$(table $f '$c["impl"] == "pytorch" && $c["device"] == "cpu" { m[$c["mode"], $c["omp_wait_policy"]] = $c["step_ms_median"] }
+       END { for (k in m) { split(k, p, SUBSEP); if (p[1] == "amp-fp16" && (("fp32", p[2]) in m) && m[k] > 3 * m["fp32", p[2]])
+               { printf "%.0f", m[k] / m["fp32", p[2]]; exit } } }')
+if [ -n "$slow_fp16" ]; then
+  fp16_units=$(meta $f cpu-features | grep -o 'avx512_fp16 [a-z]*\|amx_fp16 [a-z]*' | paste -sd, - | sed 's/,/, /')
+  echo "PyTorch's amp-fp16 step is ${slow_fp16}x its own fp32 step here${fp16_units:+ (this CPU: $fp16_units)}: its CPU fp16"
+  echo "products take a slow path, where halflab widens fp16 (and bf16) to fp32 around OpenBLAS's sgemm."
+  if meta $f note | grep -q "PyTorch amp-fp16:"; then
+    echo "That is why PyTorch's amp-fp16 run is shorter than the others (the run note above says how)."
+  fi
+fi
+echo "The parity of the two implementations (first-step loss and every gradient, 30 steps of losses in fp32, amp-bf16"
+echo "and amp-fp16, the loss scale and skipped steps identical) is checked by the e2e test \`peers-parity\`"
+echo "(docs/peers.md); the final losses above drift apart only by rounding."
 echo
 if [ -f "$dir/peers.png" ]; then
   echo "![halflab vs PyTorch](peers.png)"
   echo
   echo "Left: median step time per mode, halflab beside PyTorch (whiskers: fastest to slowest timed step; the ratio"
   echo "PyTorch / halflab above each pair). Middle: the training losses of both, overlaid. Right: their relative"
-  echo "difference per step, against fp32's and bf16's unit roundoff."
+  echo "difference per step, against fp32's, fp16's and bf16's unit roundoff."
   echo
 else
   echo '_Chart peers.png not drawn here (gnuplot missing); `ninja -C build plots` draws it._'
