@@ -111,7 +111,7 @@ do for [out=1:2] {
         cmd = cmd.sprintf("%sdsrc[%d] using 1:2 with points pt 7 ps 0.5 lc rgb '%s' title '%s'", cmd eq '' ? '' : ', ', i, mcolor[i], mode[i])
       }
     }
-    eval('plot '.cmd.", 2**-24 with lines dt 3 lc rgb '#666666' title 'fp32 unit roundoff 2^{-24}', 2**-11 with lines dt 2 lc rgb '#bbbbbb' title 'fp16 unit roundoff 2^{-11}', 2**-9 with lines dt 3 lc rgb '#999999' title 'bf16 unit roundoff 2^{-9}'")
+    eval('plot '.cmd.", 2**-24 with lines dt 3 lc rgb '#666666' title 'fp32 unit roundoff 2^{-24}', 2**-11 with lines dt 2 lc rgb '#bbbbbb' title 'fp16 unit roundoff 2^{-11}', 2**-8 with lines dt 3 lc rgb '#999999' title 'bf16 unit roundoff 2^{-8}'")
     unset logscale y
     set format y '%g'
   } else {

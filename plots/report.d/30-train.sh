@@ -114,11 +114,20 @@ if has tiny; then
   done
   echo
   case "$(tmeta device)" in cpu*)
-    echo "Speed on this CPU: the half-precision modes are slower than fp32 (speed-up below 1x) because a CPU"
-    echo "without fp16/bf16 arithmetic widens every half operand to fp32, computes, and rounds back: the same work"
-    echo "plus the conversions (the GEMM section shows the same for single products). What they save here is memory:"
-    echo "activations stored in 2 bytes instead of 4. The speed-up AMP is for needs half-precision units (tensor cores)."
-    echo ;;
+    # In words from this run's numbers: the tiny step is milliseconds of small products, so its times
+    # move with the machine's load and OpenMP's wait policy more than with the precision.
+    f32=$(val tiny fp32 step_time_ms_median)
+    bf=$(val tiny amp-bf16 step_time_ms_median)
+    f16=$(val tiny amp-fp16 step_time_ms_median)
+    if [ -n "$f32" ] && [ -n "$bf" ] && [ -n "$f16" ]; then
+      echo "Speed on this CPU: in this run amp-bf16's tiny step took $(awk -v a="$bf" -v b="$f32" 'BEGIN { printf "%.2fx", a / b }') fp32's and amp-fp16's"
+      echo "$(awk -v a="$f16" -v b="$f32" 'BEGIN { printf "%.2fx", a / b }'). Read these with care: a tiny step is a few milliseconds of small products, and"
+      echo "its time moves with the machine's load and OpenMP's wait policy more than with the precision (the threads"
+      echo "table below). halflab widens fp16 and bf16 operands to fp32 for OpenBLAS's sgemm (this CPU's own bf16/fp16"
+      echo "arithmetic is not used yet), so on a CPU the AMP modes save memory (activations in 2 bytes instead of 4),"
+      echo "not arithmetic. The small preset's comparison with PyTorch (below) times real work."
+      echo
+    fi ;;
   esac
   # fp16-noscale and fp16-pure at the tiny size, in words from the numbers
   ref=$(val tiny amp-fp16 eval_loss)

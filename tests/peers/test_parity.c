@@ -27,11 +27,11 @@
  *     (measured 1.3e-7 and 7.5e-7: the rounding differences stay at
  *     roundoff level through 30 SGD updates); the evaluations' loss within
  *     1e-5 and accuracy within 1%.
- *   amp-bf16, 30 steps: every loss within 2^-8 relative (two bf16 unit
- *     roundoffs, 3.9e-3; measured 6.7e-4 at step 13, 1.2e-4 over the first
+ *   amp-bf16, 30 steps: every loss within 2^-8 relative (bf16's unit
+ *     roundoff, 3.9e-3; measured 6.7e-4 at step 13, 1.2e-4 over the first
  *     ten): both round the products to bf16 but not at exactly the same
  *     points (the bias added inside or after the rounding), and the
- *     differences feed through the updates and grow for a while; one
+ *     differences feed through the updates and grow for a while; half a
  *     roundoff (2^-9) would leave a margin of 3 only. First-step gradients within 2^-5
  *     (4 bf16 epsilons) of each max-norm (measured 5.7e-3).
  *   amp-fp16, 30 steps: every loss within 2^-11 relative (fp16's unit
