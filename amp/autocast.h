@@ -1,5 +1,5 @@
 /* autocast.h — automatic mixed precision regions, as torch.autocast does
- * them (spec/amp.md):
+ * them (docs/core.md, Autocast):
  *
  *   HL_AUTOCAST(HL_DEVICE_CPU, HL_F16, true) {
  *     hl_tensor *e = hl_mm(a32, b32);          // runs in f16, gives f16

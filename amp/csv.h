@@ -1,4 +1,4 @@
-/* csv.h — the one CSV schema every halflab file follows (DESIGN.md):
+/* csv.h — the one CSV schema every halflab file follows:
  *   "# " metadata lines (program and version, schema, command, device, host,
  *   CUDA versions when used, date, and any extra key the program adds),
  *   then a header row and tidy rows with units in the column names.

@@ -7,7 +7,8 @@
 
 #include "amp/half.h"
 
-/* Figures as in spec/numerics.md (IEEE 754-2019, OCP 8-bit FP v1.0, NVIDIA tf32). */
+/* Figures from IEEE 754-2019, OCP 8-bit FP v1.0 and NVIDIA's tf32
+ * (docs/numerics.md, "The formats"). */
 static const hl_format_info formats[HL_FMT_COUNT] = {
     [HL_FMT_FP32] = {HL_FMT_FP32, "fp32", "IEEE 754 binary32", 32, 8, 23, 127, -126, 127,
                      0x1.fffffep127, 0x1p-126, 0x1p-149, 0x1p-23, 0x1p-24, true, true},

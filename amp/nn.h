@@ -22,7 +22,7 @@
  *     and HF's int8 model; HF's fp32 Conv1D stores the transpose).
  *
  * Weight dtype policies (storage of the parameters): fp32, fp16, bf16 and
- * int8 — spec/bench.md's LLM.int8-style loading: the projection weights of
+ * int8 — LLM.int8-style loading (docs/models.md): the projection weights of
  * every block int8 with one fp32 scale per output row, their biases fp16,
  * layer norms fp32, embeddings fp16. int8 is storage for inference: its
  * parameters do not require grad, and the forward dequantises on the fly

@@ -4,7 +4,7 @@
  * for backward, and the step's peak).
  *
  * The activation count follows hl_gpt_forward op by op with the dtype
- * rules of autocast (spec/amp.md) and what each op of the core saves:
+ * rules of autocast (docs/core.md, Autocast) and what each op of the core saves:
  * linear saves its input (in the product's dtype), matmul both operands,
  * layer_norm its input (fp32 under autocast) and two fp32 statistics per
  * row, softmax its output (fp32 under autocast), gelu its input,

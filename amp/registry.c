@@ -191,11 +191,12 @@ void hl_ops_write_markdown(FILE *out) {
           "Generated from the op registry (`amp/registry.c`) by `ninja -C build ops-doc`; do not edit by hand.\n"
           "The dispatcher consults the same table, so an op runs exactly where this page says it does.\n"
           "The unit test `ops-doc` fails when this file is out of date.\n\n"
-          "Columns: the autocast policy inside an enabled region (spec/amp.md: *lower precision* casts eligible\n"
-          "inputs to the region's fp16/bf16, *fp32* to f32, *promote* to the widest input, *input types* leaves\n"
-          "them; *promotes* means mixed float inputs are promoted outside autocast instead of refused); the\n"
-          "dtypes with forward and backward kernels per backend; and how far the op can be differentiated\n"
-          "(`1st`: backward only; `2nd`: its backward is differentiable again, e.g. for gradient penalties).\n");
+          "Columns: the autocast policy inside an enabled region ([docs/core.md, Autocast](core.md#autocast):\n"
+          "*lower precision* casts eligible inputs to the region's fp16/bf16, *fp32* to f32, *promote* to the\n"
+          "widest input, *input types* leaves them; *promotes* means mixed float inputs are promoted outside\n"
+          "autocast instead of refused); the dtypes with forward and backward kernels per backend; and how far\n"
+          "the op can be differentiated (`1st`: backward only; `2nd`: its backward is differentiable again, e.g.\n"
+          "for gradient penalties).\n");
   const char *groups[] = {"Conversions, views and joins", "Element-wise", "Reductions", "Matrix products",
                           "Neural-network ops and losses", "Internal ops (made by backward functions)"};
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {

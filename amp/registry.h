@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* What an enabled autocast region does to an op's eligible inputs (float,
- * not f64, on the region's device). See spec/amp.md. */
+ * not f64, on the region's device); docs/core.md, Autocast, lists the ops. */
 typedef enum {
   HL_POLICY_NONE = 0, /* unlisted: runs in its input types (ordinary promotion where the op promotes) */
   HL_POLICY_LOWER,    /* cast to the region's lower-precision dtype (fp16 / bf16) */

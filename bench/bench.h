@@ -1,5 +1,5 @@
 /* bench.h — what the subcommands of halflab-bench share: the options every
- * subcommand takes, the timing method of spec/bench.md, the device metadata,
+ * subcommand takes, the timing method (docs/bench.md), the device metadata,
  * the built-in peak table, memory checks before allocating, result rows held
  * until the run is complete, and the PASS/MISS target lines.
  *
@@ -69,7 +69,7 @@ void bench_parse_names(const char *opt, const char *s, const char *kind, const c
                        bool *chosen);
 
 /* ------------------------------------------------------------ timing -- */
-/* spec/bench.md: warm up at least 3 launches and while a warm-up is still
+/* Warm up at least 3 launches and while a warm-up is still
  * more than 2% faster than the one before; then repeat and report min,
  * median and max. Each sample times `inner` back-to-back launches between
  * two events (GPU) or clock reads (CPU) and divides; inner > 1 only where one
@@ -115,7 +115,7 @@ typedef struct {
   char source[512];     /* "datasheet NVIDIA H200 SXM (sm_90) ...; scaled ..." or "peak unknown: ..." */
 } bench_peaks;
 
-/* The datasheet figures of spec/bench.md for this device, scaled from SM
+/* The built-in datasheet figures (peak.c) for this device, scaled from SM
  * count x clock on a MIG slice or a clock-capped part (and said so). */
 bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind);
 

@@ -2,7 +2,7 @@
  * training take, per weight dtype policy and per training mode.
  *
  * Parameters (footprint_params.csv): GPT-2 124M (and a shape of your own)
- * under fp32, fp16, bf16 and the int8 policy of spec/bench.md, three ways:
+ * under fp32, fp16, bf16 and int8 (the policies of amp/nn.h), three ways:
  *   analytic    counted from the shapes (amp/nn.h);
  *   allocator   the core's accounting allocator, building the model;
  *   independent not through our allocator at all: on the CPU the process's

@@ -1,7 +1,7 @@
 /* gemm.c — halflab-bench gemm: matrix-product throughput per variant (fp32,
  * tf32, fp16 with fp32 or fp16 accumulation, bf16, fp8) over square sizes,
  * the alignment study around 4096 and GPT-2 124M's shapes, by the method of
- * spec/bench.md; `gemm --accuracy` is gemm_accuracy.c.
+ * docs/bench.md; `gemm --accuracy` is gemm_accuracy.c.
  *
  * Per variant, one pool of random operands is made (uniform in [-1, 1),
  * rounded to the variant's input type) on the host and copied to the device;

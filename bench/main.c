@@ -23,7 +23,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "Usage: halflab-bench SUBCOMMAND [OPTIONS]   (halflab-bench SUBCOMMAND --help for its options)\n"
           "\n"
-          "FP16/BF16 against FP32 on this machine's GPU (or its CPU), by the method of spec/bench.md:\n"
+          "FP16/BF16 against FP32 on this machine's GPU (or its CPU), by the method of docs/bench.md:\n"
           "results on stdout, CSV in results/<machine>/.\n"
           "\n"
           "Subcommands:\n");

@@ -1,6 +1,6 @@
-/* peak.c — the dense peaks of spec/bench.md (vendor datasheets), keyed by
- * the device name and compute capability, and their scaling to what this
- * device can actually reach: on a MIG slice or a part with fewer SMs, by the
+/* peak.c — the dense peaks of NVIDIA's datasheets (docs/bench.md, Peaks),
+ * keyed by the device name and compute capability, and their scaling to what
+ * this device can actually reach: on a MIG slice or a part with fewer SMs, by the
  * SM count; on a part whose maximum SM clock is capped below the datasheet's
  * boost clock, by the clock. Anything not in the table is "peak unknown":
  * no percentage is better than a wrong one. */
@@ -61,7 +61,7 @@ bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind) {
   const peak_entry *e = lookup(f);
   if (!e) {
     snprintf(p.source, sizeof p.source,
-             "peak unknown: %s (sm_%d%d) is not in the built-in table of spec/bench.md (V100 SXM2, A100 SXM4, H100 "
+             "peak unknown: %s (sm_%d%d) is not in the built-in table (V100 SXM2, A100 SXM4, H100 "
              "SXM, H200 SXM)",
              f->name, f->cc_major, f->cc_minor);
     return p;

@@ -14,9 +14,9 @@
  * changes show exactly where they may happen.
  *
  * Checked: the scale is the same for every micro-batch of an effective
- * batch and changes only at its end, by the rule of spec/amp.md; after two
- * effective steps it is 512 (test vector 7). Each update is compared, from
- * the same weights, with the update of one 32-row batch (the relative
+ * batch and changes only at its end, by update()'s rule; after two
+ * effective steps it is 512 (docs/scaler.md, test vector 7). Each update is
+ * compared, from the same weights, with the update of one 32-row batch (the relative
  * 2-norm of the difference of the two updates):
  *   - the recipe in f32 against the batch in f32: only the order of the
  *     sums differs, limit 1e-5 (measured about 1e-6);

@@ -17,10 +17,10 @@
  *
  * Checked, every step: the step was skipped exactly when a gradient held
  * inf/NaN (tested here on the host, independently of the scaler); a skipped
- * step left every weight bit-identical; the scale follows the rule of
- * spec/amp.md (halve after inf/NaN, double after growth_interval clean
- * steps). At the end: every injected step was skipped, and the loss fell
- * (by half over 40 steps or more). */
+ * step left every weight bit-identical; the scale follows update()'s rule
+ * (halve after inf/NaN, double after growth_interval clean steps;
+ * docs/scaler.md). At the end: every injected step was skipped, and the
+ * loss fell (by half over 40 steps or more). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
   hl_scaler *scaler = hl_scaler_new(sc);
   HL_CHECK(opt && scaler);
 
-  double expect_scale = sc.init_scale; /* the spec's rule, kept on the host */
+  double expect_scale = sc.init_scale; /* update()'s rule, kept on the host */
   int64_t expect_tracker = 0;
   int skipped_count = 0, taken = 0;
   double *taken_loss = malloc((size_t)o.steps * sizeof *taken_loss); /* losses of the steps taken */

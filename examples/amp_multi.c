@@ -13,7 +13,7 @@
  *   scaler.update()                  # once, after every optimizer stepped
  *
  * --inject STEPS (default 4) makes a gradient of model1 inf at those steps.
- * As spec/amp.md says (and PyTorch does): each step() skips on its own
+ * As in PyTorch (docs/scaler.md, GradScaler): each step() skips on its own
  * optimizer's found_inf, so optimizer0 steps and optimizer1 skips; update()
  * sums found_inf over both, so the scale backs off once.
  *

@@ -38,7 +38,7 @@ static const char usage_text[] =
     "  --value X     formats: any number, also inf, nan and hex floats such as 0x1p-24;\n"
     "                overflow: the value summed, finite in fp32 (default 16)\n"
     "  --count N     overflow: how many copies, 1 to 2147483647 (default 4096). Without\n"
-    "                --count and --value, overflow also runs the spec's contrasts\n"
+    "                --count and --value, overflow also runs two contrasts\n"
     "                (4000 x 16, 4096 x 1)\n"
     "  --device D    auto (default: the CPU, and the GPU as well when one is usable), cpu, cuda\n"
     "  --out DIR     output folder (default results/<machine>/, named after the GPU if used)\n"

@@ -157,7 +157,7 @@ int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
   sum_case cases[3];
   int ncases = 0;
   cases[ncases++] = (sum_case){opts->count, (float)opts->value, true};
-  if (!opts->has_count && !opts->has_value) { /* the spec's contrasts */
+  if (!opts->has_count && !opts->has_value) { /* contrasts: no overflow, and a smaller addend */
     cases[ncases++] = (sum_case){4000, 16.0f, false};
     cases[ncases++] = (sum_case){4096, 1.0f, false};
   }

@@ -53,7 +53,7 @@ static void ladder(const nx_ctx *c) {
            nx_hex(HL_FMT_BF16, out[0][1][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_FMT_BF16, out[0][1][i])),
            nx_show(v43, st, sizeof st), rel_error(v43, x[j]), rel_error(b43, x[j]));
   }
-  /* the spec's ties, read from the 1.5 * 2^-k series */
+  /* the ties, read from the 1.5 * 2^-k series */
   char a[32], b[32];
   double r25 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 25 - K_MIN]);
   double r24 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 24 - K_MIN]);

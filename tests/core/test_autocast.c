@@ -1,6 +1,6 @@
 /* test_autocast.c — suite unit: autocast regions and the policy table of
- * spec/amp.md, pass-through of f64 and integer tensors, the cast cache,
- * backward in the forward's dtypes, custom ops, the decorator form,
+ * docs/core.md (Autocast), pass-through of f64 and integer tensors, the cast
+ * cache, backward in the forward's dtypes, custom ops, the decorator form,
  * per-thread state and the op trace. */
 #include <math.h>
 #include <pthread.h>

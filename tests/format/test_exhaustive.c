@@ -25,7 +25,8 @@
 #define MAX_REPORTS 5
 
 /* Same value, or both NaN (NaN payloads are not compared; the sign of a NaN
- * is compared where the spec asks for it: F16C). Zeros compare by sign. */
+ * is checked separately where a test wants it: F16C). Zeros compare by
+ * sign. */
 static int same_value(double a, double b) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
   return a == b && signbit(a) == signbit(b);

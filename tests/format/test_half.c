@@ -1,6 +1,6 @@
-/* test_half.c — suite unit: the facts of spec/numerics.md, value by value,
- * for half.h's conversions and arithmetic, format.h's table and bit views,
- * and the Philox generator's published answers. */
+/* test_half.c — suite unit: the format facts of docs/numerics.md, value by
+ * value, for half.h's conversions and arithmetic, format.h's table and bit
+ * views, and the Philox generator's published answers. */
 #include <math.h>
 #include <string.h>
 

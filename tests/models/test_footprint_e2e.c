@@ -22,7 +22,7 @@ static void test_cpu_run(void **state) {
   assert_non_null(p);
   assert_int_equal(p->nrows, 4);
   const char *policy[4] = {"fp32", "fp16", "bf16", "int8"};
-  /* spec/bench.md's figures; int8 worked out in tests/models/test_params.c */
+  /* docs/models.md's figures; int8 worked out in tests/models/test_params.c */
   const double bytes[4] = {497759232, 248879616, 248879616, 164353536};
   for (int i = 0; i < 4; i++) {
     int row = hl_table_find(p, "model", "gpt2-124m", "policy", policy[i], NULL);

@@ -26,7 +26,7 @@ static void test_gpt2_counts_and_bytes(void **state) {
   assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_FP32), 497759232);
   assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_FP16), 248879616);
   assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_BF16), 248879616);
-  /* int8 (spec/bench.md), by hand:
+  /* int8 (docs/models.md, Weight dtype policies), by hand:
    *   projection weights int8: 12 x (768x2304 + 768x768 + 768x3072 + 3072x768) = 84,934,656 bytes
    *   one fp32 scale per output row: 12 x (2304 + 768 + 3072 + 768) x 4 = 331,776
    *   their biases fp16: 12 x (2304 + 768 + 3072 + 768) x 2 = 165,888
@@ -134,7 +134,7 @@ static void test_policies(void **state) {
     assert_int_equal(listed, used);
     hl_gpt_free(m);
   }
-  /* the int8 dtypes of spec/bench.md */
+  /* the int8 policy's dtypes */
   assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_WEIGHT), HL_I8);
   assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_BIAS), HL_F16);
   assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_NORM), HL_F32);

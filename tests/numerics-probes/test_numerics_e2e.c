@@ -1,5 +1,6 @@
 /* test_numerics_e2e.c — suite e2e: halflab-numerics run end to end on the
- * CPU, its CSV files read back and checked against spec/numerics.md. */
+ * CPU, its CSV files read back and checked against the values that
+ * docs/numerics.md gives. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

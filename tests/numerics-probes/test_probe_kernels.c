@@ -1,6 +1,6 @@
 /* test_probe_kernels.c — suite unit: the CPU probe kernels (the HL_HD bodies
- * of kernels/probe_math.h that the GPU runs too) against the facts of
- * spec/numerics.md and against independent references written here. */
+ * of kernels/probe_math.h that the GPU runs too) against the values of
+ * docs/numerics.md and against independent references written here. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,7 +215,7 @@ static void test_encode_f64_is_rounded_once(void **state) {
       else if (got != want) fail_msg("%s: %a rounds to %a, not %a", info->name, d, got, want);
     }
   }
-  /* the spec's trap: 1 + (2^-11 + 2^-34) */
+  /* the double-rounding trap: 1 + (2^-11 + 2^-34) */
   assert_int_equal(hl_probe_encode_f64(HL_FMT_FP16, 1.0 + 0x1p-11 + 0x1p-34), 0x3c01);
 }
 

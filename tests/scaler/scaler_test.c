@@ -1,4 +1,5 @@
-/* scaler_test.c — shared helpers and the spec's seven test vectors. */
+/* scaler_test.c — shared helpers and the seven test vectors of
+ * docs/scaler.md. */
 #include "tests/scaler/scaler_test.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* scaler_test.h — what the scaler, optimizer, clipping and checkpoint tests
  * share: checks with the core's messages, small tensors from host values on
- * any device, and the spec's seven test vectors as functions of a device
+ * any device, and the seven test vectors as functions of a device
  * (the unit suite runs them on the CPU, the gpu suite on CUDA). */
 #ifndef HL_SCALER_TEST_H
 #define HL_SCALER_TEST_H
@@ -29,7 +29,7 @@ bool same_bits(const hl_tensor *a, const hl_tensor *b);
 /* Can the core run ops (mul, sum, mm, backward) on this device? */
 bool device_has_tensor_ops(hl_device_kind dev);
 
-/* The spec's test vectors (spec/amp.md). 1 and 2 need only the optimizer
+/* The test vectors of docs/scaler.md. 1 and 2 need only the optimizer
  * kernels (they test the two building blocks); 3-7 run the scaler on real
  * losses and need the device's tensor ops too. */
 void vector1_update_scale(hl_device_kind dev);

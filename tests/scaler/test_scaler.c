@@ -1,7 +1,7 @@
-/* test_scaler.c — suite unit: the GradScaler on the CPU. The spec's seven
- * test vectors; every stage error (and that an error changes nothing);
- * construction, disabled scalers, update(new_scale), static scaling,
- * found_inf access; master weights through the scaler. */
+/* test_scaler.c — suite unit: the GradScaler on the CPU. The seven test
+ * vectors of docs/scaler.md; every stage error (and that an error changes
+ * nothing); construction, disabled scalers, update(new_scale), static
+ * scaling, found_inf access; master weights through the scaler. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* test_scaler_gpu.c — suite gpu: the CUDA optimizer kernels against their
- * CPU twins on the same inputs, and the spec's test vectors on CUDA.
+ * CPU twins on the same inputs, and the test vectors on CUDA.
  * Exits 77 (skipped) without a GPU.
  *
  * Held to (kernels/optim_kernels.h):
