@@ -73,11 +73,10 @@ mkdir -p "$out"
 # lines; earlier measurements stay as they are.
 skip() {
   local reason=${1//,/;} # one CSV cell
-  local version describe
-  version=$(sed -n "s/^ *version: *'\([^']*\)'.*/\1/p" meson.build | sed -n 1p)
-  describe=$(git describe --always --dirty 2>/dev/null || echo unknown)
+  local version # "halflab-train (halflab 0.1.0, 61bcfa8)" -> "0.1.0 (61bcfa8)", as the programs' first line
+  version=$("$train" --version 2>/dev/null | sed -n 's/.*(halflab \([^,]*\), \(.*\))$/\1 (\2)/p')
   {
-    echo "# halflab ${version:-unknown} (${describe})"
+    echo "# halflab ${version:-unknown}"
     echo "# schema: 1"
     echo "# command: $command_line"
     echo "# device: cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p), $(nproc) logical cores"
