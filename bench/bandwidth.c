@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/trace.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "kernels/stream.h"
 #include "kernels/stream_ops.h"
@@ -133,7 +133,7 @@ static void validate(const run_ctx *r, const golden *g, void *scratch, double do
              hl_stream_type_name(r->t), r->bytes, dot_value, exact);
 }
 
-/* "1MiB,64MiB": byte counts (amp/cli.h units), at least 64 bytes */
+/* "1MiB,64MiB": byte counts (cli/cli.h units), at least 64 bytes */
 static int parse_sizes(const char *s, uint64_t *out, int max) {
   char buf[1024];
   if (strlen(s) >= sizeof buf) hl_usage_error("--sizes: list too long");

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "amp/csv.h"
-#include "amp/timer.h"
+#include "cli/csv.h"
+#include "cli/timer.h"
 #include "kernels/backend.h"
 
 /* ------------------------------------------------------- subcommands -- */
@@ -131,7 +131,7 @@ void bench_free(const bench_device *d, void *p);
 void *bench_host_alloc(size_t bytes, const char *what);
 
 /* ---------------------------------------------------------- rows -- */
-/* Result rows (amp/csv.h's hl_csv_rows) are kept until the run is complete
+/* Result rows (cli/csv.h's hl_csv_rows) are kept until the run is complete
  * and validated, then written at once: a failed run leaves no CSV behind.
  * Writes DIR/NAME (atomic table) with header and rows; exit 1 on failure. */
 void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header);

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/device.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/device.h"
 #include "bench/bench.h"
 #include "version.h"
 

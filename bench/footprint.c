@@ -2,8 +2,8 @@
  * training take, per weight dtype policy and per training mode.
  *
  * Parameters (footprint_params.csv): GPT-2 124M (and a shape of your own)
- * under fp32, fp16, bf16 and int8 (the policies of amp/nn.h), three ways:
- *   analytic    counted from the shapes (amp/nn.h);
+ * under fp32, fp16, bf16 and int8 (the policies of core/models/nn.h), three ways:
+ *   analytic    counted from the shapes (core/models/nn.h);
  *   allocator   the core's accounting allocator, building the model;
  *   independent not through our allocator at all: on the CPU the process's
  *               resident set (/proc/self/statm) before and after building
@@ -29,17 +29,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/mem.h"
-#include "amp/nn.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
-#include "amp/trace.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/base/mem.h"
+#include "core/models/nn.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
+#include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 
 static const char usage[] =
@@ -210,7 +210,7 @@ typedef struct {
 } step_bytes;
 
 /* One training step of model g (built with s's policy, on its device),
- * with the real optimizer (amp/optim.h): its state (moments; for
+ * with the real optimizer (core/training/optim.h): its state (moments; for
  * fp16-master the fp32 master weights and master gradients) allocated when
  * it is made, forward + loss under the mode's autocast, backward, the
  * update. Bytes from the allocator; the optimizer's allocation is split
@@ -528,7 +528,7 @@ int bench_footprint_main(int argc, char **argv) {
     printf("\nmeasured step: not run (%s): the training state below is analytic only\n", no_steps);
     hl_meta_set("measured_step", "not run: %s", no_steps);
   } else {
-    hl_meta_set("measured_step", "%lld x %lld tokens on %s, amp/optim.h's %s with lr 0", (long long)o.measure_batch,
+    hl_meta_set("measured_step", "%lld x %lld tokens on %s, core/training/optim.h's %s with lr 0", (long long)o.measure_batch,
                 (long long)o.measure_seq, dev.name, hl_optimizer_name(o.opt));
   }
 

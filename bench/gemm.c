@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/half.h"
-#include "amp/philox.h"
-#include "amp/trace.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "formats/half.h"
+#include "formats/philox.h"
+#include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
 #include "kernels/cpu/blas.h"

@@ -6,7 +6,7 @@
  *   simulated (always, on the CPU): each output a sequential dot product
  *     whose products are formed in fp32 (exact for fp16/bf16/fp8/tf32
  *     inputs) and whose running sum is rounded to the accumulation format
- *     after every addition (to fp32 first, then to fp16/bf16: amp/half.h);
+ *     after every addition (to fp32 first, then to fp16/bf16: formats/half.h);
  *     16 x 16 outputs;
  *   cublas (with --device cuda/auto on a GPU): the device's own GEMM on the
  *     same kind of data, 64 x 64 outputs, fp32 output where the accumulation
@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/half.h"
-#include "amp/philox.h"
-#include "amp/trace.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "formats/half.h"
+#include "formats/philox.h"
+#include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "amp/cli.h"
+#include "cli/cli.h"
 #include "bench/bench.h"
 #include "version.h"
 

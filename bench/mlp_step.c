@@ -30,12 +30,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/tensor.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "core/engine/tensor.h"
 #include "bench/bench.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/gemm.h"

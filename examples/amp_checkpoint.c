@@ -1,4 +1,4 @@
-/* amp_checkpoint.c — saving and resuming an AMP run (amp/checkpoint.h):
+/* amp_checkpoint.c — saving and resuming an AMP run (core/training/checkpoint.h):
  * the model's parameters by name, the optimizer's state, the scaler's
  * state (scale, factors, interval, growth tracker), the step counter and
  * the position of the data stream, in one versioned, checksummed file
@@ -29,14 +29,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/checkpoint.h"
-#include "amp/cli.h"
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/training/checkpoint.h"
+#include "cli/cli.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
 #include "examples/recipe.h"
 
 typedef struct {

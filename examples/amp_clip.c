@@ -23,14 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/clip.h"
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "core/training/clip.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
 #include "examples/recipe.h"
 
 static bool same_value(float a, float b) { return a == b || (isnan(a) && isnan(b)); }

@@ -26,14 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/error.h"
-#include "amp/fault.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "core/base/error.h"
+#include "core/training/fault.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
 #include "examples/recipe.h"
 
 int main(int argc, char **argv) {

@@ -31,13 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
 #include "examples/recipe.h"
 
 typedef struct {

@@ -15,9 +15,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "amp/autocast.h"
-#include "amp/error.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
 #include "examples/example.h"
 
 /* |x - reference| <= tol * max|reference|, elementwise over the 8x8 results */

@@ -17,10 +17,10 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/error.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
 #include "examples/example.h"
 
 typedef struct {

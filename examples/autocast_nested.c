@@ -14,9 +14,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "amp/autocast.h"
-#include "amp/error.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
 #include "examples/example.h"
 
 int main(int argc, char **argv) {

@@ -23,11 +23,11 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/custom_op.h"
-#include "amp/error.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/engine/custom_op.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
 #include "examples/example.h"
 
 static hl_device_kind device_;

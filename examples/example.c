@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/op_trace.h"
-#include "amp/registry.h"
+#include "cli/cli.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/engine/op_trace.h"
+#include "core/engine/registry.h"
 #include "version.h"
 
 static int failures_;

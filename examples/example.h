@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "amp/tensor.h"
+#include "core/engine/tensor.h"
 
 typedef struct {
   hl_device_kind device;

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/op_trace.h"
-#include "amp/ops.h"
-#include "amp/registry.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/engine/op_trace.h"
+#include "core/engine/ops.h"
+#include "core/engine/registry.h"
 #include "version.h"
 
 recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int default_steps,

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "amp/fault.h"
-#include "amp/tensor.h"
+#include "core/training/fault.h"
+#include "core/engine/tensor.h"
 #include "examples/example.h"
 
 /* Options beyond --device, --seed, --trace-ops, --help, --version. */

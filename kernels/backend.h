@@ -5,8 +5,8 @@
  * kernels) hang off it as sub-tables, each declared in its own header under
  * kernels/. A sub-table pointer is NULL where a backend lacks that family.
  *
- * Kernels know nothing of autograd or autocast: the only part of amp/ they
- * include is the leaf headers amp/half.h and amp/format.h (and amp/philox.h).
+ * Kernels know nothing of autograd or autocast: they include only the
+ * layer below them, formats/ (half.h, format.h, philox.h, hd.h).
  */
 #ifndef HL_BACKEND_H
 #define HL_BACKEND_H

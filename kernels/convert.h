@@ -1,7 +1,7 @@
 /* convert.h — format conversions and single half-precision operations as
  * kernels, so that the gpu suite can compare the device's own conversion
  * instructions and half arithmetic with the portable host code of
- * amp/half.h, input for input (bit-exact is the requirement). */
+ * formats/half.h, input for input (bit-exact is the requirement). */
 #ifndef HL_CONVERT_H
 #define HL_CONVERT_H
 

@@ -4,7 +4,7 @@
 #ifndef HL_CONVERT_MATH_H
 #define HL_CONVERT_MATH_H
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/convert.h"
 
 HL_HD static inline void hl_convert_one(hl_conversion c, uint32_t bits, void *out, size_t i) {

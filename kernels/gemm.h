@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 
 #ifdef __cplusplus
 extern "C" {

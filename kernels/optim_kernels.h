@@ -1,6 +1,6 @@
 /* optim_kernels.h — the kernels behind the GradScaler, the optimizers and
- * gradient clipping (backend->optim). amp/scaler.c, amp/optim.c and
- * amp/clip.c decide what to run; these entry points only compute.
+ * gradient clipping (backend->optim). core/training/scaler.c, core/training/optim.c and
+ * core/training/clip.c decide what to run; these entry points only compute.
  *
  * Every entry is a multi-tensor apply: it takes a host array of tensor
  * descriptors (pointers, sizes, dtypes) and walks all of them in one pass

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/optim_kernels.h"
 #include "kernels/round_ops.h"
 

@@ -5,7 +5,7 @@
  * kilobytes, and keeping the copies inside the backend keeps the program
  * free of device pointers. The arithmetic itself lives in kernels/probe_math.h
  * as HL_HD inline functions that the CPU loop and the CUDA kernel both call;
- * on the GPU, amp/half.h turns every fp16/bf16 operation and conversion into
+ * on the GPU, formats/half.h turns every fp16/bf16 operation and conversion into
  * the hardware's own instruction (cuda_fp16 / cuda_bf16 / cuda_fp8
  * intrinsics), so the gpu test suite compares real hardware rounding with the
  * portable host code, bit for bit.
@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "amp/format.h"
-#include "amp/half.h" /* HL_HD */
+#include "formats/format.h"
+#include "formats/half.h" /* HL_HD */
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,12 +3,12 @@
  * Each function here is HL_HD: kernels/cpu/probe_cpu.c calls it in a plain
  * loop and kernels/cuda/probe_cuda.cu calls it from a kernel, so the CPU tests
  * cover exactly the code the GPU runs. What differs between the two is only
- * what amp/half.h does underneath: on the GPU every fp16/bf16/fp8 conversion
+ * what formats/half.h does underneath: on the GPU every fp16/bf16/fp8 conversion
  * and every fp16/bf16 +,-,*,/ is the hardware's instruction.
  *
  * No multiply here feeds an add in the same chain, so nvcc has nothing to
  * contract into an FMA: fp32 results are single, correctly rounded operations
- * on both backends. Random numbers come from Philox4x32-10 (amp/philox.h),
+ * on both backends. Random numbers come from Philox4x32-10 (formats/philox.h),
  * a pure function of (seed, stream, index), so both backends draw the same.
  */
 #ifndef HL_PROBE_MATH_H
@@ -18,9 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/format.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/probe.h"
 
 #ifdef __cplusplus
@@ -46,7 +46,7 @@ HL_HD static inline float hl_probe_decode(hl_format f, uint32_t bits) {
 /* x rounded to nearest, ties to even, in f. saturate: finite overflow and
  * infinities become +-max (fp8's "satfinite"; for the other formats applied
  * after the IEEE conversion). tf32 is rounded to nearest even here on both
- * backends (the GPU's own cvt.rna rounds ties away; see amp/half.h). */
+ * backends (the GPU's own cvt.rna rounds ties away; see formats/half.h). */
 HL_HD static inline uint32_t hl_probe_encode(hl_format f, float x, int saturate) {
   uint32_t bits, sign_bit, inf_bits, max_bits;
   switch (f) {

@@ -7,7 +7,7 @@
 #ifndef HL_ROUND_OPS_H
 #define HL_ROUND_OPS_H
 
-#include "amp/half.h"
+#include "formats/half.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 #ifndef HL_STREAM_OPS_H
 #define HL_STREAM_OPS_H
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/round_ops.h"
 #include "kernels/stream.h"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/tensor_kernels.h"
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* tensor_kernels.h — the kernels behind the AMP core's tensor ops
- * (backend->tensor). amp/ops*.c decide shapes, dtypes, autocast and autograd;
+ * (backend->tensor). core/engine/ops_*.c decide shapes, dtypes, autocast and autograd;
  * these entry points only move and compute numbers.
  *
  * A backend fills in every entry or leaves backend->tensor NULL; the core
@@ -23,15 +23,15 @@
  *     synchronising call. Outputs never alias inputs unless an entry says so.
  *   - Sizes fit int64_t; n == 0 is allowed and does nothing.
  *   - Nothing here allocates tensor memory: the core allocates outputs,
- *     saved statistics and scratch through amp/mem.h and passes them in.
+ *     saved statistics and scratch through core/base/mem.h and passes them in.
  *
  * Adding the CUDA twin (kernels/cuda/tensor_cuda.cu):
  *   1. fill every entry below, launching on hl_cuda_stream() and checking
  *      every call with kernels/cuda/check.h; element math from
  *      tensor_math.h with the op as a template argument, conversions from
- *      amp/half.h (hardware intrinsics on the device);
+ *      formats/half.h (hardware intrinsics on the device);
  *   2. cuda_kernels.h: HL_CUDA_TENSOR_KERNELS -> &hl_cuda_tensor_kernels;
- *   3. amp/registry.c: give each op its cuda dtypes, regenerate docs/ops.md
+ *   3. core/engine/registry.c: give each op its cuda dtypes, regenerate docs/ops.md
  *      (ninja -C build ops-doc); the dispatcher then routes cuda tensors;
  *   4. a gpu-suite test comparing every entry with the CPU table on the same
  *      inputs, at the tolerances below (plus the GEMMs of backend->gemm,
@@ -149,7 +149,7 @@ struct hl_tensor_kernels {
    * overlap src unless they are the same view with the same dtype. */
   void (*copy)(const hl_kview *dst, const hl_kview *src, const int64_t size[HL_MAX_DIMS]);
 
-  /* Philox4x32-10 (amp/philox.h) under (seed, stream). Uniform: element i
+  /* Philox4x32-10 (formats/philox.h) under (seed, stream). Uniform: element i
    * = a + (b - a) * u, u from word i (hl_u32_to_unit_float). Normal: element
    * i = a + b * z, z by Box-Muller from words 2i and 2i+1 (tensor_math.h
    * hl_normal_from_words). Float dtypes. */

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/tensor_kernels.h"
 
 #ifdef __cplusplus

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/format.h"
-#include "amp/half.h"
+#include "cli/cli.h"
+#include "formats/format.h"
+#include "formats/half.h"
 #include "numerics/nx.h"
 
 static const hl_format arith_formats[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16};

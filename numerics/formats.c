@@ -1,13 +1,13 @@
 /* formats.c — `halflab-numerics formats [--value X]`: what each format is,
  * and any number X as each format stores it, bit by bit. Computed on the host
- * from amp/format.h (the exhaustive tests pin it to half.h and to the CPU's
+ * from formats/format.h (the exhaustive tests pin it to half.h and to the CPU's
  * F16C; the gpu suite pins the GPU's conversions to half.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
+#include "formats/format.h"
+#include "formats/half.h"
 #include "numerics/nx.h"
 
 static const hl_format table_order[] = {HL_FMT_FP32, HL_FMT_TF32, HL_FMT_FP16, HL_FMT_BF16, HL_FMT_E4M3, HL_FMT_E5M2};

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/device.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/device.h"
 #include "numerics/nx.h"
 #include "version.h"
 

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "amp/csv.h"
-#include "amp/format.h"
+#include "cli/csv.h"
+#include "formats/format.h"
 #include "kernels/backend.h"
 #include "kernels/probe.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/device.h"
+#include "cli/cli.h"
+#include "core/base/device.h"
 #include "numerics/nx.h"
 
 const char *nx_dev_name(const nx_ctx *c, int d) { return hl_device_kind_name(c->dev[d]); }

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amp/cli.h"
-#include "amp/format.h"
+#include "cli/cli.h"
+#include "formats/format.h"
 #include "numerics/nx.h"
 
 static const char *strategy_id[HL_SUM_STRATEGIES] = {

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/format.h"
-#include "amp/philox.h"
+#include "cli/cli.h"
+#include "formats/format.h"
+#include "formats/philox.h"
 #include "numerics/nx.h"
 
 /* --------------------------------------------------------------- ladder -- */

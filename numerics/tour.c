@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/format.h"
+#include "cli/cli.h"
+#include "formats/format.h"
 #include "numerics/nx.h"
 
 typedef struct {

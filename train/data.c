@@ -33,10 +33,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "amp/atomic_file.h"
-#include "amp/cli.h"
-#include "amp/crc32.h"
-#include "amp/philox.h"
+#include "core/base/atomic_file.h"
+#include "cli/cli.h"
+#include "core/base/crc32.h"
+#include "formats/philox.h"
 #include "train/train.h"
 
 enum { SPLIT_TRAIN = 1, SPLIT_EVAL = 2, TEACHER_HIDDEN = 64 };

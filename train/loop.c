@@ -23,18 +23,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/checkpoint.h"
-#include "amp/cli.h"
-#include "amp/clip.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/mem.h"
-#include "amp/op_trace.h"
-#include "amp/ops.h"
-#include "amp/timer.h"
-#include "amp/trace.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/training/checkpoint.h"
+#include "cli/cli.h"
+#include "core/training/clip.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/base/mem.h"
+#include "core/engine/op_trace.h"
+#include "core/engine/ops.h"
+#include "cli/timer.h"
+#include "core/base/profiler_ranges.h"
 #include "train/train.h"
 
 /* Consecutive skipped steps after which a scaled run is declared diverged
@@ -186,7 +186,7 @@ static float *read_all(train_model *m, train_mode *t, bool grads, float *out) {
 }
 
 /* --dump-grads: the gradients the optimizer will step with (unscaled, not
- * yet clipped), named and shaped as their parameters, in amp/nn.h's weight
+ * yet clipped), named and shaped as their parameters, in core/models/nn.h's weight
  * file format, so a peer's gradients can be compared entry by entry. A
  * parameter without a gradient is written as zeros. */
 static void dump_grads(const char *path, train_model *m, train_mode *t) {

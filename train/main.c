@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amp/checkpoint.h"
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/trace.h"
+#include "core/training/checkpoint.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/base/profiler_ranges.h"
 #include "train/train.h"
 
 /* The device: --device auto takes the GPU when a step of this mode runs
@@ -51,7 +51,7 @@ static void require_memory(const train_opts *o, const train_data *d, hl_device_k
   char a[32], b[32];
   if (dev == HL_DEVICE_CPU) device += host, host = 0;
   if (device > f->free_mem)
-    hl_usage_error("--batch %lld: a %s step of this model needs about %s (amp/nn.h's accounting), the %s has %s free",
+    hl_usage_error("--batch %lld: a %s step of this model needs about %s (core/models/nn.h's accounting), the %s has %s free",
                    (long long)o->batch, o->mode->name, hl_format_bytes(device, a, sizeof a),
                    dev == HL_DEVICE_CPU ? "host" : "device", hl_format_bytes(f->free_mem, b, sizeof b));
   if (host > h->free_mem)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/cli.h"
-#include "amp/error.h"
+#include "cli/cli.h"
+#include "core/base/error.h"
 #include "train/train.h"
 #include "version.h"
 
@@ -71,7 +71,7 @@ static const char usage[] =
     "  --trace-ops           print the first step's ops with their dtypes on stderr\n"
     "\n"
     "For peers (bench/peers/):\n"
-    "  --save-init FILE      write the initial weights (amp/nn.h weight file, f32)\n"
+    "  --save-init FILE      write the initial weights (core/models/nn.h weight file, f32)\n"
     "  --init-weights FILE   start from these weights instead of the seeded init\n"
     "  --export-batches FILE write the token batches of the first --export-steps steps and the held-out set\n"
     "  --export-steps N      (default: --steps)\n"

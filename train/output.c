@@ -1,7 +1,7 @@
 /* output.c — what a run writes (docs/train.md):
  *
  *   train_NAME_MODE_steps.csv    one row per step, each a whole flushed line
- *                                (amp/csv.h LOG mode), so an interrupted run
+ *                                (cli/csv.h LOG mode), so an interrupted run
  *                                leaves complete lines; a resumed run keeps
  *                                the rows up to its checkpoint and appends
  *   train_NAME_MODE_hist.csv     gradient histograms at the --hist-steps
@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amp/atomic_file.h"
-#include "amp/cli.h"
-#include "amp/csv.h"
-#include "amp/device.h"
-#include "amp/timer.h"
+#include "core/base/atomic_file.h"
+#include "cli/cli.h"
+#include "cli/csv.h"
+#include "core/base/device.h"
+#include "cli/timer.h"
 #include "train/train.h"
 
 static const char step_header[] =

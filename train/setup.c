@@ -11,7 +11,7 @@
  *   fp16-master   fp16     fp16 autocast      dynamic           fp32 masters + state
  *   fp16-pure     fp16     fp16, no autocast  -                 fp16 state
  *
- * fp16-master runs its fp16 model under fp16 autocast, as amp/nn.h's
+ * fp16-master runs its fp16 model under fp16 autocast, as core/models/nn.h's
  * accounting assumes: the products are fp16 either way, and autocast's fp32
  * list keeps layer norm, softmax and the loss in fp32 (apex's O2 with
  * keep_batchnorm_fp32, the paper's fp32 reductions); only fp16-pure runs
@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/cli.h"
-#include "amp/error.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "cli/cli.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
 #include "train/train.h"
 
 static hl_optimizer_kind accounting_kind(const train_opts *o) {

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "amp/philox.h"
+#include "formats/philox.h"
 #include "train/train.h"
 
 /* Philox stream of the generator: far from data.c's row streams (mixed

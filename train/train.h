@@ -25,11 +25,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "amp/fault.h"
-#include "amp/nn.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
-#include "train/stats.h"
+#include "core/training/fault.h"
+#include "core/models/nn.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
+#include "train/gradient_stats.h"
 
 #define TRAIN_PROG "halflab-train"
 
@@ -190,7 +190,7 @@ void setup_model_free(train_model *m);
 bool setup_mode(const train_opts *o, train_model *m, train_mode *t);
 void setup_mode_free(train_mode *t);
 
-/* What a step needs: the analytic peak on the device (amp/nn.h's
+/* What a step needs: the analytic peak on the device (core/models/nn.h's
  * accounting) and the host's buffers (evaluation logits, statistics). */
 void setup_step_bytes(const train_opts *o, const train_data *d, uint64_t *device, uint64_t *host);
 int64_t setup_classes(const train_opts *o);    /* logits per position or sample */

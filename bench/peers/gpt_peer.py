@@ -27,7 +27,7 @@ Modes (halflab-train's names), on the CPU and on CUDA:
   amp-fp16  torch.autocast(float16) + torch.amp.GradScaler(device) with
             halflab-train's scaler settings: --init-scale and
             --growth-interval as given to it, growth factor 2 and backoff 0.5
-            (amp/scaler.h's defaults, which halflab-train always uses)
+            (core/training/scaler.h's defaults, which halflab-train always uses)
 --inject-nonfinite STEPS does what halflab-train's does: after the backward
 of those steps, element 0 of the first parameter's (the token embedding's)
 still-scaled gradient becomes +inf, so the scaler sees it when it unscales.
@@ -83,7 +83,7 @@ import hlfiles  # noqa: E402
 PROG = "gpt_peer"
 MODES = ("fp32", "amp-bf16", "amp-fp16")
 MAX_CONSECUTIVE_SKIPS = 50  # halflab-train's rule for a scaled run that diverged
-# halflab-train's GradScaler factors: amp/scaler.h's defaults, which it has no flag for
+# halflab-train's GradScaler factors: core/training/scaler.h's defaults, which it has no flag for
 GROWTH_FACTOR, BACKOFF_FACTOR = 2.0, 0.5
 DEFAULT_INIT_SCALE, DEFAULT_GROWTH_INTERVAL = 65536.0, 2000
 
@@ -208,7 +208,7 @@ def parse_args(argv):
 
 
 def parse_steps(text):
-    """halflab's step lists (amp/fault.h): "3,7,10-12", "" or "none"; the set of steps."""
+    """halflab's step lists (core/training/fault.h): "3,7,10-12", "" or "none"; the set of steps."""
     steps = set()
     if text in ("", "none"):
         return steps
@@ -375,7 +375,7 @@ def torch_build(torch):
 
 
 def census(torch, grads, scale):
-    """halflab's gradient census (train/stats.h) of the gradients times scale (in f32):
+    """halflab's gradient census (train/gradient_stats.h) of the gradients times scale (in f32):
     (exact zero, fp16 underflow, fp16 zero) counts and the finite element count."""
     exact = zero = under = finite = 0
     s = torch.tensor(scale, dtype=torch.float32)

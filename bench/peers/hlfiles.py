@@ -1,8 +1,8 @@
 """hlfiles.py — halflab's file formats for the PyTorch peer, in plain Python.
 
-  read_weights / write_weights   amp/nn.h's weight file ("HLWTS001"; docs/models.md)
+  read_weights / write_weights   core/models/nn.h's weight file ("HLWTS001"; docs/models.md)
   read_batches                   halflab-train --export-batches ("HLBAT001"; docs/train.md)
-  Meta                           the "# " metadata lines every halflab CSV starts with (amp/csv.h)
+  Meta                           the "# " metadata lines every halflab CSV starts with (cli/csv.h)
 
 numpy only (no torch), so the files can be read anywhere. Every reader checks
 the magic, the sizes and zlib's CRC-32 before it returns anything: a
@@ -222,7 +222,7 @@ def measured(v):
 
 
 class LogCSV:
-    """A per-step log: metadata and header, then one flushed line per row (amp/csv.h LOG mode)."""
+    """A per-step log: metadata and header, then one flushed line per row (cli/csv.h LOG mode)."""
 
     def __init__(self, path, meta, header):
         self.f = open(path, "w")
@@ -239,7 +239,7 @@ class LogCSV:
 
 
 def write_table(path, meta, header, rows):
-    """A table: written to PATH.tmp, renamed when complete (amp/csv.h TABLE mode)."""
+    """A table: written to PATH.tmp, renamed when complete (cli/csv.h TABLE mode)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(meta.text())

@@ -1,7 +1,7 @@
 /* half_arrays.c — see half_arrays.h. */
 #include "kernels/cpu/half_arrays.h"
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/cpu/half_simd.h"
 
 #if HL_HAVE_HALF_SIMD

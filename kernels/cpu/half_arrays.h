@@ -1,6 +1,6 @@
 /* half_arrays.h — fp16/bf16 <-> fp32 conversion of whole arrays on the CPU,
  * for the loops that stream through memory (bandwidth kernels, GEMM operand
- * widening). Bit for bit what amp/half.h's per-element functions give (RNE;
+ * widening). Bit for bit what formats/half.h's per-element functions give (RNE;
  * NaN stays NaN), eight at a time with AVX2 + F16C where the CPU has them
  * (kernels/cpu/half_simd.h), element by element elsewhere. Serial: callers
  * split the work among their threads. */

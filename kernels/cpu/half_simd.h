@@ -1,6 +1,6 @@
 /* half_simd.h — eight fp16 or bf16 values to and from an AVX vector of
  * fp32, for the CPU loops that stream half-precision arrays. Rounding is
- * amp/half.h's (RNE, NaN stays NaN): F16C's vcvtps2ph with round-to-nearest
+ * formats/half.h's (RNE, NaN stays NaN): F16C's vcvtps2ph with round-to-nearest
  * is IEEE's conversion, and the bf16 path is half.h's integer rounding
  * written for eight lanes.
  *

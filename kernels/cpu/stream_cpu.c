@@ -64,7 +64,7 @@ static int use_streaming(size_t n, size_t es, int arrays, const void *out) {
 }
 
 /* -------------------------------------------------- portable loops -- */
-/* LOAD1/STORE1: one element (amp/half.h) */
+/* LOAD1/STORE1: one element (formats/half.h) */
 
 #define LOAD1_F32(x) (x)
 #define STORE1_F32(p, v) (*(p) = (v))

@@ -2,7 +2,7 @@
  * entries: fill, strided copy with dtype conversion, Philox random fill. */
 #include <math.h>
 
-#include "amp/philox.h"
+#include "formats/philox.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"

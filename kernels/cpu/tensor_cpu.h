@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/tensor_kernels.h"
 #include "kernels/tensor_math.h"
 

@@ -164,7 +164,7 @@ static void cuda_facts(hl_device_facts *out) {
  * every release, cudaFreeAsync returns the block in stream order. Freed
  * blocks stay in the pool (release threshold: never) for the next step's
  * tensors of the same sizes, instead of going back to the driver at every
- * synchronisation. The accounting allocator (amp/mem.h) counts the bytes
+ * synchronisation. The accounting allocator (core/base/mem.h) counts the bytes
  * asked for either way; cuda_facts trims the pool before it reads the free
  * memory, so that cached blocks do not count as used. */
 static int pool_state_; /* 0: not decided yet, 1: stream-ordered pool, 2: cudaMalloc */

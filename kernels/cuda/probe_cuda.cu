@@ -1,5 +1,5 @@
 /* probe_cuda.cu — the numerics probes on the GPU: kernels that call the
- * HL_HD bodies of kernels/probe_math.h, where amp/half.h maps every fp16,
+ * HL_HD bodies of kernels/probe_math.h, where formats/half.h maps every fp16,
  * bf16 and fp8 operation to the hardware's own instruction.
  *
  * The sums, the lost-update experiment and the harmonic series are chains

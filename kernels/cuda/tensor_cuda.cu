@@ -18,7 +18,7 @@
  * Everything is launched on hl_cuda_stream() and checked. */
 #include <mutex>
 
-#include "amp/philox.h"
+#include "formats/philox.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/tensor_cuda.cuh"
 

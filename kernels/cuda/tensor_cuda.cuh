@@ -19,7 +19,7 @@
 
 #include <type_traits>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/tensor_cuda_plan.h"
 #include "kernels/tensor_kernels.h"

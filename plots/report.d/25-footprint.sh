@@ -45,7 +45,7 @@ if [ -f "$dir/footprint_training.csv" ]; then
   step=$(meta footprint_training.csv measured_step)
   echo "### Training state per mode"
   echo
-  echo "Optimizer: $opt. Analytic bytes (amp/nn.h, checked against the allocator by the unit tests); \"peak\" is the"
+  echo "Optimizer: $opt. Analytic bytes (core/models/nn.h, checked against the allocator by the unit tests); \"peak\" is the"
   echo "step's estimated allocator peak (weights, optimizer state, and the fullest moment of forward and backward:"
   echo "the components are not all alive at once). \"largest batch\" fits the peak into $mem."
   echo

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/philox.h"
-#include "amp/tensor.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "formats/philox.h"
+#include "core/engine/tensor.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/tensor_cuda_plan.h"
 #include "kernels/tensor_kernels.h"

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "tests/core-gpu/twin.h"
 
 static const hl_dtype floats[] = {HL_F64, HL_F32, HL_F16, HL_BF16};

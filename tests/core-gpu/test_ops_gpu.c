@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/device.h"
-#include "amp/error.h"
-#include "amp/ops.h"
-#include "amp/tensor.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/base/device.h"
+#include "core/base/error.h"
+#include "core/engine/ops.h"
+#include "core/engine/tensor.h"
 #include "tests/core-gpu/twin.h"
 #include "tests/core/core_test.h"
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/device.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "core/base/device.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/tensor_math.h"
 
 const hl_backend *twin_gpu, *twin_cpu;

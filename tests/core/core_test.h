@@ -4,12 +4,12 @@
 #ifndef HL_CORE_TEST_H
 #define HL_CORE_TEST_H
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/error.h"
-#include "amp/mem.h"
-#include "amp/ops.h"
-#include "amp/tensor.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/base/error.h"
+#include "core/base/mem.h"
+#include "core/engine/ops.h"
+#include "core/engine/tensor.h"
 #include "tests/support/hltest.h"
 
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/registry.h"
+#include "core/engine/registry.h"
 
 static char *generate(size_t *len) {
   char *buf = NULL;
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
   if (f) fclose(f);
   int same = have && got == len && memcmp(have, text, len) == 0;
   if (!same)
-    fprintf(stderr, "%s is out of date with amp/registry.c: regenerate it with `ninja -C <build> ops-doc`\n", argv[2]);
+    fprintf(stderr, "%s is out of date with core/engine/registry.c: regenerate it with `ninja -C <build> ops-doc`\n", argv[2]);
   free(have);
   free(text);
   return same ? 0 : 1;

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/custom_op.h"
-#include "amp/half.h"
-#include "amp/op_trace.h"
-#include "amp/registry.h"
+#include "core/engine/custom_op.h"
+#include "formats/half.h"
+#include "core/engine/op_trace.h"
+#include "core/engine/registry.h"
 #include "tests/core/core_test.h"
 
 static hl_tensor *t32(hl_shape s, uint64_t stream) {

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "amp/device.h"
-#include "amp/registry.h"
+#include "core/base/device.h"
+#include "core/engine/registry.h"
 #include "tests/core/core_test.h"
 
 static hl_tensor *f32(hl_shape s) { return hl_tmp(hl_randn(s, 0, 1, 1, 1, HL_F32, HL_DEVICE_CPU)); }

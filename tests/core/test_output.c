@@ -1,18 +1,18 @@
-/* test_output.c — suite unit: the output helpers of amp/ the programs
- * share: rows held for a whole table (amp/csv.h hl_csv_rows), numbers as
- * text (amp/cli.h hl_format_thousands, hl_format_bytes), the CRC-32 of
- * halflab's own files (amp/crc32.h) and their all-or-nothing writing
- * (amp/atomic_file.h). */
+/* test_output.c — suite unit: the output helpers the programs
+ * share: rows held for a whole table (cli/csv.h hl_csv_rows), numbers as
+ * text (cli/cli.h hl_format_thousands, core/base/mem.h hl_format_bytes), the CRC-32 of
+ * halflab's own files (core/base/crc32.h) and their all-or-nothing writing
+ * (core/base/atomic_file.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "amp/atomic_file.h"
-#include "amp/cli.h"
-#include "amp/crc32.h"
-#include "amp/csv.h"
+#include "core/base/atomic_file.h"
+#include "cli/cli.h"
+#include "core/base/crc32.h"
+#include "cli/csv.h"
 #include "tests/support/hltest.h"
 
 static void test_numbers_as_text(void **state) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/philox.h"
+#include "formats/philox.h"
 #include "tests/core/core_test.h"
 
 static uint64_t draw_i;

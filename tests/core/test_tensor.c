@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/format.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "tests/core/core_test.h"
 
 static void test_create_and_read(void **state) {

@@ -1,7 +1,7 @@
 /* test_convert_cpu.c — suite unit: the CPU twin of kernels/convert.h is the
  * portable half.h code (what the gpu suite compares the device against). */
-#include "amp/device.h"
-#include "amp/half.h"
+#include "core/base/device.h"
+#include "formats/half.h"
 #include "kernels/convert.h"
 #include "tests/support/hltest.h"
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
+#include "formats/format.h"
+#include "formats/half.h"
 #include "tests/support/hltest.h"
 
 #define ALL_F32 (UINT64_C(1) << 32)

@@ -1,5 +1,5 @@
 /* test_gpu_half.c — suite gpu: the device's conversion instructions and half
- * arithmetic against amp/half.h's portable code on the CPU, bit for bit.
+ * arithmetic against formats/half.h's portable code on the CPU, bit for bit.
  *   - every fp32 encoding -> fp16, bf16, e4m3 / e5m2 (saturating and not), tf32 (rna);
  *   - every fp16 / bf16 / fp8 code decoded;
  *   - +, -, *, / on every fp16 and bf16 value against 1024 Philox-drawn partners.
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/device.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "core/base/device.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/convert.h"
 #include "tests/support/hltest.h"
 

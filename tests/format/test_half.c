@@ -4,9 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/format.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "tests/support/hltest.h"
 
 static float f16r(float x) { return hl_f16_to_f32(hl_f32_to_f16(x)); }

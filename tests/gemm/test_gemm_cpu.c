@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/backend.h"
 #include "kernels/gemm.h"
 #include "tests/support/hltest.h"

@@ -1,15 +1,15 @@
-/* models_test.h — what the tests of amp/nn.h share: a straightforward
+/* models_test.h — what the tests of core/models/nn.h share: a straightforward
  * reference GPT and MLP in double precision (plain loops, no core ops),
  * token batches, and reading parameters back. */
 #ifndef HL_MODELS_TEST_H
 #define HL_MODELS_TEST_H
 
-#include "amp/autocast.h"
-#include "amp/autograd.h"
-#include "amp/error.h"
-#include "amp/mem.h"
-#include "amp/nn.h"
-#include "amp/ops.h"
+#include "core/engine/autocast.h"
+#include "core/engine/autograd.h"
+#include "core/base/error.h"
+#include "core/base/mem.h"
+#include "core/models/nn.h"
+#include "core/engine/ops.h"
 #include "tests/support/hltest.h"
 
 

@@ -56,7 +56,7 @@ static void test_cpu_run(void **state) {
     assert_true(hl_table_num(t, a, "max_batch") >= 0);
     assert_true(hl_table_num(t, a, "peak_bytes") > hl_table_num(t, a, "activations_bytes"));
     /* the measured step: weights, masters and gradients to the byte; the optimizer's moments within 1 KiB
-     * (amp/optim.h also keeps a few counters on the device); the bytes forward left for backward within 1%
+     * (core/training/optim.h also keeps a few counters on the device); the bytes forward left for backward within 1%
      * and the step's peak within 5% of the analytic figures */
     const char *exact[4][2] = {{"weights_bytes", "alloc_weights_bytes"}, {"master_bytes", "alloc_master_bytes"},
                                {"gradients_bytes", "alloc_gradients_bytes"}, {"moments_bytes", "alloc_moments_bytes"}};

@@ -1,4 +1,4 @@
-/* test_memory.c — the analytic memory of a training step (amp/nn.h)
+/* test_memory.c — the analytic memory of a training step (core/models/nn.h)
  * against the accounting allocator, which is the ground truth:
  *   - activations saved for backward (bytes live after forward + loss,
  *     minus autocast's weight casts): within 1%;

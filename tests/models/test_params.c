@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/half.h"
+#include "formats/half.h"
 #include "tests/models/models_test.h"
 
 

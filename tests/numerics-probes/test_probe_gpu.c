@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/format.h"
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/format.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/backend.h"
 #include "kernels/probe.h"
 #include "tests/support/hltest.h"

@@ -1,4 +1,4 @@
-/* weights.h — amp/nn.h's weight files ("HLWTS001", docs/models.md) read
+/* weights.h — core/models/nn.h's weight files ("HLWTS001", docs/models.md) read
  * independently of the core, for the peer tests: the gradients halflab-train
  * and the PyTorch peer dump are compared tensor by tensor, and a weight file
  * is edited in place (one value changed, CRC-32 rewritten) to show that the

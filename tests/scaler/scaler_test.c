@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autograd.h"
-#include "amp/fault.h"
-#include "amp/ops.h"
-#include "amp/registry.h"
+#include "core/engine/autograd.h"
+#include "core/training/fault.h"
+#include "core/engine/ops.h"
+#include "core/engine/registry.h"
 
 hl_tensor *tensor_of(hl_shape s, const float *v, float fill, hl_dtype dtype, hl_device_kind dev) {
   int64_t n = 1;

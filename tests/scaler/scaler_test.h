@@ -8,10 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "amp/error.h"
-#include "amp/optim.h"
-#include "amp/scaler.h"
-#include "amp/tensor.h"
+#include "core/base/error.h"
+#include "core/training/optim.h"
+#include "core/training/scaler.h"
+#include "core/engine/tensor.h"
 #include "tests/support/hltest.h"
 
 

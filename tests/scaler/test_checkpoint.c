@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "amp/autograd.h"
-#include "amp/checkpoint.h"
-#include "amp/fault.h"
-#include "amp/ops.h"
+#include "core/engine/autograd.h"
+#include "core/training/checkpoint.h"
+#include "core/training/fault.h"
+#include "core/engine/ops.h"
 #include "tests/scaler/scaler_test.h"
 
 static const hl_device_kind cpu = HL_DEVICE_CPU;

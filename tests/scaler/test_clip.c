@@ -7,10 +7,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "amp/clip.h"
-#include "amp/fault.h"
-#include "amp/ops.h"
-#include "amp/philox.h"
+#include "core/training/clip.h"
+#include "core/training/fault.h"
+#include "core/engine/ops.h"
+#include "formats/philox.h"
 #include "tests/scaler/scaler_test.h"
 
 static const hl_device_kind cpu = HL_DEVICE_CPU;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/fault.h"
-#include "amp/ops.h"
+#include "core/training/fault.h"
+#include "core/engine/ops.h"
 #include "tests/scaler/scaler_test.h"
 
 static void test_parse(void **state) {

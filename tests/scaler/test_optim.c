@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/half.h"
-#include "amp/ops.h"
-#include "amp/optim.h"
+#include "formats/half.h"
+#include "core/engine/ops.h"
+#include "core/training/optim.h"
 #include "tests/scaler/scaler_test.h"
 
 static const hl_device_kind cpu = HL_DEVICE_CPU;

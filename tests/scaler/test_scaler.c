@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/autograd.h"
-#include "amp/fault.h"
-#include "amp/half.h"
-#include "amp/ops.h"
+#include "core/engine/autograd.h"
+#include "core/training/fault.h"
+#include "formats/half.h"
+#include "core/engine/ops.h"
 #include "tests/scaler/scaler_test.h"
 
 static const hl_device_kind cpu = HL_DEVICE_CPU;

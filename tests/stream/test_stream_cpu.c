@@ -1,6 +1,6 @@
 /* test_stream_cpu.c — suite unit: the CPU backend of kernels/stream.h and
  * the array conversions of kernels/cpu/half_arrays.h, against references
- * written here element by element with amp/half.h.
+ * written here element by element with formats/half.h.
  *
  * Element-wise kernels must match bit for bit (NaN: any NaN), at lengths
  * around the 8-lane vector step and the 4096-element chunk, with values that
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/half.h"
-#include "amp/philox.h"
+#include "formats/half.h"
+#include "formats/philox.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/stream_cpu.h"
@@ -171,7 +171,7 @@ static void test_init_and_copy_ref(void **state) {
 }
 
 /* Whole-array conversions (GEMM operand widening, stream kernels' vector
- * path) against the per-element functions of amp/half.h */
+ * path) against the per-element functions of formats/half.h */
 static void test_half_arrays(void **state) {
   (void)state;
   enum { N = 65536 + 5 };

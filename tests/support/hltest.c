@@ -1,9 +1,9 @@
 /* hltest.c — test support: processes, folders, CSV. */
 #include "tests/support/hltest.h"
 
-#include "amp/error.h"
-#include "amp/mem.h"
-#include "amp/tensor.h"
+#include "core/base/error.h"
+#include "core/base/mem.h"
+#include "core/engine/tensor.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "amp/device.h"
+#include "core/base/device.h"
 
 const char *hl_test_prog(const char *name) {
   char var[128];

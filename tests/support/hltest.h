@@ -57,7 +57,7 @@ char *hl_path(const char *dir, const char *name);
 char *hl_read_file(const char *path, size_t *len);
 /* Writes len bytes to path, replacing it; fails the test on error. */
 void hl_write_file(const char *path, const void *data, size_t len);
-/* zlib's CRC-32, bit by bit: independent of the table-driven one in amp/
+/* zlib's CRC-32, bit by bit: independent of the table-driven one in core/base/
  * that halflab's files carry, so a test can check those files. */
 uint32_t hl_test_crc32(const void *data, size_t len);
 

@@ -1,4 +1,4 @@
-/* test_stats.c — suite unit: the training runs' counters (train/stats.h)
+/* test_stats.c — suite unit: the training runs' counters (train/gradient_stats.h)
  * against cases worked out by hand: fp16's zero / subnormal / overflow
  * boundaries (ties to even at 2^-25 and 65520), before and after a loss
  * scale; log2 histogram bins and their fp16 zones; absorbed updates (the
@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "tests/support/hltest.h"
-#include "train/stats.h"
+#include "train/gradient_stats.h"
 
 static void test_census_boundaries(void **state) {
   (void)state;

@@ -1,0 +1,61 @@
+/* cli.h — what every halflab program does the same way with its command
+ * line: strict number parsing, the two kinds of error exit, the device
+ * choice and the output folder.
+ *
+ *   bad input      -> one line naming the problem and a hint, exit status 2,
+ *                     and nothing written;
+ *   runtime failure-> one line with what failed and why, exit status 1. */
+#ifndef HL_CLI_H
+#define HL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/mem.h" /* hl_format_bytes */
+#include "kernels/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HL_EXIT_FAILURE 1
+#define HL_EXIT_USAGE 2
+
+/* Records the program name and the run metadata (command line, date). */
+void hl_cli_init(const char *prog, int argc, char **argv);
+const char *hl_prog(void);
+
+_Noreturn void hl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void hl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Integers in [lo, hi]; "what" names the option in messages ("--count"). */
+long long hl_parse_int(const char *what, const char *s, long long lo, long long hi);
+/* Any C float syntax (decimal, hex float "0x1p-24", "inf", "nan"). With
+ * finite_only, inf, nan and values beyond double's range (1e999) are refused. */
+double hl_parse_double(const char *what, const char *s, bool finite_only);
+/* Byte counts: "4096", "512MiB", "16GiB", "1.5GB", "64KiB". Positive. */
+uint64_t hl_parse_bytes(const char *what, const char *s);
+/* Comma-separated integers in [lo, hi]; returns how many (at most max). */
+int hl_parse_int_list(const char *what, const char *s, long long lo, long long hi, long long *out, int max);
+
+/* --device auto|cpu|cuda -> device kind; exits 2 on a malformed value and 1
+ * when the device asked for is not usable. When auto falls back to the CPU,
+ * the line saying why goes to `notice` (NULL: straight to stderr), for a
+ * caller that still checks other input to print once that is done. */
+hl_device_kind hl_cli_device(const char *request, char *notice, size_t len);
+
+/* The output folder: `requested`, or <root>/<machine> for the device, where
+ * <root> is $HALFLAB_RESULTS when set and non-empty, else results/ (relative
+ * to the working directory). Created if missing; exits 2 when it cannot be
+ * created or written. */
+const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len);
+
+/* "124,439,808" */
+const char *hl_format_thousands(uint64_t v, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,117 @@
+/* device.c — backend registry, discovery and device description. */
+#include "core/base/device.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+const hl_backend *hl_backend_for(hl_device_kind kind) {
+  switch (kind) {
+    case HL_DEVICE_CPU: return &hl_backend_cpu;
+#ifdef HL_HAVE_CUDA
+    case HL_DEVICE_CUDA: return &hl_backend_cuda;
+#endif
+    default: return NULL;
+  }
+}
+
+const char *hl_device_kind_name(hl_device_kind kind) {
+  return kind == HL_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+bool hl_device_available(hl_device_kind kind, char *why, size_t len) {
+  const hl_backend *b = hl_backend_for(kind);
+  if (!b) {
+    if (why && len) snprintf(why, len, "this build has no CUDA backend (nvcc was not found or -Dcuda=disabled)");
+    return false;
+  }
+  return b->available(why, len);
+}
+
+bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len) {
+  char why[256];
+  *unusable = false;
+  if (len) err[0] = '\0';
+  if (!request || !strcmp(request, "auto")) {
+    *out = hl_device_available(HL_DEVICE_CUDA, err, len) ? HL_DEVICE_CUDA : HL_DEVICE_CPU;
+    if (*out == HL_DEVICE_CUDA && len) err[0] = '\0';
+    return true;
+  }
+  if (!strcmp(request, "cpu")) {
+    *out = HL_DEVICE_CPU;
+    return true;
+  }
+  if (!strcmp(request, "cuda") || !strcmp(request, "gpu")) {
+    if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
+      *unusable = true;
+      snprintf(err, len, "--device cuda: %s", why);
+      return false;
+    }
+    *out = HL_DEVICE_CUDA;
+    return true;
+  }
+  snprintf(err, len, "--device: unknown device '%s' (expected auto, cpu or cuda)", request);
+  return false;
+}
+
+static hl_device_facts facts_[HL_DEVICE_KINDS];
+static bool have_facts_[HL_DEVICE_KINDS];
+
+const hl_device_facts *hl_device_facts_get(hl_device_kind kind) {
+  const hl_backend *b = hl_backend_for(kind);
+  if (!have_facts_[kind]) {
+    if (b) b->facts(&facts_[kind]);
+    else snprintf(facts_[kind].name, sizeof facts_[kind].name, "unavailable");
+    have_facts_[kind] = true;
+  } else if (b) {
+    b->mem_info(&facts_[kind].free_mem, &facts_[kind].total_mem); /* free memory is read afresh */
+  }
+  return &facts_[kind];
+}
+
+/* Lower-case words of the device name joined by '-', without vendor marks
+ * ("(R)", "(TM)") and filler ("CPU", "Processor", "@ 2.10GHz"). */
+static void slugify(const char *name, char *out, size_t len) {
+  static const char *filler[] = {"r", "tm", "cpu", "processor", NULL};
+  size_t k = 0;
+  out[0] = '\0';
+  for (const char *p = name; *p;) {
+    char word[64];
+    size_t w = 0;
+    while (*p && !isalnum((unsigned char)*p)) p++;
+    while (*p && isalnum((unsigned char)*p) && w + 1 < sizeof word) word[w++] = (char)tolower((unsigned char)*p++);
+    word[w] = '\0';
+    if (!w) break;
+    bool skip = strstr(word, "ghz") != NULL;
+    for (int i = 0; filler[i] && !skip; i++) skip = !strcmp(word, filler[i]);
+    if (skip || k + w + 2 > len) continue;
+    if (k) out[k++] = '-';
+    memcpy(out + k, word, w + 1);
+    k += w;
+  }
+}
+
+const char *hl_device_slug(hl_device_kind kind) {
+  static char slug[HL_DEVICE_KINDS][96];
+  if (!slug[kind][0]) {
+    char s[80];
+    slugify(hl_device_facts_get(kind)->name, s, sizeof s);
+    if (kind == HL_DEVICE_CPU) snprintf(slug[kind], sizeof slug[kind], "cpu-%s", s[0] ? s : "unknown");
+    else snprintf(slug[kind], sizeof slug[kind], "%s", s[0] ? s : "gpu");
+  }
+  return slug[kind];
+}
+
+const char *hl_device_describe(hl_device_kind kind) {
+  static char line[HL_DEVICE_KINDS][320];
+  if (!line[kind][0]) {
+    const hl_device_facts *f = hl_device_facts_get(kind);
+    if (kind == HL_DEVICE_CPU)
+      snprintf(line[kind], sizeof line[kind], "cpu: %s, %d logical cores, %d OpenMP threads, %.1f GiB",
+               f->name, f->sm_count, f->threads, (double)f->total_mem / (1u << 30));
+    else
+      snprintf(line[kind], sizeof line[kind], "cuda: %s, sm_%d%d, %d SMs, %.1f GiB", f->name, f->cc_major,
+               f->cc_minor, f->sm_count, (double)f->total_mem / (1u << 30));
+  }
+  return line[kind];
+}

@@ -1,0 +1,198 @@
+/* format.c — format descriptions, generic rounding, bit-level views. */
+#include "formats/format.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "formats/half.h"
+
+/* Figures from IEEE 754-2019, OCP 8-bit FP v1.0 and NVIDIA's tf32
+ * (docs/numerics.md, "The formats"). */
+static const hl_format_info formats[HL_FMT_COUNT] = {
+    [HL_FMT_FP32] = {HL_FMT_FP32, "fp32", "IEEE 754 binary32", 32, 8, 23, 127, -126, 127,
+                     0x1.fffffep127, 0x1p-126, 0x1p-149, 0x1p-23, 0x1p-24, true, true},
+    [HL_FMT_TF32] = {HL_FMT_TF32, "tf32", "NVIDIA TensorFloat-32", 19, 8, 10, 127, -126, 127,
+                     0x1.ffcp127, 0x1p-126, 0x1p-136, 0x1p-10, 0x1p-11, true, true},
+    [HL_FMT_FP16] = {HL_FMT_FP16, "fp16", "IEEE 754 binary16", 16, 5, 10, 15, -14, 15,
+                     65504.0, 0x1p-14, 0x1p-24, 0x1p-10, 0x1p-11, true, true},
+    [HL_FMT_BF16] = {HL_FMT_BF16, "bf16", "bfloat16", 16, 8, 7, 127, -126, 127,
+                     0x1.fep127, 0x1p-126, 0x1p-133, 0x1p-7, 0x1p-8, true, true},
+    [HL_FMT_E4M3] = {HL_FMT_E4M3, "e4m3", "OCP fp8 E4M3", 8, 4, 3, 7, -6, 8,
+                     448.0, 0x1p-6, 0x1p-9, 0x1p-3, 0x1p-4, false, false},
+    [HL_FMT_E5M2] = {HL_FMT_E5M2, "e5m2", "OCP fp8 E5M2", 8, 5, 2, 15, -14, 15,
+                     57344.0, 0x1p-14, 0x1p-16, 0x1p-2, 0x1p-3, true, true},
+};
+
+const hl_format_info *hl_format_get(hl_format f) {
+  return (unsigned)f < HL_FMT_COUNT ? &formats[f] : NULL;
+}
+
+const hl_format_info *hl_format_by_name(const char *name) {
+  if (!name) return NULL;
+  if (!strncasecmp(name, "fp8-", 4) || !strncasecmp(name, "fp8_", 4)) name += 4;
+  for (int i = 0; i < HL_FMT_COUNT; i++)
+    if (!strcasecmp(name, formats[i].name)) return &formats[i];
+  return NULL;
+}
+
+/* Exponent of a finite non-zero double, read from its encoding (normal
+ * doubles only, which covers every value rounded here). */
+static int exponent_of(double ax) {
+  uint64_t u;
+  memcpy(&u, &ax, sizeof u);
+  return (int)((u >> 52) & 0x7ff) - 1023;
+}
+
+static double pow2(int e) {
+  uint64_t u = (uint64_t)(e + 1023) << 52;
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+double hl_format_stored(hl_format f, float x) { return hl_format_decode(f, hl_format_encode(f, x, HL_OVERFLOW_IEEE)); }
+
+double hl_format_round(hl_format f, double x, hl_overflow ov) {
+  const hl_format_info *fi = &formats[f];
+  if (isnan(x)) return x;
+  if (isinf(x)) {
+    if (ov == HL_OVERFLOW_SATURATE) return copysign(fi->max, x);
+    return fi->has_inf ? x : NAN;
+  }
+  double ax = fabs(x);
+  if (ax == 0.0) return x;
+  /* Spacing of the format around ax: 2^(e - man_bits), where e is ax's
+   * exponent clamped to emin (below it the spacing stays that of the
+   * subnormals). ax / quantum is exact, a power-of-two scaling. */
+  int e = exponent_of(ax);
+  if (e < fi->emin) e = fi->emin;
+  double quantum = pow2(e - fi->man_bits);
+  double q = ax / quantum; /* < 2^(man_bits + 2) */
+  /* Round to an integer, ties to even: adding and subtracting 2^52 leaves
+   * no fraction bits in a double, so the hardware's RNE does the rounding. */
+  double r = ((q + 0x1p52) - 0x1p52) * quantum;
+  if (r > fi->max) {
+    if (ov == HL_OVERFLOW_SATURATE) return copysign(fi->max, x);
+    return fi->has_inf ? copysign(INFINITY, x) : NAN;
+  }
+  return copysign(r, x);
+}
+
+/* ---------------------------------------------------------- bit layouts -- */
+
+static uint32_t sign_mask(const hl_format_info *fi) { return 1u << (fi->bits - 1); }
+static uint32_t exp_all_ones(const hl_format_info *fi) { return (1u << fi->exp_bits) - 1u; }
+static uint32_t man_mask(const hl_format_info *fi) { return (1u << fi->man_bits) - 1u; }
+
+void hl_format_fields(hl_format f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man) {
+  const hl_format_info *fi = &formats[f];
+  *sign = (bits >> (fi->bits - 1)) & 1u;
+  *exp = (bits >> fi->man_bits) & exp_all_ones(fi);
+  *man = bits & man_mask(fi);
+}
+
+hl_fclass hl_format_classify(hl_format f, uint32_t bits) {
+  const hl_format_info *fi = &formats[f];
+  uint32_t s, e, m;
+  hl_format_fields(f, bits, &s, &e, &m);
+  if (e == exp_all_ones(fi)) {
+    if (!fi->ieee_max) return m == man_mask(fi) ? HL_CLASS_NAN : HL_CLASS_NORMAL;
+    return m == 0 ? HL_CLASS_INF : HL_CLASS_NAN;
+  }
+  if (e == 0) return m == 0 ? HL_CLASS_ZERO : HL_CLASS_SUBNORMAL;
+  return HL_CLASS_NORMAL;
+}
+
+const char *hl_fclass_name(hl_fclass c) {
+  static const char *names[] = {"zero", "subnormal", "normal", "inf", "nan"};
+  return (unsigned)c <= HL_CLASS_NAN ? names[c] : "?";
+}
+
+double hl_format_decode(hl_format f, uint32_t bits) {
+  const hl_format_info *fi = &formats[f];
+  uint32_t s, e, m;
+  hl_format_fields(f, bits, &s, &e, &m);
+  double v;
+  switch (hl_format_classify(f, bits)) {
+    case HL_CLASS_NAN: return s ? -NAN : NAN;
+    case HL_CLASS_INF: v = INFINITY; break;
+    case HL_CLASS_ZERO: v = 0.0; break;
+    case HL_CLASS_SUBNORMAL: v = ldexp((double)m, fi->emin - fi->man_bits); break;
+    default: v = ldexp(1.0 + ldexp((double)m, -fi->man_bits), (int)e - fi->bias); break;
+  }
+  return s ? -v : v;
+}
+
+uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov) {
+  const hl_format_info *fi = &formats[f];
+  const int sat = ov == HL_OVERFLOW_SATURATE;
+  uint32_t bits;
+  switch (f) {
+    case HL_FMT_FP32: bits = hl_f32_bits(x); break;
+    case HL_FMT_TF32: bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13; break;
+    case HL_FMT_FP16: bits = hl_f32_to_f16_soft(x); break;
+    case HL_FMT_BF16: bits = hl_f32_to_bf16_soft(x); break;
+    case HL_FMT_E4M3: return hl_f32_to_fp8_soft(x, HL_FP8_E4M3, sat);
+    case HL_FMT_E5M2: return hl_f32_to_fp8_soft(x, HL_FP8_E5M2, sat);
+    default: return 0;
+  }
+  /* the wider formats overflow to inf; saturation clamps that to max */
+  if (sat && !isnan(x) && hl_format_classify(f, bits) == HL_CLASS_INF)
+    bits = (bits & sign_mask(fi)) | ((exp_all_ones(fi) << fi->man_bits) - 1u);
+  return bits;
+}
+
+char *hl_format_bitstring(hl_format f, uint32_t bits, char *buf, size_t len) {
+  const hl_format_info *fi = &formats[f];
+  size_t k = 0;
+  for (int i = fi->bits - 1; i >= 0 && k + 2 < len; i--) {
+    buf[k++] = (bits >> i) & 1u ? '1' : '0';
+    if ((i == fi->bits - 1 || i == fi->man_bits) && i != 0 && k + 2 < len) buf[k++] = ' ';
+  }
+  buf[k] = '\0';
+  return buf;
+}
+
+/* Largest finite magnitude code and the +inf code (0 when the format has none). */
+static uint32_t max_code(const hl_format_info *fi) {
+  uint32_t top = exp_all_ones(fi) << fi->man_bits;
+  return fi->ieee_max ? top - 1u : top | (man_mask(fi) - 1u);
+}
+
+bool hl_format_next_up(hl_format f, uint32_t bits, uint32_t *out) {
+  const hl_format_info *fi = &formats[f];
+  hl_fclass c = hl_format_classify(f, bits);
+  uint32_t sm = sign_mask(fi), mag = bits & (sm - 1u);
+  if (c == HL_CLASS_NAN) return false;
+  if (!(bits & sm)) { /* positive (or +0) */
+    if (c == HL_CLASS_INF) return false;
+    if (mag == max_code(fi)) {
+      if (!fi->has_inf) return false;
+      *out = exp_all_ones(fi) << fi->man_bits;
+      return true;
+    }
+    *out = mag + 1u;
+    return true;
+  }
+  /* negative: towards zero; -0 -> +min subnormal */
+  if (mag == 0) {
+    *out = 1u;
+    return true;
+  }
+  if (c == HL_CLASS_INF) {
+    *out = sm | max_code(fi);
+    return true;
+  }
+  *out = sm | (mag - 1u);
+  return true;
+}
+
+bool hl_format_next_down(hl_format f, uint32_t bits, uint32_t *out) {
+  const hl_format_info *fi = &formats[f];
+  uint32_t sm = sign_mask(fi);
+  uint32_t up;
+  if (!hl_format_next_up(f, bits ^ sm, &up)) return false;
+  *out = up ^ sm;
+  return true;
+}
