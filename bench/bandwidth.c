@@ -175,14 +175,47 @@ static void launch_host_copy(void *p, long it) {
   else h->d->be->copy_to_host(h->host, h->dev, h->bytes);
 }
 
+enum { MAX_SIZES = 64 }; /* --sizes values, and the first dimension of bw_run's results */
+
 typedef struct {
   bool done;
   double gbps, gelems, ref_gbps;
   const char *ref;
 } bw_result;
 
-int bench_bandwidth_main(int argc, char **argv) {
-  bench_common c = {.seed = 1, .usage = usage};
+/* The command line, every value checked */
+typedef struct {
+  bench_common common;
+  uint64_t sizes[MAX_SIZES];
+  int nsizes;               /* 0 without --sizes, until plan_run() picks the device's defaults */
+  unsigned dtypes, kernels; /* masks over dtype_names and kernel_names */
+  int reps;
+} bw_options;
+
+/* What the steps of one run share */
+typedef struct {
+  const bench_device *dev;
+  bool gpu;
+  const char *outdir;
+  char outbuf[4096];
+  bench_peaks peaks;
+  bench_method method;
+  void *scratch;    /* GPU: a host buffer of the largest size, for validation and the pageable copies */
+  hl_csv_rows rows; /* bandwidth.csv, written once every point has been validated */
+  bw_result res[MAX_SIZES][HL_STREAM_TYPES][NKERNELS]; /* for the targets */
+} bw_run;
+
+/* The fastest reference copy at one size: what every type's kernels at
+ * that size are compared with */
+typedef struct {
+  double gbps;
+  const char *name;
+} bw_reference;
+
+/* Every option and value checked before anything is opened or allocated */
+static void parse_options(int argc, char **argv, bw_options *o) {
+  *o = (bw_options){.common = {.seed = 1, .usage = usage}};
+  bench_common *c = &o->common;
   enum { OPT_SIZES = 1, OPT_DTYPES, OPT_KERNELS };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
                                            {"sizes", required_argument, NULL, OPT_SIZES},
@@ -194,7 +227,7 @@ int bench_bandwidth_main(int argc, char **argv) {
   opterr = 0;
   optind = 1;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-    if (bench_common_option(&c, opt, argv)) continue;
+    if (bench_common_option(c, opt, argv)) continue;
     switch (opt) {
       case OPT_SIZES: sizes_s = optarg; break;
       case OPT_DTYPES: dtypes_s = optarg; break;
@@ -204,40 +237,53 @@ int bench_bandwidth_main(int argc, char **argv) {
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
 
-  /* ---- every input checked before anything is created */
-  uint64_t sizes[64];
-  int nsizes = sizes_s ? parse_sizes(sizes_s, sizes, 64) : 0;
-  const unsigned dtypes = dtypes_s ? parse_mask("--dtypes", dtypes_s, dtype_names, HL_STREAM_TYPES) : 7u;
-  const unsigned kernels = kernels_s ? parse_mask("--kernels", kernels_s, kernel_names, NKERNELS) : 31u;
-  const int reps = bench_parse_reps(c.reps);
-  bench_device dev;
-  char device_notice[512];
-  bench_device_open_deferred(&dev, c.device, device_notice, sizeof device_notice);
-  if (!dev.be->stream) hl_fatal("the %s backend of this build has no bandwidth kernels", dev.name);
-  const bool gpu = dev.kind == HL_DEVICE_CUDA;
-  if (!nsizes) {
-    if (c.quick) {
+  o->nsizes = sizes_s ? parse_sizes(sizes_s, o->sizes, MAX_SIZES) : 0;
+  o->dtypes = dtypes_s ? parse_mask("--dtypes", dtypes_s, dtype_names, HL_STREAM_TYPES) : 7u;
+  o->kernels = kernels_s ? parse_mask("--kernels", kernels_s, kernel_names, NKERNELS) : 31u;
+  o->reps = bench_parse_reps(c->reps);
+}
+
+/* Opens the device, gives it its default sizes where --sizes was not given
+ * and refuses a run that would not fit, all before anything is allocated.
+ * Returns the largest size. */
+static uint64_t plan_run(bench_device *dev, bw_options *o, char *device_notice, size_t notice_len) {
+  bench_device_open_deferred(dev, o->common.device, device_notice, notice_len);
+  if (!dev->be->stream) hl_fatal("the %s backend of this build has no bandwidth kernels", dev->name);
+  const bool gpu = dev->kind == HL_DEVICE_CUDA;
+  if (!o->nsizes) {
+    if (o->common.quick) {
       const uint64_t q[3] = {4u << 20, 64u << 20, gpu ? 1u << 30 : 128u << 20};
-      for (int i = 0; i < 3; i++) sizes[nsizes++] = q[i];
+      for (int i = 0; i < 3; i++) o->sizes[o->nsizes++] = q[i];
     } else {
-      for (uint64_t s = 1u << 20; s <= (gpu ? 1u << 30 : 512u << 20); s *= 2) sizes[nsizes++] = s;
+      for (uint64_t s = 1u << 20; s <= (gpu ? 1u << 30 : 512u << 20); s *= 2) o->sizes[o->nsizes++] = s;
     }
   }
   uint64_t largest = 0;
-  for (int i = 0; i < nsizes; i++) largest = sizes[i] > largest ? sizes[i] : largest;
+  for (int i = 0; i < o->nsizes; i++) largest = o->sizes[i] > largest ? o->sizes[i] : largest;
   /* device: the three arrays; host (GPU): a validation copy, pageable and pinned copy buffers */
-  bench_require_memory(&dev, "bandwidth (three arrays of the largest size)", 3 * largest, gpu ? 3 * largest : 0);
+  bench_require_memory(dev, "bandwidth (three arrays of the largest size)", 3 * largest, gpu ? 3 * largest : 0);
+  return largest;
+}
 
-  char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+/* Once every input is accepted: the output folder, the device notice held
+ * back until now, the peaks and the timing method */
+static void start_run(bw_run *run, const bw_options *o, const char *device_notice) {
+  const bench_device *dev = run->dev;
+  const bool gpu = run->gpu, quick = o->common.quick;
+  run->outdir = hl_cli_outdir(o->common.out, dev->kind, run->outbuf, sizeof run->outbuf);
   fputs(device_notice, stderr);
-  const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
-  bench_method method = bench_method_for(&dev, reps, c.quick);
-  method.target_s = gpu ? (c.quick ? 0.05 : 0.1) : (c.quick ? 0.1 : 0.25); /* many points: less per point than GEMM */
-  method.min_reps = gpu ? 10 : 5;
-  method.max_reps = 100;
-  hl_meta_set("peak_source", "%s", peaks.source);
-  hl_meta_set("method", "%s", bench_method_text(&dev, &method));
+  run->peaks = bench_peaks_for(dev->facts, dev->kind);
+  run->method = bench_method_for(dev, o->reps, quick);
+  run->method.target_s = gpu ? (quick ? 0.05 : 0.1) : (quick ? 0.1 : 0.25); /* many points: less per point than GEMM */
+  run->method.min_reps = gpu ? 10 : 5;
+  run->method.max_reps = 100;
+}
+
+static void record_metadata(const bw_run *run, bool quick) {
+  const bench_device *dev = run->dev;
+  const bool gpu = run->gpu;
+  hl_meta_set("peak_source", "%s", run->peaks.source);
+  hl_meta_set("method", "%s", bench_method_text(dev, &run->method));
   hl_meta_set("bytes", "BabelStream's accounting: arrays moved x element size x n (copy 2, scale 2, add 3, triad 3, "
               "dot 2; reference copies 2); gbps = 1e9 bytes/s from the median time, gbps_best from the minimum");
   hl_meta_set("reference", "%s", gpu ? "memcpy-d2d: cudaMemcpyAsync device to device of the same array size, same run"
@@ -246,161 +292,220 @@ int bench_bandwidth_main(int argc, char **argv) {
   if (!gpu)
     hl_meta_set("stores", "CPU kernels store regularly while the arrays a kernel touches fit the last-level cache (%.0f "
                 "MiB) and with non-temporal (streaming) AVX stores beyond it, as glibc's memcpy does for large copies",
-                (double)dev.facts->l2_bytes / 1048576.0);
+                (double)dev->facts->l2_bytes / 1048576.0);
   hl_meta_set("validation", "after the timed runs every element of a, b, c equals the value the same arithmetic gives "
               "on one element (bit for bit), dot within 1e-3 of n a b");
-  if (c.quick) hl_meta_set("quick", "yes");
+  if (quick) hl_meta_set("quick", "yes");
+}
 
-  hl_csv_rows rows = {0};
-  bw_result res[64][HL_STREAM_TYPES][NKERNELS];
-  memset(res, 0, sizeof res);
-  void *scratch = gpu ? bench_host_alloc(largest, "validation copies") : NULL;
+/* The platform's own copies of r's arrays (GPU: device to device; CPU:
+ * memcpy on one thread and one per thread); the fastest goes to ref */
+static void time_references(bw_run *run, run_ctx *r, golden *g, size_t bytes, bw_reference *ref) {
+  const bool gpu = run->gpu;
+  for (int k = 0; k < (gpu ? 1 : 2); k++) {
+    const char *name = gpu ? "memcpy-d2d" : k == 0 ? "memcpy" : "memcpy-omp";
+    char range[96];
+    snprintf(range, sizeof range, "bandwidth %s %zu MiB", name, bytes >> 20);
+    hl_range_push(range);
+    r->kernel = gpu ? NKERNELS + 1 : NKERNELS + k;
+    const bench_timing tm = bench_time(run->dev, &run->method, launch, r);
+    hl_range_pop();
+    golden_step(g, r->t, r->kernel, r->s);
+    const double moved = 2.0 * (double)r->bytes, gbps = moved / (tm.ms.median * 1e-3) / 1e9;
+    if (gbps > ref->gbps) ref->gbps = gbps, ref->name = name;
+    char b1[32];
+    const double hbm = run->peaks.value[PEAK_HBM];
+    hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,,%d", run->dev->name,
+                   name, "bytes", r->bytes, r->bytes, 2, moved, tm.warmups, tm.samples, tm.inner, tm.ms.min,
+                   tm.ms.median, tm.ms.max, gbps, moved / (tm.ms.min * 1e-3) / 1e9,
+                   hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "", tm.attempts);
+    printf("%-6s %-11s %10.1f %10.4f %9.2f %9s %7s\n", "-", name, r->bytes / 1048576.0, tm.ms.median, gbps, "-", "-");
+  }
+}
+
+/* Every chosen kernel on r's arrays, in BabelStream's order; size index si
+ * of the requested bytes, results kept for the targets */
+static void time_kernels(bw_run *run, run_ctx *r, golden *g, int si, size_t bytes, unsigned kernels,
+                         const bw_reference *ref) {
+  const int t = (int)r->t;
+  const size_t es = hl_stream_type_size(r->t);
+  const double hbm = run->peaks.value[PEAK_HBM];
+  for (int k = 0; k < NKERNELS; k++) {
+    if (!(kernels & (1u << k))) continue;
+    r->kernel = k;
+    char range[96];
+    snprintf(range, sizeof range, "bandwidth %s %s %zu MiB", kernel_names[k], dtype_names[t], bytes >> 20);
+    bench_progress("%s", range);
+    hl_range_push(range);
+    const bench_timing tm = bench_time(run->dev, &run->method, launch, r);
+    hl_range_pop();
+    golden_step(g, r->t, k, r->s);
+    const double moved = (double)kernel_arrays[k] * (double)r->bytes;
+    const double gbps = moved / (tm.ms.median * 1e-3) / 1e9, gelems = gbps / (double)es;
+    bw_result *br = &run->res[si][t][k];
+    br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref->gbps, br->ref = ref->name;
+    char b1[32], b2[32];
+    hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
+                   run->dev->name, kernel_names[k], dtype_names[t], r->bytes, r->n, kernel_arrays[k], moved,
+                   tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
+                   moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref->name, ref->gbps, 100.0 * gbps / ref->gbps,
+                   hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "",
+                   hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "", tm.attempts);
+    printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", dtype_names[t], kernel_names[k], r->bytes / 1048576.0,
+           tm.ms.median, gbps, gelems, 100.0 * gbps / ref->gbps);
+    fflush(stdout);
+  }
+}
+
+/* After the timed runs, r's arrays against g (exits 1 on a mismatch) */
+static void check_arrays(const bw_run *run, run_ctx *r, const golden *g, unsigned kernels) {
+  hl_range_push("validate");
+  if (!(kernels & (1u << K_DOT))) r->dot = (double)r->n * g->a * g->b; /* dot not run: nothing to compare it with */
+  validate(r, g, run->scratch, r->dot);
+  hl_range_pop();
+}
+
+/* One element type at size index si: fresh arrays at BabelStream's starting
+ * values, the references (only for the size's first type: ref still 0),
+ * the kernels, then the check of what they left in the arrays */
+static void run_type(bw_run *run, int si, size_t bytes, hl_stream_type t, unsigned kernels, bw_reference *ref) {
+  const bench_device *dev = run->dev;
+  const size_t es = hl_stream_type_size(t), n = bytes / es;
+  run_ctx r = {.d = dev, .t = t, .n = n, .bytes = n * es};
+  r.s = hl_stream_round(r.t, kScalar);
+  r.a = bench_alloc(dev, r.bytes, "array a");
+  r.b = bench_alloc(dev, r.bytes, "array b");
+  r.c = bench_alloc(dev, r.bytes, "array c");
+  dev->be->stream->init(r.t, r.a, r.b, r.c, n, kA, kB, kC);
+  golden g = {hl_stream_round(r.t, kA), hl_stream_round(r.t, kB), hl_stream_round(r.t, kC)};
+  if (ref->gbps == 0) time_references(run, &r, &g, bytes, ref);
+  time_kernels(run, &r, &g, si, bytes, kernels, ref);
+  check_arrays(run, &r, &g, kernels);
+  bench_free(dev, r.a), bench_free(dev, r.b), bench_free(dev, r.c);
+}
+
+static void run_sweep(bw_run *run, const bw_options *o) {
   printf("%-6s %-11s %10s %10s %9s %9s %7s\n", "dtype", "kernel", "array_MiB", "median_ms", "GB/s", "Gelem/s", "%ref");
   hl_range_push("bandwidth");
-  for (int si = 0; si < nsizes; si++) {
-    const size_t bytes = (size_t)sizes[si];
-    double ref_gbps = 0;
-    const char *ref_name = gpu ? "memcpy-d2d" : "memcpy";
-    for (int t = 0; t < HL_STREAM_TYPES; t++) {
-      if (!(dtypes & (1u << t))) continue;
-      const size_t es = hl_stream_type_size((hl_stream_type)t), n = bytes / es;
-      run_ctx r = {.d = &dev, .t = (hl_stream_type)t, .n = n, .bytes = n * es};
-      r.s = hl_stream_round(r.t, kScalar);
-      r.a = bench_alloc(&dev, r.bytes, "array a");
-      r.b = bench_alloc(&dev, r.bytes, "array b");
-      r.c = bench_alloc(&dev, r.bytes, "array c");
-      dev.be->stream->init(r.t, r.a, r.b, r.c, n, kA, kB, kC);
-      golden g = {hl_stream_round(r.t, kA), hl_stream_round(r.t, kB), hl_stream_round(r.t, kC)};
-      char range[96];
-      /* the references: once per size, with the first type's arrays */
-      if (ref_gbps == 0) {
-        for (int k = 0; k < (gpu ? 1 : 2); k++) {
-          const char *name = gpu ? "memcpy-d2d" : k == 0 ? "memcpy" : "memcpy-omp";
-          snprintf(range, sizeof range, "bandwidth %s %zu MiB", name, bytes >> 20);
-          hl_range_push(range);
-          r.kernel = gpu ? NKERNELS + 1 : NKERNELS + k;
-          const bench_timing tm = bench_time(&dev, &method, launch, &r);
-          hl_range_pop();
-          golden_step(&g, r.t, r.kernel, r.s);
-          const double moved = 2.0 * (double)r.bytes, gbps = moved / (tm.ms.median * 1e-3) / 1e9;
-          if (gbps > ref_gbps) ref_gbps = gbps, ref_name = name;
-          char b1[32];
-          hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,,%d", dev.name, name, "bytes",
-                         r.bytes, r.bytes, 2, moved, tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median,
-                         tm.ms.max, gbps, moved / (tm.ms.min * 1e-3) / 1e9,
-                         peaks.value[PEAK_HBM] > 0 ? bench_num(peaks.value[PEAK_HBM], b1, sizeof b1) : "", tm.attempts);
-          printf("%-6s %-11s %10.1f %10.4f %9.2f %9s %7s\n", "-", name, r.bytes / 1048576.0, tm.ms.median, gbps, "-", "-");
-        }
-      }
-      for (int k = 0; k < NKERNELS; k++) {
-        if (!(kernels & (1u << k))) continue;
-        r.kernel = k;
-        snprintf(range, sizeof range, "bandwidth %s %s %zu MiB", kernel_names[k], dtype_names[t], bytes >> 20);
-        bench_progress("%s", range);
-        hl_range_push(range);
-        const bench_timing tm = bench_time(&dev, &method, launch, &r);
-        hl_range_pop();
-        golden_step(&g, r.t, k, r.s);
-        const double moved = (double)kernel_arrays[k] * (double)r.bytes;
-        const double gbps = moved / (tm.ms.median * 1e-3) / 1e9, gelems = gbps / (double)es;
-        bw_result *br = &res[si][t][k];
-        br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref_gbps, br->ref = ref_name;
-        char b1[32], b2[32];
-        const double hbm = peaks.value[PEAK_HBM];
-        hl_csv_rows_add(&rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
-                       dev.name, kernel_names[k], dtype_names[t], r.bytes, n, kernel_arrays[k], moved, tm.warmups,
-                       tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
-                       moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref_name, ref_gbps, 100.0 * gbps / ref_gbps,
-                       hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "", hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "", tm.attempts);
-        printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", dtype_names[t], kernel_names[k], r.bytes / 1048576.0,
-               tm.ms.median, gbps, gelems, 100.0 * gbps / ref_gbps);
-        fflush(stdout);
-      }
-      hl_range_push("validate");
-      if (kernels & (1u << K_DOT)) validate(&r, &g, scratch, r.dot);
-      else {
-        r.dot = (double)n * g.a * g.b; /* dot not run: nothing to compare it with */
-        validate(&r, &g, scratch, r.dot);
-      }
-      hl_range_pop();
-      bench_free(&dev, r.a), bench_free(&dev, r.b), bench_free(&dev, r.c);
-    }
+  for (int si = 0; si < o->nsizes; si++) {
+    bw_reference ref = {0, run->gpu ? "memcpy-d2d" : "memcpy"};
+    for (int t = 0; t < HL_STREAM_TYPES; t++)
+      if (o->dtypes & (1u << t)) run_type(run, si, (size_t)o->sizes[si], (hl_stream_type)t, o->kernels, &ref);
   }
   hl_range_pop();
-  bench_rows_write(&rows, outdir, "bandwidth.csv",
+}
+
+static void write_bandwidth_csv(bw_run *run) {
+  bench_rows_write(&run->rows, run->outdir, "bandwidth.csv",
                    "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,"
                    "time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,"
                    "pct_of_datasheet,attempts");
-  hl_csv_rows_free(&rows);
+  hl_csv_rows_free(&run->rows);
+}
 
-  /* ---- host <-> device copies (GPU) */
-  if (gpu) {
-    hl_csv_rows host = {0};
-    hl_range_push("bandwidth host<->device");
-    void *dbuf = bench_alloc(&dev, largest, "host copy target");
-    void *pageable = scratch;
-    void *pinned = dev.be->stream->host_alloc_pinned(largest);
-    if (!pinned) hl_fatal("cudaMallocHost of %llu bytes failed: out of page-locked memory", (unsigned long long)largest);
-    memset(pageable, 1, largest), memset(pinned, 1, largest);
-    printf("%-6s %-9s %10s %10s %9s\n", "copy", "memory", "MiB", "median_ms", "GB/s");
-    for (int si = 0; si < nsizes; si++)
-      for (int dir = 0; dir < 2; dir++)
-        for (int mem = 0; mem < 2; mem++) {
-          host_copy hc = {&dev, dbuf, mem ? pinned : pageable, (size_t)sizes[si], dir};
-          const bench_timing tm = bench_time(&dev, &method, launch_host_copy, &hc);
-          const double gbps = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
-          hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%d", dev.name, dir ? "d2h" : "h2d",
-                         mem ? "pinned" : "pageable", hc.bytes, tm.warmups, tm.samples, tm.inner, tm.ms.min,
-                         tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9, tm.attempts);
-          printf("%-6s %-9s %10.1f %10.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
-                 hc.bytes / 1048576.0, tm.ms.median, gbps);
-        }
-    bench_rows_write(&host, outdir, "bandwidth_host.csv",
-                     "device,direction,memory,bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,"
-                     "gbps_best,attempts");
-    hl_range_pop();
-    hl_csv_rows_free(&host);
-    dev.be->stream->host_free_pinned(pinned);
-    bench_free(&dev, dbuf);
-  }
-  free(scratch);
+/* GPU: host to device and back at every size, from pageable memory (the
+ * scratch buffer) and from pinned memory; written to bandwidth_host.csv */
+static void time_host_copies(const bw_run *run, const bw_options *o, uint64_t largest) {
+  const bench_device *dev = run->dev;
+  hl_csv_rows host = {0};
+  hl_range_push("bandwidth host<->device");
+  void *dbuf = bench_alloc(dev, largest, "host copy target");
+  void *pageable = run->scratch;
+  void *pinned = dev->be->stream->host_alloc_pinned(largest);
+  if (!pinned) hl_fatal("cudaMallocHost of %llu bytes failed: out of page-locked memory", (unsigned long long)largest);
+  memset(pageable, 1, largest), memset(pinned, 1, largest);
+  printf("%-6s %-9s %10s %10s %9s\n", "copy", "memory", "MiB", "median_ms", "GB/s");
+  for (int si = 0; si < o->nsizes; si++)
+    for (int dir = 0; dir < 2; dir++)
+      for (int mem = 0; mem < 2; mem++) {
+        host_copy hc = {dev, dbuf, mem ? pinned : pageable, (size_t)o->sizes[si], dir};
+        const bench_timing tm = bench_time(dev, &run->method, launch_host_copy, &hc);
+        const double gbps = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
+        hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%d", dev->name, dir ? "d2h" : "h2d",
+                       mem ? "pinned" : "pageable", hc.bytes, tm.warmups, tm.samples, tm.inner, tm.ms.min,
+                       tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9, tm.attempts);
+        printf("%-6s %-9s %10.1f %10.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
+               hc.bytes / 1048576.0, tm.ms.median, gbps);
+      }
+  bench_rows_write(&host, run->outdir, "bandwidth_host.csv",
+                   "device,direction,memory,bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,"
+                   "gbps_best,attempts");
+  hl_range_pop();
+  hl_csv_rows_free(&host);
+  dev->be->stream->host_free_pinned(pinned);
+  bench_free(dev, dbuf);
+}
 
-  /* ---- the targets at the largest size */
-  bench_targets targets = {0};
+/* the last size index holding the largest size */
+static int largest_index(const bw_options *o, uint64_t largest) {
   int li = 0;
-  for (int si = 0; si < nsizes; si++)
-    if (sizes[si] == largest) li = si;
+  for (int si = 0; si < o->nsizes; si++)
+    if (o->sizes[si] == largest) li = si;
+  return li;
+}
+
+/* The issue's target is fp32's triad (BabelStream's) against the same-run
+ * copy at size index li; fp16 and bf16 are reported beside it */
+static void check_triad_targets(bench_targets *targets, const bw_run *run, int li, uint64_t largest) {
+  const bench_device *dev = run->dev;
+  const bool gpu = run->gpu;
   char name[128], detail[256];
-  /* the target is fp32's triad (BabelStream's); fp16 and bf16 are reported beside it */
   for (int t = 0; t < HL_STREAM_TYPES; t++) {
-    const bw_result *tr = &res[li][t][K_TRIAD];
+    const bw_result *tr = &run->res[li][t][K_TRIAD];
     snprintf(name, sizeof name, "%s triad at %llu MiB >= %d%% of the same-run %s", dtype_names[t],
              (unsigned long long)(largest >> 20), gpu ? 95 : 80, gpu ? "device-to-device copy" : "memcpy");
     if (!tr->done) {
-      if (t == HL_STREAM_F32) bench_target_skip(&targets, &dev, name, "not run");
+      if (t == HL_STREAM_F32) bench_target_skip(targets, dev, name, "not run");
       continue;
     }
     snprintf(detail, sizeof detail, "%.1f GB/s = %.1f%% of %s %.1f GB/s", tr->gbps, 100.0 * tr->gbps / tr->ref_gbps,
              tr->ref, tr->ref_gbps);
     if (t == HL_STREAM_F32) {
-      bench_target(&targets, &dev, name, tr->gbps / tr->ref_gbps, gpu ? 0.95 : 0.80, detail);
+      bench_target(targets, dev, name, tr->gbps / tr->ref_gbps, gpu ? 0.95 : 0.80, detail);
     } else {
       snprintf(name, sizeof name, "%s triad at %llu MiB against the same-run %s", dtype_names[t],
                (unsigned long long)(largest >> 20), gpu ? "device-to-device copy" : "memcpy");
-      bench_target_info(&targets, &dev, name, tr->gbps / tr->ref_gbps, detail);
+      bench_target_info(targets, dev, name, tr->gbps / tr->ref_gbps, detail);
     }
   }
-  if (gpu) {
-    const bw_result *h = &res[li][HL_STREAM_F16][K_TRIAD], *f = &res[li][HL_STREAM_F32][K_TRIAD];
-    const char *nm = "fp16 triad Gelem/s >= 1.9x fp32's at the largest size";
-    if (h->done && f->done) {
-      snprintf(detail, sizeof detail, "%.2f vs %.2f Gelem/s = %.2fx", h->gelems, f->gelems, h->gelems / f->gelems);
-      bench_target(&targets, &dev, nm, h->gelems / f->gelems, 1.9, detail);
-    } else {
-      bench_target_skip(&targets, &dev, nm, "fp16 and fp32 triad not both run");
-    }
+}
+
+/* GPU: half the width should move nearly twice the elements per second */
+static void check_fp16_rate_target(bench_targets *targets, const bw_run *run, int li) {
+  const bw_result *h = &run->res[li][HL_STREAM_F16][K_TRIAD], *f = &run->res[li][HL_STREAM_F32][K_TRIAD];
+  const char *nm = "fp16 triad Gelem/s >= 1.9x fp32's at the largest size";
+  if (h->done && f->done) {
+    char detail[256];
+    snprintf(detail, sizeof detail, "%.2f vs %.2f Gelem/s = %.2fx", h->gelems, f->gelems, h->gelems / f->gelems);
+    bench_target(targets, run->dev, nm, h->gelems / f->gelems, 1.9, detail);
+  } else {
+    bench_target_skip(targets, run->dev, nm, "fp16 and fp32 triad not both run");
   }
-  bench_targets_write(&targets, outdir, "bandwidth_targets.csv");
-  fprintf(stderr, "%s: bandwidth: wrote %s/bandwidth.csv\n", hl_prog(), outdir);
+}
+
+int bench_bandwidth_main(int argc, char **argv) {
+  bw_options opt;
+  parse_options(argc, argv, &opt);
+  /* ---- every input checked before anything is created */
+  bench_device dev;
+  char device_notice[512];
+  const uint64_t largest = plan_run(&dev, &opt, device_notice, sizeof device_notice);
+
+  bw_run run = {.dev = &dev, .gpu = dev.kind == HL_DEVICE_CUDA};
+  start_run(&run, &opt, device_notice);
+  record_metadata(&run, opt.common.quick);
+  run.scratch = run.gpu ? bench_host_alloc(largest, "validation copies") : NULL;
+  run_sweep(&run, &opt);
+  write_bandwidth_csv(&run);
+  if (run.gpu) time_host_copies(&run, &opt, largest);
+  free(run.scratch);
+
+  /* ---- the targets at the largest size */
+  bench_targets targets = {0};
+  const int li = largest_index(&opt, largest);
+  check_triad_targets(&targets, &run, li, largest);
+  if (run.gpu) check_fp16_rate_target(&targets, &run, li);
+  bench_targets_write(&targets, run.outdir, "bandwidth_targets.csv");
+  fprintf(stderr, "%s: bandwidth: wrote %s/bandwidth.csv\n", hl_prog(), run.outdir);
   return 0;
 }
