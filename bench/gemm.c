@@ -236,10 +236,17 @@ static void pool_sizes(const gemm_variant *v, const shape_list *l, size_t rot, s
   }
 }
 
-static void free_pools(const bench_device *d, char **in, char **host, char **out) {
-  if (*host && *host != *in) free(*host);
-  bench_free(d, *in), bench_free(d, *out);
-  *in = *host = *out = NULL;
+/* The operand pools of one input type, kept while consecutive variants share it */
+typedef struct {
+  char *in, *host, *out; /* host: the host copy of in (CPU: in itself) */
+  size_t in_have, out_have;
+  hl_gemm_type type;
+} operand_pools;
+
+static void free_pools(const bench_device *d, operand_pools *p) {
+  if (p->host && p->host != p->in) free(p->host);
+  bench_free(d, p->in), bench_free(d, p->out);
+  p->in = p->host = p->out = NULL;
 }
 
 /* The working set the rotation must exceed: 2x L2 on the GPU; on the CPU 2x
@@ -461,8 +468,41 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
     bench_target_skip(t, d, "CPU GEMM ratios at n >= 1024", "no square size >= 1024 with fp32 and its references in this run");
 }
 
-int bench_gemm_main(int argc, char **argv) {
-  bench_common c = {.seed = 1, .usage = usage};
+/* The command line, every value checked */
+typedef struct {
+  bench_common common;
+  const char *dtypes; /* --dtypes as given: checked against the device once it is open */
+  long long sizes[64];
+  int nsizes, reps, studies;
+  bool list, accuracy;
+} gemm_options;
+
+/* What the steps of one throughput run share */
+typedef struct {
+  const bench_device *dev;
+  bool chosen[GEMM_VARIANTS];
+  shape_list shapes;
+  size_t rot; /* rotation_bytes() */
+  uint64_t seed;
+  const char *outdir;
+  char outbuf[4096];
+  bench_peaks peaks;
+  bench_method method;
+  hl_csv_rows rows;     /* gemm.csv, written once every point has run */
+  gemm_result *results; /* [shape * GEMM_VARIANTS + variant], for the targets */
+} gemm_run;
+
+/* What one point measured, for its row */
+typedef struct {
+  double max_err_norm, err_bound_norm, max_err_over_bound;
+  bench_timing timing;
+} point_outcome;
+
+/* Every option and value checked before anything is opened or allocated
+ * (--dtypes waits for the device) */
+static void parse_options(int argc, char **argv, gemm_options *o) {
+  *o = (gemm_options){.common = {.seed = 1, .usage = usage}};
+  bench_common *c = &o->common;
   enum { OPT_LIST = 1, OPT_SIZES, OPT_DTYPES, OPT_STUDIES, OPT_ACCURACY };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
                                            {"list", no_argument, NULL, OPT_LIST},
@@ -471,169 +511,222 @@ int bench_gemm_main(int argc, char **argv) {
                                            {"studies", required_argument, NULL, OPT_STUDIES},
                                            {"accuracy", no_argument, NULL, OPT_ACCURACY},
                                            {NULL, 0, NULL, 0}};
-  const char *sizes_s = NULL, *dtypes_s = NULL, *studies_s = NULL;
-  bool list = false, accuracy = false;
+  const char *sizes_s = NULL, *studies_s = NULL;
   int opt;
   opterr = 0;
   optind = 1;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-    if (bench_common_option(&c, opt, argv)) continue;
+    if (bench_common_option(c, opt, argv)) continue;
     switch (opt) {
-      case OPT_LIST: list = true; break;
+      case OPT_LIST: o->list = true; break;
       case OPT_SIZES: sizes_s = optarg; break;
-      case OPT_DTYPES: dtypes_s = optarg; break;
+      case OPT_DTYPES: o->dtypes = optarg; break;
       case OPT_STUDIES: studies_s = optarg; break;
-      case OPT_ACCURACY: accuracy = true; break;
+      case OPT_ACCURACY: o->accuracy = true; break;
       default: bench_bad_option(opt, argv);
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
 
-  /* ---- every input checked before anything is created */
-  long long sizes[64];
-  int nsizes = sizes_s ? hl_parse_int_list("--sizes", sizes_s, 1, 1000000, sizes, 64) : 0;
-  const int reps = bench_parse_reps(c.reps);
-  if (accuracy && (studies_s || list || c.reps))
+  o->nsizes = sizes_s ? hl_parse_int_list("--sizes", sizes_s, 1, 1000000, o->sizes, 64) : 0;
+  o->reps = bench_parse_reps(c->reps);
+  if (o->accuracy && (studies_s || o->list || c->reps))
     hl_usage_error("--accuracy takes --sizes (the k values), --dtypes, --quick, --seed, --device and --out only");
-  int studies = parse_studies(studies_s);
-  if (!studies) studies = nsizes ? STUDY_SQUARE : (STUDY_SQUARE | STUDY_ALIGN | STUDY_GPT2);
-  if (nsizes && !(studies & STUDY_SQUARE)) hl_usage_error("--sizes sets the square sizes: --studies must include square");
+  o->studies = parse_studies(studies_s);
+  if (!o->studies) o->studies = o->nsizes ? STUDY_SQUARE : (STUDY_SQUARE | STUDY_ALIGN | STUDY_GPT2);
+  if (o->nsizes && !(o->studies & STUDY_SQUARE))
+    hl_usage_error("--sizes sets the square sizes: --studies must include square");
+}
 
-  bench_device dev;
-  char device_notice[512];
-  bench_device_open_deferred(&dev, c.device, device_notice, sizeof device_notice);
-  if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
-  if (list) {
-    fputs(device_notice, stderr);
-    list_variants(&dev);
-    return 0;
-  }
-  if (accuracy) return gemm_accuracy_main(&dev, &c, dtypes_s, nsizes ? sizes : NULL, nsizes, device_notice);
-
-  bool chosen[GEMM_VARIANTS];
-  char notice[2048];
-  parse_dtypes(dtypes_s, &dev, chosen, notice, sizeof notice);
-  shape_list shapes = {0};
-  build_shapes(&shapes, &dev, studies, c.quick, sizes, nsizes);
-
-  /* memory: the largest pools of any variant (one variant's pools at a time) */
-  const size_t rot = rotation_bytes(&dev);
+/* The memory of the largest pools of any variant (one variant's pools are held at a time) */
+static void require_pool_memory(const gemm_run *run) {
   uint64_t need = 0, need_host = 0;
   for (int vi = 0; vi < GEMM_VARIANTS; vi++) {
-    if (!chosen[vi]) continue;
+    if (!run->chosen[vi]) continue;
     size_t in_bytes, out_bytes;
-    pool_sizes(&gemm_variants[vi], &shapes, rot, &in_bytes, &out_bytes);
+    pool_sizes(&gemm_variants[vi], &run->shapes, run->rot, &in_bytes, &out_bytes);
     if (in_bytes + out_bytes > need) need = in_bytes + out_bytes;
     if (in_bytes > need_host) need_host = in_bytes;
   }
-  bench_require_memory(&dev, "gemm (operands of the largest size)", need, dev.kind == HL_DEVICE_CUDA ? need_host : 0);
+  bench_require_memory(run->dev, "gemm (operands of the largest size)", need,
+                       run->dev->kind == HL_DEVICE_CUDA ? need_host : 0);
+}
 
-  char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+/* The variants the device runs, the shapes of the chosen studies, and a
+ * refusal before anything is allocated when their pools would not fit;
+ * variant_notice: the variants skipped, printed when the run starts */
+static void plan_run(gemm_run *run, const gemm_options *o, char *variant_notice, size_t notice_len) {
+  const bench_device *dev = run->dev;
+  parse_dtypes(o->dtypes, dev, run->chosen, variant_notice, notice_len);
+  build_shapes(&run->shapes, dev, o->studies, o->common.quick, o->sizes, o->nsizes);
+  run->rot = rotation_bytes(dev);
+  require_pool_memory(run);
+}
+
+/* Once every input is accepted: the output folder, the notices held back
+ * until now, the peaks and the timing method */
+static void start_run(gemm_run *run, const gemm_options *o, const char *device_notice, const char *variant_notice) {
+  const bench_device *dev = run->dev;
+  run->outdir = hl_cli_outdir(o->common.out, dev->kind, run->outbuf, sizeof run->outbuf);
   fputs(device_notice, stderr);
-  fputs(notice, stderr);
-  const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
-  const bench_method method = bench_method_for(&dev, reps, c.quick);
-  hl_meta_set("peak_source", "%s", peaks.source);
-  hl_meta_set("method", "%s", bench_method_text(&dev, &method));
+  fputs(variant_notice, stderr);
+  run->peaks = bench_peaks_for(dev->facts, dev->kind);
+  run->method = bench_method_for(dev, o->reps, o->common.quick);
+}
+
+static void record_metadata(const gemm_run *run, bool quick) {
+  const bench_device *dev = run->dev;
+  hl_meta_set("peak_source", "%s", run->peaks.source);
+  hl_meta_set("method", "%s", bench_method_text(dev, &run->method));
   hl_meta_set("rotation", "operands rotate through slots so that a launch's inputs were last used >= %.0f MiB ago (2x %s)",
-              (double)rot / 1048576.0, dev.kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");
+              (double)run->rot / 1048576.0, dev->kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");
   hl_meta_set("validation", "every point: %d sampled entries of the first slot against an fp64 product of the stored "
               "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b| + abs; max_err_norm = "
               "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", 98);
   hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
-  hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
-  if (c.quick) hl_meta_set("quick", "yes");
+  hl_meta_set("seed", "%llu", (unsigned long long)run->seed);
+  if (quick) hl_meta_set("quick", "yes");
+}
 
-  hl_csv_rows rows = {0};
-  gemm_result *results = calloc((size_t)shapes.n * GEMM_VARIANTS, sizeof *results);
-  if (!results) hl_fatal("out of memory");
+/* Pools that hold v's operands for every shape: the ones in hand when they
+ * already do (same input type, large enough), else new random ones */
+static void ensure_pools(operand_pools *p, const gemm_run *run, const gemm_variant *v) {
+  const bench_device *dev = run->dev;
+  size_t in_bytes, out_bytes;
+  pool_sizes(v, &run->shapes, run->rot, &in_bytes, &out_bytes);
+  if (p->in && p->type == v->in && p->in_have >= in_bytes && p->out_have >= out_bytes) return;
+  free_pools(dev, p);
+  hl_range_push("gemm: random operands");
+  bench_progress("gemm: %s operands (%.0f MiB)", hl_gemm_type_name(v->in), (double)in_bytes / 1048576.0);
+  p->in = bench_alloc(dev, in_bytes, "GEMM inputs");
+  p->out = bench_alloc(dev, out_bytes, "GEMM outputs");
+  p->host = dev->kind == HL_DEVICE_CUDA ? bench_host_alloc(in_bytes, "a host copy of the GEMM inputs") : p->in;
+  fill_random(p->host, v->in, in_bytes, run->seed);
+  if (dev->kind == HL_DEVICE_CUDA) dev->be->copy_from_host(p->in, p->host, in_bytes);
+  dev->be->zero(p->out, out_bytes);
+  p->in_have = in_bytes, p->out_have = out_bytes, p->type = v->in;
+  hl_range_pop();
+}
+
+/* Validates the point's product, then times it */
+static point_outcome measure_point(point *p, const gemm_run *run, const char *host_pool) {
+  const shape *s = p->s;
+  char range[96];
+  snprintf(range, sizeof range, "gemm %s %s %lldx%lldx%lld", p->v->name, s->name, (long long)s->m, (long long)s->n,
+           (long long)s->k);
+  bench_progress("%s", range);
+  point_outcome o;
+  hl_range_push(range);
+  hl_range_push("validate");
+  o.max_err_norm = validate(p, host_pool, run->seed, &o.err_bound_norm, &o.max_err_over_bound);
+  hl_range_pop();
+  hl_range_push("time");
+  o.timing = bench_time(run->dev, &run->method, launch, p);
+  hl_range_pop();
+  hl_range_pop();
+  return o;
+}
+
+/* The point's row of gemm.csv, its result (index si * GEMM_VARIANTS + vi) and its line on stdout */
+static void record_point(gemm_run *run, const point *p, int si, int vi, const point_outcome *o) {
+  const bench_device *dev = run->dev;
+  const gemm_variant *v = p->v;
+  const shape *s = p->s;
+  const bench_timing *t = &o->timing;
+  const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k * (double)s->batch;
+  const double tflops = flops / (t->ms.median * 1e-3) / 1e12, best = flops / (t->ms.min * 1e-3) / 1e12;
+  const double peak = run->peaks.value[v->peak];
+  const double pct = peak > 0 ? 100.0 * tflops / peak : NAN;
+  char impl[256], b1[32], b2[32];
+  gemm_implementation(dev, v, s->batch, impl, sizeof impl);
+  hl_csv_rows_add(&run->rows,
+                 "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g,%d",
+                 dev->name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
+                 hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
+                 (long long)s->batch, s->ta, s->tb, flops, t->warmups, t->samples, t->inner, p->nslots, t->ms.min,
+                 t->ms.median, t->ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
+                 bench_num(pct, b2, sizeof b2), o->max_err_norm, o->err_bound_norm, o->max_err_over_bound, t->attempts);
+  gemm_result *r = &run->results[si * GEMM_VARIANTS + vi];
+  r->done = true, r->tflops = tflops, r->pct = pct;
+  printf("%-10s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
+         (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t->ms.median, tflops,
+         isnan(pct) ? "-" : bench_num(pct, b2, sizeof b2));
+  fflush(stdout);
+}
+
+/* Variant vi at shape si on the pools: skipped with one line on stderr
+ * where the backend does not run that shape, else measured and recorded */
+static void run_point(gemm_run *run, int vi, int si, const operand_pools *pools) {
+  const gemm_variant *v = &gemm_variants[vi];
+  const shape *s = &run->shapes.s[si];
+  point p = {.d = run->dev, .v = v, .s = s, .L = layout_of(s, v), .in = pools->in, .out = pools->out};
+  p.nslots = slots_for(p.L.bytes, run->rot);
+  point_desc(&p, 0);
+  char why[256];
+  if (!v->baseline && !run->dev->be->gemm->supports(&p.desc, why, sizeof why)) {
+    fprintf(stderr, "%s: gemm: %s skips %s (%lld x %lld x %lld): %s\n", hl_prog(), v->name, s->name,
+            (long long)s->m, (long long)s->n, (long long)s->k, why);
+    return;
+  }
+  const point_outcome o = measure_point(&p, run, pools->host);
+  record_point(run, &p, si, vi, &o);
+}
+
+/* Every chosen variant at every shape */
+static void run_variants(gemm_run *run) {
+  run->results = calloc((size_t)run->shapes.n * GEMM_VARIANTS, sizeof *run->results);
+  if (!run->results) hl_fatal("out of memory");
   printf("%-10s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
          "median_ms", "TFLOP/s", "%peak");
-
-  /* pools per input type, kept while consecutive variants share it */
-  char *in_pool = NULL, *host_pool = NULL, *out_pool = NULL;
-  size_t in_have = 0, out_have = 0;
-  hl_gemm_type pool_type = HL_GEMM_F64;
+  operand_pools pools = {.type = HL_GEMM_F64};
   static const int order[GEMM_VARIANTS] = {6, 0, 1, 2, 3, 4, 5}; /* the baseline first, beside fp32's pool */
   for (int oi = 0; oi < GEMM_VARIANTS; oi++) {
     const int vi = order[oi];
-    if (!chosen[vi]) continue;
-    const gemm_variant *v = &gemm_variants[vi];
-    size_t in_bytes, out_bytes;
-    pool_sizes(v, &shapes, rot, &in_bytes, &out_bytes);
-    if (!in_pool || pool_type != v->in || in_have < in_bytes || out_have < out_bytes) {
-      free_pools(&dev, &in_pool, &host_pool, &out_pool);
-      hl_range_push("gemm: random operands");
-      bench_progress("gemm: %s operands (%.0f MiB)", hl_gemm_type_name(v->in), (double)in_bytes / 1048576.0);
-      in_pool = bench_alloc(&dev, in_bytes, "GEMM inputs");
-      out_pool = bench_alloc(&dev, out_bytes, "GEMM outputs");
-      host_pool = dev.kind == HL_DEVICE_CUDA ? bench_host_alloc(in_bytes, "a host copy of the GEMM inputs") : in_pool;
-      fill_random(host_pool, v->in, in_bytes, c.seed);
-      if (dev.kind == HL_DEVICE_CUDA) dev.be->copy_from_host(in_pool, host_pool, in_bytes);
-      dev.be->zero(out_pool, out_bytes);
-      in_have = in_bytes, out_have = out_bytes, pool_type = v->in;
-      hl_range_pop();
-    }
-    for (int si = 0; si < shapes.n; si++) {
-      const shape *s = &shapes.s[si];
-      point p = {.d = &dev, .v = v, .s = s, .L = layout_of(s, v), .in = in_pool, .out = out_pool};
-      p.nslots = slots_for(p.L.bytes, rot);
-      point_desc(&p, 0);
-      char why[256];
-      if (!v->baseline && !dev.be->gemm->supports(&p.desc, why, sizeof why)) {
-        fprintf(stderr, "%s: gemm: %s skips %s (%lld x %lld x %lld): %s\n", hl_prog(), v->name, s->name,
-                (long long)s->m, (long long)s->n, (long long)s->k, why);
-        continue;
-      }
-      char range[96];
-      snprintf(range, sizeof range, "gemm %s %s %lldx%lldx%lld", v->name, s->name, (long long)s->m, (long long)s->n,
-               (long long)s->k);
-      bench_progress("%s", range);
-      hl_range_push(range);
-      hl_range_push("validate");
-      double bound_term = 0, ratio = 0;
-      const double err = validate(&p, host_pool, c.seed, &bound_term, &ratio);
-      hl_range_pop();
-      hl_range_push("time");
-      const bench_timing t = bench_time(&dev, &method, launch, &p);
-      hl_range_pop();
-      hl_range_pop();
-      const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k * (double)s->batch;
-      const double tflops = flops / (t.ms.median * 1e-3) / 1e12, best = flops / (t.ms.min * 1e-3) / 1e12;
-      const double peak = peaks.value[v->peak];
-      const double pct = peak > 0 ? 100.0 * tflops / peak : NAN;
-      char impl[256], b1[32], b2[32];
-      gemm_implementation(&dev, v, s->batch, impl, sizeof impl);
-      hl_csv_rows_add(&rows,
-                     "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g,%d",
-                     dev.name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
-                     hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
-                     (long long)s->batch, s->ta, s->tb, flops, t.warmups, t.samples, t.inner, p.nslots, t.ms.min,
-                     t.ms.median, t.ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
-                     bench_num(pct, b2, sizeof b2), err, bound_term, ratio, t.attempts);
-      gemm_result *r = &results[si * GEMM_VARIANTS + vi];
-      r->done = true, r->tflops = tflops, r->pct = pct;
-      printf("%-10s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
-             (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t.ms.median, tflops,
-             isnan(pct) ? "-" : bench_num(pct, b2, sizeof b2));
-      fflush(stdout);
-    }
+    if (!run->chosen[vi]) continue;
+    ensure_pools(&pools, run, &gemm_variants[vi]);
+    for (int si = 0; si < run->shapes.n; si++) run_point(run, vi, si, &pools);
   }
-  free_pools(&dev, &in_pool, &host_pool, &out_pool);
+  free_pools(run->dev, &pools);
+}
 
-  bench_rows_write(&rows, outdir, "gemm.csv",
+static void write_gemm_csv(gemm_run *run) {
+  bench_rows_write(&run->rows, run->outdir, "gemm.csv",
                    "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,"
                    "flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,"
                    "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound,attempts");
-  hl_csv_rows_free(&rows);
+  hl_csv_rows_free(&run->rows);
+}
+
+int bench_gemm_main(int argc, char **argv) {
+  gemm_options opt;
+  parse_options(argc, argv, &opt);
+  bench_device dev;
+  char device_notice[512];
+  bench_device_open_deferred(&dev, opt.common.device, device_notice, sizeof device_notice);
+  if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
+  /* --list and --accuracy need nothing more than the device */
+  if (opt.list) {
+    fputs(device_notice, stderr);
+    list_variants(&dev);
+    return 0;
+  }
+  if (opt.accuracy)
+    return gemm_accuracy_main(&dev, &opt.common, opt.dtypes, opt.nsizes ? opt.sizes : NULL, opt.nsizes, device_notice);
+
+  gemm_run run = {.dev = &dev, .seed = opt.common.seed};
+  char variant_notice[2048];
+  plan_run(&run, &opt, variant_notice, sizeof variant_notice);
+  start_run(&run, &opt, device_notice, variant_notice);
+  record_metadata(&run, opt.common.quick);
+  run_variants(&run);
+  write_gemm_csv(&run);
 
   /* ---- the targets, from this run's rows */
   bench_targets targets = {0};
-  check_targets(&targets, &dev, &peaks, results, &shapes);
-  bench_targets_write(&targets, outdir, "gemm_targets.csv");
-  fprintf(stderr, "%s: gemm: wrote %s/gemm.csv\n", hl_prog(), outdir);
-  free(results);
-  free(shapes.s);
+  check_targets(&targets, &dev, &run.peaks, run.results, &run.shapes);
+  bench_targets_write(&targets, run.outdir, "gemm_targets.csv");
+  fprintf(stderr, "%s: gemm: wrote %s/gemm.csv\n", hl_prog(), run.outdir);
+  free(run.results);
+  free(run.shapes.s);
   return 0;
 }
