@@ -4,7 +4,7 @@
  * A node is one op application. It knows where each input's gradient must
  * go (an edge to the input's own node, or to the input itself when that
  * is a leaf requiring grad), the shape and dtype each gradient must have,
- * the tensors its backward needs, and the op's scalar parameters.
+ * the tensors its backward needs, and the op's parameters.
  *
  * Lifetimes follow PyTorch's design, which has no reference cycles: a
  * tensor holds its node; a node holds its inputs' nodes (or leaves) and
@@ -52,6 +52,46 @@ typedef struct {
 #define HL_NODE_MAX_SAVED 6
 #define HL_NODE_MAX_INPUTS 64
 
+/* What an op's backward needs besides its saved tensors, one member per
+ * op family; only the member of the node's own op is meaningful. A
+ * `*_slot` is the index of a saved tensor (hl_node_saved), or -1 when the
+ * backward does not need that tensor. */
+typedef union {
+  struct {
+    int a_slot, b_slot;
+  } binary; /* add, sub, mul, div */
+  struct {
+    int a_slot, b_slot;
+    bool b_shared; /* matmul of a batched a with a 2-D b: b's gradient sums over the batch */
+  } matmul;        /* mm, bmm, matmul */
+  struct {
+    int x_slot, weight_slot;
+  } linear;
+  struct {
+    int weight_slot, mean_slot, rstd_slot; /* x is slot 0 */
+  } layer_norm;
+  struct {
+    bool log;
+  } softmax; /* softmax, log_softmax */
+  struct {
+    double scalar; /* the s of x + s, x * s, x / s, s - x, s / x, or pow's exponent; 0 when the op has none */
+  } unary;
+  struct {
+    double scale; /* 1 for a sum, 1 / (elements reduced) for a mean */
+    int dim;      /* the reduced dim, or -1: all elements */
+  } reduce;       /* sum, mean */
+  struct {
+    int dims[HL_MAX_DIMS]; /* output dim i is input dim dims[i] */
+  } permute;               /* permute, transpose */
+  struct {
+    int dim;
+    int64_t start;
+  } slice; /* slice and slice_backward */
+  struct {
+    int dim;
+  } cat;
+} hl_node_params;
+
 struct hl_node {
   atomic_int refs;
   const hl_op_desc *op;
@@ -64,8 +104,7 @@ struct hl_node {
   hl_saved saved[HL_NODE_MAX_SAVED];
   bool released;   /* saved tensors freed by a backward without retain_graph */
   uint64_t wanted; /* set by the engine before backward: bit i = input i's gradient is needed */
-  double p[4];     /* op parameters */
-  int64_t ip[4];
+  hl_node_params params;
   void *ctx; /* custom ops */
   void (*ctx_free)(void *);
   bool has_autocast;

@@ -140,15 +140,14 @@ static hl_tensor *same_product(const hl_node *n, hl_tensor *a, hl_tensor *b) {
 
 /* mm, bmm and matmul with equal batch dims: dA = g B^T, dB = A^T g */
 static bool matmul_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  const bool shared_b = n->ip[2] != 0; /* matmul with a 2-D b */
   if (hl_node_wants(n, 0)) {
-    hl_tensor *b = hl_tmp(hl_node_saved(n, (int)n->ip[1]));
+    hl_tensor *b = hl_tmp(hl_node_saved(n, n->params.matmul.b_slot));
     gin[0] = same_product(n, g, t_last2(b));
     if (!gin[0]) return false;
   }
   if (hl_node_wants(n, 1)) {
-    hl_tensor *a = hl_tmp(hl_node_saved(n, (int)n->ip[0]));
-    if (shared_b && a) {
+    hl_tensor *a = hl_tmp(hl_node_saved(n, n->params.matmul.a_slot));
+    if (n->params.matmul.b_shared && a) {
       /* b was used by every batch entry: its gradient sums over them */
       int64_t k = a->shape[a->ndim - 1], cols = g->shape[g->ndim - 1];
       hl_tensor *af = hl_tmp(hl_reshape(a, HL_SHAPE(-1, k))), *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, cols)));
@@ -194,11 +193,11 @@ static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
   hl_node *node;
   if (!hl_record(&c, out, matmul_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->ip[0] = node->ip[1] = -1;
-    node->ip[2] = b->ndim == 2 && a->ndim > 2;
-    if (b->requires_grad) node->ip[0] = hl_node_save(node, a);
-    if (a->requires_grad) node->ip[1] = hl_node_save(node, b);
-    if ((b->requires_grad && node->ip[0] < 0) || (a->requires_grad && node->ip[1] < 0)) {
+    node->params.matmul.a_slot = node->params.matmul.b_slot = -1;
+    node->params.matmul.b_shared = b->ndim == 2 && a->ndim > 2;
+    if (b->requires_grad) node->params.matmul.a_slot = hl_node_save(node, a);
+    if (a->requires_grad) node->params.matmul.b_slot = hl_node_save(node, b);
+    if ((b->requires_grad && node->params.matmul.a_slot < 0) || (a->requires_grad && node->params.matmul.b_slot < 0)) {
       return hl_op_abort_output(&c, out);
     }
   }
@@ -214,13 +213,13 @@ hl_tensor *hl_matmul(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MATMUL, 
 static bool linear_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   if (hl_node_wants(n, 0)) {
     /* [M, out] x [out, in], viewed back as x's shape (x may be 1-D) */
-    hl_tensor *w = hl_tmp(hl_node_saved(n, (int)n->ip[1]));
+    hl_tensor *w = hl_tmp(hl_node_saved(n, n->params.linear.weight_slot));
     hl_tensor *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, n->in_meta[1].shape[0])));
     gin[0] = hl_reshape(hl_tmp(hl_mm(gf, w)), hl_shape_of(n->in_meta[0].ndim, n->in_meta[0].shape));
     if (!gin[0]) return false;
   }
   if (hl_node_wants(n, 1)) {
-    hl_tensor *x = hl_tmp(hl_node_saved(n, (int)n->ip[0]));
+    hl_tensor *x = hl_tmp(hl_node_saved(n, n->params.linear.x_slot));
     int64_t in = n->in_meta[1].shape[1], out = n->in_meta[1].shape[0];
     hl_tensor *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, out))), *xf = hl_tmp(hl_reshape(x, HL_SHAPE(-1, in)));
     gin[1] = hl_mm(t_last2(gf), xf); /* [out, M] x [M, in] */
@@ -278,10 +277,11 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   hl_node *node = NULL;
   if (!ran || !hl_record(&c, out, linear_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->ip[0] = node->ip[1] = -1;
-    if (w->requires_grad) node->ip[0] = hl_node_save(node, x);
-    if (x->requires_grad) node->ip[1] = hl_node_save(node, w);
-    if ((w->requires_grad && node->ip[0] < 0) || (x->requires_grad && node->ip[1] < 0)) {
+    node->params.linear.x_slot = node->params.linear.weight_slot = -1;
+    if (w->requires_grad) node->params.linear.x_slot = hl_node_save(node, x);
+    if (x->requires_grad) node->params.linear.weight_slot = hl_node_save(node, w);
+    if ((w->requires_grad && node->params.linear.x_slot < 0) ||
+        (x->requires_grad && node->params.linear.weight_slot < 0)) {
       return hl_op_abort_output(&c, out);
     }
   }

@@ -13,7 +13,7 @@ static int64_t last_dim(const hl_tensor *x) { return x->ndim ? x->shape[x->ndim 
 /* ------------------------------------------------------------- softmax -- */
 
 static bool softmax_backward_fn(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  const bool log = n->ip[0] != 0;
+  const bool log = n->params.softmax.log;
   hl_tensor *y = hl_tmp(hl_node_saved(n, 0));
   if (!y) return false;
   if (!hl_grad_enabled()) {
@@ -43,7 +43,7 @@ static hl_tensor *softmax_op(hl_op_id id, hl_tensor *x, bool log) {
   hl_node *node;
   if (!hl_record(&c, out, softmax_backward_fn, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->ip[0] = log;
+    node->params.softmax.log = log;
     if (hl_node_save_output(node, out) < 0) return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
@@ -181,12 +181,13 @@ hl_tensor *hl_mse_loss(hl_tensor *a, hl_tensor *b) {
 
 /* ----------------------------------------------------------- layer norm -- */
 
-/* slots: 0 x, 1 weight (or -1 via ip[1]), 2 mean, 3 rstd */
 static bool layer_norm_backward_fn(hl_node *n, hl_tensor *g, hl_tensor **gin) {
+  const int weight_slot = n->params.layer_norm.weight_slot;
   hl_tensor *x = hl_tmp(hl_node_saved(n, 0));
-  hl_tensor *w = n->ip[1] >= 0 ? hl_tmp(hl_node_saved(n, (int)n->ip[1])) : NULL;
-  hl_tensor *mean = hl_tmp(hl_node_saved(n, (int)n->ip[2])), *rstd = hl_tmp(hl_node_saved(n, (int)n->ip[3]));
-  if (!x || !mean || !rstd || (n->ip[1] >= 0 && !w)) return false;
+  hl_tensor *w = weight_slot >= 0 ? hl_tmp(hl_node_saved(n, weight_slot)) : NULL;
+  hl_tensor *mean = hl_tmp(hl_node_saved(n, n->params.layer_norm.mean_slot));
+  hl_tensor *rstd = hl_tmp(hl_node_saved(n, n->params.layer_norm.rstd_slot));
+  if (!x || !mean || !rstd || (weight_slot >= 0 && !w)) return false;
   hl_op_call c;
   if (!hl_op_begin(&c, HL_OP_LAYER_NORM_BACKWARD, HL_INPUTS(g, x, w),
                    HL_ROLES(HL_ARG_DATA, HL_ARG_DATA, HL_ARG_DATA | HL_ARG_OPTIONAL), 3))
@@ -247,10 +248,12 @@ hl_tensor *hl_layer_norm(hl_tensor *x, hl_tensor *weight, hl_tensor *bias, doubl
                   weight ? hl_tensor_data(weight) : NULL, bias ? hl_tensor_data(bias) : NULL, rows, cols, eps);
   if (!hl_record(&c, out, layer_norm_backward_fn, &node)) goto fail;
   if (node) {
-    node->ip[1] = -1;
+    node->params.layer_norm.weight_slot = -1;
     if (hl_node_save(node, x) < 0) goto fail;
-    if (weight && (node->ip[1] = hl_node_save(node, weight)) < 0) goto fail;
-    if ((node->ip[2] = hl_node_save(node, mean)) < 0 || (node->ip[3] = hl_node_save(node, rstd)) < 0) goto fail;
+    if (weight && (node->params.layer_norm.weight_slot = hl_node_save(node, weight)) < 0) goto fail;
+    if ((node->params.layer_norm.mean_slot = hl_node_save(node, mean)) < 0 ||
+        (node->params.layer_norm.rstd_slot = hl_node_save(node, rstd)) < 0)
+      goto fail;
   }
   hl_release(mean);
   hl_release(rstd);

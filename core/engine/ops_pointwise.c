@@ -8,10 +8,8 @@
 
 /* ---------------------------------------------------------- binary ops -- */
 
-/* slots of the saved tensors in node->ip: [0] a (or -1), [1] b (or -1) */
-static hl_tensor *saved_or_null(hl_node *n, int which) {
-  return n->ip[which] >= 0 ? hl_tmp(hl_node_saved(n, (int)n->ip[which])) : NULL;
-}
+/* the saved operand in `slot`, or NULL when it was not saved (slot -1) */
+static hl_tensor *saved_or_null(hl_node *n, int slot) { return slot >= 0 ? hl_tmp(hl_node_saved(n, slot)) : NULL; }
 
 static hl_shape in_shape(const hl_node *n, int i) { return hl_shape_of(n->in_meta[i].ndim, n->in_meta[i].shape); }
 
@@ -35,17 +33,18 @@ static bool sub_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
 }
 
 static bool mul_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  if (hl_node_wants(n, 0) && !reduce_to_input(n, 0, hl_tmp(hl_mul(g, saved_or_null(n, 1))), gin)) return false;
-  if (hl_node_wants(n, 1) && !reduce_to_input(n, 1, hl_tmp(hl_mul(g, saved_or_null(n, 0))), gin)) return false;
+  const int a_slot = n->params.binary.a_slot, b_slot = n->params.binary.b_slot;
+  if (hl_node_wants(n, 0) && !reduce_to_input(n, 0, hl_tmp(hl_mul(g, saved_or_null(n, b_slot))), gin)) return false;
+  if (hl_node_wants(n, 1) && !reduce_to_input(n, 1, hl_tmp(hl_mul(g, saved_or_null(n, a_slot))), gin)) return false;
   return true;
 }
 
 static bool div_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  hl_tensor *b = saved_or_null(n, 1);
+  hl_tensor *b = saved_or_null(n, n->params.binary.b_slot);
   if (hl_node_wants(n, 0) && !reduce_to_input(n, 0, hl_tmp(hl_div(g, b)), gin)) return false;
   if (hl_node_wants(n, 1)) {
     /* d(a/b)/db = -a / b^2 */
-    hl_tensor *a = saved_or_null(n, 0);
+    hl_tensor *a = saved_or_null(n, n->params.binary.a_slot);
     hl_tensor *num = hl_tmp(hl_mul(g, a)), *den = hl_tmp(hl_mul(b, b));
     if (!reduce_to_input(n, 1, hl_tmp(hl_neg(hl_tmp(hl_div(num, den)))), gin)) return false;
   }
@@ -74,12 +73,13 @@ static hl_tensor *binary(hl_op_id id, hl_binary_op kop, hl_backward_fn backward,
   if (node) {
     /* save only what the formulas need: mul needs the other operand,
      * div needs b always and a for b's gradient */
-    node->ip[0] = node->ip[1] = -1;
+    node->params.binary.a_slot = node->params.binary.b_slot = -1;
     bool need_a = (id == HL_OP_MUL && b->requires_grad) || (id == HL_OP_DIV && b->requires_grad);
     bool need_b = (id == HL_OP_MUL && a->requires_grad) || id == HL_OP_DIV;
-    if (need_a) node->ip[0] = hl_node_save(node, a);
-    if (need_b) node->ip[1] = hl_node_save(node, b);
-    if ((need_a && node->ip[0] < 0) || (need_b && node->ip[1] < 0)) return hl_op_abort_output(&c, out);
+    if (need_a) node->params.binary.a_slot = hl_node_save(node, a);
+    if (need_b) node->params.binary.b_slot = hl_node_save(node, b);
+    if ((need_a && node->params.binary.a_slot < 0) || (need_b && node->params.binary.b_slot < 0))
+      return hl_op_abort_output(&c, out);
   }
   return hl_op_end(&c, out);
 }
@@ -107,7 +107,7 @@ static hl_tensor *unary(hl_op_id id, hl_unary_op kop, double p, hl_backward_fn b
   hl_node *node;
   if (!hl_record(&c, out, backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->p[0] = p;
+    node->params.unary.scalar = p;
     int slot = save == SAVE_INPUT ? hl_node_save(node, x) : save == SAVE_OUTPUT ? hl_node_save_output(node, out) : 0;
     if (slot < 0) return hl_op_abort_output(&c, out);
   }
@@ -125,17 +125,17 @@ static bool pass_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   return true;
 }
 static bool mul_scalar_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  gin[0] = hl_mul_scalar(g, n->p[0]);
+  gin[0] = hl_mul_scalar(g, n->params.unary.scalar);
   return gin[0] != NULL;
 }
 static bool div_scalar_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  gin[0] = hl_div_scalar(g, n->p[0]);
+  gin[0] = hl_div_scalar(g, n->params.unary.scalar);
   return gin[0] != NULL;
 }
 static bool rdiv_scalar_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   /* d(s/x)/dx = -s / x^2 */
   hl_tensor *x = hl_tmp(hl_node_saved(n, 0));
-  gin[0] = hl_mul_scalar(hl_tmp(hl_div(g, hl_tmp(hl_mul(x, x)))), -n->p[0]);
+  gin[0] = hl_mul_scalar(hl_tmp(hl_div(g, hl_tmp(hl_mul(x, x)))), -n->params.unary.scalar);
   return gin[0] != NULL;
 }
 
@@ -194,7 +194,7 @@ static bool sqrt_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
 hl_tensor *hl_sqrt(hl_tensor *x) { return unary(HL_OP_SQRT, HL_UN_SQRT, 0, sqrt_backward, SAVE_OUTPUT, x); }
 
 static bool pow_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  const double p = n->p[0];
+  const double p = n->params.unary.scalar;
   hl_tensor *x = hl_tmp(hl_node_saved(n, 0));
   hl_tensor *dpow; /* p x^(p-1) */
   if (p == 0.0) dpow = hl_tmp(hl_mul_scalar(x, 0.0));

@@ -18,16 +18,16 @@ static hl_tensor *spread(hl_node *n, hl_tensor *g, double scale) {
 }
 
 static bool sum_all_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  gin[0] = spread(n, g, n->p[0]);
+  gin[0] = spread(n, g, n->params.reduce.scale);
   return gin[0] != NULL;
 }
 
 static bool sum_dim_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   /* put the reduced dim back as size 1 when keepdim dropped it */
   hl_shape keep = meta_shape(n, 0);
-  keep.d[n->ip[0]] = 1;
+  keep.d[n->params.reduce.dim] = 1;
   hl_tensor *k = hl_tmp(hl_reshape(g, keep));
-  gin[0] = k ? spread(n, k, n->p[0]) : NULL;
+  gin[0] = k ? spread(n, k, n->params.reduce.scale) : NULL;
   return gin[0] != NULL;
 }
 
@@ -64,8 +64,8 @@ static hl_tensor *reduce(hl_op_id id, hl_tensor *x, int dim, bool keepdim, bool 
   hl_node *node;
   if (!hl_record(&c, out, d < 0 ? sum_all_backward : sum_dim_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->p[0] = alpha;
-    node->ip[0] = d;
+    node->params.reduce.scale = alpha;
+    node->params.reduce.dim = d;
   }
   return hl_op_end(&c, out);
 }

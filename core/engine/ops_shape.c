@@ -104,7 +104,7 @@ hl_tensor *hl_reshape(hl_tensor *x, hl_shape shape) {
 
 static bool permute_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
   int inverse[HL_MAX_DIMS];
-  for (int i = 0; i < n->in_meta[0].ndim; i++) inverse[n->ip[i]] = i;
+  for (int i = 0; i < n->in_meta[0].ndim; i++) inverse[n->params.permute.dims[i]] = i;
   gin[0] = hl_permute(g, inverse);
   return gin[0] != NULL;
 }
@@ -130,7 +130,7 @@ static hl_tensor *permute_op(hl_op_id id, hl_tensor *x, const int *dims) {
   hl_tensor *out = finish_view(&c, hl_tensor_view_of(x, x->ndim, shape, stride, x->offset), permute_backward, &node);
   if (!out) return NULL;
   if (node)
-    for (int i = 0; i < x->ndim; i++) node->ip[i] = norm[i];
+    for (int i = 0; i < x->ndim; i++) node->params.permute.dims[i] = norm[i];
   return hl_op_end(&c, out);
 }
 
@@ -153,7 +153,8 @@ hl_tensor *hl_transpose(hl_tensor *x, int dim0, int dim1) {
 /* ----------------------------------------------------------------- slice -- */
 
 static bool slice_backward_fn(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  gin[0] = hl_slice_backward(g, hl_shape_of(n->in_meta[0].ndim, n->in_meta[0].shape), (int)n->ip[0], n->ip[1]);
+  gin[0] = hl_slice_backward(g, hl_shape_of(n->in_meta[0].ndim, n->in_meta[0].shape), n->params.slice.dim,
+                             n->params.slice.start);
   return gin[0] != NULL;
 }
 
@@ -173,8 +174,8 @@ hl_tensor *hl_slice(hl_tensor *x, int dim, int64_t start, int64_t end) {
                                slice_backward_fn, &node);
   if (!out) return NULL;
   if (node) {
-    node->ip[0] = d;
-    node->ip[1] = start;
+    node->params.slice.dim = d;
+    node->params.slice.start = start;
   }
   return hl_op_end(&c, out);
 }
@@ -199,8 +200,9 @@ bool hl_split(hl_tensor *x, int dim, int parts, hl_tensor **out) {
 
 /* zeros of the input's shape with g placed at the slice */
 static bool slice_backward_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  int d = (int)n->ip[0];
-  gin[0] = hl_slice(g, d, n->ip[1], n->ip[1] + n->in_meta[0].shape[d]);
+  const int d = n->params.slice.dim;
+  const int64_t start = n->params.slice.start;
+  gin[0] = hl_slice(g, d, start, start + n->in_meta[0].shape[d]);
   return gin[0] != NULL;
 }
 
@@ -223,8 +225,8 @@ hl_tensor *hl_slice_backward(hl_tensor *g, hl_shape input_shape, int dim, int64_
   hl_node *node;
   if (!hl_record(&c, out, slice_backward_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
-    node->ip[0] = dim;
-    node->ip[1] = start;
+    node->params.slice.dim = dim;
+    node->params.slice.start = start;
   }
   return hl_op_end(&c, out);
 }
@@ -263,7 +265,7 @@ hl_tensor *hl_expand(hl_tensor *x, hl_shape shape) {
 /* ------------------------------------------------------------------- cat -- */
 
 static bool cat_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
-  int d = (int)n->ip[0];
+  const int d = n->params.cat.dim;
   int64_t start = 0;
   for (int i = 0; i < n->n_in; i++) {
     int64_t len = n->in_meta[i].shape[d];
@@ -320,7 +322,7 @@ hl_tensor *hl_cat(hl_tensor *const *xs, int n, int dim) {
   }
   hl_node *node;
   if (!hl_record(&c, out, cat_backward, &node)) return hl_op_abort_output(&c, out);
-  if (node) node->ip[0] = d;
+  if (node) node->params.cat.dim = d;
   return hl_op_end(&c, out);
 }
 

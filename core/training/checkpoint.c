@@ -254,6 +254,100 @@ static bool take(const unsigned char **p, const unsigned char *end, void *out, s
   return true;
 }
 
+/* The frame around the records: magic, version, byte order, lengths, end
+ * marker and CRC. Gives the payload's size and the record count it claims. */
+static bool check_frame(const char *path, const unsigned char *data, size_t size, uint64_t *payload_out,
+                        uint64_t *records_out) {
+  const char *what = "checkpoint_load";
+  if (size < 8 || memcmp(data, kMagic, 8))
+    return hl_fail_bool("%s: \"%s\" is not a halflab checkpoint (%s)", what, path,
+                        size < 8 ? "file too short for the header" : "no HLCKPT magic at its start");
+  if (size < kHeader) return hl_fail_bool("%s: \"%s\" is truncated: %zu bytes, shorter than the header", what, path, size);
+  uint32_t version, order;
+  uint64_t payload, records;
+  memcpy(&version, data + 8, 4);
+  memcpy(&order, data + 12, 4);
+  memcpy(&payload, data + 16, 8);
+  memcpy(&records, data + 24, 8);
+  if (order != kByteOrder)
+    return hl_fail_bool("%s: \"%s\" was written on a machine of the other byte order", what, path);
+  if (version != HL_CHECKPOINT_VERSION)
+    return hl_fail_bool("%s: \"%s\" has format version %u; this build reads version %d", what, path, version,
+                        HL_CHECKPOINT_VERSION);
+  if (payload > SIZE_MAX - kHeader - kTrailer)
+    return hl_fail_bool("%s: \"%s\" is corrupted: its header claims %llu payload bytes", what, path,
+                        (unsigned long long)payload);
+  const size_t want = kHeader + (size_t)payload + kTrailer;
+  if (size < want)
+    return hl_fail_bool("%s: \"%s\" is truncated: %zu bytes of %zu", what, path, size, want);
+  if (size > want)
+    return hl_fail_bool("%s: \"%s\" is corrupted: %zu bytes after its end marker", what, path, size - want);
+  uint32_t crc;
+  memcpy(&crc, data + kHeader + payload, 4);
+  if (memcmp(data + kHeader + payload + 4, kEnd, 8))
+    return hl_fail_bool("%s: \"%s\" is corrupted: no end marker", what, path);
+  if (hl_crc32_update(0, data, kHeader + payload) != crc)
+    return hl_fail_bool("%s: \"%s\" is corrupted: checksum mismatch (CRC-32 of the contents differs from the one "
+                        "stored)", what, path);
+  *payload_out = payload;
+  *records_out = records;
+  return true;
+}
+
+/* One record from *p, not reading past end: false when it does not fit or
+ * is malformed. Its name and data point into the file's bytes. */
+static bool read_record(const unsigned char **p, const unsigned char *end, record *r) {
+  if (!take(p, end, &r->type, 4) || !take(p, end, &r->name_len, 4) || (size_t)(end - *p) < r->name_len) return false;
+  r->name = (const char *)*p;
+  *p += r->name_len;
+  switch (r->type) {
+    case REC_INT: return take(p, end, &r->i, 8);
+    case REC_REAL: return take(p, end, &r->r, 8);
+    case REC_TEXT:
+      if (!take(p, end, &r->bytes, 8) || (uint64_t)(end - *p) < r->bytes) return false;
+      r->data = *p;
+      *p += r->bytes;
+      return true;
+    case REC_TENSOR: {
+      bool ok = take(p, end, &r->dtype, 4) && take(p, end, &r->ndim, 4) && r->ndim <= HL_MAX_DIMS &&
+                r->dtype < HL_DTYPES;
+      uint64_t numel = 1;
+      for (uint32_t d = 0; ok && d < r->ndim; d++) {
+        ok = take(p, end, &r->dims[d], 8) && r->dims[d] >= 0 && (r->dims[d] == 0 || numel <= UINT64_MAX / (uint64_t)r->dims[d]);
+        if (ok) numel *= (uint64_t)r->dims[d];
+      }
+      ok = ok && take(p, end, &r->bytes, 8) && (uint64_t)(end - *p) >= r->bytes &&
+           numel <= UINT64_MAX / 8 && r->bytes == numel * hl_dtype_size((hl_dtype)r->dtype);
+      if (!ok) return false;
+      r->data = *p;
+      *p += r->bytes;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+/* The `records` records of the payload [start, start + payload), into
+ * out->rec; the payload must hold them and nothing else. */
+static bool read_records(const char *path, const unsigned char *start, uint64_t payload, uint64_t records,
+                         parsed *out) {
+  const char *what = "checkpoint_load";
+  /* a record takes at least 8 bytes (type, name length): a count beyond that
+   * is a damaged header, not an allocation to attempt */
+  if (records > payload / 8 + 1) return hl_fail_bool("%s: \"%s\" is corrupted: %llu records", what, path, (unsigned long long)records);
+  out->rec = calloc(records ? records : 1, sizeof *out->rec);
+  if (!out->rec) return hl_fail_bool("%s: out of host memory", what);
+  const unsigned char *p = start, *end = start + payload;
+  for (uint64_t k = 0; k < records; k++)
+    if (!read_record(&p, end, &out->rec[k]))
+      return hl_fail_bool("%s: \"%s\" is corrupted: record %llu cannot be read", what, path, (unsigned long long)k);
+  if (p != end) return hl_fail_bool("%s: \"%s\" is corrupted: bytes after the last record", what, path);
+  out->n = records;
+  return true;
+}
+
+/* The whole file into out->file, then its frame and records checked and
+ * indexed. out is filled as far as it got: parsed_free it either way. */
 static bool read_file(const char *path, parsed *out) {
   const char *what = "checkpoint_load";
   memset(out, 0, sizeof *out);
@@ -285,76 +379,9 @@ static bool read_file(const char *path, parsed *out) {
   }
   out->file = data;
   out->size = size;
-  /* the frame */
-  if (size < 8 || memcmp(data, kMagic, 8))
-    return hl_fail_bool("%s: \"%s\" is not a halflab checkpoint (%s)", what, path,
-                        size < 8 ? "file too short for the header" : "no HLCKPT magic at its start");
-  if (size < kHeader) return hl_fail_bool("%s: \"%s\" is truncated: %zu bytes, shorter than the header", what, path, size);
-  uint32_t version, order;
-  uint64_t payload, records;
-  memcpy(&version, data + 8, 4);
-  memcpy(&order, data + 12, 4);
-  memcpy(&payload, data + 16, 8);
-  memcpy(&records, data + 24, 8);
-  if (order != kByteOrder)
-    return hl_fail_bool("%s: \"%s\" was written on a machine of the other byte order", what, path);
-  if (version != HL_CHECKPOINT_VERSION)
-    return hl_fail_bool("%s: \"%s\" has format version %u; this build reads version %d", what, path, version,
-                        HL_CHECKPOINT_VERSION);
-  if (payload > SIZE_MAX - kHeader - kTrailer)
-    return hl_fail_bool("%s: \"%s\" is corrupted: its header claims %llu payload bytes", what, path,
-                        (unsigned long long)payload);
-  const size_t want = kHeader + (size_t)payload + kTrailer;
-  if (size < want)
-    return hl_fail_bool("%s: \"%s\" is truncated: %zu bytes of %zu", what, path, size, want);
-  if (size > want)
-    return hl_fail_bool("%s: \"%s\" is corrupted: %zu bytes after its end marker", what, path, size - want);
-  uint32_t crc;
-  memcpy(&crc, data + kHeader + payload, 4);
-  if (memcmp(data + kHeader + payload + 4, kEnd, 8))
-    return hl_fail_bool("%s: \"%s\" is corrupted: no end marker", what, path);
-  if (hl_crc32_update(0, data, kHeader + payload) != crc)
-    return hl_fail_bool("%s: \"%s\" is corrupted: checksum mismatch (CRC-32 of the contents differs from the one "
-                        "stored)", what, path);
-  /* the records */
-  if (records > payload / 8 + 1) return hl_fail_bool("%s: \"%s\" is corrupted: %llu records", what, path, (unsigned long long)records);
-  out->rec = calloc(records ? records : 1, sizeof *out->rec);
-  if (!out->rec) return hl_fail_bool("%s: out of host memory", what);
-  const unsigned char *p = data + kHeader, *end = data + kHeader + payload;
-  for (uint64_t k = 0; k < records; k++) {
-    record *r = &out->rec[k];
-    bool ok = take(&p, end, &r->type, 4) && take(&p, end, &r->name_len, 4) && (size_t)(end - p) >= r->name_len;
-    if (ok) {
-      r->name = (const char *)p;
-      p += r->name_len;
-      switch (r->type) {
-        case REC_INT: ok = take(&p, end, &r->i, 8); break;
-        case REC_REAL: ok = take(&p, end, &r->r, 8); break;
-        case REC_TEXT:
-          ok = take(&p, end, &r->bytes, 8) && (uint64_t)(end - p) >= r->bytes;
-          if (ok) r->data = p, p += r->bytes;
-          break;
-        case REC_TENSOR: {
-          ok = take(&p, end, &r->dtype, 4) && take(&p, end, &r->ndim, 4) && r->ndim <= HL_MAX_DIMS &&
-               r->dtype < HL_DTYPES;
-          uint64_t numel = 1;
-          for (uint32_t d = 0; ok && d < r->ndim; d++) {
-            ok = take(&p, end, &r->dims[d], 8) && r->dims[d] >= 0 && (r->dims[d] == 0 || numel <= UINT64_MAX / (uint64_t)r->dims[d]);
-            if (ok) numel *= (uint64_t)r->dims[d];
-          }
-          ok = ok && take(&p, end, &r->bytes, 8) && (uint64_t)(end - p) >= r->bytes &&
-               numel <= UINT64_MAX / 8 && r->bytes == numel * hl_dtype_size((hl_dtype)r->dtype);
-          if (ok) r->data = p, p += r->bytes;
-          break;
-        }
-        default: ok = false;
-      }
-    }
-    if (!ok) return hl_fail_bool("%s: \"%s\" is corrupted: record %llu cannot be read", what, path, (unsigned long long)k);
-  }
-  if (p != end) return hl_fail_bool("%s: \"%s\" is corrupted: bytes after the last record", what, path);
-  out->n = records;
-  return true;
+  uint64_t payload = 0, records = 0; /* set by check_frame when it passes */
+  return check_frame(path, data, size, &payload, &records) &&
+         read_records(path, data + kHeader, payload, records, out);
 }
 
 static const record *find(const parsed *f, const char *name, uint32_t type) {
