@@ -50,13 +50,15 @@ static const char usage[] =
 enum { K_COPY, K_SCALE, K_ADD, K_TRIAD, K_DOT, NKERNELS };
 static const char *kernel_names[NKERNELS] = {"copy", "scale", "add", "triad", "dot"};
 static const int kernel_arrays[NKERNELS] = {2, 2, 3, 3, 2};
-static const char *dtype_names[HL_STREAM_TYPES] = {"fp32", "fp16", "bf16"};
+/* A streaming dtype's slot, 0..2 (fp32, fp16, bf16): its --dtypes bit and
+ * its row in the result table. */
+static int slot(hl_dtype t) { return (int)t - HL_F32; }
 
 static const float kA = 0.1f, kB = 0.2f, kC = 0.0f, kScalar = 0.4f;
 
 typedef struct {
   const bench_device *d;
-  hl_stream_type t;
+  hl_dtype t;
   int kernel;      /* NKERNELS + 0: reference copy (backend copy), + 1: copy_ref */
   void *a, *b, *c;
   size_t n, bytes; /* elements, bytes per array */
@@ -84,7 +86,7 @@ typedef struct {
   float a, b, c;
 } golden;
 
-static void golden_step(golden *g, hl_stream_type t, int kernel, float s) {
+static void golden_step(golden *g, hl_dtype t, int kernel, float s) {
   switch (kernel) {
     case K_COPY: g->c = g->a; break;
     case K_SCALE: g->b = hl_stream_round(t, hl_stream_scale_op(s, g->c)); break;
@@ -95,16 +97,16 @@ static void golden_step(golden *g, hl_stream_type t, int kernel, float s) {
   }
 }
 
-static uint32_t bits_of(hl_stream_type t, float v) {
-  if (t == HL_STREAM_F32) return hl_f32_bits(v);
-  return t == HL_STREAM_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+static uint32_t bits_of(hl_dtype t, float v) {
+  if (t == HL_F32) return hl_f32_bits(v);
+  return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
 }
 
 /* every element of the array equal to v (bit for bit)? index of the first that is not, or -1 */
-static long long first_mismatch(const void *host, hl_stream_type t, size_t n, float v) {
+static long long first_mismatch(const void *host, hl_dtype t, size_t n, float v) {
   const uint32_t want = bits_of(t, v);
   for (size_t i = 0; i < n; i++) {
-    const uint32_t got = t == HL_STREAM_F32 ? ((const uint32_t *)host)[i] : ((const uint16_t *)host)[i];
+    const uint32_t got = t == HL_F32 ? ((const uint32_t *)host)[i] : ((const uint16_t *)host)[i];
     if (got != want) return (long long)i;
   }
   return -1;
@@ -114,7 +116,7 @@ static void validate(const run_ctx *r, const golden *g, void *scratch, double do
   const void *arr[3] = {r->a, r->b, r->c};
   const float want[3] = {g->a, g->b, g->c};
   const char *names[3] = {"a", "b", "c"};
-  const size_t es = hl_stream_type_size(r->t);
+  const size_t es = hl_dtype_size(r->t);
   for (int j = 0; j < 3; j++) {
     const void *host = arr[j];
     if (r->d->kind == HL_DEVICE_CUDA) {
@@ -124,13 +126,13 @@ static void validate(const run_ctx *r, const golden *g, void *scratch, double do
     const long long bad = first_mismatch(host, r->t, r->n, want[j]);
     if (bad >= 0)
       hl_fatal("bandwidth %s %zu bytes: array %s is wrong at element %lld (expected %.9g after the kernels); no CSV "
-               "written", hl_stream_type_name(r->t), r->bytes, names[j], bad, (double)want[j]);
+               "written", hl_dtype_name(r->t), r->bytes, names[j], bad, (double)want[j]);
   }
   /* dot of n equal products: fp32 partials of at most a few thousand terms, added in fp64 */
   const double exact = (double)r->n * (double)g->a * (double)g->b;
   if (!(fabs(dot_value - exact) <= 1e-3 * fabs(exact)))
     hl_fatal("bandwidth %s %zu bytes: dot = %.9g, expected %.9g (relative tolerance 1e-3); no CSV written",
-             hl_stream_type_name(r->t), r->bytes, dot_value, exact);
+             hl_dtype_name(r->t), r->bytes, dot_value, exact);
 }
 
 /* "1MiB,64MiB": byte counts (cli/cli.h units), at least 64 bytes */
@@ -188,7 +190,7 @@ typedef struct {
   bench_common common;
   uint64_t sizes[MAX_SIZES];
   int nsizes;               /* 0 without --sizes, until plan_run() picks the device's defaults */
-  unsigned dtypes, kernels; /* masks over dtype_names and kernel_names */
+  unsigned dtypes, kernels; /* masks over the dtypes' slots and kernel_names */
   int reps;
 } bw_options;
 
@@ -202,7 +204,7 @@ typedef struct {
   bench_method method;
   void *scratch;    /* GPU: a host buffer of the largest size, for validation and the pageable copies */
   hl_csv_rows rows; /* bandwidth.csv, written once every point has been validated */
-  bw_result res[MAX_SIZES][HL_STREAM_TYPES][NKERNELS]; /* for the targets */
+  bw_result res[MAX_SIZES][HL_STREAM_DTYPES][NKERNELS]; /* for the targets */
 } bw_run;
 
 /* The fastest reference copy at one size: what every type's kernels at
@@ -238,7 +240,10 @@ static void parse_options(int argc, char **argv, bw_options *o) {
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
 
   o->nsizes = sizes_s ? parse_sizes(sizes_s, o->sizes, MAX_SIZES) : 0;
-  o->dtypes = dtypes_s ? parse_mask("--dtypes", dtypes_s, dtype_names, HL_STREAM_TYPES) : 7u;
+  o->dtypes = dtypes_s ? parse_mask("--dtypes", dtypes_s,
+                         (const char *const[]){hl_dtype_format_name(HL_F32), hl_dtype_format_name(HL_F16),
+                                               hl_dtype_format_name(HL_BF16)},
+                         HL_STREAM_DTYPES) : 7u;
   o->kernels = kernels_s ? parse_mask("--kernels", kernels_s, kernel_names, NKERNELS) : 31u;
   o->reps = bench_parse_reps(c->reps);
 }
@@ -327,14 +332,14 @@ static void time_references(bw_run *run, run_ctx *r, golden *g, size_t bytes, bw
  * of the requested bytes, results kept for the targets */
 static void time_kernels(bw_run *run, run_ctx *r, golden *g, int si, size_t bytes, unsigned kernels,
                          const bw_reference *ref) {
-  const int t = (int)r->t;
-  const size_t es = hl_stream_type_size(r->t);
+  const hl_dtype t = r->t;
+  const size_t es = hl_dtype_size(r->t);
   const double hbm = run->peaks.value[PEAK_HBM];
   for (int k = 0; k < NKERNELS; k++) {
     if (!(kernels & (1u << k))) continue;
     r->kernel = k;
     char range[96];
-    snprintf(range, sizeof range, "bandwidth %s %s %zu MiB", kernel_names[k], dtype_names[t], bytes >> 20);
+    snprintf(range, sizeof range, "bandwidth %s %s %zu MiB", kernel_names[k], hl_dtype_format_name(t), bytes >> 20);
     bench_progress("%s", range);
     hl_range_push(range);
     const bench_timing tm = bench_time(run->dev, &run->method, launch, r);
@@ -342,16 +347,16 @@ static void time_kernels(bw_run *run, run_ctx *r, golden *g, int si, size_t byte
     golden_step(g, r->t, k, r->s);
     const double moved = (double)kernel_arrays[k] * (double)r->bytes;
     const double gbps = moved / (tm.ms.median * 1e-3) / 1e9, gelems = gbps / (double)es;
-    bw_result *br = &run->res[si][t][k];
+    bw_result *br = &run->res[si][slot(t)][k];
     br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref->gbps, br->ref = ref->name;
     char b1[32], b2[32];
     hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
-                   run->dev->name, kernel_names[k], dtype_names[t], r->bytes, r->n, kernel_arrays[k], moved,
+                   run->dev->name, kernel_names[k], hl_dtype_format_name(t), r->bytes, r->n, kernel_arrays[k], moved,
                    tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
                    moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref->name, ref->gbps, 100.0 * gbps / ref->gbps,
                    hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "",
                    hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "", tm.attempts);
-    printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", dtype_names[t], kernel_names[k], r->bytes / 1048576.0,
+    printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", hl_dtype_format_name(t), kernel_names[k], r->bytes / 1048576.0,
            tm.ms.median, gbps, gelems, 100.0 * gbps / ref->gbps);
     fflush(stdout);
   }
@@ -368,9 +373,9 @@ static void check_arrays(const bw_run *run, run_ctx *r, const golden *g, unsigne
 /* One element type at size index si: fresh arrays at BabelStream's starting
  * values, the references (only for the size's first type: ref still 0),
  * the kernels, then the check of what they left in the arrays */
-static void run_type(bw_run *run, int si, size_t bytes, hl_stream_type t, unsigned kernels, bw_reference *ref) {
+static void run_type(bw_run *run, int si, size_t bytes, hl_dtype t, unsigned kernels, bw_reference *ref) {
   const bench_device *dev = run->dev;
-  const size_t es = hl_stream_type_size(t), n = bytes / es;
+  const size_t es = hl_dtype_size(t), n = bytes / es;
   run_ctx r = {.d = dev, .t = t, .n = n, .bytes = n * es};
   r.s = hl_stream_round(r.t, kScalar);
   r.a = bench_alloc(dev, r.bytes, "array a");
@@ -389,8 +394,8 @@ static void run_sweep(bw_run *run, const bw_options *o) {
   hl_range_push("bandwidth");
   for (int si = 0; si < o->nsizes; si++) {
     bw_reference ref = {0, run->gpu ? "memcpy-d2d" : "memcpy"};
-    for (int t = 0; t < HL_STREAM_TYPES; t++)
-      if (o->dtypes & (1u << t)) run_type(run, si, (size_t)o->sizes[si], (hl_stream_type)t, o->kernels, &ref);
+    for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
+      if (o->dtypes & (1u << slot(t))) run_type(run, si, (size_t)o->sizes[si], t, o->kernels, &ref);
   }
   hl_range_pop();
 }
@@ -450,20 +455,20 @@ static void check_triad_targets(bench_targets *targets, const bw_run *run, int l
   const bench_device *dev = run->dev;
   const bool gpu = run->gpu;
   char name[128], detail[256];
-  for (int t = 0; t < HL_STREAM_TYPES; t++) {
-    const bw_result *tr = &run->res[li][t][K_TRIAD];
-    snprintf(name, sizeof name, "%s triad at %llu MiB >= %d%% of the same-run %s", dtype_names[t],
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++) {
+    const bw_result *tr = &run->res[li][slot(t)][K_TRIAD];
+    snprintf(name, sizeof name, "%s triad at %llu MiB >= %d%% of the same-run %s", hl_dtype_format_name(t),
              (unsigned long long)(largest >> 20), gpu ? 95 : 80, gpu ? "device-to-device copy" : "memcpy");
     if (!tr->done) {
-      if (t == HL_STREAM_F32) bench_target_skip(targets, dev, name, "not run");
+      if (t == HL_F32) bench_target_skip(targets, dev, name, "not run");
       continue;
     }
     snprintf(detail, sizeof detail, "%.1f GB/s = %.1f%% of %s %.1f GB/s", tr->gbps, 100.0 * tr->gbps / tr->ref_gbps,
              tr->ref, tr->ref_gbps);
-    if (t == HL_STREAM_F32) {
+    if (t == HL_F32) {
       bench_target(targets, dev, name, tr->gbps / tr->ref_gbps, gpu ? 0.95 : 0.80, detail);
     } else {
-      snprintf(name, sizeof name, "%s triad at %llu MiB against the same-run %s", dtype_names[t],
+      snprintf(name, sizeof name, "%s triad at %llu MiB against the same-run %s", hl_dtype_format_name(t),
                (unsigned long long)(largest >> 20), gpu ? "device-to-device copy" : "memcpy");
       bench_target_info(targets, dev, name, tr->gbps / tr->ref_gbps, detail);
     }
@@ -472,7 +477,7 @@ static void check_triad_targets(bench_targets *targets, const bw_run *run, int l
 
 /* GPU: half the width should move nearly twice the elements per second */
 static void check_fp16_rate_target(bench_targets *targets, const bw_run *run, int li) {
-  const bw_result *h = &run->res[li][HL_STREAM_F16][K_TRIAD], *f = &run->res[li][HL_STREAM_F32][K_TRIAD];
+  const bw_result *h = &run->res[li][slot(HL_F16)][K_TRIAD], *f = &run->res[li][slot(HL_F32)][K_TRIAD];
   const char *nm = "fp16 triad Gelem/s >= 1.9x fp32's at the largest size";
   if (h->done && f->done) {
     char detail[256];

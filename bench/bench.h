@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cli/csv.h"
+#include "cli/stats.h"
 #include "cli/timer.h"
 #include "kernels/backend.h"
 

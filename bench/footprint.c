@@ -83,13 +83,25 @@ typedef struct {
   hl_gpt_config cfg;
 } fp_model;
 
+/* --optimizer's choices: an optimizer kind, and for SGD whether it keeps momentum */
+typedef struct {
+  const char *name;
+  hl_optim_kind kind;
+  bool momentum;
+} fp_optimizer;
+static const fp_optimizer optimizers[] = {
+    {"sgd", HL_OPTIM_SGD, false}, {"sgd-momentum", HL_OPTIM_SGD, true}, {"adamw", HL_OPTIM_ADAMW, false}};
+enum { N_OPTIMIZERS = sizeof optimizers / sizeof optimizers[0] };
+
+static int fp_moments(const fp_optimizer *opt) { return hl_optim_moments(opt->kind, opt->momentum); }
+
 typedef struct {
   fp_model models[MAX_MODELS];
   int nmodels;
-  bool policy[HL_POLICIES];
+  bool policy[HL_WEIGHT_POLICIES];
   const hl_train_setup *modes[MAX_MODES];
   int nmodes;
-  hl_optimizer_kind opt;
+  const fp_optimizer *opt;
   int64_t batch, seq;           /* seq 0: each model's block size */
   uint64_t memory;              /* 0: the device's free memory */
   int64_t measure_batch, measure_seq;
@@ -116,7 +128,7 @@ static void list_params(const fp_options *o) {
     hl_param_spec *specs = malloc(sizeof *specs * (size_t)n);
     if (!specs) hl_fatal("footprint: out of host memory listing %s", m->name);
     hl_gpt_layout(&m->cfg, specs);
-    for (int p = 0; p < HL_POLICIES; p++) {
+    for (int p = 0; p < HL_WEIGHT_POLICIES; p++) {
       if (!o->policy[p]) continue;
       uint64_t total = 0;
       for (int i = 0; i < n; i++) total += hl_param_spec_bytes(&specs[i], (hl_weight_policy)p);
@@ -216,7 +228,7 @@ typedef struct {
  * update. Bytes from the allocator; the optimizer's allocation is split
  * into master weights, master gradients (the same size) and moments.
  * false with hl_error() when the device cannot run a step. */
-static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind opt, int64_t B, int64_t T,
+static bool measure_step(hl_gpt *g, const hl_train_setup *s, const fp_optimizer *opt, int64_t B, int64_t T,
                          uint64_t weights_bytes, step_bytes *r) {
   memset(r, 0, sizeof *r);
   r->weights = weights_bytes;
@@ -236,7 +248,7 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
   /* lr 0: a real update that leaves the weights as they were, so every
    * mode's step starts from the same model (and reports the same loss up
    * to its precision) */
-  if (opt == HL_OPT_ADAMW) {
+  if (opt->kind == HL_OPTIM_ADAMW) {
     hl_adamw_opts a = hl_adamw_defaults();
     a.lr = 0.0;
     a.master_weights = s->master;
@@ -244,7 +256,7 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
   } else {
     hl_sgd_opts a = hl_sgd_defaults();
     a.lr = 0.0;
-    a.momentum = opt == HL_OPT_SGD_MOMENTUM ? 0.9 : 0.0;
+    a.momentum = opt->momentum ? 0.9 : 0.0;
     a.master_weights = s->master;
     o = hl_sgd_new(params, trainable, a);
   }
@@ -266,7 +278,7 @@ static bool measure_step(hl_gpt *g, const hl_train_setup *s, hl_optimizer_kind o
   const uint64_t before = hl_mem_get_stats(dev).current;
   hl_mem_reset_peak(dev);
   hl_range_push("footprint step forward");
-  HL_AUTOCAST(dev, s->autocast, s->autocast != HL_DTYPES) {
+  HL_AUTOCAST(dev, s->autocast, s->autocast != HL_DTYPE_NONE) {
     loss = hl_gpt_loss(g, idx, tg, NULL);
   }
   hl_range_pop();
@@ -351,8 +363,8 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
   const char *modes = "fp32,amp-fp16,amp-bf16,fp16-master,fp16-pure";
   const char *measure_seq = NULL;
   const int64_t big = (int64_t)1 << 30;
-  for (int p = 0; p < HL_POLICIES; p++) o->policy[p] = true;
-  o->opt = HL_OPT_ADAMW;
+  for (int p = 0; p < HL_WEIGHT_POLICIES; p++) o->policy[p] = true;
+  o->opt = &optimizers[2]; /* adamw */
   o->batch = 8;
   o->measure_batch = 1;
   int c;
@@ -367,17 +379,17 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
       case OPT_VOCAB: custom.vocab_size = (int)hl_parse_int("--vocab", optarg, 1, 1 << 26), have_custom = true; break;
       case OPT_BLOCK: custom.block_size = (int)hl_parse_int("--block", optarg, 1, 1 << 24), have_custom = true; break;
       case OPT_POLICIES: {
-        const char *names[HL_POLICIES];
-        for (int p = 0; p < HL_POLICIES; p++) names[p] = hl_weight_policy_name((hl_weight_policy)p);
-        bench_parse_names("--policies", optarg, "value", names, HL_POLICIES, o->policy);
+        const char *names[HL_WEIGHT_POLICIES];
+        for (int p = 0; p < HL_WEIGHT_POLICIES; p++) names[p] = hl_weight_policy_name((hl_weight_policy)p);
+        bench_parse_names("--policies", optarg, "value", names, HL_WEIGHT_POLICIES, o->policy);
         break;
       }
       case OPT_MODES: modes = optarg; break;
       case OPT_OPTIMIZER: {
         int k = 0;
-        while (k < HL_OPTIMIZERS && strcmp(optarg, hl_optimizer_name((hl_optimizer_kind)k))) k++;
-        if (k == HL_OPTIMIZERS) hl_usage_error("--optimizer: unknown optimizer '%s' (adamw, sgd-momentum or sgd)", optarg);
-        o->opt = (hl_optimizer_kind)k;
+        while (k < N_OPTIMIZERS && strcmp(optarg, optimizers[k].name)) k++;
+        if (k == N_OPTIMIZERS) hl_usage_error("--optimizer: unknown optimizer '%s' (adamw, sgd-momentum or sgd)", optarg);
+        o->opt = &optimizers[k];
         break;
       }
       case OPT_BATCH: o->batch = hl_parse_int("--batch", optarg, 1, big); break;
@@ -446,11 +458,11 @@ int bench_footprint_main(int argc, char **argv) {
   uint64_t need = 0, host = 0;
   for (int mi = 0; mi < o.nmodels; mi++) {
     const fp_model *m = &o.models[mi];
-    for (int p = 0; p < HL_POLICIES; p++)
+    for (int p = 0; p < HL_WEIGHT_POLICIES; p++)
       if (o.policy[p] && hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p) > need)
         need = hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p);
     for (int k = 0; steps && k < o.nmodes; k++) {
-      hl_train_bytes t = hl_gpt_train_bytes(&m->cfg, o.modes[k], o.opt, o.measure_batch, o.measure_seq);
+      hl_train_bytes t = hl_gpt_train_bytes(&m->cfg, o.modes[k], fp_moments(o.opt), o.measure_batch, o.measure_seq);
       if (t.peak > need) need = t.peak;
     }
     uint64_t wte = (uint64_t)m->cfg.vocab_size * (uint64_t)m->cfg.n_embd * 4;
@@ -463,7 +475,7 @@ int bench_footprint_main(int argc, char **argv) {
               cpu ? "rss: resident bytes of the process (/proc/self/statm) before and after building the model, "
                     "malloc_trim(0) before each reading"
                   : "cudaMemGetInfo: the device's free bytes before and after building the model");
-  hl_meta_set("optimizer", "%s (%d moments per parameter)", hl_optimizer_name(o.opt), hl_optimizer_moments(o.opt));
+  hl_meta_set("optimizer", "%s (%d moments per parameter)", o.opt->name, fp_moments(o.opt));
   hl_meta_set("memory_for_max_batch", "%.2f GiB = %llu bytes (%s)", (double)memory / (1u << 30),
               (unsigned long long)memory, o.memory ? "--memory" : "the device's free memory at start");
 
@@ -471,7 +483,7 @@ int bench_footprint_main(int argc, char **argv) {
    * context; and whether a step runs here (every op on this device) */
   {
     const hl_gpt_config t = {.n_layer = 1, .n_head = 1, .n_embd = 8, .vocab_size = 8, .block_size = 8};
-    hl_gpt *w = hl_gpt_new(&t, HL_POLICY_FP32, dev.kind, 1);
+    hl_gpt *w = hl_gpt_new(&t, HL_WEIGHTS_FP32, dev.kind, 1);
     if (!w) hl_fatal("footprint: %s", hl_error());
     hl_gpt_free(w);
     char why[400];
@@ -492,7 +504,7 @@ int bench_footprint_main(int argc, char **argv) {
          "ind/ana");
   for (int mi = 0; mi < o.nmodels; mi++) {
     const fp_model *m = &o.models[mi];
-    for (int p = 0; p < HL_POLICIES; p++) {
+    for (int p = 0; p < HL_WEIGHT_POLICIES; p++) {
       if (!o.policy[p]) continue;
       char range[96];
       snprintf(range, sizeof range, "footprint %s %s", m->name, hl_weight_policy_name((hl_weight_policy)p));
@@ -529,12 +541,12 @@ int bench_footprint_main(int argc, char **argv) {
     hl_meta_set("measured_step", "not run: %s", no_steps);
   } else {
     hl_meta_set("measured_step", "%lld x %lld tokens on %s, core/training/optim.h's %s with lr 0", (long long)o.measure_batch,
-                (long long)o.measure_seq, dev.name, hl_optimizer_name(o.opt));
+                (long long)o.measure_seq, dev.name, o.opt->name);
   }
 
   /* ---- training state per mode */
   printf("\nTraining state per mode (%s, %d moments per parameter); memory for the largest batch: %.2f GiB\n",
-         hl_optimizer_name(o.opt), hl_optimizer_moments(o.opt), (double)memory / (1u << 30));
+         o.opt->name, fp_moments(o.opt), (double)memory / (1u << 30));
   printf("%-10s %-12s %9s %10s %10s %10s %10s %10s %10s %10s %10s\n", "model", "mode", "batch", "weights", "master",
          "grads", "moments", "casts", "activ", "peak", "max_batch");
   for (int mi = 0; mi < o.nmodels; mi++) {
@@ -545,8 +557,8 @@ int bench_footprint_main(int argc, char **argv) {
       const int64_t T = seq_for(&o, m, pass == 0 ? o.seq : o.measure_seq);
       for (int k = 0; k < o.nmodes; k++) {
         const hl_train_setup *s = o.modes[k];
-        const hl_train_bytes e = hl_gpt_train_bytes(&m->cfg, s, o.opt, B, T);
-        const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, o.opt, T, memory);
+        const hl_train_bytes e = hl_gpt_train_bytes(&m->cfg, s, fp_moments(o.opt), B, T);
+        const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, fp_moments(o.opt), T, memory);
         const step_bytes *ms = &measured[mi][k];
         char meas[256] = ",,,,,";
         if (pass == 1 && ms->done)
@@ -554,7 +566,7 @@ int bench_footprint_main(int argc, char **argv) {
                    (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
                    (unsigned long long)ms->saved, (unsigned long long)ms->peak);
         hl_csv_rows_add(&trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", dev.name,
-                       m->name, s->name, hl_optimizer_name(o.opt), (long long)B, (long long)T,
+                       m->name, s->name, o.opt->name, (long long)B, (long long)T,
                        (unsigned long long)e.weights, (unsigned long long)e.master, (unsigned long long)e.gradients,
                        (unsigned long long)e.moments, (unsigned long long)e.weight_casts,
                        (unsigned long long)e.activations, (unsigned long long)e.peak, (unsigned long long)memory,

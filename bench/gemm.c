@@ -65,13 +65,13 @@ static const char usage[] =
 /* ------------------------------------------------------------ variants -- */
 
 const gemm_variant gemm_variants[GEMM_VARIANTS] = {
-    {"fp32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32, PEAK_FP32, false},
-    {"tf32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32_FAST_TF32, PEAK_TF32, false},
-    {"fp16", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F32, PEAK_FP16, false},
-    {"fp16-acc16", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F16, PEAK_FP16, false},
-    {"bf16", HL_GEMM_BF16, HL_GEMM_BF16, HL_COMPUTE_F32, PEAK_BF16, false},
-    {"fp8", HL_GEMM_E4M3, HL_GEMM_BF16, HL_COMPUTE_F32, PEAK_FP8, false},
-    {"openblas", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32, PEAK_FP32, true},
+    {"fp32", HL_F32, HL_F32, HL_COMPUTE_F32, PEAK_FP32, false},
+    {"tf32", HL_F32, HL_F32, HL_COMPUTE_F32_FAST_TF32, PEAK_TF32, false},
+    {"fp16", HL_F16, HL_F16, HL_COMPUTE_F32, PEAK_FP16, false},
+    {"fp16-acc16", HL_F16, HL_F16, HL_COMPUTE_F16, PEAK_FP16, false},
+    {"bf16", HL_BF16, HL_BF16, HL_COMPUTE_F32, PEAK_BF16, false},
+    {"fp8", HL_E4M3, HL_BF16, HL_COMPUTE_F32, PEAK_FP8, false},
+    {"openblas", HL_F32, HL_F32, HL_COMPUTE_F32, PEAK_FP32, true},
 };
 
 int gemm_variant_index(const char *name) {
@@ -81,7 +81,7 @@ int gemm_variant_index(const char *name) {
 }
 
 bool gemm_tensor_cores(const bench_device *d, const gemm_variant *v) {
-  return d->kind == HL_DEVICE_CUDA && (v->in != HL_GEMM_F32 || v->compute == HL_COMPUTE_F32_FAST_TF32);
+  return d->kind == HL_DEVICE_CUDA && (v->in != HL_F32 || v->compute == HL_COMPUTE_F32_FAST_TF32);
 }
 
 /* Can the device run v at all? (a representative TN shape, multiples of 16) */
@@ -103,18 +103,18 @@ void gemm_implementation(const bench_device *d, const gemm_variant *v, int64_t b
   if (v->baseline) {
     snprintf(buf, len, "cblas_sgemm called directly (reference; no halflab code in the timed call)");
   } else if (d->kind == HL_DEVICE_CPU) {
-    if (v->in == HL_GEMM_F32) snprintf(buf, len, "openblas sgemm through hl_gemm");
+    if (v->in == HL_F32) snprintf(buf, len, "openblas sgemm through hl_gemm");
     else
       snprintf(buf, len, "openblas sgemm on fp32-widened inputs; output rounded to %s once (no %s arithmetic)",
-               hl_gemm_type_name(v->out), hl_gemm_type_name(v->in));
-  } else if (v->in == HL_GEMM_E4M3) {
+               hl_dtype_name(v->out), hl_dtype_name(v->in));
+  } else if (v->in == HL_E4M3) {
     snprintf(buf, len, "cublasLtMatmul e4m3 x e4m3 -> bf16%s; heuristic algorithm; 32 MiB workspace; fast accumulation off",
              batch > 1 ? " strided-batched" : "");
   } else {
     const char *call = batch > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
     const char *how = v->compute == HL_COMPUTE_F32_FAST_TF32 ? "CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores)"
                       : v->compute == HL_COMPUTE_F16         ? "CUBLAS_COMPUTE_16F (tensor cores; fp16 alpha/beta)"
-                      : v->in == HL_GEMM_F32 ? "CUBLAS_COMPUTE_32F default math (SIMT; no tf32)"
+                      : v->in == HL_F32 ? "CUBLAS_COMPUTE_32F default math (SIMT; no tf32)"
                                              : "CUBLAS_COMPUTE_32F (tensor cores; fp32 split-k reductions)";
     snprintf(buf, len, "%s %s", call, how);
   }
@@ -211,7 +211,7 @@ typedef struct {
 } slot_layout;
 
 static slot_layout layout_of(const shape *s, const gemm_variant *v) {
-  const size_t in = hl_gemm_type_size(v->in), out = hl_gemm_type_size(v->out);
+  const size_t in = hl_dtype_size(v->in), out = hl_dtype_size(v->out);
   slot_layout L;
   L.b_off = round_up((size_t)(s->batch * s->m * s->k) * in, 256);
   L.ab_bytes = L.b_off + round_up((size_t)(s->batch * s->k * s->n) * in, 256);
@@ -240,7 +240,7 @@ static void pool_sizes(const gemm_variant *v, const shape_list *l, size_t rot, s
 typedef struct {
   char *in, *host, *out; /* host: the host copy of in (CPU: in itself) */
   size_t in_have, out_have;
-  hl_gemm_type type;
+  hl_dtype type;
 } operand_pools;
 
 static void free_pools(const bench_device *d, operand_pools *p) {
@@ -261,8 +261,8 @@ static size_t rotation_bytes(const bench_device *d) {
 }
 
 /* Random values uniform in [-1, 1), rounded to t (e4m3: saturating), whole pool */
-static void fill_random(void *p, hl_gemm_type t, size_t bytes, uint64_t seed) {
-  const size_t es = hl_gemm_type_size(t), n = bytes / es, words = (n + 3) / 4;
+static void fill_random(void *p, hl_dtype t, size_t bytes, uint64_t seed) {
+  const size_t es = hl_dtype_size(t), n = bytes / es, words = (n + 3) / 4;
 #pragma omp parallel for schedule(static)
   for (size_t w = 0; w < words; w++) {
     uint32_t ctr[4] = {(uint32_t)w, (uint32_t)((uint64_t)w >> 32), 7, 0}, key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
@@ -328,7 +328,7 @@ static double validate(point *p, const char *host_pool, uint64_t seed, double *b
   const hl_gemm_bound bound = hl_gemm_error_bound(d, gemm_tensor_cores(p->d, p->v));
   *bound_term = bound.term;
   const char *ha = host_pool, *hb = host_pool + p->L.b_off;
-  const size_t out_size = hl_gemm_type_size(p->v->out);
+  const size_t out_size = hl_dtype_size(p->v->out);
   double worst = 0;
   *worst_ratio = 0;
   enum { SAMPLES = 96 };
@@ -404,8 +404,8 @@ static void list_variants(const bench_device *d) {
     char why[256] = "", impl[256];
     const bool ok = gemm_variant_runs(d, v, why, sizeof why);
     gemm_implementation(d, v, 1, impl, sizeof impl);
-    printf("%-11s %-6s %-11s %-5s %-4s  %s\n", v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
-           hl_gemm_type_name(v->out), ok ? "yes" : "no", ok ? impl : why);
+    printf("%-11s %-6s %-11s %-5s %-4s  %s\n", v->name, hl_dtype_name(v->in), hl_gemm_compute_name(v->compute),
+           hl_dtype_name(v->out), ok ? "yes" : "no", ok ? impl : why);
   }
   printf("device: %s (%s)\n", d->name, d->facts->name);
 }
@@ -597,7 +597,7 @@ static void ensure_pools(operand_pools *p, const gemm_run *run, const gemm_varia
   if (p->in && p->type == v->in && p->in_have >= in_bytes && p->out_have >= out_bytes) return;
   free_pools(dev, p);
   hl_range_push("gemm: random operands");
-  bench_progress("gemm: %s operands (%.0f MiB)", hl_gemm_type_name(v->in), (double)in_bytes / 1048576.0);
+  bench_progress("gemm: %s operands (%.0f MiB)", hl_dtype_name(v->in), (double)in_bytes / 1048576.0);
   p->in = bench_alloc(dev, in_bytes, "GEMM inputs");
   p->out = bench_alloc(dev, out_bytes, "GEMM outputs");
   p->host = dev->kind == HL_DEVICE_CUDA ? bench_host_alloc(in_bytes, "a host copy of the GEMM inputs") : p->in;
@@ -641,8 +641,8 @@ static void record_point(gemm_run *run, const point *p, int si, int vi, const po
   gemm_implementation(dev, v, s->batch, impl, sizeof impl);
   hl_csv_rows_add(&run->rows,
                  "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g,%d",
-                 dev->name, s->study, s->name, v->name, hl_gemm_type_name(v->in), hl_gemm_compute_name(v->compute),
-                 hl_gemm_type_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
+                 dev->name, s->study, s->name, v->name, hl_dtype_name(v->in), hl_gemm_compute_name(v->compute),
+                 hl_dtype_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
                  (long long)s->batch, s->ta, s->tb, flops, t->warmups, t->samples, t->inner, p->nslots, t->ms.min,
                  t->ms.median, t->ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
                  bench_num(pct, b2, sizeof b2), o->max_err_norm, o->err_bound_norm, o->max_err_over_bound, t->attempts);
@@ -678,7 +678,7 @@ static void run_variants(gemm_run *run) {
   if (!run->results) hl_fatal("out of memory");
   printf("%-10s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
          "median_ms", "TFLOP/s", "%peak");
-  operand_pools pools = {.type = HL_GEMM_F64};
+  operand_pools pools = {.type = HL_F64};
   static const int order[GEMM_VARIANTS] = {6, 0, 1, 2, 3, 4, 5}; /* the baseline first, beside fp32's pool */
   for (int oi = 0; oi < GEMM_VARIANTS; oi++) {
     const int vi = order[oi];

@@ -32,20 +32,20 @@
 
 typedef struct {
   const char *name;
-  hl_gemm_type in;     /* storage of the inputs */
+  hl_dtype in;     /* storage of the inputs */
   bool tf32;           /* fp32 storage, products of tf32-rounded inputs */
-  hl_gemm_type acc;    /* accumulation format: F32, F16 or BF16 */
+  hl_dtype acc;    /* accumulation format: F32, F16 or BF16 */
   const char *gpu;     /* the throughput variant that runs it on a GPU, or NULL */
 } acc_variant;
 
 static const acc_variant variants[] = {
-    {"fp32", HL_GEMM_F32, false, HL_GEMM_F32, "fp32"},
-    {"tf32", HL_GEMM_F32, true, HL_GEMM_F32, "tf32"},
-    {"fp16", HL_GEMM_F16, false, HL_GEMM_F32, "fp16"},
-    {"fp16-acc16", HL_GEMM_F16, false, HL_GEMM_F16, "fp16-acc16"},
-    {"bf16", HL_GEMM_BF16, false, HL_GEMM_F32, "bf16"},
-    {"bf16-accbf16", HL_GEMM_BF16, false, HL_GEMM_BF16, NULL},
-    {"fp8", HL_GEMM_E4M3, false, HL_GEMM_F32, "fp8"},
+    {"fp32", HL_F32, false, HL_F32, "fp32"},
+    {"tf32", HL_F32, true, HL_F32, "tf32"},
+    {"fp16", HL_F16, false, HL_F32, "fp16"},
+    {"fp16-acc16", HL_F16, false, HL_F16, "fp16-acc16"},
+    {"bf16", HL_BF16, false, HL_F32, "bf16"},
+    {"bf16-accbf16", HL_BF16, false, HL_BF16, NULL},
+    {"fp8", HL_E4M3, false, HL_F32, "fp8"},
 };
 enum { NVARIANTS = sizeof variants / sizeof variants[0] };
 
@@ -61,15 +61,15 @@ static float datum(uint64_t seed, int data, uint64_t s, uint64_t i) {
 static float stored(const acc_variant *v, float x) {
   if (v->tf32) return hl_f32_round_tf32_rna(x);
   switch (v->in) {
-    case HL_GEMM_F16: return hl_f16_to_f32(hl_f32_to_f16(x));
-    case HL_GEMM_BF16: return hl_bf16_to_f32(hl_f32_to_bf16(x));
-    case HL_GEMM_E4M3: return hl_fp8_to_f32(hl_f32_to_fp8(x, HL_FP8_E4M3, 1), HL_FP8_E4M3);
+    case HL_F16: return hl_f16_to_f32(hl_f32_to_f16(x));
+    case HL_BF16: return hl_bf16_to_f32(hl_f32_to_bf16(x));
+    case HL_E4M3: return hl_fp8_to_f32(hl_f32_to_fp8(x, HL_FP8_E4M3, 1), HL_FP8_E4M3);
     default: return x;
   }
 }
 
-static float round_acc(hl_gemm_type acc, float x) {
-  return acc == HL_GEMM_F16 ? hl_f16_to_f32(hl_f32_to_f16(x)) : acc == HL_GEMM_BF16 ? hl_bf16_to_f32(hl_f32_to_bf16(x)) : x;
+static float round_acc(hl_dtype acc, float x) {
+  return acc == HL_F16 ? hl_f16_to_f32(hl_f32_to_f16(x)) : acc == HL_BF16 ? hl_bf16_to_f32(hl_f32_to_bf16(x)) : x;
 }
 
 typedef struct {
@@ -126,15 +126,15 @@ static fro simulate(const acc_variant *v, const float *a, const float *b, int m,
 /* The output type of the GPU run: fp32 where the accumulation is fp32, so
  * that no output rounding hides the accumulation's error; fp16 for fp16
  * accumulation; bf16 for fp8, the layout the throughput run exercises. */
-static hl_gemm_type gpu_out(const gemm_variant *gv) {
-  if (gv->in == HL_GEMM_E4M3) return gv->out;
-  return gv->compute == HL_COMPUTE_F16 ? HL_GEMM_F16 : gv->in == HL_GEMM_F64 ? HL_GEMM_F64 : HL_GEMM_F32;
+static hl_dtype gpu_out(const gemm_variant *gv) {
+  if (gv->in == HL_E4M3) return gv->out;
+  return gv->compute == HL_COMPUTE_F16 ? HL_F16 : gv->in == HL_F64 ? HL_F64 : HL_F32;
 }
 
 static fro on_device(const bench_device *d, const gemm_variant *gv, const float *a, const float *b, int m, int n,
                      int64_t k, const double *orig, const double *st) {
-  const hl_gemm_type out_type = gpu_out(gv);
-  const size_t in = hl_gemm_type_size(gv->in), out = hl_gemm_type_size(out_type);
+  const hl_dtype out_type = gpu_out(gv);
+  const size_t in = hl_dtype_size(gv->in), out = hl_dtype_size(out_type);
   char *ha = bench_host_alloc(in * (size_t)(m * k), "accuracy inputs"), *hb = bench_host_alloc(in * (size_t)(n * k), "accuracy inputs");
   char *hc = bench_host_alloc(out * (size_t)(m * n), "accuracy outputs");
   for (int64_t i = 0; i < (int64_t)m * k; i++) hl_gemm_store(ha, gv->in, i, a[i]);
@@ -213,7 +213,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
         const int64_t k = kdef[ki];
         for (int method = 0; method < (run_gpu ? 2 : 1); method++) {
           const int m = method ? gm : sm;
-          if (method && k % 16 && gv->in == HL_GEMM_E4M3) continue; /* cuBLASLt's fp8 layout rule */
+          if (method && k % 16 && gv->in == HL_E4M3) continue; /* cuBLASLt's fp8 layout rule */
           bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method ? "cublas" : "simulated");
           make_data(a, b, m, m, k, data, c->seed);
           exact_products(v, a, b, m, m, k, orig, st);
@@ -223,14 +223,14 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           if (method) {
             gemm_implementation(d, gv, 1, impl, sizeof impl);
             if (gpu_out(gv) != gv->out)
-              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_gemm_type_name(gpu_out(gv)));
+              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_dtype_name(gpu_out(gv)));
           }
           else snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
-                        hl_gemm_type_name(v->acc));
-          const char *input = v->tf32 ? "tf32" : hl_gemm_type_name(v->in);
-          const char *out = method ? hl_gemm_type_name(gpu_out(gv)) : hl_gemm_type_name(v->acc);
+                        hl_dtype_name(v->acc));
+          const char *input = v->tf32 ? "tf32" : hl_dtype_name(v->in);
+          const char *out = method ? hl_dtype_name(gpu_out(gv)) : hl_dtype_name(v->acc);
           hl_csv_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
-                         method ? "cublas" : "simulated", v->name, input, hl_gemm_type_name(v->acc), out,
+                         method ? "cublas" : "simulated", v->name, input, hl_dtype_name(v->acc), out,
                          data_names[data], m, m, (long long)k, rel, rel_acc, impl);
           printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method ? "cublas" : "simulated", data_names[data],
                  (long long)k, rel, rel_acc);

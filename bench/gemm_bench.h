@@ -11,7 +11,7 @@
 
 typedef struct {
   const char *name; /* --dtypes and the CSV's variant column */
-  hl_gemm_type in, out;
+  hl_dtype in, out;
   hl_gemm_compute compute;
   bench_peak_kind peak;
   bool baseline;    /* cblas_sgemm called directly (CPU reference) */

@@ -195,7 +195,7 @@ static void gemm(const direct_mlp *m, bool ta, bool tb, int64_t rows, int64_t co
   memset(&d, 0, sizeof d);
   d.trans_a = ta, d.trans_b = tb;
   d.m = rows, d.n = cols, d.k = inner, d.batch = 1;
-  d.a_type = d.b_type = d.c_type = HL_GEMM_F32;
+  d.a_type = d.b_type = d.c_type = HL_F32;
   d.compute = HL_COMPUTE_F32;
   d.alpha = 1.0f, d.beta = beta;
   d.a = a, d.lda = lda, d.b = b, d.ldb = ldb, d.c = c, d.ldc = ldc;

@@ -18,6 +18,7 @@ static const char *prog_ = "halflab";
 
 void hl_cli_init(const char *prog, int argc, char **argv) {
   prog_ = prog;
+  hl_fatal_set_program(prog);
   hl_meta_init(argc, argv);
 }
 
@@ -31,16 +32,6 @@ void hl_usage_error(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, " (see '%s --help')\n", prog_);
   exit(HL_EXIT_USAGE);
-}
-
-void hl_fatal(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "%s: ", prog_);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  exit(HL_EXIT_FAILURE);
 }
 
 long long hl_parse_int(const char *what, const char *s, long long lo, long long hi) {

@@ -13,21 +13,20 @@
 #include <stdint.h>
 
 #include "core/base/mem.h" /* hl_format_bytes */
+#include "formats/fatal.h"  /* hl_fatal: runtime failures, exit status 1 */
 #include "kernels/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define HL_EXIT_FAILURE 1
-#define HL_EXIT_USAGE 2
+#define HL_EXIT_USAGE 2 /* bad input; HL_EXIT_FAILURE (1) is formats/fatal.h's */
 
 /* Records the program name and the run metadata (command line, date). */
 void hl_cli_init(const char *prog, int argc, char **argv);
 const char *hl_prog(void);
 
 _Noreturn void hl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn void hl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Integers in [lo, hi]; "what" names the option in messages ("--count"). */
 long long hl_parse_int(const char *what, const char *s, long long lo, long long hi);

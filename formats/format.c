@@ -9,30 +9,32 @@
 
 /* Figures from IEEE 754-2019, OCP 8-bit FP v1.0 and NVIDIA's tf32
  * (docs/numerics.md, "The formats"). */
-static const hl_format_info formats[HL_FMT_COUNT] = {
-    [HL_FMT_FP32] = {HL_FMT_FP32, "fp32", "IEEE 754 binary32", 32, 8, 23, 127, -126, 127,
-                     0x1.fffffep127, 0x1p-126, 0x1p-149, 0x1p-23, 0x1p-24, true, true},
-    [HL_FMT_TF32] = {HL_FMT_TF32, "tf32", "NVIDIA TensorFloat-32", 19, 8, 10, 127, -126, 127,
-                     0x1.ffcp127, 0x1p-126, 0x1p-136, 0x1p-10, 0x1p-11, true, true},
-    [HL_FMT_FP16] = {HL_FMT_FP16, "fp16", "IEEE 754 binary16", 16, 5, 10, 15, -14, 15,
-                     65504.0, 0x1p-14, 0x1p-24, 0x1p-10, 0x1p-11, true, true},
-    [HL_FMT_BF16] = {HL_FMT_BF16, "bf16", "bfloat16", 16, 8, 7, 127, -126, 127,
-                     0x1.fep127, 0x1p-126, 0x1p-133, 0x1p-7, 0x1p-8, true, true},
-    [HL_FMT_E4M3] = {HL_FMT_E4M3, "e4m3", "OCP fp8 E4M3", 8, 4, 3, 7, -6, 8,
-                     448.0, 0x1p-6, 0x1p-9, 0x1p-3, 0x1p-4, false, false},
-    [HL_FMT_E5M2] = {HL_FMT_E5M2, "e5m2", "OCP fp8 E5M2", 8, 5, 2, 15, -14, 15,
-                     57344.0, 0x1p-14, 0x1p-16, 0x1p-2, 0x1p-3, true, true},
+const hl_dtype hl_formats[HL_FORMATS] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+
+static const hl_format_info formats[HL_DTYPES] = {
+    [HL_F32] = {HL_F32, "IEEE 754 binary32", 32, 8, 23, 127, -126, 127,
+                0x1.fffffep127, 0x1p-126, 0x1p-149, 0x1p-23, 0x1p-24, true, true},
+    [HL_TF32] = {HL_TF32, "NVIDIA TensorFloat-32", 19, 8, 10, 127, -126, 127,
+                0x1.ffcp127, 0x1p-126, 0x1p-136, 0x1p-10, 0x1p-11, true, true},
+    [HL_F16] = {HL_F16, "IEEE 754 binary16", 16, 5, 10, 15, -14, 15,
+                65504.0, 0x1p-14, 0x1p-24, 0x1p-10, 0x1p-11, true, true},
+    [HL_BF16] = {HL_BF16, "bfloat16", 16, 8, 7, 127, -126, 127,
+                0x1.fep127, 0x1p-126, 0x1p-133, 0x1p-7, 0x1p-8, true, true},
+    [HL_E4M3] = {HL_E4M3, "OCP fp8 E4M3", 8, 4, 3, 7, -6, 8,
+                448.0, 0x1p-6, 0x1p-9, 0x1p-3, 0x1p-4, false, false},
+    [HL_E5M2] = {HL_E5M2, "OCP fp8 E5M2", 8, 5, 2, 15, -14, 15,
+                57344.0, 0x1p-14, 0x1p-16, 0x1p-2, 0x1p-3, true, true},
 };
 
-const hl_format_info *hl_format_get(hl_format f) {
-  return (unsigned)f < HL_FMT_COUNT ? &formats[f] : NULL;
+const hl_format_info *hl_format_get(hl_dtype f) {
+  return (unsigned)f < HL_DTYPES && formats[f].bits ? &formats[f] : NULL;
 }
 
 const hl_format_info *hl_format_by_name(const char *name) {
   if (!name) return NULL;
   if (!strncasecmp(name, "fp8-", 4) || !strncasecmp(name, "fp8_", 4)) name += 4;
-  for (int i = 0; i < HL_FMT_COUNT; i++)
-    if (!strcasecmp(name, formats[i].name)) return &formats[i];
+  for (int i = 0; i < HL_FORMATS; i++)
+    if (!strcasecmp(name, hl_dtype_format_name(hl_formats[i]))) return &formats[hl_formats[i]];
   return NULL;
 }
 
@@ -51,9 +53,9 @@ static double pow2(int e) {
   return d;
 }
 
-double hl_format_stored(hl_format f, float x) { return hl_format_decode(f, hl_format_encode(f, x, HL_OVERFLOW_IEEE)); }
+double hl_format_stored(hl_dtype f, float x) { return hl_format_decode(f, hl_format_encode(f, x, HL_OVERFLOW_IEEE)); }
 
-double hl_format_round(hl_format f, double x, hl_overflow ov) {
+double hl_format_round(hl_dtype f, double x, hl_overflow ov) {
   const hl_format_info *fi = &formats[f];
   if (isnan(x)) return x;
   if (isinf(x)) {
@@ -85,14 +87,14 @@ static uint32_t sign_mask(const hl_format_info *fi) { return 1u << (fi->bits - 1
 static uint32_t exp_all_ones(const hl_format_info *fi) { return (1u << fi->exp_bits) - 1u; }
 static uint32_t man_mask(const hl_format_info *fi) { return (1u << fi->man_bits) - 1u; }
 
-void hl_format_fields(hl_format f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man) {
+void hl_format_fields(hl_dtype f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man) {
   const hl_format_info *fi = &formats[f];
   *sign = (bits >> (fi->bits - 1)) & 1u;
   *exp = (bits >> fi->man_bits) & exp_all_ones(fi);
   *man = bits & man_mask(fi);
 }
 
-hl_fclass hl_format_classify(hl_format f, uint32_t bits) {
+hl_fclass hl_format_classify(hl_dtype f, uint32_t bits) {
   const hl_format_info *fi = &formats[f];
   uint32_t s, e, m;
   hl_format_fields(f, bits, &s, &e, &m);
@@ -109,7 +111,7 @@ const char *hl_fclass_name(hl_fclass c) {
   return (unsigned)c <= HL_CLASS_NAN ? names[c] : "?";
 }
 
-double hl_format_decode(hl_format f, uint32_t bits) {
+double hl_format_decode(hl_dtype f, uint32_t bits) {
   const hl_format_info *fi = &formats[f];
   uint32_t s, e, m;
   hl_format_fields(f, bits, &s, &e, &m);
@@ -124,17 +126,17 @@ double hl_format_decode(hl_format f, uint32_t bits) {
   return s ? -v : v;
 }
 
-uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov) {
+uint32_t hl_format_encode(hl_dtype f, float x, hl_overflow ov) {
   const hl_format_info *fi = &formats[f];
   const int sat = ov == HL_OVERFLOW_SATURATE;
   uint32_t bits;
   switch (f) {
-    case HL_FMT_FP32: bits = hl_f32_bits(x); break;
-    case HL_FMT_TF32: bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13; break;
-    case HL_FMT_FP16: bits = hl_f32_to_f16_soft(x); break;
-    case HL_FMT_BF16: bits = hl_f32_to_bf16_soft(x); break;
-    case HL_FMT_E4M3: return hl_f32_to_fp8_soft(x, HL_FP8_E4M3, sat);
-    case HL_FMT_E5M2: return hl_f32_to_fp8_soft(x, HL_FP8_E5M2, sat);
+    case HL_F32: bits = hl_f32_bits(x); break;
+    case HL_TF32: bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13; break;
+    case HL_F16: bits = hl_f32_to_f16_soft(x); break;
+    case HL_BF16: bits = hl_f32_to_bf16_soft(x); break;
+    case HL_E4M3: return hl_f32_to_fp8_soft(x, HL_FP8_E4M3, sat);
+    case HL_E5M2: return hl_f32_to_fp8_soft(x, HL_FP8_E5M2, sat);
     default: return 0;
   }
   /* the wider formats overflow to inf; saturation clamps that to max */
@@ -143,7 +145,7 @@ uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov) {
   return bits;
 }
 
-char *hl_format_bitstring(hl_format f, uint32_t bits, char *buf, size_t len) {
+char *hl_format_bitstring(hl_dtype f, uint32_t bits, char *buf, size_t len) {
   const hl_format_info *fi = &formats[f];
   size_t k = 0;
   for (int i = fi->bits - 1; i >= 0 && k + 2 < len; i--) {
@@ -160,7 +162,7 @@ static uint32_t max_code(const hl_format_info *fi) {
   return fi->ieee_max ? top - 1u : top | (man_mask(fi) - 1u);
 }
 
-bool hl_format_next_up(hl_format f, uint32_t bits, uint32_t *out) {
+bool hl_format_next_up(hl_dtype f, uint32_t bits, uint32_t *out) {
   const hl_format_info *fi = &formats[f];
   hl_fclass c = hl_format_classify(f, bits);
   uint32_t sm = sign_mask(fi), mag = bits & (sm - 1u);
@@ -188,7 +190,7 @@ bool hl_format_next_up(hl_format f, uint32_t bits, uint32_t *out) {
   return true;
 }
 
-bool hl_format_next_down(hl_format f, uint32_t bits, uint32_t *out) {
+bool hl_format_next_down(hl_dtype f, uint32_t bits, uint32_t *out) {
   const hl_format_info *fi = &formats[f];
   uint32_t sm = sign_mask(fi);
   uint32_t up;

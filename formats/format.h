@@ -13,19 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-  HL_FMT_FP32 = 0,
-  HL_FMT_TF32,
-  HL_FMT_FP16,
-  HL_FMT_BF16,
-  HL_FMT_E4M3,
-  HL_FMT_E5M2,
-  HL_FMT_COUNT
-} hl_format;
+/* The floating-point formats described here are the float hl_dtypes
+ * (formats/dtype.h) other than f64, in this order: */
+#define HL_FORMATS 6
+extern const hl_dtype hl_formats[HL_FORMATS]; /* f32, tf32, f16, bf16, e4m3, e5m2 */
 
 typedef enum {
   HL_CLASS_ZERO = 0,
@@ -42,8 +39,7 @@ typedef enum {
 } hl_overflow;
 
 typedef struct {
-  hl_format id;
-  const char *name;     /* "fp16" */
+  hl_dtype id;          /* its name: hl_dtype_format_name(id), "fp16" */
   const char *long_name;/* "IEEE 754 binary16" */
   int bits;             /* stored width (tf32: 19 significant bits in an fp32 container) */
   int exp_bits;
@@ -60,35 +56,35 @@ typedef struct {
   bool ieee_max;        /* false for e4m3, whose top exponent still holds finite values */
 } hl_format_info;
 
-const hl_format_info *hl_format_get(hl_format f);
+const hl_format_info *hl_format_get(hl_dtype f);
 /* NULL if no format has that name ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2";
  * "fp8-e4m3" / "fp8_e4m3" accepted too). */
 const hl_format_info *hl_format_by_name(const char *name);
 
 /* x rounded to the format, to nearest with ties to even, by the generic
  * double-based method. NaN in, NaN out. */
-double hl_format_round(hl_format f, double x, hl_overflow ov);
+double hl_format_round(hl_dtype f, double x, hl_overflow ov);
 
 /* Encode an fp32 value into the format's bits (right-aligned), RNE, through
  * half.h. tf32 keeps its 19 bits (fp32 bits >> 13). */
-uint32_t hl_format_encode(hl_format f, float x, hl_overflow ov);
+uint32_t hl_format_encode(hl_dtype f, float x, hl_overflow ov);
 /* Decode bits to the exact value. */
-double hl_format_decode(hl_format f, uint32_t bits);
+double hl_format_decode(hl_dtype f, uint32_t bits);
 /* The value x holds once stored in the format: decode(encode(x)), overflow
  * to inf as IEEE does. */
-double hl_format_stored(hl_format f, float x);
-hl_fclass hl_format_classify(hl_format f, uint32_t bits);
+double hl_format_stored(hl_dtype f, float x);
+hl_fclass hl_format_classify(hl_dtype f, uint32_t bits);
 const char *hl_fclass_name(hl_fclass c);
 
 /* Split bits into fields. */
-void hl_format_fields(hl_format f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man);
+void hl_format_fields(hl_dtype f, uint32_t bits, uint32_t *sign, uint32_t *exp, uint32_t *man);
 /* "0 01111101 10011001100110011001101" (sign | exponent | fraction). buf >= 48. */
-char *hl_format_bitstring(hl_format f, uint32_t bits, char *buf, size_t len);
+char *hl_format_bitstring(hl_dtype f, uint32_t bits, char *buf, size_t len);
 
 /* Neighbouring representable values of a finite encoding (towards -inf and
  * +inf). Returns false when there is none (NaN, or past +-max / inf). */
-bool hl_format_next_down(hl_format f, uint32_t bits, uint32_t *out);
-bool hl_format_next_up(hl_format f, uint32_t bits, uint32_t *out);
+bool hl_format_next_down(hl_dtype f, uint32_t bits, uint32_t *out);
+bool hl_format_next_up(hl_dtype f, uint32_t bits, uint32_t *out);
 
 #ifdef __cplusplus
 }

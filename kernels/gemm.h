@@ -25,20 +25,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/dtype.h"
 #include "formats/half.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-  HL_GEMM_F64 = 0,
-  HL_GEMM_F32,
-  HL_GEMM_F16,
-  HL_GEMM_BF16,
-  HL_GEMM_E4M3, /* OCP fp8; inputs only */
-} hl_gemm_type;
-
+/* Operand and output types are hl_dtype (formats/dtype.h): f64, f32, f16,
+ * bf16, and e4m3 (OCP fp8, inputs only). */
 typedef enum {
   HL_COMPUTE_F64 = 0,
   HL_COMPUTE_F32,           /* fp32 accumulate (SIMT for fp32 inputs, tensor cores for half inputs) */
@@ -50,7 +45,7 @@ typedef struct {
   bool trans_a, trans_b;
   int64_t m, n, k;
   int64_t batch;               /* >= 1 */
-  hl_gemm_type a_type, b_type, c_type;
+  hl_dtype a_type, b_type, c_type;
   hl_gemm_compute compute;
   float alpha, beta;
   const void *a;
@@ -71,41 +66,31 @@ struct hl_gemm_kernels {
   void (*gemm)(const hl_gemm_desc *d);
 };
 
-static inline const char *hl_gemm_type_name(hl_gemm_type t) {
-  static const char *names[] = {"f64", "f32", "f16", "bf16", "e4m3"};
-  return (unsigned)t <= HL_GEMM_E4M3 ? names[t] : "?";
-}
-
 static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {
   static const char *names[] = {"f64", "f32", "tf32", "f16"};
   return (unsigned)c <= HL_COMPUTE_F16 ? names[c] : "?";
 }
 
-static inline size_t hl_gemm_type_size(hl_gemm_type t) {
-  static const size_t sizes[] = {8, 4, 2, 2, 1};
-  return (unsigned)t <= HL_GEMM_E4M3 ? sizes[t] : 0;
-}
-
 /* Element i of a host array of type t, exactly as double: for filling
  * operands and checking results on the host. */
-static inline double hl_gemm_load(const void *p, hl_gemm_type t, int64_t i) {
+static inline double hl_gemm_load(const void *p, hl_dtype t, int64_t i) {
   switch (t) {
-    case HL_GEMM_F64: return ((const double *)p)[i];
-    case HL_GEMM_F32: return ((const float *)p)[i];
-    case HL_GEMM_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
-    case HL_GEMM_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
+    case HL_F64: return ((const double *)p)[i];
+    case HL_F32: return ((const float *)p)[i];
+    case HL_F16: return hl_f16_to_f32(((const uint16_t *)p)[i]);
+    case HL_BF16: return hl_bf16_to_f32(((const uint16_t *)p)[i]);
     default: return hl_fp8_to_f32(((const uint8_t *)p)[i], HL_FP8_E4M3);
   }
 }
 
 /* Stores v at element i: f64 as is, the others rounded from (float)v
  * (e4m3 saturating at +-448). */
-static inline void hl_gemm_store(void *p, hl_gemm_type t, int64_t i, double v) {
+static inline void hl_gemm_store(void *p, hl_dtype t, int64_t i, double v) {
   switch (t) {
-    case HL_GEMM_F64: ((double *)p)[i] = v; break;
-    case HL_GEMM_F32: ((float *)p)[i] = (float)v; break;
-    case HL_GEMM_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
-    case HL_GEMM_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
+    case HL_F64: ((double *)p)[i] = v; break;
+    case HL_F32: ((float *)p)[i] = (float)v; break;
+    case HL_F16: ((uint16_t *)p)[i] = hl_f32_to_f16((float)v); break;
+    case HL_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16((float)v); break;
     default: ((uint8_t *)p)[i] = hl_f32_to_fp8((float)v, HL_FP8_E4M3, 1); break;
   }
 }
@@ -132,13 +117,13 @@ typedef struct {
 
 static inline hl_gemm_bound hl_gemm_error_bound(const hl_gemm_desc *d, bool tensor_cores) {
   hl_gemm_bound b;
-  b.out = d->c_type == HL_GEMM_F16 ? 0x1p-11 : d->c_type == HL_GEMM_BF16 ? 0x1p-8
-        : d->c_type == HL_GEMM_F32 ? 0x1p-24 : 0x1p-53;
-  b.abs = d->c_type == HL_GEMM_F16 ? 0x1p-25 : d->c_type == HL_GEMM_BF16 ? 0x1p-134
-        : d->c_type == HL_GEMM_F32 ? 0x1p-150 : 0x1p-1074; /* fp64: its smallest subnormal (half of it is not a double) */
+  b.out = d->c_type == HL_F16 ? 0x1p-11 : d->c_type == HL_BF16 ? 0x1p-8
+        : d->c_type == HL_F32 ? 0x1p-24 : 0x1p-53;
+  b.abs = d->c_type == HL_F16 ? 0x1p-25 : d->c_type == HL_BF16 ? 0x1p-134
+        : d->c_type == HL_F32 ? 0x1p-150 : 0x1p-1074; /* fp64: its smallest subnormal (half of it is not a double) */
   double u_in = d->compute == HL_COMPUTE_F32_FAST_TF32 ? 0x1p-10 : 0.0;
   double u_acc = d->compute == HL_COMPUTE_F16 ? 0x1p-11 : d->compute == HL_COMPUTE_F64 ? 0x1p-53 : 0x1p-24;
-  if (tensor_cores && d->a_type == HL_GEMM_E4M3) u_acc = 0x1p-14;
+  if (tensor_cores && d->a_type == HL_E4M3) u_acc = 0x1p-14;
   double g = 16.0;
   if (tensor_cores) {
     /* 4 sqrt(k) without <math.h>: Newton's iteration from above */

@@ -41,12 +41,12 @@ typedef enum {
 } hl_sum_strategy;
 
 /* Format of the strategy's inputs and of its result. */
-HL_HD static inline hl_format hl_sum_format(hl_sum_strategy s) {
+HL_HD static inline hl_dtype hl_sum_format(hl_sum_strategy s) {
   switch (s) {
-    case HL_SUM_FP32: return HL_FMT_FP32;
+    case HL_SUM_FP32: return HL_F32;
     case HL_SUM_BF16_SEQUENTIAL:
-    case HL_SUM_BF16_PAIRWISE: return HL_FMT_BF16;
-    default: return HL_FMT_FP16;
+    case HL_SUM_BF16_PAIRWISE: return HL_BF16;
+    default: return HL_F16;
   }
 }
 
@@ -88,11 +88,11 @@ typedef enum {
 } hl_update_strategy;
 
 /* Format in which the strategy stores its weight and its update. */
-HL_HD static inline hl_format hl_update_weight_format(hl_update_strategy s) {
-  return s == HL_UPDATE_BF16 ? HL_FMT_BF16 : s == HL_UPDATE_FP32_MASTER ? HL_FMT_FP32 : HL_FMT_FP16;
+HL_HD static inline hl_dtype hl_update_weight_format(hl_update_strategy s) {
+  return s == HL_UPDATE_BF16 ? HL_BF16 : s == HL_UPDATE_FP32_MASTER ? HL_F32 : HL_F16;
 }
-HL_HD static inline hl_format hl_update_step_format(hl_update_strategy s) {
-  return s == HL_UPDATE_BF16 ? HL_FMT_BF16 : HL_FMT_FP16;
+HL_HD static inline hl_dtype hl_update_step_format(hl_update_strategy s) {
+  return s == HL_UPDATE_BF16 ? HL_BF16 : HL_F16;
 }
 
 typedef struct {
@@ -122,7 +122,7 @@ typedef struct {
 /* -------------------------------------------------------- subnormals -- */
 /* One fixed operation whose exact result (or input) is subnormal. */
 typedef struct {
-  hl_format format;  /* HL_FMT_FP32 or HL_FMT_FP16 */
+  hl_dtype format;  /* HL_F32 or HL_F16 */
   hl_arith_op op;
   uint32_t a_bits, b_bits;
 } hl_subnormal_case;
@@ -137,18 +137,18 @@ typedef struct hl_probe_kernels {
 
   /* out[i] = bits of a[i] op b[i] produced as `mode` says, in fmt. NATIVE:
    * fp32, fp16, bf16; VIA_FP32 and ONCE: also e4m3 and e5m2 (IEEE overflow). */
-  void (*arith)(hl_arith_op op, hl_arith_mode mode, hl_format fmt, const float *a, const float *b,
+  void (*arith)(hl_arith_op op, hl_arith_mode mode, hl_dtype fmt, const float *a, const float *b,
                 uint32_t *out, size_t n);
 
   /* out[i] = bits of x[i] rounded to fmt (fp32, fp16, bf16, e4m3, e5m2), RNE. */
-  void (*convert)(hl_format fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n);
+  void (*convert)(hl_dtype fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n);
 
   /* Lost-update experiment: final[s] = the weight's bits after all steps;
    * trajectory[s * hl_update_samples(p) + i] = the weight after i * sample_every steps. */
   void (*update)(const hl_update_params *p, uint32_t final_bits[HL_UPDATE_STRATEGIES], double *trajectory);
 
   /* Harmonic series in fmt (fp32, fp16, bf16). */
-  void (*harmonic)(hl_format fmt, uint64_t max_terms, hl_harmonic_outcome *out);
+  void (*harmonic)(hl_dtype fmt, uint64_t max_terms, hl_harmonic_outcome *out);
 
   /* The cases computed in two builds: variant 0 the backend's default, variant
    * 1 with fp32 subnormals flushed if the backend can (CUDA: a kernel compiled

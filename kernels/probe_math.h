@@ -32,13 +32,13 @@ extern "C" {
 HL_HD static inline bool hl_probe_isfinite(double t) { return t >= -DBL_MAX && t <= DBL_MAX; }
 
 /* The value of an encoding of fp32, tf32, fp16, bf16, e4m3 or e5m2. */
-HL_HD static inline float hl_probe_decode(hl_format f, uint32_t bits) {
+HL_HD static inline float hl_probe_decode(hl_dtype f, uint32_t bits) {
   switch (f) {
-    case HL_FMT_TF32: return hl_f32_from_bits(bits << 13);
-    case HL_FMT_FP16: return hl_f16_to_f32((hl_f16)bits);
-    case HL_FMT_BF16: return hl_bf16_to_f32((hl_bf16)bits);
-    case HL_FMT_E4M3: return hl_fp8_to_f32((hl_fp8)bits, HL_FP8_E4M3);
-    case HL_FMT_E5M2: return hl_fp8_to_f32((hl_fp8)bits, HL_FP8_E5M2);
+    case HL_TF32: return hl_f32_from_bits(bits << 13);
+    case HL_F16: return hl_f16_to_f32((hl_f16)bits);
+    case HL_BF16: return hl_bf16_to_f32((hl_bf16)bits);
+    case HL_E4M3: return hl_fp8_to_f32((hl_fp8)bits, HL_FP8_E4M3);
+    case HL_E5M2: return hl_fp8_to_f32((hl_fp8)bits, HL_FP8_E5M2);
     default: return hl_f32_from_bits(bits);
   }
 }
@@ -47,18 +47,18 @@ HL_HD static inline float hl_probe_decode(hl_format f, uint32_t bits) {
  * infinities become +-max (fp8's "satfinite"; for the other formats applied
  * after the IEEE conversion). tf32 is rounded to nearest even here on both
  * backends (the GPU's own cvt.rna rounds ties away; see formats/half.h). */
-HL_HD static inline uint32_t hl_probe_encode(hl_format f, float x, int saturate) {
+HL_HD static inline uint32_t hl_probe_encode(hl_dtype f, float x, int saturate) {
   uint32_t bits, sign_bit, inf_bits, max_bits;
   switch (f) {
-    case HL_FMT_E4M3: return hl_f32_to_fp8(x, HL_FP8_E4M3, saturate);
-    case HL_FMT_E5M2: return hl_f32_to_fp8(x, HL_FP8_E5M2, saturate);
-    case HL_FMT_FP16:
+    case HL_E4M3: return hl_f32_to_fp8(x, HL_FP8_E4M3, saturate);
+    case HL_E5M2: return hl_f32_to_fp8(x, HL_FP8_E5M2, saturate);
+    case HL_F16:
       bits = hl_f32_to_f16(x), sign_bit = 0x8000u, inf_bits = 0x7c00u;
       break;
-    case HL_FMT_BF16:
+    case HL_BF16:
       bits = hl_f32_to_bf16(x), sign_bit = 0x8000u, inf_bits = 0x7f80u;
       break;
-    case HL_FMT_TF32:
+    case HL_TF32:
       bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13, sign_bit = 0x40000u, inf_bits = 0x3fc00u;
       break;
     default:
@@ -88,17 +88,17 @@ HL_HD static inline float hl_f64_to_f32_round_odd(double d) {
 
 /* d rounded once to f (fp32, fp16, bf16, e4m3, e5m2; IEEE overflow). On the
  * GPU the hardware converts from double directly (cvt.rn.f16.f64, ...). */
-HL_HD static inline uint32_t hl_probe_encode_f64(hl_format f, double d) {
+HL_HD static inline uint32_t hl_probe_encode_f64(hl_dtype f, double d) {
 #if HL_DEVICE_CODE
   switch (f) {
-    case HL_FMT_FP16: return __half_as_ushort(__double2half(d));
-    case HL_FMT_BF16: return __bfloat16_as_ushort(__double2bfloat16(d));
-    case HL_FMT_E4M3: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E4M3);
-    case HL_FMT_E5M2: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E5M2);
+    case HL_F16: return __half_as_ushort(__double2half(d));
+    case HL_BF16: return __bfloat16_as_ushort(__double2bfloat16(d));
+    case HL_E4M3: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E4M3);
+    case HL_E5M2: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E5M2);
     default: return hl_f32_bits(__double2float_rn(d));
   }
 #else
-  if (f == HL_FMT_FP32) return hl_f32_bits((float)d);
+  if (f == HL_F32) return hl_f32_bits((float)d);
   return hl_probe_encode(f, hl_f64_to_f32_round_odd(d), 0);
 #endif
 }
@@ -106,8 +106,8 @@ HL_HD static inline uint32_t hl_probe_encode_f64(hl_format f, double d) {
 /* ----------------------------------------------------------- arithmetic -- */
 
 /* a op b in f itself (fp32, fp16, bf16): one correctly rounded operation. */
-HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_format f, uint32_t a, uint32_t b) {
-  if (f == HL_FMT_FP16) {
+HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_dtype f, uint32_t a, uint32_t b) {
+  if (f == HL_F16) {
     switch (op) {
       case HL_ARITH_ADD: return hl_f16_add((hl_f16)a, (hl_f16)b);
       case HL_ARITH_SUB: return hl_f16_sub((hl_f16)a, (hl_f16)b);
@@ -115,7 +115,7 @@ HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_format f, uin
       default: return hl_f16_div((hl_f16)a, (hl_f16)b);
     }
   }
-  if (f == HL_FMT_BF16) {
+  if (f == HL_BF16) {
     switch (op) {
       case HL_ARITH_ADD: return hl_bf16_add((hl_bf16)a, (hl_bf16)b);
       case HL_ARITH_SUB: return hl_bf16_sub((hl_bf16)a, (hl_bf16)b);
@@ -134,11 +134,11 @@ HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_format f, uin
 }
 
 /* One probe operation on fp32 operands, as hl_arith_mode describes. */
-HL_HD static inline uint32_t hl_probe_arith(hl_arith_op op, hl_arith_mode mode, hl_format f, float a, float b) {
+HL_HD static inline uint32_t hl_probe_arith(hl_arith_op op, hl_arith_mode mode, hl_dtype f, float a, float b) {
   if (mode == HL_ROUND_NATIVE)
     return hl_probe_native_op(op, f, hl_probe_encode(f, a, 0), hl_probe_encode(f, b, 0));
   if (mode == HL_ROUND_VIA_FP32) {
-    uint32_t r = hl_probe_native_op(op, HL_FMT_FP32, hl_f32_bits(a), hl_f32_bits(b));
+    uint32_t r = hl_probe_native_op(op, HL_F32, hl_f32_bits(a), hl_f32_bits(b));
     return hl_probe_encode(f, hl_f32_from_bits(r), 0);
   }
   /* Exactly, then once: the double result of +,-,*,/ on fp32 operands is
@@ -195,7 +195,7 @@ HL_HD static inline hl_f16 hl_f32_to_f16_stochastic(float x, uint32_t r) {
  * level-by-level tree (adjacent pairs, then pairs of pairs, ..., an odd
  * element at the end of a level moving up unchanged), in O(log n) memory.
  * The stack needs 64 entries for any 64-bit element count. */
-HL_HD static inline double hl_pairwise_push(hl_format f, uint32_t *stack, int *depth, uint64_t k, uint32_t v) {
+HL_HD static inline double hl_pairwise_push(hl_dtype f, uint32_t *stack, int *depth, uint64_t k, uint32_t v) {
   double delta = hl_probe_decode(f, v); /* change of the exact total of the partials */
   stack[(*depth)++] = v;
   for (uint64_t m = k; (m & 1u) == 0; m >>= 1) {
@@ -209,7 +209,7 @@ HL_HD static inline double hl_pairwise_push(hl_format f, uint32_t *stack, int *d
   return delta;
 }
 
-HL_HD static inline uint32_t hl_pairwise_fold(hl_format f, const uint32_t *stack, int depth) {
+HL_HD static inline uint32_t hl_pairwise_fold(hl_dtype f, const uint32_t *stack, int depth) {
   uint32_t r = stack[depth - 1];
   for (int i = depth - 2; i >= 0; i--) r = hl_probe_native_op(HL_ARITH_ADD, f, stack[i], r);
   return r;
@@ -251,7 +251,7 @@ HL_HD static inline uint64_t hl_sum_skip_fixed_point(const uint64_t *sample_at, 
  * trajectory row (nsamples values). See kernels/probe.h for the definitions. */
 HL_HD static inline void hl_sum_run(hl_sum_strategy s, float value, uint64_t count, const uint64_t *sample_at,
                                     int nsamples, hl_sum_outcome *o, double *trajectory) {
-  const hl_format f = hl_sum_format(s);
+  const hl_dtype f = hl_sum_format(s);
   o->result_bits = 0;
   o->first_lost = o->first_overflow = o->first_nan = 0;
   o->total_at_lost = o->total_before_overflow = 0.0;
@@ -352,7 +352,7 @@ HL_HD static inline uint32_t hl_update_run(hl_update_strategy s, const hl_update
   switch (s) {
     case HL_UPDATE_FP16:
     case HL_UPDATE_BF16: {
-      hl_format f = hl_update_weight_format(s);
+      hl_dtype f = hl_update_weight_format(s);
       uint32_t w = hl_probe_encode(f, p->weight, 0), u = hl_probe_encode(f, p->update, 0);
       trajectory[0] = hl_probe_decode(f, w);
       for (uint32_t step = 1; step <= p->steps; step++) {
@@ -403,7 +403,7 @@ HL_HD static inline uint32_t hl_update_run(hl_update_strategy s, const hl_update
 
 /* ------------------------------------------------------------ harmonic -- */
 
-HL_HD static inline void hl_harmonic_run(hl_format f, uint64_t max_terms, hl_harmonic_outcome *o) {
+HL_HD static inline void hl_harmonic_run(hl_dtype f, uint64_t max_terms, hl_harmonic_outcome *o) {
   const uint32_t one = hl_probe_encode(f, 1.0f, 0);
   uint32_t sum = 0;
   o->stall_n = 0;

@@ -21,24 +21,31 @@
 #ifndef HL_STREAM_H
 #define HL_STREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "formats/dtype.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum { HL_STREAM_F32 = 0, HL_STREAM_F16, HL_STREAM_BF16, HL_STREAM_TYPES } hl_stream_type;
+/* The element types the kernels move: f32, f16 and bf16, adjacent in
+ * hl_dtype (formats/dtype.h), so that a loop over them runs from HL_F32 to
+ * HL_BF16 and a table of them is indexed by t - HL_F32. */
+#define HL_STREAM_DTYPES 3
+static inline bool hl_stream_dtype_ok(hl_dtype t) { return t >= HL_F32 && t <= HL_BF16; }
 
 struct hl_stream_kernels {
   /* a[i] = va, b[i] = vb, c[i] = vc (each rounded to t). On the CPU the
    * pages are first touched by the threads that later run the kernels. */
-  void (*init)(hl_stream_type t, void *a, void *b, void *c, size_t n, float va, float vb, float vc);
-  void (*copy)(hl_stream_type t, const void *a, void *c, size_t n);
-  void (*scale)(hl_stream_type t, void *b, const void *c, float s, size_t n);
-  void (*add)(hl_stream_type t, const void *a, const void *b, void *c, size_t n);
-  void (*triad)(hl_stream_type t, void *a, const void *b, const void *c, float s, size_t n);
-  double (*dot)(hl_stream_type t, const void *a, const void *b, size_t n);
+  void (*init)(hl_dtype t, void *a, void *b, void *c, size_t n, float va, float vb, float vc);
+  void (*copy)(hl_dtype t, const void *a, void *c, size_t n);
+  void (*scale)(hl_dtype t, void *b, const void *c, float s, size_t n);
+  void (*add)(hl_dtype t, const void *a, const void *b, void *c, size_t n);
+  void (*triad)(hl_dtype t, void *a, const void *b, const void *c, float s, size_t n);
+  double (*dot)(hl_dtype t, const void *a, const void *b, size_t n);
 
   /* The practical limit measured beside the kernels: the platform's own copy
    * of `bytes` (GPU: cudaMemcpyAsync device to device; CPU: memcpy of each
@@ -51,12 +58,6 @@ struct hl_stream_kernels {
   void (*host_free_pinned)(void *p);
 };
 
-static inline size_t hl_stream_type_size(hl_stream_type t) { return t == HL_STREAM_F32 ? 4 : 2; }
-
-static inline const char *hl_stream_type_name(hl_stream_type t) {
-  static const char *names[] = {"f32", "f16", "bf16"};
-  return (unsigned)t < HL_STREAM_TYPES ? names[t] : "?";
-}
 
 #ifdef __cplusplus
 }

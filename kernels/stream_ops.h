@@ -29,8 +29,8 @@ HL_HD static inline float hl_stream_dot_term(float a, float b) { return hl_mul_r
 /* storage <-> fp32 */
 
 /* A value as the storage type holds it (the benchmark's expected results) */
-HL_HD static inline float hl_stream_round(hl_stream_type t, float v) {
-  return t == HL_STREAM_F16 ? hl_f16_to_f32(hl_f32_to_f16(v)) : t == HL_STREAM_BF16 ? hl_bf16_to_f32(hl_f32_to_bf16(v)) : v;
+HL_HD static inline float hl_stream_round(hl_dtype t, float v) {
+  return t == HL_F16 ? hl_f16_to_f32(hl_f32_to_f16(v)) : t == HL_BF16 ? hl_bf16_to_f32(hl_f32_to_bf16(v)) : v;
 }
 
 #ifdef __cplusplus

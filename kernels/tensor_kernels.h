@@ -58,35 +58,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/dtype.h" /* hl_dtype */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Element types. i8 is a storage type (int8 weights); i32 holds indices
- * (targets, token ids). Order matters: float types first, widest first. */
-typedef enum {
-  HL_F64 = 0,
-  HL_F32,
-  HL_F16,
-  HL_BF16,
-  HL_I32,
-  HL_I8,
-  HL_DTYPES
-} hl_dtype;
-
 #define HL_MAX_DIMS 4
-
-static inline size_t hl_dtype_size(hl_dtype t) {
-  static const size_t sizes[HL_DTYPES] = {8, 4, 2, 2, 4, 1};
-  return (unsigned)t < HL_DTYPES ? sizes[t] : 0;
-}
-
-static inline const char *hl_dtype_name(hl_dtype t) {
-  static const char *names[HL_DTYPES] = {"f64", "f32", "f16", "bf16", "i32", "i8"};
-  return (unsigned)t < HL_DTYPES ? names[t] : "?";
-}
-
-static inline bool hl_dtype_is_float(hl_dtype t) { return t <= HL_BF16; }
 
 /* The type sums, means and statistics are accumulated in. */
 static inline hl_dtype hl_acc_dtype(hl_dtype t) { return t == HL_F64 ? HL_F64 : HL_F32; }

@@ -13,7 +13,7 @@
 #include "formats/half.h"
 #include "numerics/nx.h"
 
-static const hl_format arith_formats[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16};
+static const hl_dtype arith_formats[] = {HL_F32, HL_F16, HL_BF16};
 #define NARITH 3
 
 static const char *mode_name(hl_arith_mode m) {
@@ -24,7 +24,7 @@ static const char *mode_name(hl_arith_mode m) {
 
 typedef struct {
   const char *id;
-  hl_format f;
+  hl_dtype f;
   hl_arith_mode mode;
   float a, b;
 } add_case;
@@ -41,9 +41,9 @@ static int build_cases(add_case *cs) {
     cs[n++] = (add_case){"1+next_above_u", arith_formats[i], HL_ROUND_NATIVE, 1.0f, u * (1.0f + (float)fi->epsilon)};
   }
   const float trap = 0x1p-11f + 0x1p-34f; /* an fp32 value just above fp16's half-spacing at 1 */
-  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_FMT_FP16, HL_ROUND_VIA_FP32, 1.0f, trap};
-  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_FMT_FP16, HL_ROUND_ONCE, 1.0f, trap};
-  cs[n++] = (add_case){"1.9+1.9/2100", HL_FMT_FP16, HL_ROUND_NATIVE, 1.9f, 1.9f / 2100.0f};
+  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_F16, HL_ROUND_VIA_FP32, 1.0f, trap};
+  cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_F16, HL_ROUND_ONCE, 1.0f, trap};
+  cs[n++] = (add_case){"1.9+1.9/2100", HL_F16, HL_ROUND_NATIVE, 1.9f, 1.9f / 2100.0f};
   return n;
 }
 
@@ -80,7 +80,7 @@ static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
     char stored[64], sum[64];
     snprintf(stored, sizeof stored, "%s (%s)", nx_show(v.b_stored, s1, sizeof s1), nx_hex(cs[i].f, b16, s2, sizeof s2));
     snprintf(sum, sizeof sum, "%s (%s)", nx_show(v.result, s3, sizeof s3), nx_hex(cs[i].f, v.bits, s4, sizeof s4));
-    printf("  %-6s %-27s %-26s spacing at 1 is %s = %.3g: 0.0001 is %s half of it\n", fi->name, stored, sum,
+    printf("  %-6s %-27s %-26s spacing at 1 is %s = %.3g: 0.0001 is %s half of it\n", hl_dtype_format_name(fi->id), stored, sum,
            nx_pow2(fi->epsilon, s1, sizeof s1), fi->epsilon, v.b_stored < fi->epsilon / 2 ? "less than" : "more than");
   }
   printf("\n  The threshold at 1: an update u survives 1 + u only above half the spacing (u > epsilon/2).\n");
@@ -93,7 +93,7 @@ static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
     snprintf(r, sizeof r, "1 + %s (%s) = %s", nx_show(above.b_stored, s3, sizeof s3),
              nx_hex(cs[i].f, hl_format_encode(cs[i].f, cs[i + 1].b, HL_OVERFLOW_IEEE), s4, sizeof s4),
              nx_show(above.result, s1, sizeof s1));
-    printf("  %-6s %-36s %s\n", hl_format_get(cs[i].f)->name, l, r);
+    printf("  %-6s %-36s %s\n", hl_dtype_format_name(cs[i].f), l, r);
   }
   for (int i = 0; i < n; i++) {
     if (!strcmp(cs[i].id, "1+(2^-11+2^-34)") && cs[i].mode == HL_ROUND_VIA_FP32) {
@@ -118,7 +118,7 @@ static void write_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
       add_view v = view_case(&cs[i], bits[d][i]);
       char hex[16];
       hl_csv_row(f, "%s,%s,%s,%s,%.9g,%.9g,%.17g,%.17g,%s,%.17g", nx_dev_name(c, d), cs[i].id,
-                 hl_format_get(cs[i].f)->name, mode_name(cs[i].mode), cs[i].a, cs[i].b, v.b_stored, v.result,
+                 hl_dtype_format_name(cs[i].f), mode_name(cs[i].mode), cs[i].a, cs[i].b, v.b_stored, v.result,
                  nx_hex(cs[i].f, v.bits, hex, sizeof hex), v.change);
     }
   nx_csv_close(f);
@@ -139,12 +139,12 @@ static void sweep(const nx_ctx *c) {
   nx_heading("absorption sweep: fl(1 + u) - 1 for u = 2^-30 ... 1, %d per octave, on %s", per_octave, nx_dev_label(c, 0));
   printf("  %-6s %-34s %s\n", "format", "u lost entirely (1 + u = 1) up to", "above that, 1 + u moves in steps of");
   for (int fi = 0; fi < NARITH; fi++) {
-    hl_format f = arith_formats[fi];
+    hl_dtype f = arith_formats[fi];
     double lost_up_to = 0;
     for (int i = 0; i < n; i++)
       if (hl_format_decode(f, out[(size_t)fi * n + i]) == 1.0) lost_up_to = u[i];
     char s1[48], s2[48];
-    printf("  %-6s %-34s %s\n", hl_format_get(f)->name, nx_pow2(lost_up_to, s1, sizeof s1),
+    printf("  %-6s %-34s %s\n", hl_dtype_format_name(f), nx_pow2(lost_up_to, s1, sizeof s1),
            nx_pow2(hl_format_get(f)->epsilon, s2, sizeof s2));
   }
   for (int d = 1; d < c->ndev; d++) {
@@ -157,11 +157,11 @@ static void sweep(const nx_ctx *c) {
   hl_csv *f = nx_csv_open(c, "absorption_sweep.csv", "device,format,update,update_stored,effective_update");
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < NARITH; fi++) {
-      hl_format fm = arith_formats[fi];
+      hl_dtype fm = arith_formats[fi];
       for (int i = 0; i < n; i++) {
         double stored = hl_format_stored(fm, u[i]);
         double eff = hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0;
-        hl_csv_row(f, "%s,%s,%.9g,%.17g,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name, u[i], stored, eff);
+        hl_csv_row(f, "%s,%s,%.9g,%.17g,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm), u[i], stored, eff);
       }
     }
   nx_csv_close(f);
@@ -187,14 +187,14 @@ static void lost_update(const nx_ctx *c) {
   }
   double stored_update[HL_UPDATE_STRATEGIES];
   for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
-    hl_format f = hl_update_step_format((hl_update_strategy)s);
+    hl_dtype f = hl_update_step_format((hl_update_strategy)s);
     stored_update[s] = hl_format_stored(f, p.update);
   }
 
   nx_heading("lost update: w = 1, then %u updates of 0.0001 each, on %s", p.steps, nx_dev_label(c, 0));
   printf("  %-35s %-13s %-11s %s\n", "strategy", "final weight", "bits", "exact (1 + 10000 x the stored update)");
   for (int s = 0; s < HL_UPDATE_STRATEGIES; s++) {
-    hl_format f = hl_update_weight_format((hl_update_strategy)s);
+    hl_dtype f = hl_update_weight_format((hl_update_strategy)s);
     char w[48], hex[16], ex[48];
     printf("  %-35s %-13s %-11s %s\n", update_label[s], nx_show(hl_format_decode(f, fin[0][s]), w, sizeof w),
            nx_hex(f, fin[0][s], hex, sizeof hex), nx_show(1.0 + p.steps * stored_update[s], ex, sizeof ex));
@@ -243,10 +243,10 @@ static void harmonic(const nx_ctx *c) {
   nx_heading("harmonic series 1 + 1/2 + 1/3 + ... in each format, on %s", nx_dev_label(c, 0));
   printf("  %-6s %-16s %-12s %-10s %s\n", "format", "stalls at term", "sum", "bits", "true sum of those terms");
   for (int fi = 0; fi < NARITH; fi++) {
-    hl_format f = arith_formats[fi];
+    hl_dtype f = arith_formats[fi];
     char n[32] = "-", sum[48], hex[16], t[48];
     if (o[0][fi].stall_n) snprintf(n, sizeof n, "1/%llu", (unsigned long long)o[0][fi].stall_n);
-    printf("  %-6s %-16s %-12s %-10s %s\n", hl_format_get(f)->name, n,
+    printf("  %-6s %-16s %-12s %-10s %s\n", hl_dtype_format_name(f), n,
            nx_show(hl_format_decode(f, o[0][fi].sum_bits), sum, sizeof sum), nx_hex(f, o[0][fi].sum_bits, hex, sizeof hex),
            nx_show(true_sum[fi], t, sizeof t));
   }
@@ -262,9 +262,9 @@ static void harmonic(const nx_ctx *c) {
   hl_csv *f = nx_csv_open(c, "harmonic.csv", "device,format,stall_n,terms,sum,sum_hex,true_sum");
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < NARITH; fi++) {
-      hl_format fm = arith_formats[fi];
+      hl_dtype fm = arith_formats[fi];
       char hex[16];
-      hl_csv_row(f, "%s,%s,%llu,%llu,%.17g,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+      hl_csv_row(f, "%s,%s,%llu,%llu,%.17g,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
                  (unsigned long long)o[d][fi].stall_n, (unsigned long long)o[d][fi].terms,
                  hl_format_decode(fm, o[d][fi].sum_bits), nx_hex(fm, o[d][fi].sum_bits, hex, sizeof hex), true_sum[fi]);
     }

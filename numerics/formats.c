@@ -10,7 +10,7 @@
 #include "formats/half.h"
 #include "numerics/nx.h"
 
-static const hl_format table_order[] = {HL_FMT_FP32, HL_FMT_TF32, HL_FMT_FP16, HL_FMT_BF16, HL_FMT_E4M3, HL_FMT_E5M2};
+static const hl_dtype table_order[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
 
 static const char *pow2_and_decimal(double v, char *buf, size_t len) {
   char p[32];
@@ -24,7 +24,7 @@ static void write_format_table(const nx_ctx *c) {
                           "max_finite,min_normal,min_subnormal,epsilon,unit_roundoff,has_inf");
   for (size_t i = 0; i < sizeof table_order / sizeof table_order[0]; i++) {
     const hl_format_info *fi = hl_format_get(table_order[i]);
-    hl_csv_row(f, "%s,%s,%d,1,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%d", fi->name, fi->long_name,
+    hl_csv_row(f, "%s,%s,%d,1,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%d", hl_dtype_format_name(fi->id), fi->long_name,
                fi->bits, fi->exp_bits, fi->man_bits, fi->bias, fi->emin, fi->emax, fi->max, fi->min_normal,
                fi->min_subnormal, fi->epsilon, fi->unit_roundoff, fi->has_inf);
   }
@@ -40,7 +40,7 @@ static void print_format_table(void) {
     char sem[16], mx[32], mn[40], sub[40], eps[40], u[16];
     snprintf(sem, sizeof sem, "1/%d/%d", fi->exp_bits, fi->man_bits);
     snprintf(mx, sizeof mx, "%.8g%s", fi->max, fi->has_inf ? "" : " (no inf)");
-    printf("  %-5s %-22s %-8s %4d  %-14s %-21s %-21s %-21s %s\n", fi->name, fi->long_name, sem, fi->bias, mx,
+    printf("  %-5s %-22s %-8s %4d  %-14s %-21s %-21s %-21s %s\n", hl_dtype_format_name(fi->id), fi->long_name, sem, fi->bias, mx,
            pow2_and_decimal(fi->min_normal, mn, sizeof mn), pow2_and_decimal(fi->min_subnormal, sub, sizeof sub),
            pow2_and_decimal(fi->epsilon, eps, sizeof eps), nx_pow2(fi->unit_roundoff, u, sizeof u));
   }
@@ -56,21 +56,21 @@ static void print_format_table(void) {
 typedef struct {
   const char *label;    /* terminal */
   const char *rounding; /* CSV */
-  hl_format f;
+  hl_dtype f;
   hl_overflow ov;
   bool gpu_rna;         /* tf32 as the GPU makes it: from fp32, ties away */
 } value_row;
 
 static const value_row rows[] = {
-    {"fp32", "nearest-even", HL_FMT_FP32, HL_OVERFLOW_IEEE, false},
-    {"tf32", "nearest-even", HL_FMT_TF32, HL_OVERFLOW_IEEE, false},
-    {"tf32 (GPU cvt.rna)", "from fp32 then ties-away (GPU cvt.rna)", HL_FMT_TF32, HL_OVERFLOW_IEEE, true},
-    {"fp16", "nearest-even", HL_FMT_FP16, HL_OVERFLOW_IEEE, false},
-    {"bf16", "nearest-even", HL_FMT_BF16, HL_OVERFLOW_IEEE, false},
-    {"e4m3 (satfinite)", "nearest-even saturating", HL_FMT_E4M3, HL_OVERFLOW_SATURATE, false},
-    {"e4m3 (no sat.)", "nearest-even not saturating", HL_FMT_E4M3, HL_OVERFLOW_IEEE, false},
-    {"e5m2 (satfinite)", "nearest-even saturating", HL_FMT_E5M2, HL_OVERFLOW_SATURATE, false},
-    {"e5m2 (no sat.)", "nearest-even not saturating", HL_FMT_E5M2, HL_OVERFLOW_IEEE, false},
+    {"fp32", "nearest-even", HL_F32, HL_OVERFLOW_IEEE, false},
+    {"tf32", "nearest-even", HL_TF32, HL_OVERFLOW_IEEE, false},
+    {"tf32 (GPU cvt.rna)", "from fp32 then ties-away (GPU cvt.rna)", HL_TF32, HL_OVERFLOW_IEEE, true},
+    {"fp16", "nearest-even", HL_F16, HL_OVERFLOW_IEEE, false},
+    {"bf16", "nearest-even", HL_BF16, HL_OVERFLOW_IEEE, false},
+    {"e4m3 (satfinite)", "nearest-even saturating", HL_E4M3, HL_OVERFLOW_SATURATE, false},
+    {"e4m3 (no sat.)", "nearest-even not saturating", HL_E4M3, HL_OVERFLOW_IEEE, false},
+    {"e5m2 (satfinite)", "nearest-even saturating", HL_E5M2, HL_OVERFLOW_SATURATE, false},
+    {"e5m2 (no sat.)", "nearest-even not saturating", HL_E5M2, HL_OVERFLOW_IEEE, false},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
@@ -155,7 +155,7 @@ static void show_value(const nx_ctx *c, double x) {
     char below[40] = "", above[40] = "";
     if (views[i].has_below) snprintf(below, sizeof below, "%.17g", views[i].below);
     if (views[i].has_above) snprintf(above, sizeof above, "%.17g", views[i].above);
-    hl_csv_row(f, "%.17g,%s,%s,%s,%s,%s,%s,%.17g,%s,%s,%s,%s,%s", x, hl_format_get(rows[i].f)->name, rows[i].rounding,
+    hl_csv_row(f, "%.17g,%s,%s,%s,%s,%s,%s,%.17g,%s,%s,%s,%s,%s", x, hl_dtype_format_name(rows[i].f), rows[i].rounding,
                nx_hex(rows[i].f, views[i].bits, hex, sizeof hex), sign, exp, man ? man : "", views[i].value,
                hl_fclass_name(views[i].cls), below, above, ea, er);
   }

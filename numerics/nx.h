@@ -49,7 +49,7 @@ void nx_csv_close(hl_csv *f);
  * exactly), "inf", "-inf", "nan". */
 const char *nx_show(double v, char *buf, size_t len);
 /* Hex of an encoding, as wide as the format: 0x3c00, 0x3f800000, 0x7e. */
-const char *nx_hex(hl_format f, uint32_t bits, char *buf, size_t len);
+const char *nx_hex(hl_dtype f, uint32_t bits, char *buf, size_t len);
 /* The exact decimal value of a double when it has at most `maxdig`
  * significant digits, else the shortest round-trip form. */
 const char *nx_exact(double v, int maxdig, char *buf, size_t len);
@@ -57,7 +57,7 @@ const char *nx_exact(double v, int maxdig, char *buf, size_t len);
 const char *nx_pow2(double v, char *buf, size_t len);
 
 /* Do two encodings of format f agree bit for bit (any NaN matches any NaN)? */
-bool nx_same_bits(hl_format f, uint32_t a, uint32_t b);
+bool nx_same_bits(hl_dtype f, uint32_t a, uint32_t b);
 /* Print, after a probe's table, how the other devices compare with device 0:
  * `mismatches` values differed out of `total`. */
 void nx_report_agreement(const nx_ctx *c, int d, const char *what, long mismatches, long total);

@@ -37,7 +37,7 @@ const char *nx_show(double v, char *buf, size_t len) {
   return buf;
 }
 
-const char *nx_hex(hl_format f, uint32_t bits, char *buf, size_t len) {
+const char *nx_hex(hl_dtype f, uint32_t bits, char *buf, size_t len) {
   int digits = (hl_format_get(f)->bits + 3) / 4;
   snprintf(buf, len, "0x%0*x", digits, bits);
   return buf;
@@ -80,7 +80,7 @@ const char *nx_pow2(double v, char *buf, size_t len) {
   return buf;
 }
 
-bool nx_same_bits(hl_format f, uint32_t a, uint32_t b) {
+bool nx_same_bits(hl_dtype f, uint32_t a, uint32_t b) {
   if (a == b) return true;
   return hl_format_classify(f, a) == HL_CLASS_NAN && hl_format_classify(f, b) == HL_CLASS_NAN;
 }

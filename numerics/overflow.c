@@ -33,13 +33,13 @@ typedef struct {
 } sum_result;
 
 /* Smallest value that rounds to inf in f: max + half a spacing there. */
-static double overflow_threshold(hl_format f) {
+static double overflow_threshold(hl_dtype f) {
   const hl_format_info *fi = hl_format_get(f);
   return fi->max + ldexp(1.0, fi->emax - fi->man_bits - 1);
 }
 
 /* Gap from x (>= 0, finite, in f) to the next value of f. */
-static double spacing_at(hl_format f, double x) {
+static double spacing_at(hl_dtype f, double x) {
   uint32_t bits = hl_format_encode(f, (float)x, HL_OVERFLOW_IEEE), up;
   if (!hl_format_next_up(f, bits, &up)) return INFINITY;
   return hl_format_decode(f, up) - x;
@@ -49,8 +49,8 @@ static double spacing_at(hl_format f, double x) {
  * value: the value as given (fp32); v: the addend as the strategy stores it. */
 static void explain(hl_sum_strategy s, const hl_sum_outcome *o, uint64_t count, float value, double v, double result,
                     double exact, char *buf, size_t len) {
-  const hl_format f = hl_sum_format(s);
-  const char *fn = hl_format_get(f)->name;
+  const hl_dtype f = hl_sum_format(s);
+  const char *fn = hl_dtype_format_name(f);
   char a[48], b[48], t[48], u[48];
   size_t k = 0;
 #define SAY(...) (k += (size_t)snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__))
@@ -67,7 +67,7 @@ static void explain(hl_sum_strategy s, const hl_sum_outcome *o, uint64_t count, 
   }
   bool lost_first = o->first_lost && (!o->first_overflow || o->first_lost < o->first_overflow);
   if (lost_first) {
-    const hl_format acc = s == HL_SUM_FP32_TO_FP16 ? HL_FMT_FP32 : f; /* where the adds happen */
+    const hl_dtype acc = s == HL_SUM_FP32_TO_FP16 ? HL_F32 : f; /* where the adds happen */
     const double T = o->total_at_lost, gap = spacing_at(acc, fabs(T));
     char ts[48], vs[48], gs[48], us[48];
     nx_show(T, ts, sizeof ts), nx_show(v, vs, sizeof vs), nx_show(gap, gs, sizeof gs);
@@ -79,10 +79,10 @@ static void explain(hl_sum_strategy s, const hl_sum_outcome *o, uint64_t count, 
       SAY("element %llu changes neither the sum nor its compensation", at);
     else if (2 * fabs(v) == gap)
       SAY("element %llu is lost: %s + %s is a tie between %s and %s (%s spacing there: %s) and rounds to the even %s",
-          at, ts, vs, ts, us, hl_format_get(acc)->name, gs, ts);
+          at, ts, vs, ts, us, hl_dtype_format_name(acc), gs, ts);
     else
       SAY("element %llu is lost: %s + %s rounds back to %s (%s spacing there: %s, more than twice %s)", at, ts, vs, ts,
-          hl_format_get(acc)->name, gs, vs);
+          hl_dtype_format_name(acc), gs, vs);
     if (result == T && !o->first_overflow) SAY("; so is every later one");
   }
   if (o->first_overflow) {
@@ -90,18 +90,18 @@ static void explain(hl_sum_strategy s, const hl_sum_outcome *o, uint64_t count, 
     const unsigned long long at = (unsigned long long)o->first_overflow;
     const char *inf = reach < 0 ? "-inf" : "inf";
     if (k) SAY("; ");
-    if (s == HL_SUM_FP32_TO_FP16 && o->first_overflow == count && fabs(reach) <= hl_format_get(HL_FMT_FP32)->max)
+    if (s == HL_SUM_FP32_TO_FP16 && o->first_overflow == count && fabs(reach) <= hl_format_get(HL_F32)->max)
       SAY("the fp32 accumulator holds %s exactly; the final cast to fp16 rounds it to %s (fp16 overflows from magnitude %s)",
-          nx_show(reach, a, sizeof a), inf, nx_show(overflow_threshold(HL_FMT_FP16), b, sizeof b));
+          nx_show(reach, a, sizeof a), inf, nx_show(overflow_threshold(HL_F16), b, sizeof b));
     else {
-      const hl_format of = s == HL_SUM_FP32_TO_FP16 ? HL_FMT_FP32 : f;
+      const hl_dtype of = s == HL_SUM_FP32_TO_FP16 ? HL_F32 : f;
       if (s == HL_SUM_FP16_PAIRWISE || s == HL_SUM_BF16_PAIRWISE)
         SAY("the partial sums are exact until element %llu, whose merges reach %s: %s rounds that to %s", at,
-            nx_show(reach, a, sizeof a), hl_format_get(of)->name, inf);
+            nx_show(reach, a, sizeof a), hl_dtype_format_name(of), inf);
       else
         SAY("element %llu: %s + %s = %s, which %s rounds to %s", at, nx_show(T, t, sizeof t), nx_show(v, a, sizeof a),
-            nx_show(reach, u, sizeof u), hl_format_get(of)->name, inf);
-      SAY(" (%s overflows from magnitude %s)", hl_format_get(of)->name, nx_show(overflow_threshold(of), b, sizeof b));
+            nx_show(reach, u, sizeof u), hl_dtype_format_name(of), inf);
+      SAY(" (%s overflows from magnitude %s)", hl_dtype_format_name(of), nx_show(overflow_threshold(of), b, sizeof b));
     }
     if (o->first_nan)
       SAY("; element %llu then meets inf - inf = NaN%s", (unsigned long long)o->first_nan,
@@ -124,7 +124,7 @@ static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r,
          nx_show((double)exact, ex, sizeof ex));
   printf("  %-26s %-15s %-11s %-11s %s\n", "strategy", "result", "bits", "first lost", "first inf/NaN");
   for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
-    hl_format f = hl_sum_format((hl_sum_strategy)s);
+    hl_dtype f = hl_sum_format((hl_sum_strategy)s);
     char res[48], hex[16], lost[24] = "-", over[24] = "-";
     if (r->out[s].first_lost) snprintf(lost, sizeof lost, "%llu", (unsigned long long)r->out[s].first_lost);
     if (r->out[s].first_overflow) snprintf(over, sizeof over, "%llu", (unsigned long long)r->out[s].first_overflow);
@@ -133,7 +133,7 @@ static void print_case(const nx_ctx *c, const sum_case *sc, const sum_result *r,
   }
   printf("\n");
   for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
-    hl_format f = hl_sum_format((hl_sum_strategy)s);
+    hl_dtype f = hl_sum_format((hl_sum_strategy)s);
     double vf = hl_format_stored(f, sc->value);
     char why[512];
     explain((hl_sum_strategy)s, &r->out[s], sc->count, sc->value, vf, hl_format_decode(f, r->out[s].result_bits),
@@ -209,11 +209,11 @@ int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
     for (int i = 0; i < ncases; i++)
       for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
         const hl_sum_outcome *o = &res[i][d].out[s];
-        hl_format fm = hl_sum_format((hl_sum_strategy)s);
+        hl_dtype fm = hl_sum_format((hl_sum_strategy)s);
         double vf = hl_format_stored(fm, cases[i].value);
         char hex[16];
         hl_csv_row(f, "%s,%llu,%.9g,%s,%s,%.17g,%.17Lg,%.17g,%s,%llu,%.17g,%llu,%.17g,%llu", nx_dev_name(c, d),
-                   (unsigned long long)cases[i].count, cases[i].value, strategy_id[s], hl_format_get(fm)->name, vf,
+                   (unsigned long long)cases[i].count, cases[i].value, strategy_id[s], hl_dtype_format_name(fm), vf,
                    (long double)cases[i].count * vf, hl_format_decode(fm, o->result_bits),
                    nx_hex(fm, o->result_bits, hex, sizeof hex), (unsigned long long)o->first_lost, o->total_at_lost,
                    (unsigned long long)o->first_overflow, o->total_before_overflow, (unsigned long long)o->first_nan);

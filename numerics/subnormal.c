@@ -21,7 +21,7 @@
 #define NK (K_MAX - K_MIN + 1)
 #define NSERIES 3
 static const char *series_name[NSERIES] = {"2^-k", "1.5*2^-k", "4/3*2^-k"};
-static const hl_format ladder_formats[2] = {HL_FMT_FP16, HL_FMT_BF16};
+static const hl_dtype ladder_formats[2] = {HL_F16, HL_BF16};
 
 static float rung(int series, int k) {
   const float m[NSERIES] = {1.0f, 1.5f, (float)(4.0 / 3.0)};
@@ -47,16 +47,16 @@ static void ladder(const nx_ctx *c) {
   for (int k = K_MIN; k <= K_MAX; k++) {
     int i = k - K_MIN, j = 2 * NK + i; /* series 0 and series 2 */
     char xs[32], h16[16], hb[16], st[32];
-    double v43 = hl_format_decode(HL_FMT_FP16, out[0][0][j]), b43 = hl_format_decode(HL_FMT_BF16, out[0][1][j]);
+    double v43 = hl_format_decode(HL_F16, out[0][0][j]), b43 = hl_format_decode(HL_BF16, out[0][1][j]);
     printf("  %3d %-15s %-7s %-10s %-7s %-8s | %-15s %-9.3g %.3g\n", k, nx_show(x[i], xs, sizeof xs),
-           nx_hex(HL_FMT_FP16, out[0][0][i], h16, sizeof h16), hl_fclass_name(hl_format_classify(HL_FMT_FP16, out[0][0][i])),
-           nx_hex(HL_FMT_BF16, out[0][1][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_FMT_BF16, out[0][1][i])),
+           nx_hex(HL_F16, out[0][0][i], h16, sizeof h16), hl_fclass_name(hl_format_classify(HL_F16, out[0][0][i])),
+           nx_hex(HL_BF16, out[0][1][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_BF16, out[0][1][i])),
            nx_show(v43, st, sizeof st), rel_error(v43, x[j]), rel_error(b43, x[j]));
   }
   /* the ties, read from the 1.5 * 2^-k series */
   char a[32], b[32];
-  double r25 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 25 - K_MIN]);
-  double r24 = hl_format_decode(HL_FMT_FP16, out[0][0][NK + 24 - K_MIN]);
+  double r25 = hl_format_decode(HL_F16, out[0][0][NK + 25 - K_MIN]);
+  double r24 = hl_format_decode(HL_F16, out[0][0][NK + 24 - K_MIN]);
   printf("\n  Relative error doubles with each step below 2^-14 (the (4/3)2^-k column) until it reaches 1/2,\n"
          "  then values round to 0 (relative error 1). Ties: 3*2^-26 = 1.5*2^-25 rounds to %s;\n"
          "  3*2^-25 = 1.5*2^-24 lies halfway between 2^-24 and 2^-23 and rounds to the even %s.\n",
@@ -74,10 +74,10 @@ static void ladder(const nx_ctx *c) {
       for (int s = 0; s < NSERIES; s++)
         for (int k = K_MIN; k <= K_MAX; k++) {
           int i = s * NK + (k - K_MIN);
-          hl_format fm = ladder_formats[fi];
+          hl_dtype fm = ladder_formats[fi];
           double v = hl_format_decode(fm, out[d][fi][i]);
           char hex[16];
-          hl_csv_row(f, "%s,%s,%s,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+          hl_csv_row(f, "%s,%s,%s,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
                      series_name[s], k, (double)x[i], v, nx_hex(fm, out[d][fi][i], hex, sizeof hex),
                      hl_fclass_name(hl_format_classify(fm, out[d][fi][i])), rel_error(v, x[i]));
         }
@@ -93,7 +93,7 @@ static const float gradients[NGRAD] = {1e-3f, 1e-4f, 1e-5f, 1e-6f, 1e-7f, 1e-8f,
 
 /* g * S computed in fp32 (exact: S is a power of two) and rounded to fmt,
  * for every gradient and every scale. out[g * NS + s]. */
-static void scale_all(const hl_probe_kernels *k, hl_format fmt, const float *g, size_t ng, uint32_t *out) {
+static void scale_all(const hl_probe_kernels *k, hl_dtype fmt, const float *g, size_t ng, uint32_t *out) {
   float *a = malloc(sizeof(float) * ng * NS), *b = malloc(sizeof(float) * ng * NS);
   if (!a || !b) hl_fatal("out of memory");
   for (size_t i = 0; i < ng; i++)
@@ -115,18 +115,18 @@ static void loss_scale(const nx_ctx *c) {
     const uint32_t *o = &out[0][0][g * NS];
     int first_normal = -1, first_inf = -1;
     for (int s = 0; s < NS; s++) {
-      hl_fclass cl = hl_format_classify(HL_FMT_FP16, o[s]);
+      hl_fclass cl = hl_format_classify(HL_F16, o[s]);
       if (cl == HL_CLASS_NORMAL && first_normal < 0) first_normal = s;
       if (cl == HL_CLASS_INF && first_inf < 0) first_inf = s;
     }
     char gs[24], at1[64], v[32], from[24] = "beyond 2^32", inf[24] = "beyond 2^32";
-    snprintf(at1, sizeof at1, "%s (%s)", nx_show(hl_format_decode(HL_FMT_FP16, o[0]), v, sizeof v),
-             hl_fclass_name(hl_format_classify(HL_FMT_FP16, o[0])));
+    snprintf(at1, sizeof at1, "%s (%s)", nx_show(hl_format_decode(HL_F16, o[0]), v, sizeof v),
+             hl_fclass_name(hl_format_classify(HL_F16, o[0])));
     if (first_normal >= 0) snprintf(from, sizeof from, "2^%d", first_normal);
     if (first_inf >= 0) snprintf(inf, sizeof inf, "2^%d", first_inf);
     snprintf(gs, sizeof gs, "%g", gradients[g]);
     printf("  %-9s %-32s %-18s %-14s %s\n", gs, at1, from, inf,
-           hl_fclass_name(hl_format_classify(HL_FMT_BF16, out[0][1][g * NS])));
+           hl_fclass_name(hl_format_classify(HL_BF16, out[0][1][g * NS])));
   }
   for (int d = 1; d < c->ndev; d++) {
     long bad = 0;
@@ -141,11 +141,11 @@ static void loss_scale(const nx_ctx *c) {
     for (int fi = 0; fi < 2; fi++)
       for (int g = 0; g < NGRAD; g++)
         for (int s = 0; s < NS; s++) {
-          hl_format fm = ladder_formats[fi];
+          hl_dtype fm = ladder_formats[fi];
           uint32_t bits = out[d][fi][g * NS + s];
           double v = hl_format_decode(fm, bits), unscaled = ldexp(v, -s);
           char hex[16];
-          hl_csv_row(f, "%s,%s,%.9g,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_format_get(fm)->name,
+          hl_csv_row(f, "%s,%s,%.9g,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
                      gradients[g], s, ldexp(1.0, s), v, nx_hex(fm, bits, hex, sizeof hex),
                      hl_fclass_name(hl_format_classify(fm, bits)), rel_error(unscaled, gradients[g]));
         }
@@ -169,11 +169,11 @@ static void loss_scale_distribution(const nx_ctx *c) {
   for (size_t i = 0; i < n; i++)
     g[i] = (float)exp2(GRAD_LO + (GRAD_HI - GRAD_LO) * hl_u32_to_unit_float(hl_philox_u32(c->seed, GRAD_STREAM, i)));
   for (int d = 0; d < c->ndev; d++) {
-    scale_all(c->k[d], HL_FMT_FP16, g, n, out);
+    scale_all(c->k[d], HL_F16, g, n, out);
     memset(frac[d], 0, sizeof frac[d]);
     for (size_t i = 0; i < n; i++)
       for (int s = 0; s < NS; s++) {
-        hl_fclass cl = hl_format_classify(HL_FMT_FP16, out[i * NS + s]);
+        hl_fclass cl = hl_format_classify(HL_F16, out[i * NS + s]);
         int col = cl == HL_CLASS_ZERO ? 0 : cl == HL_CLASS_SUBNORMAL ? 1 : cl == HL_CLASS_NORMAL ? 2 : 3;
         frac[d][s][col] += 1.0 / (double)n;
       }
@@ -216,19 +216,19 @@ static void loss_scale_distribution(const nx_ctx *c) {
 
 typedef struct {
   const char *label;
-  hl_format f;
+  hl_dtype f;
   hl_arith_op op;
   double a, b;
 } ftz_case;
 
 static const ftz_case ftz_cases[] = {
-    {"2^-63 * 2^-64", HL_FMT_FP32, HL_ARITH_MUL, 0x1p-63, 0x1p-64},
-    {"1.5*2^-126 - 2^-126", HL_FMT_FP32, HL_ARITH_SUB, 0x1.8p-126, 0x1p-126},
-    {"2^-130 * 1", HL_FMT_FP32, HL_ARITH_MUL, 0x1p-130, 1.0},
-    {"2^-126 / 2", HL_FMT_FP32, HL_ARITH_DIV, 0x1p-126, 2.0},
-    {"2^-14 * 2^-10", HL_FMT_FP16, HL_ARITH_MUL, 0x1p-14, 0x1p-10},
-    {"1.5*2^-14 - 2^-14", HL_FMT_FP16, HL_ARITH_SUB, 0x1.8p-14, 0x1p-14},
-    {"2^-24 * 1", HL_FMT_FP16, HL_ARITH_MUL, 0x1p-24, 1.0},
+    {"2^-63 * 2^-64", HL_F32, HL_ARITH_MUL, 0x1p-63, 0x1p-64},
+    {"1.5*2^-126 - 2^-126", HL_F32, HL_ARITH_SUB, 0x1.8p-126, 0x1p-126},
+    {"2^-130 * 1", HL_F32, HL_ARITH_MUL, 0x1p-130, 1.0},
+    {"2^-126 / 2", HL_F32, HL_ARITH_DIV, 0x1p-126, 2.0},
+    {"2^-14 * 2^-10", HL_F16, HL_ARITH_MUL, 0x1p-14, 0x1p-10},
+    {"1.5*2^-14 - 2^-14", HL_F16, HL_ARITH_SUB, 0x1.8p-14, 0x1p-14},
+    {"2^-24 * 1", HL_F16, HL_ARITH_MUL, 0x1p-24, 1.0},
 };
 #define NFTZ ((int)(sizeof ftz_cases / sizeof ftz_cases[0]))
 
@@ -267,7 +267,7 @@ static void flush_to_zero(const nx_ctx *c) {
         char g[24];
         snprintf(r[v], sizeof r[v], "%s%s", nx_pow2(got, g, sizeof g), got == 0 && want != 0 ? " (flushed)" : "");
       }
-      printf("  %-22s %-6s %-9s %-27s %s\n", ftz_cases[i].label, hl_format_get(ftz_cases[i].f)->name,
+      printf("  %-22s %-6s %-9s %-27s %s\n", ftz_cases[i].label, hl_dtype_format_name(ftz_cases[i].f),
              nx_pow2(want, ex, sizeof ex), r[0], r[1]);
     }
     for (int v = 0; v < 2; v++) {
@@ -275,7 +275,7 @@ static void flush_to_zero(const nx_ctx *c) {
       for (int i = 0; i < NFTZ; i++) {
         double want = exact_of(&ftz_cases[i]), got = hl_format_decode(ftz_cases[i].f, out[d][v][i]);
         char hex[16];
-        hl_csv_row(f, "%s,%s,%s,%s,%.17g,%.17g,%s,%d", nx_dev_name(c, d), names[v], hl_format_get(ftz_cases[i].f)->name,
+        hl_csv_row(f, "%s,%s,%s,%s,%.17g,%.17g,%s,%d", nx_dev_name(c, d), names[v], hl_dtype_format_name(ftz_cases[i].f),
                    ftz_cases[i].label, want, got, nx_hex(ftz_cases[i].f, out[d][v][i], hex, sizeof hex),
                    got == 0 && want != 0);
       }

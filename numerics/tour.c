@@ -12,7 +12,7 @@
 
 typedef struct {
   const char *what; /* "fp16, fp32 accumulator" */
-  hl_format f;
+  hl_dtype f;
   uint32_t bits[NX_MAX_DEVICES];
 } tour_line;
 
@@ -22,14 +22,14 @@ typedef struct {
   int n;
 } demo;
 
-static void add_line(demo *dm, const char *what, hl_format f) {
+static void add_line(demo *dm, const char *what, hl_dtype f) {
   dm->line[dm->n].what = what;
   dm->line[dm->n].f = f;
   dm->n++;
 }
 
 /* bits of x converted to f on device d */
-static uint32_t convert(const nx_ctx *c, int d, hl_format f, float x) {
+static uint32_t convert(const nx_ctx *c, int d, hl_dtype f, float x) {
   uint32_t r;
   c->k[d]->convert(f, HL_OVERFLOW_IEEE, &x, &r, 1);
   return r;
@@ -60,9 +60,9 @@ int nx_tour(const nx_ctx *c) {
   demo *dm = &demos[0];
   dm->title = "0.4 as a float: 0.0110 0110 0110 ... in binary never ends, so every format rounds it";
   dm->seed_code = "n = 0.4  (fp32: sign 0, exponent 01111101 = -2 + 127, mantissa 10011001100110011001101)";
-  add_line(dm, "fp32 (23 mantissa bits)", HL_FMT_FP32);
-  add_line(dm, "fp16 (10)", HL_FMT_FP16);
-  add_line(dm, "bf16 (7)", HL_FMT_BF16);
+  add_line(dm, "fp32 (23 mantissa bits)", HL_F32);
+  add_line(dm, "fp16 (10)", HL_F16);
+  add_line(dm, "bf16 (7)", HL_BF16);
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, 0.4f);
   static char why1[320];
@@ -72,7 +72,7 @@ int nx_tour(const nx_ctx *c) {
   snprintf(why1, sizeof why1,
            "the fp32 bits computed here are %s; each format keeps 1 + (mantissa bits) significant bits of "
            "1.1001 1001 ... x 2^-2 and rounds the rest: off by %.2g in fp32, %.2g in fp16, %.2g in bf16",
-           hl_format_bitstring(HL_FMT_FP32, dm->line[0].bits[0], bits32, sizeof bits32), err[0], err[1], err[2]);
+           hl_format_bitstring(HL_F32, dm->line[0].bits[0], bits32, sizeof bits32), err[0], err[1], err[2]);
   dm->why = why1;
 
   /* 2. overflow: 4096 x 16 */
@@ -81,11 +81,11 @@ int nx_tour(const nx_ctx *c) {
   dm->seed_code = "a = torch.cuda.HalfTensor(4096); a.fill_(16.0); a.sum()  ->  inf; the FloatTensor gives 65536";
   dm->why = "65536 is beyond fp16's largest value, 65504 (everything from 65520 up rounds to inf). A plain fp16 "
             "accumulator fails sooner: from 32768 on its spacing is 32, so + 16 is a tie that rounds back";
-  add_line(dm, "fp32 accumulator and result", HL_FMT_FP32);
-  add_line(dm, "fp16 data + fp32 accumulator (torch)", HL_FMT_FP16);
-  add_line(dm, "fp16 sequential accumulator", HL_FMT_FP16);
-  add_line(dm, "fp16 pairwise (tree)", HL_FMT_FP16);
-  add_line(dm, "bf16 sequential accumulator", HL_FMT_BF16);
+  add_line(dm, "fp32 accumulator and result", HL_F32);
+  add_line(dm, "fp16 data + fp32 accumulator (torch)", HL_F16);
+  add_line(dm, "fp16 sequential accumulator", HL_F16);
+  add_line(dm, "fp16 pairwise (tree)", HL_F16);
+  add_line(dm, "bf16 sequential accumulator", HL_BF16);
   const hl_sum_strategy pick[] = {HL_SUM_FP32, HL_SUM_FP32_TO_FP16, HL_SUM_FP16_SEQUENTIAL, HL_SUM_FP16_PAIRWISE,
                                   HL_SUM_BF16_SEQUENTIAL};
   for (int d = 0; d < c->ndev; d++) {
@@ -102,9 +102,9 @@ int nx_tour(const nx_ctx *c) {
   dm->seed_code = "torch.cuda.HalfTensor([1.0]) + torch.cuda.HalfTensor([.0001])  ->  1.; in fp32  ->  1.0001";
   dm->why = "near 1 fp16's numbers are 2^-10 = 0.000977 apart and bf16's 2^-7; an update below half of that "
             "rounds away entirely, so small weight updates are lost unless an fp32 master copy receives them";
-  add_line(dm, "fp32", HL_FMT_FP32);
-  add_line(dm, "fp16", HL_FMT_FP16);
-  add_line(dm, "bf16", HL_FMT_BF16);
+  add_line(dm, "fp32", HL_F32);
+  add_line(dm, "fp16", HL_F16);
+  add_line(dm, "bf16", HL_BF16);
   const float one = 1.0f, tiny = 0.0001f;
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++)
@@ -116,10 +116,10 @@ int nx_tour(const nx_ctx *c) {
   dm->seed_code = "torch.cuda.HalfTensor([2**-24])  ->  5.9605e-08; below that fp16 has only 0";
   dm->why = "below 2^-14 fp16 is subnormal: fixed spacing 2^-24, fewer significant bits at every step down; "
             "2^-25 is a tie between 0 and 2^-24 and goes to the even 0. Loss scaling lifts gradients out of this zone";
-  add_line(dm, "2^-24 in fp16", HL_FMT_FP16);
-  add_line(dm, "2^-25 in fp16", HL_FMT_FP16);
-  add_line(dm, "2^-25 in bf16", HL_FMT_BF16);
-  add_line(dm, "2^-25 in fp32", HL_FMT_FP32);
+  add_line(dm, "2^-24 in fp16", HL_F16);
+  add_line(dm, "2^-25 in fp16", HL_F16);
+  add_line(dm, "2^-25 in bf16", HL_BF16);
+  add_line(dm, "2^-25 in fp32", HL_F32);
   const float x4[] = {0x1p-24f, 0x1p-25f, 0x1p-25f, 0x1p-25f};
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, x4[i]);
@@ -130,10 +130,10 @@ int nx_tour(const nx_ctx *c) {
   dm->seed_code = NULL;
   dm->why = "65504 = (2 - 2^-10) x 2^15; the next step would be 65536 = 2^16, which fp16 cannot hold, so values "
             "from the midpoint 65520 up round to inf. bf16 has fp32's range and rounds 65520 to 65536";
-  add_line(dm, "65504 in fp16", HL_FMT_FP16);
-  add_line(dm, "65519.996 in fp16", HL_FMT_FP16);
-  add_line(dm, "65520 in fp16", HL_FMT_FP16);
-  add_line(dm, "65520 in bf16", HL_FMT_BF16);
+  add_line(dm, "65504 in fp16", HL_F16);
+  add_line(dm, "65519.996 in fp16", HL_F16);
+  add_line(dm, "65520 in fp16", HL_F16);
+  add_line(dm, "65520 in bf16", HL_BF16);
   const float x5[] = {65504.0f, 65519.996f, 65520.0f, 65520.0f};
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, x5[i]);
@@ -152,7 +152,7 @@ int nx_tour(const nx_ctx *c) {
         char hex[16], title[96];
         /* the title up to its colon, without commas: CSV cells are never quoted */
         snprintf(title, sizeof title, "%.*s", (int)strcspn(demos[i].title, ":"), demos[i].title);
-        hl_csv_row(f, "%s,%d,%s,%s,%s,%.17g,%s", nx_dev_name(c, d), i + 1, title, l->what, hl_format_get(l->f)->name,
+        hl_csv_row(f, "%s,%d,%s,%s,%s,%.17g,%s", nx_dev_name(c, d), i + 1, title, l->what, hl_dtype_format_name(l->f),
                    hl_format_decode(l->f, l->bits[d]), nx_hex(l->f, l->bits[d], hex, sizeof hex));
       }
   nx_csv_close(f);

@@ -372,20 +372,6 @@ void data_eval_samples(const train_data *d, int64_t first, sample_batch *b) {
 
 /* ---------------------------------------------------------- batch file -- */
 
-typedef struct {
-  FILE *f;
-  uint32_t crc;
-  bool bad;
-} bwriter;
-
-static void put(bwriter *w, const void *p, size_t n) {
-  if (w->bad) return;
-  w->crc = hl_crc32_update(w->crc, p, n);
-  if (fwrite(p, 1, n, w->f) != n) w->bad = true;
-}
-
-static void put_u32(bwriter *w, uint32_t v) { put(w, &v, 4); }
-
 /* Layout (little-endian; docs/train.md):
  *   "HLBAT001"
  *   u32 rows (sequences per micro-batch), u32 T, u32 vocab (tokens the task
@@ -400,37 +386,36 @@ bool data_export_batches(const train_data *d, const train_opts *o, const char *p
     snprintf(err, len, "--export-batches: cannot write '%s': %s", a.tmp, strerror(errno));
     return false;
   }
-  bwriter w = {a.f, 0, false};
-  put(&w, "HLBAT001", 8);
+  hl_crc_writer w = hl_crc_writer_on(a.f);
+  hl_crc_put(&w, "HLBAT001", 8);
   const int64_t micro = o->export_steps * o->accum;
-  put_u32(&w, (uint32_t)d->batch);
-  put_u32(&w, (uint32_t)d->T);
-  put_u32(&w, (uint32_t)d->vocab);
-  put_u32(&w, (uint32_t)o->gpt.vocab_size);
-  put_u32(&w, (uint32_t)micro);
-  put_u32(&w, (uint32_t)o->accum);
-  put_u32(&w, (uint32_t)d->eval_rows);
+  hl_crc_put_u32(&w, (uint32_t)d->batch);
+  hl_crc_put_u32(&w, (uint32_t)d->T);
+  hl_crc_put_u32(&w, (uint32_t)d->vocab);
+  hl_crc_put_u32(&w, (uint32_t)o->gpt.vocab_size);
+  hl_crc_put_u32(&w, (uint32_t)micro);
+  hl_crc_put_u32(&w, (uint32_t)o->accum);
+  hl_crc_put_u32(&w, (uint32_t)d->eval_rows);
   token_batch b = token_batch_new(d->batch, d->T);
   const size_t n = (size_t)(d->batch * d->T);
   for (int64_t step = 1; step <= o->export_steps; step++)
     for (int m = 0; m < o->accum; m++) {
       data_train_tokens(d, step, m, &b);
-      put(&w, b.idx, n * 4);
-      put(&w, b.tgt, n * 4);
-      put(&w, b.scored, n);
+      hl_crc_put(&w, b.idx, n * 4);
+      hl_crc_put(&w, b.tgt, n * 4);
+      hl_crc_put(&w, b.scored, n);
     }
   token_batch_free(&b);
   token_batch e = token_batch_new(1, d->T);
   for (int part = 0; part < 3; part++)
     for (int64_t r = 0; r < d->eval_rows; r++) {
       data_eval_tokens(d, r, &e);
-      if (part == 0) put(&w, e.idx, (size_t)d->T * 4);
-      else if (part == 1) put(&w, e.tgt, (size_t)d->T * 4);
-      else put(&w, e.scored, (size_t)d->T);
+      if (part == 0) hl_crc_put(&w, e.idx, (size_t)d->T * 4);
+      else if (part == 1) hl_crc_put(&w, e.tgt, (size_t)d->T * 4);
+      else hl_crc_put(&w, e.scored, (size_t)d->T);
     }
   token_batch_free(&e);
-  const uint32_t crc = w.crc;
-  put(&w, &crc, 4);
+  hl_crc_put_trailer(&w);
   if (!hl_atomic_commit(&a)) {
     snprintf(err, len, "--export-batches: writing '%s' failed (%s): %s", path, a.call, strerror(errno));
     return false;

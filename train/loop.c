@@ -33,6 +33,7 @@
 #include "core/base/mem.h"
 #include "core/engine/op_trace.h"
 #include "core/engine/ops.h"
+#include "cli/stats.h"
 #include "cli/timer.h"
 #include "core/base/profiler_ranges.h"
 #include "train/train.h"
@@ -82,7 +83,7 @@ static host_batch host_batch_new(const train_opts *o, const train_mode *t, int64
   memset(&h, 0, sizeof h);
   if (o->model == MODEL_GPT) h.tokens = token_batch_new(rows, o->seq);
   else h.samples = sample_batch_new(rows, o->mlp.n_in);
-  h.x_dtype = t->autocast == HL_DTYPES ? hl_weight_policy_dtype(t->setup->weights, HL_ROLE_WEIGHT) : HL_F32;
+  h.x_dtype = t->autocast == HL_DTYPE_NONE ? hl_weight_policy_dtype(t->setup->weights, HL_ROLE_WEIGHT) : HL_F32;
   return h;
 }
 
@@ -140,7 +141,7 @@ static eval_result evaluate(const train_opts *o, const train_data *d, train_mode
     hl_tensor *in, *tgt, *out = NULL, *loss = NULL;
     upload(m, &h, dev, &in, &tgt);
     HL_NO_GRAD {
-      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) { loss = model_loss(m, in, tgt, &out); }
+      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = model_loss(m, in, tgt, &out); }
     }
     if (!loss || !hl_read_f32(out, logits)) hl_fatal("evaluation: %s", hl_error());
     loss_sum += hl_item(loss) * (double)n;
@@ -243,7 +244,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   const hl_backend *be = hl_backend_for(dev);
   const bool gpt = m->kind == MODEL_GPT;
   const double items = (double)(o->batch * o->accum), tokens = gpt ? items * (double)o->seq : NAN;
-  const bool fp32_weights = t->setup->weights == HL_POLICY_FP32;
+  const bool fp32_weights = t->setup->weights == HL_WEIGHTS_FP32;
   host_batch h = host_batch_new(o, t, o->batch);
   stat_buffers sb = {0};
   if (o->stats_every > 0 || o->n_hist > 0) {
@@ -288,7 +289,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       hl_tmp(in);
       hl_tmp(tgt);
       hl_range_push("forward");
-      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
+      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
       hl_range_pop();
       if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
       const double lv = hl_item(loss);
@@ -308,7 +309,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
           hl_fatal("step %lld: gradient penalty: %s", (long long)step, hl_error());
         const double inv = 1.0 / scale;
         hl_tensor *sq = NULL;
-        HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPES) {
+        HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) {
           for (int i = 0; i < m->n_trainable; i++) {
             if (!g[i]) continue;
             hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_pow(hl_tmp(hl_mul_scalar(g[i], inv)), 2.0))));

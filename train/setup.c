@@ -26,9 +26,9 @@
 #include "core/engine/ops.h"
 #include "train/train.h"
 
-static hl_optimizer_kind accounting_kind(const train_opts *o) {
-  if (o->optimizer == OPTIMIZER_ADAMW) return HL_OPT_ADAMW;
-  return o->momentum > 0 ? HL_OPT_SGD_MOMENTUM : HL_OPT_SGD;
+/* optimizer state tensors per parameter, for the memory accounting */
+static int accounting_moments(const train_opts *o) {
+  return hl_optim_moments(o->optimizer == OPTIMIZER_ADAMW ? HL_OPTIM_ADAMW : HL_OPTIM_SGD, o->momentum > 0);
 }
 
 bool setup_model(const train_opts *o, const train_data *d, hl_device_kind dev, train_model *m) {
@@ -109,14 +109,14 @@ void setup_mode_free(train_mode *t) {
 
 void setup_step_bytes(const train_opts *o, const train_data *d, uint64_t *device, uint64_t *host) {
   (void)d;
-  const hl_optimizer_kind k = accounting_kind(o);
+  const int moments = accounting_moments(o);
   hl_train_bytes b;
   uint64_t numel;
   if (o->model == MODEL_GPT) {
-    b = hl_gpt_train_bytes(&o->gpt, o->mode, k, o->batch, o->seq);
+    b = hl_gpt_train_bytes(&o->gpt, o->mode, moments, o->batch, o->seq);
     numel = (uint64_t)hl_gpt_param_count(&o->gpt);
   } else {
-    b = hl_mlp_train_bytes(&o->mlp, o->mode, k, o->batch);
+    b = hl_mlp_train_bytes(&o->mlp, o->mode, moments, o->batch);
     numel = (uint64_t)hl_mlp_param_count(&o->mlp);
   }
   *device = b.peak;
@@ -211,7 +211,7 @@ void setup_list_params(const train_opts *o, const train_data *d, FILE *f) {
   if (s->master)
     fprintf(f, "# the optimizer keeps an f32 master copy of every weight (%s bytes) and f32 master gradients\n",
             hl_format_thousands(numel * 4, b1, sizeof b1));
-  if (s->autocast != HL_DTYPES && s->weights == HL_POLICY_FP32)
+  if (s->autocast != HL_DTYPE_NONE && s->weights == HL_WEIGHTS_FP32)
     fprintf(f, "# under %s autocast each product converts its f32 weight to %s once per forward (cast cache)\n",
             hl_dtype_name(s->autocast), hl_dtype_name(s->autocast));
   free(p);
@@ -238,11 +238,11 @@ bool setup_device_runs(const train_opts *o, hl_device_kind dev, char *why, size_
   } else {
     const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     const int32_t y[2] = {0, 2};
-    const hl_dtype xt = t.autocast == HL_DTYPES ? hl_weight_policy_dtype(o->mode->weights, HL_ROLE_WEIGHT) : HL_F32;
+    const hl_dtype xt = t.autocast == HL_DTYPE_NONE ? hl_weight_policy_dtype(o->mode->weights, HL_ROLE_WEIGHT) : HL_F32;
     a = hl_from_f32(HL_SHAPE(2, 4), x, xt, dev);
     b = hl_from_i32(HL_SHAPE(2), y, HL_I32, dev);
   }
-  HL_AUTOCAST(dev, t.autocast, t.autocast != HL_DTYPES) {
+  HL_AUTOCAST(dev, t.autocast, t.autocast != HL_DTYPE_NONE) {
     loss = m.kind == MODEL_GPT ? hl_gpt_loss(m.gpt, a, b, NULL) : hl_mlp_loss(m.mlp, a, b, NULL);
   }
   hl_tensor *scaled = loss ? hl_scaler_scale(t.scaler, loss) : NULL;

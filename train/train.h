@@ -177,7 +177,7 @@ typedef struct {
 
 typedef struct {
   const hl_train_setup *setup;
-  hl_dtype autocast;       /* HL_DTYPES: no autocast region */
+  hl_dtype autocast;       /* HL_DTYPE_NONE: no autocast region */
   bool scaled;             /* a GradScaler is enabled */
   hl_optim *opt;
   hl_scaler *scaler;       /* always made; disabled where the mode has none */

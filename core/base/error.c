@@ -1,6 +1,8 @@
 /* error.c — the per-thread error message of the AMP core. */
 #include "core/base/error.h"
 
+#include "formats/fatal.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,5 @@ bool hl_fail_bool(const char *fmt, ...) {
 
 void hl_check_(int ok, const char *what, const char *file, int line) {
   if (ok) return;
-  fprintf(stderr, "halflab: %s failed at %s:%d: %s\n", what, file, line,
-          message_[0] ? message_ : "(no message recorded)");
-  exit(1);
+  hl_fatal_at(file, line, "%s failed: %s", what, message_[0] ? message_ : "(no message recorded)");
 }

@@ -2,6 +2,7 @@
 #include "core/base/mem.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "core/base/device.h"
 

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "formats/fatal.h"
 #include "core/engine/autograd.h"
 #include "core/engine/dispatch.h"
 #include "core/engine/ops.h"
@@ -91,7 +92,8 @@ hl_autocast_state hl_autocast_get_state(void) {
 
 void hl_autocast_push_state(const hl_autocast_state *s) {
   /* internal regions may exceed MAX_REGIONS only through runaway recursion: stop there */
-  if (depth_ + HL_DEVICE_KINDS > MAX_REGIONS) abort();
+  if (depth_ + HL_DEVICE_KINDS > MAX_REGIONS)
+    hl_fatal("autocast: more than %d nested regions (runaway recursion?)", MAX_REGIONS / HL_DEVICE_KINDS);
   for (int d = 0; d < HL_DEVICE_KINDS; d++)
     stack_[depth_++] = (region){(hl_device_kind)d, s->dtype[d], s->enabled[d], true};
 }

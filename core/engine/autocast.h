@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 /* "The device's default lower-precision dtype": f16 on cuda, bf16 on cpu. */
-#define HL_AUTOCAST_DEFAULT HL_DTYPES
+#define HL_AUTOCAST_DEFAULT HL_DTYPE_NONE
 
 /* false with hl_error when dtype is not f16, bf16 or the default, or
  * regions nest deeper than 64. */

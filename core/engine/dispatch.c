@@ -14,12 +14,6 @@ static _Thread_local const char *note_;
 void hl_dispatch_set_backward(bool on) { in_backward_ = on; }
 void hl_dispatch_set_note(const char *note) { note_ = note; }
 
-hl_dtype hl_promote(hl_dtype a, hl_dtype b) {
-  if (a == b) return a;
-  if (a == HL_F64 || b == HL_F64) return HL_F64;
-  return HL_F32; /* f32 with anything narrower, or f16 with bf16 */
-}
-
 static void release_casts(hl_op_call *c) {
   for (int i = 0; i < c->n; i++)
     if (c->owned[i]) {
@@ -118,7 +112,7 @@ bool hl_op_begin(hl_op_call *c, hl_op_id id, hl_tensor *const *inputs, const uin
             hl_desc(c->in[ref]), hl_desc(c->in[i]));
     return hl_op_abort(c), false;
   }
-  if (ref < 0) c->dtype = HL_DTYPES; /* no DATA input (one_hot): the op checks its own output dtype */
+  if (ref < 0) c->dtype = HL_DTYPE_NONE; /* no DATA input (one_hot): the op checks its own output dtype */
   if (c->op->promotes)
     for (int i = 0; i < n; i++)
       if (c->in[i] && (roles[i] & HL_ARG_DATA) && c->in[i]->dtype != c->dtype && !cast_input(c, i, c->dtype, false))

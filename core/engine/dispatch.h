@@ -53,9 +53,6 @@ hl_tensor *hl_op_abort(hl_op_call *c);
 /* The same after the output was made: releases it too; returns NULL. */
 hl_tensor *hl_op_abort_output(hl_op_call *c, hl_tensor *out);
 
-/* Widest of two float dtypes (f16 with bf16 gives f32, as PyTorch does). */
-hl_dtype hl_promote(hl_dtype a, hl_dtype b);
-
 /* Autocast's cast of one input (core/engine/autocast.c): cached for weights. */
 hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to);
 

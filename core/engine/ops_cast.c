@@ -15,7 +15,7 @@ static bool to_dtype_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
 hl_tensor *hl_to_dtype(hl_tensor *x, hl_dtype dtype) {
   hl_op_call c;
   if (!hl_op_begin(&c, HL_OP_TO_DTYPE, HL_INPUTS(x), HL_ROLES(HL_ARG_DATA), 1)) return NULL;
-  if ((unsigned)dtype >= HL_DTYPES) {
+  if ((unsigned)dtype >= HL_TENSOR_DTYPES) {
     hl_fail("to: unknown dtype %d", (int)dtype);
     return hl_op_abort(&c);
   }

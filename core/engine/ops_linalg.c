@@ -8,15 +8,6 @@
 #include "core/engine/ops_internal.h"
 #include "kernels/gemm.h"
 
-static hl_gemm_type gemm_type(hl_dtype t) {
-  switch (t) {
-    case HL_F64: return HL_GEMM_F64;
-    case HL_F16: return HL_GEMM_F16;
-    case HL_BF16: return HL_GEMM_BF16;
-    default: return HL_GEMM_F32;
-  }
-}
-
 /* A matrix as a row-major GEMM operand: the [rows, cols] matrix with
  * element (i, j) at data[i * rs + j * cs], as stored data + transpose flag
  * + leading dimension, if one of the two storage orders fits. */
@@ -90,7 +81,7 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   d.n = n;
   d.k = k;
   d.batch = B1;
-  d.a_type = d.b_type = d.c_type = gemm_type(out->dtype);
+  d.a_type = d.b_type = d.c_type = out->dtype; /* mm takes float tensors only */
   d.compute = out->dtype == HL_F64 ? HL_COMPUTE_F64 : HL_COMPUTE_F32;
   d.alpha = 1.0f;
   d.beta = beta;

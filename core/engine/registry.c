@@ -131,7 +131,7 @@ const char *hl_policy_name(hl_autocast_policy p) {
 static void mask_text(uint32_t mask, char *buf, size_t len) {
   size_t k = 0;
   buf[0] = '\0';
-  for (int t = 0; t < HL_DTYPES; t++)
+  for (int t = 0; t < HL_TENSOR_DTYPES; t++)
     if (mask & HL_DT(t)) k += (size_t)snprintf(buf + k, len - k, k ? " %s" : "%s", hl_dtype_name((hl_dtype)t));
   if (!k) snprintf(buf, len, "-");
 }
@@ -153,7 +153,7 @@ bool hl_op_supported(const hl_op_desc *op, hl_device_kind device, hl_dtype t, ch
     snprintf(why, len, "op %s: no %s kernel for this op yet", op->name, dev);
     return false;
   }
-  if (t != HL_DTYPES && !(mask & HL_DT(t))) {
+  if (t != HL_DTYPE_NONE && !(mask & HL_DT(t))) {
     char list[64];
     mask_text(mask, list, sizeof list);
     snprintf(why, len, "%s: dtype %s is not supported on %s (supported: %s)", op->name, hl_dtype_name(t),

@@ -125,7 +125,7 @@ const char *hl_policy_name(hl_autocast_policy p);
 
 /* Can `op` run in dtype t on device? If not, why (one line). Checks the
  * table and that the backend has a tensor-kernel table at all. t ==
- * HL_DTYPES checks only the backend (ops without float inputs). */
+ * HL_DTYPE_NONE checks only the backend (ops without float inputs). */
 bool hl_op_supported(const hl_op_desc *op, hl_device_kind device, hl_dtype t, char *why, size_t len);
 
 /* docs/ops.md, byte for byte. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine/autograd.h"
+#include "formats/fatal.h"
 #include "core/base/device.h"
 #include "core/base/mem.h"
 #include "core/engine/node.h"
@@ -145,7 +146,7 @@ static void storage_release(hl_storage *s) {
 hl_tensor *hl_tensor_new(const char *what, int ndim, const int64_t *shape, hl_dtype dtype, hl_device_kind device) {
   if (ndim < 0 || ndim > HL_MAX_DIMS)
     return hl_fail("%s: %d dims; tensors have 0 to %d", what, ndim, HL_MAX_DIMS);
-  if ((unsigned)dtype >= HL_DTYPES) return hl_fail("%s: unknown dtype %d", what, (int)dtype);
+  if ((unsigned)dtype >= HL_TENSOR_DTYPES) return hl_fail("%s: unknown dtype %d", what, (int)dtype);
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0) return hl_fail("%s: negative size %lld in %s", what, (long long)shape[i], shape_text(ndim, shape, ""));
@@ -239,8 +240,7 @@ static _Thread_local int pool_depth_, pool_cap_;
 void hl_pool_push(void) {
   if (pool_depth_ == pool_cap_) {
     int cap = pool_cap_ ? pool_cap_ * 2 : 8;
-    pool *p = realloc(pools_, sizeof *p * (size_t)cap);
-    if (!p) abort(); /* a few bytes of bookkeeping: nothing sensible to do without them */
+    pool *p = HL_CHECK_ALLOC(realloc(pools_, sizeof *p * (size_t)cap), sizeof *p * (size_t)cap, "hl_pool_push's pool stack");
     pools_ = p;
     for (int i = pool_cap_; i < cap; i++) pools_[i] = (pool){0};
     pool_cap_ = cap;
@@ -266,8 +266,8 @@ hl_tensor *hl_tmp(hl_tensor *t) {
   pool *p = &pools_[pool_depth_ - 1];
   if (p->n == p->cap) {
     int cap = p->cap ? p->cap * 2 : 32;
-    hl_tensor **items = realloc(p->items, sizeof *items * (size_t)cap);
-    if (!items) abort();
+    hl_tensor **items =
+        HL_CHECK_ALLOC(realloc(p->items, sizeof *items * (size_t)cap), sizeof *items * (size_t)cap, "hl_tmp's pool");
     p->items = items;
     p->cap = cap;
   }

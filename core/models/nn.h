@@ -2,7 +2,7 @@
  * training runs (halflab-train) and the footprint benchmark (halflab-bench
  * footprint) share.
  *
- *   hl_gpt *m = hl_gpt_new(&HL_GPT2_124M, HL_POLICY_FP32, HL_DEVICE_CPU, seed);
+ *   hl_gpt *m = hl_gpt_new(&HL_GPT2_124M, HL_WEIGHTS_FP32, HL_DEVICE_CPU, seed);
  *   for (int i = 0; i < m->params.n; i++)              // optimizers, checkpoints, listings
  *     printf("%s %s\n", m->params.items[i].name, hl_desc(m->params.items[i].tensor));
  *   HL_AUTOCAST(HL_DEVICE_CPU, HL_BF16, true) {
@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "core/engine/tensor.h"
+#include "core/training/optim.h" /* hl_optim_moments: the accounting's optimizer state */
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,7 +61,7 @@ typedef enum {
   HL_ROLES
 } hl_param_role;
 
-typedef enum { HL_POLICY_FP32 = 0, HL_POLICY_FP16, HL_POLICY_BF16, HL_POLICY_INT8, HL_POLICIES } hl_weight_policy;
+typedef enum { HL_WEIGHTS_FP32 = 0, HL_WEIGHTS_FP16, HL_WEIGHTS_BF16, HL_WEIGHTS_INT8, HL_WEIGHT_POLICIES } hl_weight_policy;
 
 const char *hl_weight_policy_name(hl_weight_policy policy); /* "fp32", "fp16", "bf16", "int8" */
 /* false when s names no policy */
@@ -262,7 +263,7 @@ typedef enum { HL_LOSS_SCALE_NONE, HL_LOSS_SCALE_DYNAMIC, HL_LOSS_SCALE_FIXED } 
 typedef struct {
   const char *name;         /* "fp32", "amp-fp16", ... */
   hl_weight_policy weights; /* the model's parameters (and gradients) */
-  hl_dtype autocast;        /* lower dtype of the forward's autocast region; HL_DTYPES: none */
+  hl_dtype autocast;        /* lower dtype of the forward's autocast region; HL_DTYPE_NONE: none */
   bool master;              /* fp32 master weights and fp32 master gradients beside the model's */
   hl_loss_scaling scaling;
   const char *what;
@@ -274,11 +275,8 @@ const hl_train_setup *hl_train_setup_find(const char *name);
 extern const hl_train_setup hl_train_setups[];
 extern const int hl_train_setup_count;
 
-typedef enum { HL_OPT_SGD = 0, HL_OPT_SGD_MOMENTUM, HL_OPT_ADAMW, HL_OPTIMIZERS } hl_optimizer_kind;
-const char *hl_optimizer_name(hl_optimizer_kind k); /* "sgd", "sgd-momentum", "adamw" */
-int hl_optimizer_moments(hl_optimizer_kind k);       /* state tensors per parameter: 0, 1, 2 */
-
-/* The bytes of one training step's state. Activations are what the
+/* The bytes of one training step's state, for an optimizer that keeps
+ * `moments` state tensors per parameter (hl_optim_moments). Activations are what the
  * forward and the loss leave saved for backward (B x T tokens); the peak
  * adds what backward holds at its fullest moment on top. */
 typedef struct {
@@ -294,15 +292,15 @@ typedef struct {
                             (moments; masters and master gradients) and backward_peak */
 } hl_train_bytes;
 
-hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *s, hl_optimizer_kind opt,
+hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *s, int moments,
                                   int64_t batch, int64_t T);
-hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *s, hl_optimizer_kind opt,
+hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *s, int moments,
                                   int64_t batch);
 /* Activations alone (the field above), for a step at batch x T. */
 uint64_t hl_gpt_activation_bytes(const hl_gpt_config *c, const hl_train_setup *s, int64_t batch, int64_t T);
 /* The largest batch (of T tokens each) whose estimated peak fits in
  * `memory` bytes; 0 when not even one sequence fits. */
-int64_t hl_gpt_max_batch(const hl_gpt_config *c, const hl_train_setup *s, hl_optimizer_kind opt, int64_t T,
+int64_t hl_gpt_max_batch(const hl_gpt_config *c, const hl_train_setup *s, int moments, int64_t T,
                          uint64_t memory);
 
 #ifdef __cplusplus

@@ -19,13 +19,6 @@
 
 static uint64_t sz(hl_dtype t) { return hl_dtype_size(t); }
 
-/* ordinary type promotion of two float dtypes */
-static hl_dtype promote(hl_dtype a, hl_dtype b) {
-  if (a == b) return a;
-  if (a == HL_F64 || b == HL_F64) return HL_F64;
-  return HL_F32; /* f32 with anything narrower, and f16 with bf16 */
-}
-
 /* ---------------------------------------------------------- parameters -- */
 
 /* Element counts of a GPT by role: weights also count their output rows
@@ -62,7 +55,7 @@ static uint64_t counts_bytes(role_counts n, hl_weight_policy p) {
                (uint64_t)n.weight * sz(hl_weight_policy_dtype(p, HL_ROLE_WEIGHT)) +
                (uint64_t)n.bias * sz(hl_weight_policy_dtype(p, HL_ROLE_BIAS)) +
                (uint64_t)n.norm * sz(hl_weight_policy_dtype(p, HL_ROLE_NORM));
-  if (p == HL_POLICY_INT8) b += (uint64_t)n.weight_rows * sizeof(float); /* the row scales */
+  if (p == HL_WEIGHTS_INT8) b += (uint64_t)n.weight_rows * sizeof(float); /* the row scales */
   return b;
 }
 
@@ -72,16 +65,16 @@ uint64_t hl_mlp_param_bytes(const hl_mlp_config *c, hl_weight_policy p) { return
 /* ------------------------------------------------------- training modes -- */
 
 const hl_train_setup hl_train_setups[] = {
-    {"fp32", HL_POLICY_FP32, HL_DTYPES, false, HL_LOSS_SCALE_NONE, "fp32 weights, no autocast"},
-    {"amp-fp16", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_DYNAMIC,
+    {"fp32", HL_WEIGHTS_FP32, HL_DTYPE_NONE, false, HL_LOSS_SCALE_NONE, "fp32 weights, no autocast"},
+    {"amp-fp16", HL_WEIGHTS_FP32, HL_F16, false, HL_LOSS_SCALE_DYNAMIC,
      "fp32 weights, fp16 autocast, dynamic loss scaling"},
-    {"amp-bf16", HL_POLICY_FP32, HL_BF16, false, HL_LOSS_SCALE_NONE, "fp32 weights, bf16 autocast, no scaler"},
-    {"fp16-noscale", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_NONE, "fp32 weights, fp16 autocast, no scaler"},
-    {"fp16-static", HL_POLICY_FP32, HL_F16, false, HL_LOSS_SCALE_FIXED,
+    {"amp-bf16", HL_WEIGHTS_FP32, HL_BF16, false, HL_LOSS_SCALE_NONE, "fp32 weights, bf16 autocast, no scaler"},
+    {"fp16-noscale", HL_WEIGHTS_FP32, HL_F16, false, HL_LOSS_SCALE_NONE, "fp32 weights, fp16 autocast, no scaler"},
+    {"fp16-static", HL_WEIGHTS_FP32, HL_F16, false, HL_LOSS_SCALE_FIXED,
      "fp32 weights, fp16 autocast, fixed loss scale"},
-    {"fp16-master", HL_POLICY_FP16, HL_F16, true, HL_LOSS_SCALE_DYNAMIC,
+    {"fp16-master", HL_WEIGHTS_FP16, HL_F16, true, HL_LOSS_SCALE_DYNAMIC,
      "fp16 model under fp16 autocast, fp32 master weights and gradients"},
-    {"fp16-pure", HL_POLICY_FP16, HL_DTYPES, false, HL_LOSS_SCALE_NONE,
+    {"fp16-pure", HL_WEIGHTS_FP16, HL_DTYPE_NONE, false, HL_LOSS_SCALE_NONE,
      "fp16 weights, gradients and moments, no autocast, no scaler"},
 };
 const int hl_train_setup_count = sizeof hl_train_setups / sizeof hl_train_setups[0];
@@ -91,13 +84,6 @@ const hl_train_setup *hl_train_setup_find(const char *name) {
     if (!strcmp(hl_train_setups[i].name, name)) return &hl_train_setups[i];
   return NULL;
 }
-
-const char *hl_optimizer_name(hl_optimizer_kind k) {
-  static const char *names[HL_OPTIMIZERS] = {"sgd", "sgd-momentum", "adamw"};
-  return (unsigned)k < HL_OPTIMIZERS ? names[k] : "?";
-}
-
-int hl_optimizer_moments(hl_optimizer_kind k) { return k == HL_OPT_ADAMW ? 2 : k == HL_OPT_SGD_MOMENTUM ? 1 : 0; }
 
 /* ---------------------------------------------------- per-step dtypes -- */
 
@@ -111,10 +97,10 @@ typedef struct {
 
 static step_dtypes dtypes_of(const hl_train_setup *s) {
   step_dtypes d;
-  d.ac = s->autocast != HL_DTYPES;
+  d.ac = s->autocast != HL_DTYPE_NONE;
   d.w = hl_weight_policy_dtype(s->weights, HL_ROLE_WEIGHT);
   d.lin = d.ac ? s->autocast : d.w;
-  d.res = promote(d.w, d.lin);
+  d.res = hl_promote(d.w, d.lin);
   d.ce = d.ac ? HL_F32 : d.lin;
   return d;
 }
@@ -220,7 +206,7 @@ static uint64_t gpt_backward_peak(const hl_gpt_config *c, const step_dtypes *d, 
 static uint64_t persistent_bytes(const hl_train_bytes *r) { return r->weights + 2 * r->master + r->moments; }
 
 /* The parts every model shares: weights, master, gradients, moments. */
-static void state_bytes(hl_train_bytes *r, role_counts n, int64_t P, const hl_train_setup *s, hl_optimizer_kind opt) {
+static void state_bytes(hl_train_bytes *r, role_counts n, int64_t P, const hl_train_setup *s, int moments) {
   r->weights = counts_bytes(n, s->weights);
   r->master = s->master ? (uint64_t)P * 4 : 0;
   /* gradients have their parameter's dtype; with a master copy the fp16
@@ -228,16 +214,16 @@ static void state_bytes(hl_train_bytes *r, role_counts n, int64_t P, const hl_tr
   r->gradients = r->weights + r->master;
   /* the moments follow the master (fp32) when there is one, else the
    * parameter's dtype (as PyTorch's zeros_like(param) state does) */
-  r->moments = (uint64_t)hl_optimizer_moments(opt) * (s->master ? r->master : r->weights);
+  r->moments = (uint64_t)moments * (s->master ? r->master : r->weights);
 }
 
-hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *s, hl_optimizer_kind opt,
+hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *s, int moments,
                                   int64_t batch, int64_t T) {
   hl_train_bytes r;
   memset(&r, 0, sizeof r);
   const role_counts n = gpt_counts(c);
   const int64_t P = hl_gpt_param_count(c), C = c->n_embd, V = c->vocab_size;
-  state_bytes(&r, n, P, s, opt);
+  state_bytes(&r, n, P, s, moments);
   const step_dtypes d = dtypes_of(s);
   /* autocast converts every fp32 weight a product uses once per forward;
    * the linear nodes keep the weights' casts (projections, and the token
@@ -252,12 +238,12 @@ hl_train_bytes hl_gpt_train_bytes(const hl_gpt_config *c, const hl_train_setup *
   return r;
 }
 
-hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *s, hl_optimizer_kind opt,
+hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *s, int moments,
                                   int64_t batch) {
   hl_train_bytes r;
   memset(&r, 0, sizeof r);
   const role_counts n = mlp_counts(c);
-  state_bytes(&r, n, hl_mlp_param_count(c), s, opt);
+  state_bytes(&r, n, hl_mlp_param_count(c), s, moments);
   const step_dtypes d = dtypes_of(s);
   const bool casting = d.ac && d.w != d.lin, gelu = c->act == HL_ACT_GELU;
   const uint64_t N = (uint64_t)batch, lin = sz(d.lin), wsz = sz(d.w);
@@ -305,14 +291,14 @@ hl_train_bytes hl_mlp_train_bytes(const hl_mlp_config *c, const hl_train_setup *
   return r;
 }
 
-int64_t hl_gpt_max_batch(const hl_gpt_config *c, const hl_train_setup *s, hl_optimizer_kind opt, int64_t T,
+int64_t hl_gpt_max_batch(const hl_gpt_config *c, const hl_train_setup *s, int moments, int64_t T,
                          uint64_t memory) {
-  if (hl_gpt_train_bytes(c, s, opt, 1, T).peak > memory) return 0;
+  if (hl_gpt_train_bytes(c, s, moments, 1, T).peak > memory) return 0;
   int64_t lo = 1, hi = 2;
-  while (hi < ((int64_t)1 << 40) && hl_gpt_train_bytes(c, s, opt, hi, T).peak <= memory) lo = hi, hi *= 2;
+  while (hi < ((int64_t)1 << 40) && hl_gpt_train_bytes(c, s, moments, hi, T).peak <= memory) lo = hi, hi *= 2;
   while (hi - lo > 1) { /* peak(lo) fits, peak(hi) does not */
     int64_t mid = lo + (hi - lo) / 2;
-    if (hl_gpt_train_bytes(c, s, opt, mid, T).peak <= memory) lo = mid;
+    if (hl_gpt_train_bytes(c, s, moments, mid, T).peak <= memory) lo = mid;
     else hi = mid;
   }
   return lo;

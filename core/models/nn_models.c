@@ -78,7 +78,7 @@ static bool add_linear(hl_param_list *l, const char *prefix, int64_t in, int64_t
 }
 
 static bool policy_ok(const char *what, hl_weight_policy policy, hl_device_kind device) {
-  if ((unsigned)policy >= HL_POLICIES) return hl_fail_bool("%s: unknown weight policy %d", what, (int)policy);
+  if ((unsigned)policy >= HL_WEIGHT_POLICIES) return hl_fail_bool("%s: unknown weight policy %d", what, (int)policy);
   if ((unsigned)device >= HL_DEVICE_KINDS) return hl_fail_bool("%s: unknown device %d", what, (int)device);
   return true;
 }
@@ -351,7 +351,7 @@ hl_tensor *hl_gpt_forward(hl_gpt *m, hl_tensor *idx) {
   if (idx->ndim != 2 || idx->dtype != HL_I32 || idx->shape[0] <= 0 || idx->shape[1] <= 0 ||
       idx->shape[1] > c->block_size)
     return hl_fail("gpt: tokens %s must be i32 [B, T] with 0 < T <= block size %d", hl_desc(idx), c->block_size);
-  if (m->params.policy == HL_POLICY_INT8 && !hl_autocast_enabled(m->params.device))
+  if (m->params.policy == HL_WEIGHTS_INT8 && !hl_autocast_enabled(m->params.device))
     return hl_fail("gpt: an int8 model (storage for inference) runs inside an enabled autocast region");
   const int64_t T = idx->shape[1];
   int32_t *pos_host = malloc(sizeof(int32_t) * (size_t)T);

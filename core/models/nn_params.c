@@ -21,12 +21,12 @@
 /* ------------------------------------------------------------ policies -- */
 
 const char *hl_weight_policy_name(hl_weight_policy p) {
-  static const char *names[HL_POLICIES] = {"fp32", "fp16", "bf16", "int8"};
-  return (unsigned)p < HL_POLICIES ? names[p] : "?";
+  static const char *names[HL_WEIGHT_POLICIES] = {"fp32", "fp16", "bf16", "int8"};
+  return (unsigned)p < HL_WEIGHT_POLICIES ? names[p] : "?";
 }
 
 bool hl_weight_policy_parse(const char *s, hl_weight_policy *out) {
-  for (int p = 0; s && p < HL_POLICIES; p++)
+  for (int p = 0; s && p < HL_WEIGHT_POLICIES; p++)
     if (!strcmp(s, hl_weight_policy_name((hl_weight_policy)p))) {
       *out = (hl_weight_policy)p;
       return true;
@@ -36,16 +36,16 @@ bool hl_weight_policy_parse(const char *s, hl_weight_policy *out) {
 
 hl_dtype hl_weight_policy_dtype(hl_weight_policy policy, hl_param_role role) {
   switch (policy) {
-    case HL_POLICY_FP32: return HL_F32;
-    case HL_POLICY_FP16: return HL_F16;
-    case HL_POLICY_BF16: return HL_BF16;
-    case HL_POLICY_INT8:
+    case HL_WEIGHTS_FP32: return HL_F32;
+    case HL_WEIGHTS_FP16: return HL_F16;
+    case HL_WEIGHTS_BF16: return HL_BF16;
+    case HL_WEIGHTS_INT8:
       switch (role) {
         case HL_ROLE_WEIGHT: return HL_I8;
         case HL_ROLE_NORM: return HL_F32;
         default: return HL_F16; /* embeddings and biases */
       }
-    default: return HL_DTYPES;
+    default: return HL_DTYPE_NONE;
   }
 }
 
@@ -101,7 +101,7 @@ bool hl_params_add(hl_param_list *l, const char *name, hl_shape shape, hl_param_
     return hl_has_error() ? false : hl_fail_bool("parameters: out of host memory for %s", name);
   }
   hl_tensor_set_name(p.tensor, name);
-  if (l->policy != HL_POLICY_INT8) hl_set_requires_grad(p.tensor, true); /* int8: inference storage */
+  if (l->policy != HL_WEIGHTS_INT8) hl_set_requires_grad(p.tensor, true); /* int8: inference storage */
   l->items[l->n++] = p;
   return true;
 }
@@ -238,18 +238,6 @@ bool hl_params_init(hl_param_list *l, uint64_t seed) {
 
 static const char magic[8] = {'H', 'L', 'W', 'T', 'S', '0', '0', '1'};
 
-typedef struct {
-  FILE *f;
-  uint32_t crc;
-  bool ok;
-} writer;
-
-static void put(writer *w, const void *data, size_t n) {
-  if (!w->ok) return;
-  w->crc = hl_crc32_update(w->crc, data, n);
-  if (fwrite(data, 1, n, w->f) != n) w->ok = false;
-}
-
 /* A parameter's values as f32 (int8: dequantised). */
 static float *param_values(const hl_param *p) {
   const int64_t n = hl_numel(p->tensor);
@@ -274,27 +262,26 @@ static float *param_values(const hl_param *p) {
 bool hl_params_save(const hl_param_list *l, const char *path) {
   hl_atomic_file a;
   if (!hl_atomic_open(&a, path)) return hl_fail_bool("save: cannot create %s: %s", a.tmp, strerror(errno));
-  writer w = {a.f, 0, true};
-  put(&w, magic, sizeof magic);
+  hl_crc_writer w = hl_crc_writer_on(a.f);
+  hl_crc_put(&w, magic, sizeof magic);
   uint32_t count = (uint32_t)l->n;
-  put(&w, &count, 4);
+  hl_crc_put(&w, &count, 4);
   for (int i = 0; i < l->n && w.ok; i++) {
     const hl_param *p = &l->items[i];
     uint32_t name_len = (uint32_t)strlen(p->name), ndim = (uint32_t)p->tensor->ndim;
-    put(&w, &name_len, 4);
-    put(&w, p->name, name_len);
-    put(&w, &ndim, 4);
-    put(&w, p->tensor->shape, sizeof(int64_t) * ndim);
+    hl_crc_put(&w, &name_len, 4);
+    hl_crc_put(&w, p->name, name_len);
+    hl_crc_put(&w, &ndim, 4);
+    hl_crc_put(&w, p->tensor->shape, sizeof(int64_t) * ndim);
     float *v = param_values(p);
     if (!v) { /* the reason is in hl_error() */
       hl_atomic_discard(&a);
       return false;
     }
-    put(&w, v, sizeof(float) * (size_t)hl_numel(p->tensor));
+    hl_crc_put(&w, v, sizeof(float) * (size_t)hl_numel(p->tensor));
     free(v);
   }
-  uint32_t crc = w.crc;
-  put(&w, &crc, 4);
+  hl_crc_put_trailer(&w);
   if (!hl_atomic_commit(&a))
     return hl_fail_bool("save: %s of %s failed: %s", a.call, a.call[0] == 'r' ? path : a.tmp, strerror(errno));
   return true;

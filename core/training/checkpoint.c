@@ -310,7 +310,7 @@ static bool read_record(const unsigned char **p, const unsigned char *end, recor
       return true;
     case REC_TENSOR: {
       bool ok = take(p, end, &r->dtype, 4) && take(p, end, &r->ndim, 4) && r->ndim <= HL_MAX_DIMS &&
-                r->dtype < HL_DTYPES;
+                r->dtype < HL_TENSOR_DTYPES;
       uint64_t numel = 1;
       for (uint32_t d = 0; ok && d < r->ndim; d++) {
         ok = take(p, end, &r->dims[d], 8) && r->dims[d] >= 0 && (r->dims[d] == 0 || numel <= UINT64_MAX / (uint64_t)r->dims[d]);

@@ -210,7 +210,11 @@ void hl_optim_free(hl_optim *o) {
 
 /* ------------------------------------------------------------- access -- */
 
-const char *hl_optim_name(const hl_optim *o) { return o->kind == HL_OPTIM_SGD ? "sgd" : "adamw"; }
+const char *hl_optim_kind_name(hl_optim_kind k) { return k == HL_OPTIM_SGD ? "sgd" : "adamw"; }
+
+int hl_optim_moments(hl_optim_kind k, bool momentum) { return k == HL_OPTIM_ADAMW ? 2 : momentum ? 1 : 0; }
+
+const char *hl_optim_name(const hl_optim *o) { return hl_optim_kind_name(o->kind); }
 int hl_optim_size(const hl_optim *o) { return o ? o->n : 0; }
 hl_tensor *hl_optim_param(const hl_optim *o, int i) { return o && i >= 0 && i < o->n ? o->params[i] : NULL; }
 hl_tensor *hl_optim_master(const hl_optim *o, int i) { return o && i >= 0 && i < o->n ? o->master[i] : NULL; }

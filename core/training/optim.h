@@ -47,6 +47,11 @@ typedef struct hl_optim hl_optim;
 
 typedef enum { HL_OPTIM_SGD = 0, HL_OPTIM_ADAMW = 1 } hl_optim_kind;
 
+const char *hl_optim_kind_name(hl_optim_kind k); /* "sgd", "adamw" */
+/* State tensors the optimizer keeps per parameter: SGD 0 (1 with
+ * momentum), AdamW 2 (its two moments); for memory accounting. */
+int hl_optim_moments(hl_optim_kind k, bool momentum);
+
 /* torch.optim.SGD's arguments; defaults: lr 1e-3, the rest 0 / false. */
 typedef struct {
   double lr;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "formats/fatal.h"
+
 #ifndef HL_BLAS_LIBRARY
 #define HL_BLAS_LIBRARY "libopenblas.so.0"
 #endif
@@ -45,10 +47,7 @@ const char *hl_blas_kernels_isa(const char *kernels) {
 
 static void *need(void *lib, const char *symbol) {
   void *p = dlsym(lib, symbol);
-  if (!p) {
-    fprintf(stderr, "%s:%d: the BLAS %s has no %s: %s\n", __FILE__, __LINE__, info_.library, symbol, dlerror());
-    exit(1);
-  }
+  if (!p) hl_fatal("the BLAS %s has no %s: %s", info_.library, symbol, dlerror());
   return p;
 }
 
@@ -106,10 +105,7 @@ static void load(void) {
   }
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (set_here) unsetenv("OPENBLAS_CORETYPE"); /* leave the user's environment as it was */
-  if (!lib) {
-    fprintf(stderr, "%s:%d: cannot load the BLAS %s: %s\n", __FILE__, __LINE__, path, dlerror());
-    exit(1);
-  }
+  if (!lib) hl_fatal("cannot load the BLAS %s: %s", path, dlerror());
   api_.sgemm = (__typeof__(api_.sgemm))need(lib, "cblas_sgemm");
   api_.dgemm = (__typeof__(api_.dgemm))need(lib, "cblas_dgemm");
   describe_kernels(lib, f, asked);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/fatal.h"
 #include "formats/half.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -41,13 +42,13 @@ static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
     no = "tf32 is a tensor-core mode; this CPU backend has no tf32 arithmetic";
   else if (d->compute == HL_COMPUTE_F16)
     no = "fp16 accumulation is a GPU mode; the CPU backend accumulates half inputs in fp32";
-  else if (d->a_type == HL_GEMM_E4M3 || d->b_type == HL_GEMM_E4M3 || d->c_type == HL_GEMM_E4M3)
+  else if (d->a_type == HL_E4M3 || d->b_type == HL_E4M3 || d->c_type == HL_E4M3)
     no = "fp8 GEMM needs tensor cores of sm_89 or newer";
   else if (d->compute == HL_COMPUTE_F64 &&
-           (d->a_type != HL_GEMM_F64 || d->b_type != HL_GEMM_F64 || d->c_type != HL_GEMM_F64))
+           (d->a_type != HL_F64 || d->b_type != HL_F64 || d->c_type != HL_F64))
     no = "fp64 compute needs fp64 operands";
   else if (d->compute != HL_COMPUTE_F64 &&
-           (d->a_type == HL_GEMM_F64 || d->b_type == HL_GEMM_F64 || d->c_type == HL_GEMM_F64))
+           (d->a_type == HL_F64 || d->b_type == HL_F64 || d->c_type == HL_F64))
     no = "fp64 operands need fp64 compute";
   if (no && why && len) {
     strncpy(why, no, len - 1);
@@ -77,28 +78,23 @@ static float *ws_get(int slot, size_t elems) {
     pthread_once(&ws_once_, ws_make_key);
     pthread_setspecific(ws_key_, &ws_); /* frees the copies when this thread exits */
     free(ws_.p[slot]);
-    ws_.p[slot] = malloc(sizeof(float) * elems);
-    ws_.cap[slot] = ws_.p[slot] ? elems : 0;
-    if (!ws_.p[slot]) {
-      fprintf(stderr, "halflab: out of host memory for a GEMM's fp32 working copies (%zu MiB) (%s:%d)\n",
-              sizeof(float) * elems >> 20, __FILE__, __LINE__);
-      exit(1);
-    }
+    ws_.p[slot] = HL_CHECK_ALLOC(malloc(sizeof(float) * elems), sizeof(float) * elems, "a GEMM's fp32 working copies");
+    ws_.cap[slot] = elems;
   }
   return ws_.p[slot];
 }
 
 /* rows x cols (row stride ld) of a stored half operand -> packed fp32 */
-static void widen(const uint16_t *src, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld, float *dst) {
+static void widen(const uint16_t *src, hl_dtype t, int64_t rows, int64_t cols, int64_t ld, float *dst) {
   for (int64_t r = 0; r < rows; r++) {
-    if (t == HL_GEMM_F16) hl_cpu_widen_f16(src + r * ld, dst + r * cols, (size_t)cols);
+    if (t == HL_F16) hl_cpu_widen_f16(src + r * ld, dst + r * cols, (size_t)cols);
     else hl_cpu_widen_bf16(src + r * ld, dst + r * cols, (size_t)cols);
   }
 }
 
-static void narrow(const float *src, hl_gemm_type t, int64_t rows, int64_t cols, int64_t ld, uint16_t *dst) {
+static void narrow(const float *src, hl_dtype t, int64_t rows, int64_t cols, int64_t ld, uint16_t *dst) {
   for (int64_t r = 0; r < rows; r++) {
-    if (t == HL_GEMM_F16) hl_cpu_narrow_f16(src + r * cols, dst + r * ld, (size_t)cols);
+    if (t == HL_F16) hl_cpu_narrow_f16(src + r * cols, dst + r * ld, (size_t)cols);
     else hl_cpu_narrow_bf16(src + r * cols, dst + r * ld, (size_t)cols);
   }
 }
@@ -112,19 +108,19 @@ static void scale_only(const hl_gemm_desc *d, int64_t batch) {
       for (int64_t col = 0; col < d->n; col++) {
         const int64_t at = i * d->stride_c + r * d->ldc + col;
         switch (d->c_type) {
-          case HL_GEMM_F64: {
+          case HL_F64: {
             double *c = (double *)d->c + at;
             *c = d->beta == 0.0f ? 0.0 : (double)d->beta * *c;
             break;
           }
-          case HL_GEMM_F32: {
+          case HL_F32: {
             float *c = (float *)d->c + at;
             *c = d->beta == 0.0f ? 0.0f : d->beta * *c;
             break;
           }
           default: {
             uint16_t *c = (uint16_t *)d->c + at;
-            const bool f16 = d->c_type == HL_GEMM_F16;
+            const bool f16 = d->c_type == HL_F16;
             const float v = d->beta == 0.0f ? 0.0f : d->beta * (f16 ? hl_f16_to_f32(*c) : hl_bf16_to_f32(*c));
             *c = f16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
             break;
@@ -156,20 +152,20 @@ static void cpu_gemm(const hl_gemm_desc *d) {
     const float *b = (const float *)d->b + i * d->stride_b;
     float *c = (float *)d->c + i * d->stride_c;
     int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
-    if (d->a_type != HL_GEMM_F32) {
+    if (d->a_type != HL_F32) {
       float *wa = ws_get(0, (size_t)(a_rows * a_cols));
       widen((const uint16_t *)d->a + i * d->stride_a, d->a_type, a_rows, a_cols, d->lda, wa);
       a = wa;
       lda = (int)(a_cols > 0 ? a_cols : 1);
     }
-    if (d->b_type != HL_GEMM_F32) {
+    if (d->b_type != HL_F32) {
       float *wb = ws_get(1, (size_t)(b_rows * b_cols));
       widen((const uint16_t *)d->b + i * d->stride_b, d->b_type, b_rows, b_cols, d->ldb, wb);
       b = wb;
       ldb = (int)(b_cols > 0 ? b_cols : 1);
     }
     uint16_t *c_half = NULL;
-    if (d->c_type != HL_GEMM_F32) {
+    if (d->c_type != HL_F32) {
       c_half = (uint16_t *)d->c + i * d->stride_c;
       c = ws_get(2, (size_t)(d->m * d->n));
       /* beta == 0: sgemm does not read C, so neither do we */

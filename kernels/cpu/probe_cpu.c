@@ -22,12 +22,12 @@ static void cpu_sum(float value, uint64_t count, const uint64_t *sample_at, int 
     hl_sum_run((hl_sum_strategy)s, value, count, sample_at, nsamples, &out[s], trajectory + (size_t)s * (size_t)nsamples);
 }
 
-static void cpu_arith(hl_arith_op op, hl_arith_mode mode, hl_format fmt, const float *a, const float *b, uint32_t *out,
+static void cpu_arith(hl_arith_op op, hl_arith_mode mode, hl_dtype fmt, const float *a, const float *b, uint32_t *out,
                       size_t n) {
   for (size_t i = 0; i < n; i++) out[i] = hl_probe_arith(op, mode, fmt, a[i], b[i]);
 }
 
-static void cpu_convert(hl_format fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n) {
+static void cpu_convert(hl_dtype fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n) {
   for (size_t i = 0; i < n; i++) out[i] = hl_probe_encode(fmt, x[i], ov == HL_OVERFLOW_SATURATE);
 }
 
@@ -37,7 +37,7 @@ static void cpu_update(const hl_update_params *p, uint32_t final_bits[HL_UPDATE_
     final_bits[s] = hl_update_run((hl_update_strategy)s, p, trajectory + (size_t)s * samples);
 }
 
-static void cpu_harmonic(hl_format fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
+static void cpu_harmonic(hl_dtype fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
   hl_harmonic_run(fmt, max_terms, out);
 }
 

@@ -192,19 +192,19 @@ SIMD_DOT(bf16, uint16_t, LOAD8_BF16, LOAD1_BF16)
 
 /* --------------------------------------------------------- drivers -- */
 
-static void cpu_init(hl_stream_type t, void *a, void *b, void *c, size_t n, float va, float vb, float vc) {
+static void cpu_init(hl_dtype t, void *a, void *b, void *c, size_t n, float va, float vb, float vc) {
   float v[3] = {va, vb, vc};
   uint32_t word[3];
   for (int j = 0; j < 3; j++) {
-    if (t == HL_STREAM_F32) memcpy(&word[j], &v[j], 4);
-    else word[j] = t == HL_STREAM_F16 ? hl_f32_to_f16(v[j]) : hl_f32_to_bf16(v[j]);
+    if (t == HL_F32) memcpy(&word[j], &v[j], 4);
+    else word[j] = t == HL_F16 ? hl_f32_to_f16(v[j]) : hl_f32_to_bf16(v[j]);
   }
   void *arr[3] = {a, b, c};
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < chunks_of(n); k++) {
     const size_t hi = chunk_end(k, n);
     for (int j = 0; j < 3; j++) {
-      if (t == HL_STREAM_F32)
+      if (t == HL_F32)
         for (size_t i = k * CHUNK; i < hi; i++) ((uint32_t *)arr[j])[i] = word[j];
       else
         for (size_t i = k * CHUNK; i < hi; i++) ((uint16_t *)arr[j])[i] = (uint16_t)word[j];
@@ -216,8 +216,8 @@ static void cpu_init(hl_stream_type t, void *a, void *b, void *c, size_t n, floa
  * chunks a static schedule gives it (the pages it first touched) with one
  * memcpy, so glibc chooses its own large-copy path (streaming stores past
  * its threshold): the kernel then runs at the reference copy's rate. */
-static void cpu_copy(hl_stream_type t, const void *a, void *c, size_t n) {
-  const size_t es = hl_stream_type_size(t), chunks = chunks_of(n);
+static void cpu_copy(hl_dtype t, const void *a, void *c, size_t n) {
+  const size_t es = hl_dtype_size(t), chunks = chunks_of(n);
 #pragma omp parallel
   {
     /* libgomp's split of `chunks` iterations under schedule(static) */
@@ -231,53 +231,53 @@ static void cpu_copy(hl_stream_type t, const void *a, void *c, size_t n) {
   }
 }
 
-static void cpu_scale(hl_stream_type t, void *b, const void *c, float s, size_t n) {
-  const int simd = hl_simd_available(), nt = use_streaming(n, hl_stream_type_size(t), 2, b);
+static void cpu_scale(hl_dtype t, void *b, const void *c, float s, size_t n) {
+  const int simd = hl_simd_available(), nt = use_streaming(n, hl_dtype_size(t), 2, b);
   (void)simd, (void)nt;
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < chunks_of(n); k++) {
     const size_t lo = k * CHUNK, hi = chunk_end(k, n);
-    if (t == HL_STREAM_F32) RUN(scale, f32, b, c, s, lo, hi);
-    else if (t == HL_STREAM_F16) RUN(scale, f16, b, c, s, lo, hi);
+    if (t == HL_F32) RUN(scale, f32, b, c, s, lo, hi);
+    else if (t == HL_F16) RUN(scale, f16, b, c, s, lo, hi);
     else RUN(scale, bf16, b, c, s, lo, hi);
   }
 }
 
-static void cpu_add(hl_stream_type t, const void *a, const void *b, void *c, size_t n) {
-  const int simd = hl_simd_available(), nt = use_streaming(n, hl_stream_type_size(t), 3, c);
+static void cpu_add(hl_dtype t, const void *a, const void *b, void *c, size_t n) {
+  const int simd = hl_simd_available(), nt = use_streaming(n, hl_dtype_size(t), 3, c);
   (void)simd, (void)nt;
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < chunks_of(n); k++) {
     const size_t lo = k * CHUNK, hi = chunk_end(k, n);
-    if (t == HL_STREAM_F32) RUN(add, f32, a, b, c, lo, hi);
-    else if (t == HL_STREAM_F16) RUN(add, f16, a, b, c, lo, hi);
+    if (t == HL_F32) RUN(add, f32, a, b, c, lo, hi);
+    else if (t == HL_F16) RUN(add, f16, a, b, c, lo, hi);
     else RUN(add, bf16, a, b, c, lo, hi);
   }
 }
 
-static void cpu_triad(hl_stream_type t, void *a, const void *b, const void *c, float s, size_t n) {
-  const int simd = hl_simd_available(), nt = use_streaming(n, hl_stream_type_size(t), 3, a);
+static void cpu_triad(hl_dtype t, void *a, const void *b, const void *c, float s, size_t n) {
+  const int simd = hl_simd_available(), nt = use_streaming(n, hl_dtype_size(t), 3, a);
   (void)simd, (void)nt;
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < chunks_of(n); k++) {
     const size_t lo = k * CHUNK, hi = chunk_end(k, n);
-    if (t == HL_STREAM_F32) RUN(triad, f32, a, b, c, s, lo, hi);
-    else if (t == HL_STREAM_F16) RUN(triad, f16, a, b, c, s, lo, hi);
+    if (t == HL_F32) RUN(triad, f32, a, b, c, s, lo, hi);
+    else if (t == HL_F16) RUN(triad, f16, a, b, c, s, lo, hi);
     else RUN(triad, bf16, a, b, c, s, lo, hi);
   }
 }
 
 /* fp32 partial sums of one chunk each (so the fp32 rounding error stays that
  * of a CHUNK-term sum at any n), chunks added in fp64 */
-static double cpu_dot(hl_stream_type t, const void *a, const void *b, size_t n) {
+static double cpu_dot(hl_dtype t, const void *a, const void *b, size_t n) {
   const int simd = hl_simd_available();
   (void)simd;
   double sum = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum)
   for (size_t k = 0; k < chunks_of(n); k++) {
     const size_t lo = k * CHUNK, hi = chunk_end(k, n);
-    if (t == HL_STREAM_F32) sum += RUN_DOT(f32, a, b, lo, hi);
-    else if (t == HL_STREAM_F16) sum += RUN_DOT(f16, a, b, lo, hi);
+    if (t == HL_F32) sum += RUN_DOT(f32, a, b, lo, hi);
+    else if (t == HL_F16) sum += RUN_DOT(f16, a, b, lo, hi);
     else sum += RUN_DOT(bf16, a, b, lo, hi);
   }
   return sum;

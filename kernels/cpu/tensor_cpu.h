@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "formats/fatal.h" /* HL_CHECK_ALLOC */
 #include "formats/half.h"
 #include "kernels/tensor_kernels.h"
 #include "kernels/tensor_math.h"

@@ -31,7 +31,7 @@ void hl_cpu_embedding(hl_dtype t, void *out, const void *weight, const int32_t *
     /* accumulate in CT: in place for f32/f64, in a wider copy for f16/bf16 */                              \
     const bool direct = sizeof(T) == sizeof(CT);                                                            \
     CT *acc = direct ? (CT *)(void *)dw : calloc((size_t)(vocab * dim), sizeof(CT));                        \
-    if (!acc) abort();                                                                                      \
+    HL_CHECK_ALLOC(acc, sizeof(CT) * (size_t)(vocab * dim), "embedding_backward's wide accumulator");       \
     if (direct) memset(acc, 0, sizeof(CT) * (size_t)(vocab * dim));                                         \
     const int64_t chunks = (dim + EMB_COL_CHUNK - 1) / EMB_COL_CHUNK;                                       \
     _Pragma("omp parallel for schedule(static) if (n * dim >= HL_PAR_MIN)")                                 \

@@ -52,7 +52,7 @@ HL_FOR_FLOAT_TYPES(ROW_HELPERS)
     if (inner == 1) {                                                                                   \
       const int64_t nblk = r > 0 ? (r + SUM_BLOCK - 1) / SUM_BLOCK : 1;                                 \
       CT *part = nblk > 1 ? malloc(sizeof(CT) * (size_t)(outer * nblk)) : NULL;                         \
-      if (nblk > 1 && !part) abort();                                                                   \
+      if (nblk > 1) HL_CHECK_ALLOC(part, sizeof(CT) * (size_t)(outer * nblk), "sum's partial sums");    \
       if (nblk == 1) {                                                                                  \
         _Pragma("omp parallel for schedule(static) if (outer * r >= HL_PAR_MIN)")                       \
         for (int64_t o = 0; o < outer; o++) out[o] = HL_ST_##SUF(alpha * lane_sum_##SUF(x + o * r, r)); \
@@ -107,9 +107,8 @@ void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, 
 /* Per-thread scratch rows of the compute type (exp values before the
  * division, for outputs narrower than the compute type). */
 static void *scratch_rows(size_t row_bytes) {
-  void *p = malloc(row_bytes * (size_t)omp_get_max_threads());
-  if (!p) abort();
-  return p;
+  const size_t bytes = row_bytes * (size_t)omp_get_max_threads();
+  return HL_CHECK_ALLOC(malloc(bytes), bytes, "softmax's scratch rows");
 }
 
 #define SOFTMAX_KERNEL(SUF, T, CT, CS)                                                                    \
@@ -246,7 +245,8 @@ void hl_cpu_softmax_backward(hl_dtype t, void *dx, const void *dy, const void *y
     const int64_t nblk = (rows + LN_ROW_BLOCK - 1) / LN_ROW_BLOCK;                                           \
     CT *pw = dw ? calloc((size_t)(nblk * cols), sizeof(CT)) : NULL;                                          \
     CT *pb = db ? calloc((size_t)(nblk * cols), sizeof(CT)) : NULL;                                          \
-    if ((dw && !pw) || (db && !pb)) abort();                                                                 \
+    if (dw) HL_CHECK_ALLOC(pw, sizeof(CT) * (size_t)(nblk * cols), "layer_norm_backward's weight partials"); \
+    if (db) HL_CHECK_ALLOC(pb, sizeof(CT) * (size_t)(nblk * cols), "layer_norm_backward's bias partials");   \
     _Pragma("omp parallel for schedule(static) if (rows * cols >= HL_PAR_MIN)")                              \
     for (int64_t blk = 0; blk < nblk; blk++)                                                                 \
       for (int64_t r = blk * LN_ROW_BLOCK; r < hl_min64(rows, (blk + 1) * LN_ROW_BLOCK); r++)                \

@@ -9,11 +9,6 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 
-void hl_cuda_fail(const char *lib, const char *call, const char *file, int line, const char *msg) {
-  fprintf(stderr, "halflab: %s error: %s failed at %s:%d: %s\n", lib, call, file, line, msg ? msg : "?");
-  exit(1);
-}
-
 const char *hl_curand_status_string(curandStatus_t s) {
   switch (s) {
     case CURAND_STATUS_SUCCESS: return "success";
@@ -283,10 +278,10 @@ extern "C" const hl_backend hl_backend_cuda = {
     cuda_event_record,
     cuda_event_elapsed_ms,
     cuda_event_destroy,
-    HL_CUDA_PROBE_KERNELS,
-    HL_CUDA_STREAM_KERNELS,
-    HL_CUDA_GEMM_KERNELS,
-    HL_CUDA_TENSOR_KERNELS,
-    HL_CUDA_OPTIM_KERNELS,
+    &hl_cuda_probe_kernels,
+    &hl_cuda_stream_kernels,
+    &hl_cuda_gemm_kernels,
+    &hl_cuda_tensor_kernels,
+    &hl_cuda_optim_kernels,
     &hl_cuda_convert_kernels,
 };

@@ -1,6 +1,6 @@
 /* check.h — every CUDA, cuBLAS, cuBLASLt and cuRAND call goes through one of
- * these: a failure stops the program with the call, file:line and the
- * library's own error text (exit status 1). */
+ * these: a failure stops the program through formats/fatal.h with the call,
+ * the library's own error text and file:line (exit status 1). */
 #ifndef HL_CUDA_CHECK_H
 #define HL_CUDA_CHECK_H
 
@@ -12,11 +12,12 @@
 #include <cuda_runtime.h>
 #include <curand.h>
 
+#include "formats/fatal.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-void hl_cuda_fail(const char *lib, const char *call, const char *file, int line, const char *msg);
 const char *hl_curand_status_string(curandStatus_t s);
 
 #ifdef __cplusplus
@@ -27,7 +28,7 @@ const char *hl_curand_status_string(curandStatus_t s);
   do {                                                                            \
     cudaError_t hl_e_ = (call);                                                   \
     if (hl_e_ != cudaSuccess)                                                     \
-      hl_cuda_fail("CUDA", #call, __FILE__, __LINE__, cudaGetErrorString(hl_e_)); \
+      hl_fatal_at(__FILE__, __LINE__, "CUDA: %s failed: %s", #call, cudaGetErrorString(hl_e_)); \
   } while (0)
 
 /* after a kernel launch: launch-configuration errors surface here */
@@ -37,14 +38,14 @@ const char *hl_curand_status_string(curandStatus_t s);
   do {                                                                                \
     cublasStatus_t hl_s_ = (call);                                                    \
     if (hl_s_ != CUBLAS_STATUS_SUCCESS)                                               \
-      hl_cuda_fail("cuBLAS", #call, __FILE__, __LINE__, cublasGetStatusString(hl_s_)); \
+      hl_fatal_at(__FILE__, __LINE__, "cuBLAS: %s failed: %s", #call, cublasGetStatusString(hl_s_)); \
   } while (0)
 
 #define HL_CURAND_CHECK(call)                                                              \
   do {                                                                                     \
     curandStatus_t hl_s_ = (call);                                                         \
     if (hl_s_ != CURAND_STATUS_SUCCESS)                                                    \
-      hl_cuda_fail("cuRAND", #call, __FILE__, __LINE__, hl_curand_status_string(hl_s_));   \
+      hl_fatal_at(__FILE__, __LINE__, "cuRAND: %s failed: %s", #call, hl_curand_status_string(hl_s_));   \
   } while (0)
 
 /* The stream every halflab kernel and library call runs on. */

@@ -57,12 +57,12 @@ bool device_cc(int *major, int *minor) {
   return true;
 }
 
-cudaDataType cuda_type(hl_gemm_type t) {
+cudaDataType cuda_type(hl_dtype t) {
   switch (t) {
-    case HL_GEMM_F64: return CUDA_R_64F;
-    case HL_GEMM_F32: return CUDA_R_32F;
-    case HL_GEMM_F16: return CUDA_R_16F;
-    case HL_GEMM_BF16: return CUDA_R_16BF;
+    case HL_F64: return CUDA_R_64F;
+    case HL_F32: return CUDA_R_32F;
+    case HL_F16: return CUDA_R_16F;
+    case HL_BF16: return CUDA_R_16BF;
     default: return CUDA_R_8F_E4M3;
   }
 }
@@ -73,15 +73,15 @@ const char *why_not(const hl_gemm_desc *d) {
   int major = 0, minor = 0;
   if (!device_cc(&major, &minor)) return "no usable CUDA device";
   const int cc = major * 10 + minor;
-  const hl_gemm_type a = d->a_type, b = d->b_type, c = d->c_type;
+  const hl_dtype a = d->a_type, b = d->b_type, c = d->c_type;
   if (!fits_int(d->m) || !fits_int(d->n) || !fits_int(d->k) || !fits_int(d->lda) || !fits_int(d->ldb) ||
       !fits_int(d->ldc) || !fits_int(d->batch))
     return "a dimension or leading dimension is beyond cuBLAS's 32-bit int";
-  if (a == HL_GEMM_E4M3 || b == HL_GEMM_E4M3) {
+  if (a == HL_E4M3 || b == HL_E4M3) {
     if (cc < 89) return "fp8 (e4m3) tensor cores need sm_89 or newer";
     if (a != b) return "fp8 GEMM here takes e4m3 for both A and B";
     if (d->compute != HL_COMPUTE_F32) return "fp8 GEMM accumulates in fp32 only";
-    if (c != HL_GEMM_F32 && c != HL_GEMM_F16 && c != HL_GEMM_BF16) return "fp8 GEMM writes fp32, fp16 or bf16";
+    if (c != HL_F32 && c != HL_F16 && c != HL_BF16) return "fp8 GEMM writes fp32, fp16 or bf16";
     if (d->trans_a || !d->trans_b)
       return "cuBLASLt's fp8 kernels need the TN layout: row-major A not transposed, B transposed (n x k)";
     if (d->k == 0) return "fp8 GEMM needs k > 0";
@@ -89,23 +89,23 @@ const char *why_not(const hl_gemm_desc *d) {
       return "cuBLASLt's fp8 kernels need m, n, k and the leading dimensions to be multiples of 16";
     return NULL;
   }
-  if (c == HL_GEMM_E4M3) return "fp8 output is not supported";
+  if (c == HL_E4M3) return "fp8 output is not supported";
   if (a != b) return "A and B must have the same type (cublasGemmEx)";
   switch (d->compute) {
     case HL_COMPUTE_F64:
-      if (a != HL_GEMM_F64 || c != HL_GEMM_F64) return "fp64 compute needs fp64 operands";
+      if (a != HL_F64 || c != HL_F64) return "fp64 compute needs fp64 operands";
       return NULL;
     case HL_COMPUTE_F32_FAST_TF32:
-      if (a != HL_GEMM_F32 || c != HL_GEMM_F32) return "tf32 takes fp32 operands";
+      if (a != HL_F32 || c != HL_F32) return "tf32 takes fp32 operands";
       if (cc < 80) return "tf32 tensor cores need sm_80 (Ampere) or newer";
       return NULL;
     case HL_COMPUTE_F16:
-      if (a != HL_GEMM_F16 || c != HL_GEMM_F16) return "fp16 accumulation takes fp16 operands and output";
+      if (a != HL_F16 || c != HL_F16) return "fp16 accumulation takes fp16 operands and output";
       return NULL;
     case HL_COMPUTE_F32:
-      if (a == HL_GEMM_F64) return "fp64 operands need fp64 compute";
-      if (a == HL_GEMM_BF16 && cc < 80) return "bf16 tensor cores need sm_80 (Ampere) or newer";
-      if (c != a && c != HL_GEMM_F32) return "the output must have the input type or be fp32";
+      if (a == HL_F64) return "fp64 operands need fp64 compute";
+      if (a == HL_BF16 && cc < 80) return "bf16 tensor cores need sm_80 (Ampere) or newer";
+      if (c != a && c != HL_F32) return "the output must have the input type or be fp32";
       return NULL;
   }
   return "unknown compute type";
@@ -124,7 +124,7 @@ bool cuda_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
 struct lt_plan {
   bool used;
   int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
-  hl_gemm_type c_type;
+  hl_dtype c_type;
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
@@ -186,8 +186,8 @@ lt_plan &plan_for(const hl_gemm_desc *d) {
   HL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found));
   HL_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (found == 0)
-    hl_cuda_fail("cuBLASLt", "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__,
-                 "no algorithm for this fp8 problem (m, n, k, layout or output type unsupported on this GPU)");
+    hl_fatal("cuBLASLt: cublasLtMatmulAlgoGetHeuristic found no algorithm for this fp8 problem "
+             "(m, n, k, layout or output type unsupported on this GPU)");
   p.algo = result.algo;
   return p;
 }
@@ -207,7 +207,7 @@ void run_fp8(const hl_gemm_desc *d) {
 void cuda_gemm(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
   ensure_handles();
-  if (d->a_type == HL_GEMM_E4M3) {
+  if (d->a_type == HL_E4M3) {
     run_fp8(d);
     return;
   }
@@ -231,7 +231,7 @@ void cuda_gemm(const hl_gemm_desc *d) {
       alpha = &alpha_h, beta = &beta_h;
       break;
     case HL_COMPUTE_F32:
-      if (d->a_type != HL_GEMM_F32) math = (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+      if (d->a_type != HL_F32) math = (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
       break;
   }
   HL_CUBLAS_CHECK(cublasSetMathMode(blas_, math));

@@ -45,13 +45,13 @@ __global__ void sum_kernel(float value, uint64_t count, const uint64_t *sample_a
     hl_sum_run((hl_sum_strategy)s, value, count, sample_at, nsamples, &out[s], trajectory + (size_t)s * nsamples);
 }
 
-__global__ void arith_kernel(hl_arith_op op, hl_arith_mode mode, hl_format fmt, const float *a, const float *b,
+__global__ void arith_kernel(hl_arith_op op, hl_arith_mode mode, hl_dtype fmt, const float *a, const float *b,
                              uint32_t *out, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     out[i] = hl_probe_arith(op, mode, fmt, a[i], b[i]);
 }
 
-__global__ void convert_kernel(hl_format fmt, int saturate, const float *x, uint32_t *out, size_t n) {
+__global__ void convert_kernel(hl_dtype fmt, int saturate, const float *x, uint32_t *out, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     out[i] = hl_probe_encode(fmt, x[i], saturate);
 }
@@ -62,7 +62,7 @@ __global__ void update_kernel(hl_update_params p, uint32_t *final_bits, double *
     final_bits[s] = hl_update_run((hl_update_strategy)s, &p, trajectory + (size_t)s * hl_update_samples(&p));
 }
 
-__global__ void harmonic_kernel(hl_format fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
+__global__ void harmonic_kernel(hl_dtype fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
   if (threadIdx.x == 0) hl_harmonic_run(fmt, max_terms, out);
 }
 
@@ -82,7 +82,7 @@ void cuda_sum(float value, uint64_t count, const uint64_t *sample_at, int nsampl
   d_traj.to_host(trajectory, traj_bytes);
 }
 
-void cuda_arith(hl_arith_op op, hl_arith_mode mode, hl_format fmt, const float *a, const float *b, uint32_t *out,
+void cuda_arith(hl_arith_op op, hl_arith_mode mode, hl_dtype fmt, const float *a, const float *b, uint32_t *out,
                 size_t n) {
   if (n == 0) return;
   device_buffer d_a(a, n * sizeof(float)), d_b(b, n * sizeof(float)), d_out(n * sizeof(uint32_t));
@@ -92,7 +92,7 @@ void cuda_arith(hl_arith_op op, hl_arith_mode mode, hl_format fmt, const float *
   d_out.to_host(out, n * sizeof(uint32_t));
 }
 
-void cuda_convert(hl_format fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n) {
+void cuda_convert(hl_dtype fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n) {
   if (n == 0) return;
   device_buffer d_x(x, n * sizeof(float)), d_out(n * sizeof(uint32_t));
   convert_kernel<<<hl_cuda_grid(n, 256), 256, 0, hl_cuda_stream()>>>(fmt, ov == HL_OVERFLOW_SATURATE, d_x.as<float>(),
@@ -110,7 +110,7 @@ void cuda_update(const hl_update_params *p, uint32_t final_bits[HL_UPDATE_STRATE
   d_traj.to_host(trajectory, traj_bytes);
 }
 
-void cuda_harmonic(hl_format fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
+void cuda_harmonic(hl_dtype fmt, uint64_t max_terms, hl_harmonic_outcome *out) {
   device_buffer d_out(sizeof *out);
   harmonic_kernel<<<1, 1, 0, hl_cuda_stream()>>>(fmt, max_terms, d_out.as<hl_harmonic_outcome>());
   HL_CUDA_CHECK_LAUNCH();

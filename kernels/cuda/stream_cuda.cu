@@ -25,39 +25,39 @@ namespace {
 const unsigned kBlock = 256;
 
 /* ------------------------------------------------ element access -- */
-/* T is an hl_stream_type; LANES values per 16-byte vector */
+/* T is an hl_dtype; LANES values per 16-byte vector */
 template <int T>
 struct elem {
-  static constexpr int lanes = T == HL_STREAM_F32 ? 4 : 8;
+  static constexpr int lanes = T == HL_F32 ? 4 : 8;
   __device__ static float load(const void *p, size_t i) {
-    if (T == HL_STREAM_F32) return ((const float *)p)[i];
+    if (T == HL_F32) return ((const float *)p)[i];
     uint16_t v = ((const uint16_t *)p)[i];
-    return T == HL_STREAM_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v);
+    return T == HL_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v);
   }
   __device__ static void store(void *p, size_t i, float x) {
-    if (T == HL_STREAM_F32) ((float *)p)[i] = x;
-    else ((uint16_t *)p)[i] = T == HL_STREAM_F16 ? hl_f32_to_f16(x) : hl_f32_to_bf16(x);
+    if (T == HL_F32) ((float *)p)[i] = x;
+    else ((uint16_t *)p)[i] = T == HL_F16 ? hl_f32_to_f16(x) : hl_f32_to_bf16(x);
   }
   __device__ static void unpack(const uint4 &v, float *x) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    if (T == HL_STREAM_F32) {
+    if (T == HL_F32) {
       for (int j = 0; j < 4; j++) x[j] = __uint_as_float(w[j]);
     } else {
       for (int j = 0; j < 4; j++) {
         const uint16_t lo = (uint16_t)(w[j] & 0xffffu), hi = (uint16_t)(w[j] >> 16);
-        x[2 * j] = T == HL_STREAM_F16 ? hl_f16_to_f32(lo) : hl_bf16_to_f32(lo);
-        x[2 * j + 1] = T == HL_STREAM_F16 ? hl_f16_to_f32(hi) : hl_bf16_to_f32(hi);
+        x[2 * j] = T == HL_F16 ? hl_f16_to_f32(lo) : hl_bf16_to_f32(lo);
+        x[2 * j + 1] = T == HL_F16 ? hl_f16_to_f32(hi) : hl_bf16_to_f32(hi);
       }
     }
   }
   __device__ static uint4 pack(const float *x) {
     uint32_t w[4];
-    if (T == HL_STREAM_F32) {
+    if (T == HL_F32) {
       for (int j = 0; j < 4; j++) w[j] = __float_as_uint(x[j]);
     } else {
       for (int j = 0; j < 4; j++) {
-        const uint32_t lo = T == HL_STREAM_F16 ? hl_f32_to_f16(x[2 * j]) : hl_f32_to_bf16(x[2 * j]);
-        const uint32_t hi = T == HL_STREAM_F16 ? hl_f32_to_f16(x[2 * j + 1]) : hl_f32_to_bf16(x[2 * j + 1]);
+        const uint32_t lo = T == HL_F16 ? hl_f32_to_f16(x[2 * j]) : hl_f32_to_bf16(x[2 * j]);
+        const uint32_t hi = T == HL_F16 ? hl_f32_to_f16(x[2 * j + 1]) : hl_f32_to_bf16(x[2 * j + 1]);
         w[j] = lo | (hi << 16);
       }
     }
@@ -181,42 +181,42 @@ unsigned grid_for(size_t items) { return hl_cuda_grid(items, kBlock); }
 #define HL_BY_TYPE(t, KERNEL, GRID, ...)                                                    \
   do {                                                                                      \
     cudaStream_t s_ = hl_cuda_stream();                                                     \
-    if ((t) == HL_STREAM_F32) KERNEL<HL_STREAM_F32><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__); \
-    else if ((t) == HL_STREAM_F16) KERNEL<HL_STREAM_F16><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__); \
-    else KERNEL<HL_STREAM_BF16><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__);                    \
+    if ((t) == HL_F32) KERNEL<HL_F32><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__); \
+    else if ((t) == HL_F16) KERNEL<HL_F16><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__); \
+    else KERNEL<HL_BF16><<<(GRID), kBlock, 0, s_>>>(__VA_ARGS__);                    \
     HL_CUDA_CHECK_LAUNCH();                                                                 \
   } while (0)
 
-size_t lanes(hl_stream_type t) { return t == HL_STREAM_F32 ? 4 : 8; }
+size_t lanes(hl_dtype t) { return t == HL_F32 ? 4 : 8; }
 
-void cuda_init(hl_stream_type t, void *a, void *b, void *c, size_t n, float va, float vb, float vc) {
+void cuda_init(hl_dtype t, void *a, void *b, void *c, size_t n, float va, float vb, float vc) {
   if (n == 0) return;
   HL_BY_TYPE(t, fill, grid_for(n), a, n, va);
   HL_BY_TYPE(t, fill, grid_for(n), b, n, vb);
   HL_BY_TYPE(t, fill, grid_for(n), c, n, vc);
 }
 
-void cuda_copy(hl_stream_type t, const void *a, void *c, size_t n) {
-  const size_t bytes = n * hl_stream_type_size(t);
+void cuda_copy(hl_dtype t, const void *a, void *c, size_t n) {
+  const size_t bytes = n * hl_dtype_size(t);
   if (bytes == 0) return;
   if (hl_cuda_aligned16(a) && hl_cuda_aligned16(c)) copy_vec<<<grid_for((bytes + 15) / 16), kBlock, 0, hl_cuda_stream()>>>(a, c, bytes);
   else copy_one<<<grid_for(bytes), kBlock, 0, hl_cuda_stream()>>>(a, c, bytes);
   HL_CUDA_CHECK_LAUNCH();
 }
 
-void cuda_scale(hl_stream_type t, void *b, const void *c, float s, size_t n) {
+void cuda_scale(hl_dtype t, void *b, const void *c, float s, size_t n) {
   if (n == 0) return;
   if (hl_cuda_aligned16(b) && hl_cuda_aligned16(c)) HL_BY_TYPE(t, scale_vec, grid_for((n + lanes(t) - 1) / lanes(t)), b, c, s, n);
   else HL_BY_TYPE(t, scale_one, grid_for(n), b, c, s, n);
 }
 
-void cuda_add(hl_stream_type t, const void *a, const void *b, void *c, size_t n) {
+void cuda_add(hl_dtype t, const void *a, const void *b, void *c, size_t n) {
   if (n == 0) return;
   if (hl_cuda_aligned16(a) && hl_cuda_aligned16(b) && hl_cuda_aligned16(c)) HL_BY_TYPE(t, add_vec, grid_for((n + lanes(t) - 1) / lanes(t)), a, b, c, n);
   else HL_BY_TYPE(t, add_one, grid_for(n), a, b, c, n);
 }
 
-void cuda_triad(hl_stream_type t, void *a, const void *b, const void *c, float s, size_t n) {
+void cuda_triad(hl_dtype t, void *a, const void *b, const void *c, float s, size_t n) {
   if (n == 0) return;
   if (hl_cuda_aligned16(a) && hl_cuda_aligned16(b) && hl_cuda_aligned16(c))
     HL_BY_TYPE(t, triad_vec, grid_for((n + lanes(t) - 1) / lanes(t)), a, b, c, s, n);
@@ -226,7 +226,7 @@ void cuda_triad(hl_stream_type t, void *a, const void *b, const void *c, float s
 float *partial_dev_, *partial_host_;
 unsigned partial_cap_;
 
-double cuda_dot(hl_stream_type t, const void *a, const void *b, size_t n) {
+double cuda_dot(hl_dtype t, const void *a, const void *b, size_t n) {
   if (n == 0) return 0.0;
   unsigned grid = (unsigned)hl_cuda_sm_count() * 8u;
   const unsigned needed = grid_for((n + lanes(t) - 1) / lanes(t));
@@ -243,9 +243,9 @@ double cuda_dot(hl_stream_type t, const void *a, const void *b, size_t n) {
 #define HL_DOT(TY)                                                                                     \
   (vec ? dot_kernel<TY, true><<<grid, kBlock, 0, s>>>(a, b, n, partial_dev_)                          \
        : dot_kernel<TY, false><<<grid, kBlock, 0, s>>>(a, b, n, partial_dev_))
-  if (t == HL_STREAM_F32) HL_DOT(HL_STREAM_F32);
-  else if (t == HL_STREAM_F16) HL_DOT(HL_STREAM_F16);
-  else HL_DOT(HL_STREAM_BF16);
+  if (t == HL_F32) HL_DOT(HL_F32);
+  else if (t == HL_F16) HL_DOT(HL_F16);
+  else HL_DOT(HL_BF16);
 #undef HL_DOT
   HL_CUDA_CHECK_LAUNCH();
   HL_CUDA_CHECK(cudaMemcpyAsync(partial_host_, partial_dev_, grid * sizeof(float), cudaMemcpyDeviceToHost, s));

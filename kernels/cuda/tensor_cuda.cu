@@ -172,7 +172,7 @@ __global__ void random_kernel(typename elt<T>::S *dst, int64_t n, bool uniform, 
 using namespace hl_tc;
 
 void hl_cuda_fill(void *dst, hl_dtype t, int64_t n, double value) {
-  if (n <= 0 || (unsigned)t >= HL_DTYPES) return;
+  if (n <= 0 || (unsigned)t >= HL_TENSOR_DTYPES) return;
   const size_t es = hl_dtype_size(t);
   const uint64_t bits = hl_cuda_fill_bits(t, value);
   if (bits == 0 || es == 1) {

@@ -119,8 +119,7 @@ void hl_cuda_embedding_backward(hl_dtype t, void *dweight, const void *dy, const
   if (n <= 0) return;
   const int pos_bits = bits_for((uint64_t)(n - 1)), row_bits = bits_for((uint64_t)vocab);
   if (n > 0x7fffffffll || pos_bits + row_bits > 64)
-    hl_cuda_fail("CUDA", "embedding_backward", __FILE__, __LINE__,
-                 "more than 2^31 indices, or indices and vocabulary too large for 64-bit sort keys");
+    hl_fatal("embedding_backward: more than 2^31 indices, or indices and vocabulary too large for 64-bit sort keys");
   /* workspace: keys in, keys out, CUB's temporary storage */
   size_t temp_bytes = 0;
   HL_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(NULL, temp_bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (int)n, 0,

@@ -166,7 +166,7 @@ static void test_fill_bits(void **state) {
   (void)state;
   const double values[] = {0.0, -0.0, 1.0, -2.5, 0.1, 1e-8, 65519.0, 65520.0, 1e40, -1e40, 3.0e38, 2147483647.6,
                            -2147483649.0, 127.5, 128.5, -128.5, 2.5, 3.5, NAN, INFINITY, -INFINITY, 1.0000000001};
-  for (int t = 0; t < HL_DTYPES; t++)
+  for (int t = 0; t < HL_TENSOR_DTYPES; t++)
     for (size_t j = 0; j < sizeof values / sizeof values[0]; j++) {
       unsigned char cpu[8] = {0};
       hl_backend_cpu.tensor->fill(cpu, (hl_dtype)t, 1, values[j]);

@@ -42,7 +42,7 @@ static void test_fill(void **state) {
   (void)state;
   const double values[] = {0.0, -0.0, 1.0, -2.5, 0.1, 65520.0, 1e40, NAN, -INFINITY, 2147483647.6, -128.5, 2.5};
   const int64_t ns[] = {1, 7, 8, 33, 1000, 100003};
-  for (int t = 0; t < HL_DTYPES; t++)
+  for (int t = 0; t < HL_TENSOR_DTYPES; t++)
     for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
       for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
         for (int off = 0; off < 2; off++) { /* aligned, and one element in */
@@ -104,8 +104,8 @@ static void test_copy(void **state) {
       {"one element", {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, 1, 1, 0},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    for (int dt = 0; dt < HL_DTYPES; dt++)
-      for (int st = 0; st < HL_DTYPES; st++) run_copy(&cases[c], (hl_dtype)dt, (hl_dtype)st);
+    for (int dt = 0; dt < HL_TENSOR_DTYPES; dt++)
+      for (int st = 0; st < HL_TENSOR_DTYPES; st++) run_copy(&cases[c], (hl_dtype)dt, (hl_dtype)st);
   /* the same view onto itself: nothing changes */
   twin_buf b = twin_alloc(64 * 4);
   twin_values(b.host, HL_F32, 64, 3, -1, 1, false);

@@ -194,7 +194,7 @@ static const op_case cases[] = {
 #define NCASES (sizeof cases / sizeof cases[0])
 
 /* runs case c in dtype t on both devices, inside an autocast region of
- * `lower` (HL_DTYPES: none): outputs, then the gradients of a weighted sum */
+ * `lower` (HL_DTYPE_NONE: none): outputs, then the gradients of a weighted sum */
 static void run_case(const op_case *c, hl_dtype t, hl_dtype lower) {
   hl_pool_push();
   pair in[4];
@@ -206,7 +206,7 @@ static void run_case(const op_case *c, hl_dtype t, hl_dtype lower) {
     xd[i] = in[i].dev;
   }
   hl_tensor *yc = NULL, *yd = NULL, *lc = NULL, *ld = NULL;
-  if (lower == HL_DTYPES) {
+  if (lower == HL_DTYPE_NONE) {
     yc = hl_tmp(c->f(xc));
     yd = hl_tmp(c->f(xd));
   } else {
@@ -214,9 +214,9 @@ static void run_case(const op_case *c, hl_dtype t, hl_dtype lower) {
     HL_AUTOCAST(twin_device, lower, true) { yd = hl_tmp(c->f(xd)); }
   }
   char what[160];
-  snprintf(what, sizeof what, "%s, %s%s%s", c->name, hl_dtype_name(t), lower == HL_DTYPES ? "" : ", autocast ",
-           lower == HL_DTYPES ? "" : hl_dtype_name(lower));
-  const double tol = tol_for(lower == HL_DTYPES ? t : (t == HL_F64 ? HL_F64 : lower));
+  snprintf(what, sizeof what, "%s, %s%s%s", c->name, hl_dtype_name(t), lower == HL_DTYPE_NONE ? "" : ", autocast ",
+           lower == HL_DTYPE_NONE ? "" : hl_dtype_name(lower));
+  const double tol = tol_for(lower == HL_DTYPE_NONE ? t : (t == HL_F64 ? HL_F64 : lower));
   expect_close(what, yc, yd, tol);
   lc = hl_tmp(weighted_sum(yc));
   ld = hl_tmp(weighted_sum(yd));
@@ -234,7 +234,7 @@ static void run_case(const op_case *c, hl_dtype t, hl_dtype lower) {
 static void test_ops_by_dtype(void **state) {
   (void)state;
   for (size_t c = 0; c < NCASES; c++)
-    for (int k = 0; k < 4; k++) run_case(&cases[c], floats[k], HL_DTYPES);
+    for (int k = 0; k < 4; k++) run_case(&cases[c], floats[k], HL_DTYPE_NONE);
 }
 
 static void test_ops_in_autocast(void **state) {
@@ -404,7 +404,7 @@ static void test_gpt_block(void **state) {
   (void)state;
   for (int variant = 0; variant < 3; variant++) { /* f32, autocast f16, autocast bf16 */
     hl_pool_push();
-    const hl_dtype lower = variant == 0 ? HL_DTYPES : variant == 1 ? HL_F16 : HL_BF16;
+    const hl_dtype lower = variant == 0 ? HL_DTYPE_NONE : variant == 1 ? HL_F16 : HL_BF16;
     const hl_shape shapes[10] = {S(V, C), S(T, C), S(C), S(C), S(3 * C, C), S(3 * C), S(C, C), S(4 * C, C), S(4 * C),
                                  S(V, 4 * C)};
     pair p[10];
@@ -417,20 +417,20 @@ static void test_gpt_block(void **state) {
     pair pos = {hl_tmp(hl_from_i32(HL_SHAPE(B, T), pv, HL_I32, HL_DEVICE_CPU)),
                 hl_tmp(hl_from_i32(HL_SHAPE(B, T), pv, HL_I32, twin_device))};
     hl_tensor *lc = NULL, *ld = NULL;
-    if (lower == HL_DTYPES) {
+    if (lower == HL_DTYPE_NONE) {
       lc = hl_tmp(block_loss(&mc, tok.cpu, pos.cpu, tg.cpu));
       ld = hl_tmp(block_loss(&md, tok.dev, pos.dev, tg.dev));
     } else {
       HL_AUTOCAST(HL_DEVICE_CPU, lower, true) { lc = hl_tmp(block_loss(&mc, tok.cpu, pos.cpu, tg.cpu)); }
       HL_AUTOCAST(twin_device, lower, true) { ld = hl_tmp(block_loss(&md, tok.dev, pos.dev, tg.dev)); }
     }
-    const double tol = tol_for(lower == HL_DTYPES ? HL_F32 : lower);
+    const double tol = tol_for(lower == HL_DTYPE_NONE ? HL_F32 : lower);
     expect_close("GPT block: loss", lc, ld, tol);
     assert_true(hl_backward(lc, NULL, false) && hl_backward(ld, NULL, false));
     for (int i = 0; i < 10; i++) {
       char what[64];
       snprintf(what, sizeof what, "GPT block (%s): gradient of parameter %d",
-               lower == HL_DTYPES ? "f32" : hl_dtype_name(lower), i);
+               lower == HL_DTYPE_NONE ? "f32" : hl_dtype_name(lower), i);
       expect_close(what, hl_tensor_grad(p[i].cpu), hl_tensor_grad(p[i].dev), tol);
     }
     hl_pool_pop();

@@ -89,8 +89,8 @@ static void test_f64_to_half_rounds_once(void **state) {
     double base = ldexp(1.0 + (double)(hl_philox_u32(3, 0, i) & 0x3ff) / 1024.0, (int)(hl_philox_u32(3, 1, i) % 40) - 24);
     double x = base + ldexp(1.0, -11 + (int)floor(log2(base))) * (1 + (double)(hl_philox_u32(3, 2, i) % 5) * 1e-9 - 2e-9);
     if (i & 1) x = -x;
-    assert_true(hl_f16_to_f32(hl_f64_to_f16(x)) == (float)hl_format_round(HL_FMT_FP16, x, HL_OVERFLOW_IEEE));
-    assert_true(hl_bf16_to_f32(hl_f64_to_bf16(x)) == (float)hl_format_round(HL_FMT_BF16, x, HL_OVERFLOW_IEEE));
+    assert_true(hl_f16_to_f32(hl_f64_to_f16(x)) == (float)hl_format_round(HL_F16, x, HL_OVERFLOW_IEEE));
+    assert_true(hl_bf16_to_f32(hl_f64_to_bf16(x)) == (float)hl_format_round(HL_BF16, x, HL_OVERFLOW_IEEE));
   }
 }
 

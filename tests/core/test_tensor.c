@@ -47,7 +47,7 @@ static void test_from_host_rounds_once(void **state) {
   assert_int_equal(h[1], 0x3c00); /* the tie itself goes to even */
   assert_int_equal(h[2], 0x7bff);
   for (int i = 0; i < 3; i++)
-    assert_true(hl_f16_to_f32(h[i]) == (float)hl_format_round(HL_FMT_FP16, d[i], HL_OVERFLOW_IEEE));
+    assert_true(hl_f16_to_f32(h[i]) == (float)hl_format_round(HL_F16, d[i], HL_OVERFLOW_IEEE));
   hl_release(t);
   /* integers: nearest even, saturated, NaN -> 0 */
   float f[5] = {2.5f, -3.5f, 300.0f, NAN, -1e10f};

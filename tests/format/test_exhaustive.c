@@ -80,7 +80,7 @@ static void test_bf16(void **state) {
   for (uint64_t i = 0; i < ALL_F32; i++) {
     float x = hl_f32_from_bits((uint32_t)i);
     double ours = hl_bf16_to_f32_soft(hl_f32_to_bf16_soft(x));
-    double ref = hl_format_round(HL_FMT_BF16, (double)x, HL_OVERFLOW_IEEE);
+    double ref = hl_format_round(HL_BF16, (double)x, HL_OVERFLOW_IEEE);
     if (!same_value(ours, ref) && bad++ < MAX_REPORTS)
       print_error("fp32 0x%08x (%a): ours %a, reference %a\n", (uint32_t)i, (double)x, ours, ref);
   }
@@ -93,14 +93,14 @@ static void test_tf32(void **state) {
   for (uint64_t i = 0; i < ALL_F32; i++) {
     float x = hl_f32_from_bits((uint32_t)i);
     double ours = hl_f32_round_tf32_rne(x);
-    double ref = hl_format_round(HL_FMT_TF32, (double)x, HL_OVERFLOW_IEEE);
+    double ref = hl_format_round(HL_TF32, (double)x, HL_OVERFLOW_IEEE);
     if (!same_value(ours, ref) && bad++ < MAX_REPORTS)
       print_error("fp32 0x%08x (%a): ours %a, reference %a\n", (uint32_t)i, (double)x, ours, ref);
   }
   if (bad) fail_msg("%llu of 2^32 fp32 inputs round differently to tf32", (unsigned long long)bad);
 }
 
-static void check_fp8(hl_format fmt, hl_fp8_kind kind) {
+static void check_fp8(hl_dtype fmt, hl_fp8_kind kind) {
   double decode[256];
   for (int c = 0; c < 256; c++) decode[c] = hl_format_decode(fmt, (uint32_t)c);
   const double max = hl_format_get(fmt)->max;
@@ -117,17 +117,17 @@ static void check_fp8(hl_format fmt, hl_fp8_kind kind) {
                   ours_sat, ref, ref_sat);
   }
   if (bad) fail_msg("%llu of 2^32 fp32 inputs convert differently to %s", (unsigned long long)bad,
-                    hl_format_get(fmt)->name);
+                    hl_dtype_format_name(fmt));
 }
 
 static void test_e4m3(void **state) {
   (void)state;
-  check_fp8(HL_FMT_E4M3, HL_FP8_E4M3);
+  check_fp8(HL_E4M3, HL_FP8_E4M3);
 }
 
 static void test_e5m2(void **state) {
   (void)state;
-  check_fp8(HL_FMT_E5M2, HL_FP8_E5M2);
+  check_fp8(HL_E5M2, HL_FP8_E5M2);
 }
 
 /* Every code against the OCP definition written out: (-1)^s 2^(e-bias) (1 + m/2^M),
@@ -136,7 +136,7 @@ static void test_fp8_decode(void **state) {
   (void)state;
   for (int kind = 0; kind < 2; kind++) {
     const int M = kind == HL_FP8_E4M3 ? 3 : 2, E = 7 - M, bias = kind == HL_FP8_E4M3 ? 7 : 15;
-    const hl_format fmt = kind == HL_FP8_E4M3 ? HL_FMT_E4M3 : HL_FMT_E5M2;
+    const hl_dtype fmt = kind == HL_FP8_E4M3 ? HL_E4M3 : HL_E5M2;
     for (int c = 0; c < 256; c++) {
       int s = c >> 7, e = (c >> M) & ((1 << E) - 1), m = c & ((1 << M) - 1);
       double want;
@@ -148,7 +148,7 @@ static void test_fp8_decode(void **state) {
       double soft = hl_fp8_to_f32_soft((hl_fp8)c, (hl_fp8_kind)kind);
       double generic = hl_format_decode(fmt, (uint32_t)c);
       if (!same_value(soft, want) || !same_value(generic, want))
-        fail_msg("%s code 0x%02x: half.h %a, format.c %a, definition %a", hl_format_get(fmt)->name, c, soft,
+        fail_msg("%s code 0x%02x: half.h %a, format.c %a, definition %a", hl_dtype_format_name(fmt), c, soft,
                  generic, want);
       /* and encoding the decoded value gives the code back (NaN: a NaN code) */
       if (!isnan(want)) assert_int_equal(hl_f32_to_fp8_soft((float)want, (hl_fp8_kind)kind, 0), c);

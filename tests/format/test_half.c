@@ -60,7 +60,7 @@ static void test_absorption_facts(void **state) {
   float x = 0x1p-11f + 0x1p-34f;
   assert_true(1.0f + x == 1.0f + 0x1p-11f); /* fp32 sum is the exact tie */
   assert_int_equal(hl_f32_to_f16(1.0f + x), one);
-  assert_true(hl_format_round(HL_FMT_FP16, 1.0 + (double)x, HL_OVERFLOW_IEEE) == 1.0009765625);
+  assert_true(hl_format_round(HL_F16, 1.0 + (double)x, HL_OVERFLOW_IEEE) == 1.0009765625);
   /* w = 1.9, u = w/2100 still moves w by 2^-10 */
   hl_f16 w = hl_f32_to_f16(1.9f), du = hl_f32_to_f16(1.9f / 2100.0f);
   assert_true(hl_f16_to_f32(hl_f16_add(w, du)) - hl_f16_to_f32(w) == 0x1p-10f);
@@ -90,10 +90,10 @@ static void test_arith_correctly_rounded(void **state) {
     for (int j = 1; j < 4000; j += 13) {
       hl_f16 x = (hl_f16)(0x3000 + i), y = (hl_f16)(0x1000 + j);
       double dx = hl_f16_to_f32(x), dy = hl_f16_to_f32(y);
-      assert_true(hl_f16_to_f32(hl_f16_add(x, y)) == hl_format_round(HL_FMT_FP16, dx + dy, HL_OVERFLOW_IEEE));
-      assert_true(hl_f16_to_f32(hl_f16_mul(x, y)) == hl_format_round(HL_FMT_FP16, dx * dy, HL_OVERFLOW_IEEE));
-      assert_true(hl_f16_to_f32(hl_f16_div(x, y)) == hl_format_round(HL_FMT_FP16, dx / dy, HL_OVERFLOW_IEEE));
-      assert_true(hl_f16_to_f32(hl_f16_sub(x, y)) == hl_format_round(HL_FMT_FP16, dx - dy, HL_OVERFLOW_IEEE));
+      assert_true(hl_f16_to_f32(hl_f16_add(x, y)) == hl_format_round(HL_F16, dx + dy, HL_OVERFLOW_IEEE));
+      assert_true(hl_f16_to_f32(hl_f16_mul(x, y)) == hl_format_round(HL_F16, dx * dy, HL_OVERFLOW_IEEE));
+      assert_true(hl_f16_to_f32(hl_f16_div(x, y)) == hl_format_round(HL_F16, dx / dy, HL_OVERFLOW_IEEE));
+      assert_true(hl_f16_to_f32(hl_f16_sub(x, y)) == hl_format_round(HL_F16, dx - dy, HL_OVERFLOW_IEEE));
     }
 }
 
@@ -130,29 +130,30 @@ static void test_tf32(void **state) {
 
 static void test_format_table(void **state) {
   (void)state;
-  const hl_format_info *fp16 = hl_format_get(HL_FMT_FP16);
+  const hl_format_info *fp16 = hl_format_get(HL_F16);
   assert_true(fp16->max == 65504.0 && fp16->min_normal == ldexp(1, -14) && fp16->min_subnormal == ldexp(1, -24));
   assert_true(fp16->epsilon == ldexp(1, -10) && fp16->unit_roundoff == ldexp(1, -11));
-  const hl_format_info *bf16 = hl_format_get(HL_FMT_BF16);
+  const hl_format_info *bf16 = hl_format_get(HL_BF16);
   assert_float_equal(bf16->max, 3.3895e38, 1e34);
   assert_true(bf16->min_subnormal == ldexp(1, -133) && bf16->epsilon == ldexp(1, -7));
-  assert_true(hl_format_get(HL_FMT_TF32)->min_subnormal == ldexp(1, -136));
-  assert_true(hl_format_get(HL_FMT_FP32)->max == (double)3.4028235e38f);
-  assert_true(hl_format_get(HL_FMT_E4M3)->max == 448 && !hl_format_get(HL_FMT_E4M3)->has_inf);
-  assert_true(hl_format_get(HL_FMT_E5M2)->max == 57344 && hl_format_get(HL_FMT_E5M2)->min_subnormal == ldexp(1, -16));
-  assert_ptr_equal(hl_format_by_name("fp8-e4m3"), hl_format_get(HL_FMT_E4M3));
+  assert_true(hl_format_get(HL_TF32)->min_subnormal == ldexp(1, -136));
+  assert_true(hl_format_get(HL_F32)->max == (double)3.4028235e38f);
+  assert_true(hl_format_get(HL_E4M3)->max == 448 && !hl_format_get(HL_E4M3)->has_inf);
+  assert_true(hl_format_get(HL_E5M2)->max == 57344 && hl_format_get(HL_E5M2)->min_subnormal == ldexp(1, -16));
+  assert_ptr_equal(hl_format_by_name("fp8-e4m3"), hl_format_get(HL_E4M3));
   assert_null(hl_format_by_name("fp12"));
   /* each table entry agrees with what the bit-level decoder says */
-  for (int f = 0; f < HL_FMT_COUNT; f++) {
-    const hl_format_info *fi = hl_format_get((hl_format)f);
+  for (int i = 0; i < HL_FORMATS; i++) {
+    const hl_dtype f = hl_formats[i];
+    const hl_format_info *fi = hl_format_get(f);
     /* the largest finite: below +inf, or (e4m3) the last code up the top binade */
     uint32_t b = ((1u << fi->exp_bits) - 1u) << fi->man_bits, next;
-    if (hl_format_classify((hl_format)f, b) == HL_CLASS_INF) assert_true(hl_format_next_down((hl_format)f, b, &b));
+    if (hl_format_classify(f, b) == HL_CLASS_INF) assert_true(hl_format_next_down(f, b, &b));
     else
-      while (hl_format_next_up((hl_format)f, b, &next)) b = next;
-    assert_true(hl_format_decode((hl_format)f, b) == fi->max);
-    assert_true(hl_format_decode((hl_format)f, 1) == fi->min_subnormal);
-    assert_true(hl_format_decode((hl_format)f, 1u << fi->man_bits) == fi->min_normal);
+      while (hl_format_next_up(f, b, &next)) b = next;
+    assert_true(hl_format_decode(f, b) == fi->max);
+    assert_true(hl_format_decode(f, 1) == fi->min_subnormal);
+    assert_true(hl_format_decode(f, 1u << fi->man_bits) == fi->min_normal);
     assert_true(fi->epsilon == ldexp(1, -fi->man_bits) && fi->unit_roundoff == fi->epsilon / 2);
   }
 }
@@ -160,33 +161,33 @@ static void test_format_table(void **state) {
 static void test_bitstring_and_neighbours(void **state) {
   (void)state;
   char buf[64];
-  uint32_t b = hl_format_encode(HL_FMT_FP32, 0.4f, HL_OVERFLOW_IEEE);
-  assert_string_equal(hl_format_bitstring(HL_FMT_FP32, b, buf, sizeof buf), "0 01111101 10011001100110011001101");
-  assert_string_equal(hl_format_bitstring(HL_FMT_FP16, 0x3c00, buf, sizeof buf), "0 01111 0000000000");
-  assert_string_equal(hl_format_bitstring(HL_FMT_E4M3, 0x7e, buf, sizeof buf), "0 1111 110");
+  uint32_t b = hl_format_encode(HL_F32, 0.4f, HL_OVERFLOW_IEEE);
+  assert_string_equal(hl_format_bitstring(HL_F32, b, buf, sizeof buf), "0 01111101 10011001100110011001101");
+  assert_string_equal(hl_format_bitstring(HL_F16, 0x3c00, buf, sizeof buf), "0 01111 0000000000");
+  assert_string_equal(hl_format_bitstring(HL_E4M3, 0x7e, buf, sizeof buf), "0 1111 110");
   uint32_t n;
-  assert_true(hl_format_next_up(HL_FMT_FP16, 0x7bff, &n) && n == 0x7c00);
-  assert_false(hl_format_next_up(HL_FMT_FP16, 0x7c00, &n));
-  assert_false(hl_format_next_up(HL_FMT_E4M3, 0x7e, &n)); /* no inf above 448 */
-  assert_true(hl_format_next_down(HL_FMT_FP16, 0x0000, &n) && n == 0x8001);
-  assert_true(hl_format_next_up(HL_FMT_FP16, 0x8001, &n) && n == 0x8000);
-  assert_true(hl_format_next_down(HL_FMT_FP16, 0x3c00, &n) && hl_format_decode(HL_FMT_FP16, n) == 1.0 - ldexp(1, -11));
-  assert_int_equal(hl_format_classify(HL_FMT_FP16, 0x0001), HL_CLASS_SUBNORMAL);
-  assert_int_equal(hl_format_classify(HL_FMT_E4M3, 0x78), HL_CLASS_NORMAL); /* 256: top exponent, finite */
-  assert_int_equal(hl_format_classify(HL_FMT_E4M3, 0x7f), HL_CLASS_NAN);
-  assert_int_equal(hl_format_encode(HL_FMT_FP16, 1e6f, HL_OVERFLOW_SATURATE), 0x7bff);
-  assert_int_equal(hl_format_encode(HL_FMT_TF32, 1.0f, HL_OVERFLOW_IEEE), 0x3f800000u >> 13);
+  assert_true(hl_format_next_up(HL_F16, 0x7bff, &n) && n == 0x7c00);
+  assert_false(hl_format_next_up(HL_F16, 0x7c00, &n));
+  assert_false(hl_format_next_up(HL_E4M3, 0x7e, &n)); /* no inf above 448 */
+  assert_true(hl_format_next_down(HL_F16, 0x0000, &n) && n == 0x8001);
+  assert_true(hl_format_next_up(HL_F16, 0x8001, &n) && n == 0x8000);
+  assert_true(hl_format_next_down(HL_F16, 0x3c00, &n) && hl_format_decode(HL_F16, n) == 1.0 - ldexp(1, -11));
+  assert_int_equal(hl_format_classify(HL_F16, 0x0001), HL_CLASS_SUBNORMAL);
+  assert_int_equal(hl_format_classify(HL_E4M3, 0x78), HL_CLASS_NORMAL); /* 256: top exponent, finite */
+  assert_int_equal(hl_format_classify(HL_E4M3, 0x7f), HL_CLASS_NAN);
+  assert_int_equal(hl_format_encode(HL_F16, 1e6f, HL_OVERFLOW_SATURATE), 0x7bff);
+  assert_int_equal(hl_format_encode(HL_TF32, 1.0f, HL_OVERFLOW_IEEE), 0x3f800000u >> 13);
 }
 
 static void test_generic_round(void **state) {
   (void)state;
-  assert_true(hl_format_round(HL_FMT_FP16, 65519.99, HL_OVERFLOW_IEEE) == 65504);
-  assert_true(isinf(hl_format_round(HL_FMT_FP16, 65520, HL_OVERFLOW_IEEE)));
-  assert_true(hl_format_round(HL_FMT_FP16, 65520, HL_OVERFLOW_SATURATE) == 65504);
-  assert_true(hl_format_round(HL_FMT_FP16, ldexp(3, -26), HL_OVERFLOW_IEEE) == ldexp(1, -24));
-  assert_true(isnan(hl_format_round(HL_FMT_E4M3, 500, HL_OVERFLOW_IEEE)));
-  assert_true(hl_format_round(HL_FMT_E4M3, 464, HL_OVERFLOW_IEEE) == 448);
-  assert_true(signbit(hl_format_round(HL_FMT_BF16, -1e-300, HL_OVERFLOW_IEEE)));
+  assert_true(hl_format_round(HL_F16, 65519.99, HL_OVERFLOW_IEEE) == 65504);
+  assert_true(isinf(hl_format_round(HL_F16, 65520, HL_OVERFLOW_IEEE)));
+  assert_true(hl_format_round(HL_F16, 65520, HL_OVERFLOW_SATURATE) == 65504);
+  assert_true(hl_format_round(HL_F16, ldexp(3, -26), HL_OVERFLOW_IEEE) == ldexp(1, -24));
+  assert_true(isnan(hl_format_round(HL_E4M3, 500, HL_OVERFLOW_IEEE)));
+  assert_true(hl_format_round(HL_E4M3, 464, HL_OVERFLOW_IEEE) == 448);
+  assert_true(signbit(hl_format_round(HL_BF16, -1e-300, HL_OVERFLOW_IEEE)));
 }
 
 /* Known-answer vectors published with Random123 (kat_vectors), Philox4x32-10 */

@@ -31,8 +31,8 @@ static double draw(uint64_t stream, uint64_t i) {
 }
 
 /* Buffer of `count` elements of type t, filled from stream `s` */
-static void *filled(hl_gemm_type t, int64_t count, uint64_t s) {
-  void *p = malloc(hl_gemm_type_size(t) * (size_t)(count ? count : 1));
+static void *filled(hl_dtype t, int64_t count, uint64_t s) {
+  void *p = malloc(hl_dtype_size(t) * (size_t)(count ? count : 1));
   assert_non_null(p);
   for (int64_t i = 0; i < count; i++) hl_gemm_store(p, t, i, draw(s, (uint64_t)i));
   return p;
@@ -43,7 +43,7 @@ typedef struct {
   int64_t m, n, k, batch;
   int64_t pad_a, pad_b, pad_c;  /* extra elements per stored row */
   int64_t gap;                  /* extra elements between batch entries */
-  hl_gemm_type at, bt, ct;
+  hl_dtype at, bt, ct;
   hl_gemm_compute compute;
   float alpha, beta;
 } gemm_case;
@@ -58,9 +58,9 @@ static void check_case(const gemm_case *g) {
   void *a = filled(g->at, sa * g->batch, 1);
   void *b = filled(g->bt, sb * g->batch, 2);
   void *c = filled(g->ct, sc * g->batch, 3);
-  void *c0 = malloc(hl_gemm_type_size(g->ct) * (size_t)(sc * g->batch > 0 ? sc * g->batch : 1));
+  void *c0 = malloc(hl_dtype_size(g->ct) * (size_t)(sc * g->batch > 0 ? sc * g->batch : 1));
   assert_non_null(c0);
-  memcpy(c0, c, hl_gemm_type_size(g->ct) * (size_t)(sc * g->batch));
+  memcpy(c0, c, hl_dtype_size(g->ct) * (size_t)(sc * g->batch));
 
   hl_gemm_desc d = {
       .trans_a = g->ta, .trans_b = g->tb, .m = g->m, .n = g->n, .k = g->k, .batch = g->batch,
@@ -73,7 +73,7 @@ static void check_case(const gemm_case *g) {
   K()->gemm(&d);
 
   const double u_acc = g->compute == HL_COMPUTE_F64 ? 0x1p-53 : 0x1p-24;
-  const double u_out = g->ct == HL_GEMM_F16 ? 0x1p-11 : g->ct == HL_GEMM_BF16 ? 0x1p-8 : g->ct == HL_GEMM_F32 ? 0x1p-24 : 0x1p-53;
+  const double u_out = g->ct == HL_F16 ? 0x1p-11 : g->ct == HL_BF16 ? 0x1p-8 : g->ct == HL_F32 ? 0x1p-24 : 0x1p-53;
   for (int64_t bi = 0; bi < g->batch; bi++) {
     for (int64_t i = 0; i < g->m; i++) {
       for (int64_t j = 0; j < g->n; j++) {
@@ -89,12 +89,12 @@ static void check_case(const gemm_case *g) {
         double bound = (double)(g->k + 2) * u_acc * (fabs(g->alpha) * mag + fabs(g->beta * cin)) +
                        u_out * fabs(want) + 1e-300;
         /* fp16 outputs below 2^-14 are subnormal: absolute spacing 2^-24 */
-        if (g->ct == HL_GEMM_F16) bound += 0x1p-25;
+        if (g->ct == HL_F16) bound += 0x1p-25;
         double got = hl_gemm_load(c, g->ct, bi * sc + i * ldc + j);
         if (!(fabs(got - want) <= bound))
           fail_msg("batch %lld C[%lld][%lld] = %.9g, want %.9g (bound %.3g) ta=%d tb=%d %s/%s/%s",
                    (long long)bi, (long long)i, (long long)j, got, want, bound, g->ta, g->tb,
-                   hl_gemm_type_name(g->at), hl_gemm_type_name(g->bt), hl_gemm_type_name(g->ct));
+                   hl_dtype_name(g->at), hl_dtype_name(g->bt), hl_dtype_name(g->ct));
       }
       for (int64_t j = g->n; j < ldc; j++) /* padding of C untouched */
         assert_true(hl_gemm_load(c, g->ct, bi * sc + i * ldc + j) == hl_gemm_load(c0, g->ct, bi * sc + i * ldc + j));
@@ -108,7 +108,7 @@ static void check_case(const gemm_case *g) {
   free(c0);
 }
 
-static const hl_gemm_type storage[] = {HL_GEMM_F32, HL_GEMM_F16, HL_GEMM_BF16};
+static const hl_dtype storage[] = {HL_F32, HL_F16, HL_BF16};
 
 static void test_transposes_and_padding(void **state) {
   (void)state;
@@ -150,12 +150,12 @@ static void test_mixed_types(void **state) {
   (void)state;
   /* half inputs, fp32 output (the AMP core's "matmul in fp16, keep fp32") */
   gemm_case g = {.ta = false, .tb = false, .m = 9, .n = 7, .k = 33, .batch = 2, .gap = 1,
-                 .at = HL_GEMM_F16, .bt = HL_GEMM_F16, .ct = HL_GEMM_F32, .compute = HL_COMPUTE_F32,
+                 .at = HL_F16, .bt = HL_F16, .ct = HL_F32, .compute = HL_COMPUTE_F32,
                  .alpha = 1.0f, .beta = 1.0f};
   check_case(&g);
-  g.at = HL_GEMM_BF16, g.bt = HL_GEMM_F32, g.ct = HL_GEMM_BF16, g.ta = true;
+  g.at = HL_BF16, g.bt = HL_F32, g.ct = HL_BF16, g.ta = true;
   check_case(&g);
-  g.at = HL_GEMM_F32, g.bt = HL_GEMM_F16, g.ct = HL_GEMM_F16, g.tb = true;
+  g.at = HL_F32, g.bt = HL_F16, g.ct = HL_F16, g.tb = true;
   check_case(&g);
 }
 
@@ -163,7 +163,7 @@ static void test_fp64(void **state) {
   (void)state;
   for (int t = 0; t < 4; t++) {
     gemm_case g = {.ta = t & 1, .tb = t >> 1, .m = 8, .n = 6, .k = 10, .batch = 2, .pad_a = 2, .pad_c = 1, .gap = 3,
-                   .at = HL_GEMM_F64, .bt = HL_GEMM_F64, .ct = HL_GEMM_F64, .compute = HL_COMPUTE_F64,
+                   .at = HL_F64, .bt = HL_F64, .ct = HL_F64, .compute = HL_COMPUTE_F64,
                    .alpha = 1.5f, .beta = -1.0f};
     check_case(&g);
   }
@@ -173,10 +173,10 @@ static void test_fp64(void **state) {
 static void test_large_half(void **state) {
   (void)state;
   gemm_case g = {.ta = false, .tb = true, .m = 300, .n = 260, .k = 280, .batch = 1, .pad_a = 8, .pad_c = 4,
-                 .at = HL_GEMM_F16, .bt = HL_GEMM_F16, .ct = HL_GEMM_F16, .compute = HL_COMPUTE_F32,
+                 .at = HL_F16, .bt = HL_F16, .ct = HL_F16, .compute = HL_COMPUTE_F32,
                  .alpha = 0.125f, .beta = 0.5f};
   check_case(&g);
-  g.at = g.bt = g.ct = HL_GEMM_BF16;
+  g.at = g.bt = g.ct = HL_BF16;
   check_case(&g);
 }
 
@@ -190,8 +190,8 @@ static void test_rounded_once(void **state) {
   uint16_t a[3] = {hl_f32_to_f16(1.0f), hl_f32_to_f16(0x1p-11f), hl_f32_to_f16(0x1p-12f)};
   uint16_t b[3] = {hl_f32_to_f16(1.0f), hl_f32_to_f16(1.0f), hl_f32_to_f16(1.0f)};
   uint16_t c[1] = {0};
-  hl_gemm_desc d = {.m = 1, .n = 1, .k = 3, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
-                    .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
+  hl_gemm_desc d = {.m = 1, .n = 1, .k = 3, .batch = 1, .a_type = HL_F16, .b_type = HL_F16,
+                    .c_type = HL_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
                     .a = a, .lda = 3, .b = b, .ldb = 1, .c = c, .ldc = 1};
   K()->gemm(&d);
   assert_int_equal(c[0], hl_f32_to_f16(1.0f + 0x1p-10f));
@@ -200,8 +200,8 @@ static void test_rounded_once(void **state) {
 static void test_empty_shapes(void **state) {
   (void)state;
   float a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
-  hl_gemm_desc d = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
-                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0.5f,
+  hl_gemm_desc d = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_F32, .b_type = HL_F32,
+                    .c_type = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0.5f,
                     .a = a, .lda = 1, .b = b, .ldb = 2, .c = c, .ldc = 2};
   K()->gemm(&d); /* k = 0: C = beta C */
   assert_true(c[0] == 2.5f && c[1] == 3.0f && c[2] == 3.5f && c[3] == 4.0f);
@@ -213,24 +213,24 @@ static void test_empty_shapes(void **state) {
   /* k == 0 with the leading dimensions of empty operands (lda = 0) and beta
    * == 0: zeros, C not read (it holds NaN here), in every output type */
   float cn[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
-  hl_gemm_desc z = {.m = 2, .n = 3, .k = 0, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
-                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
+  hl_gemm_desc z = {.m = 2, .n = 3, .k = 0, .batch = 1, .a_type = HL_F32, .b_type = HL_F32,
+                    .c_type = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
                     .a = a, .lda = 0, .b = b, .ldb = 3, .c = cn, .ldc = 3};
   K()->gemm(&z);
   for (int i = 0; i < 6; i++) assert_true(cn[i] == 0.0f && !signbit(cn[i]));
   uint16_t hn[6] = {0x7e00, 0x7e00, 0x7e00, 0x7e00, 0x7e00, 0x7e00};
-  z.a_type = z.b_type = z.c_type = HL_GEMM_F16, z.c = hn, z.batch = 2, z.m = 1, z.stride_c = 3;
+  z.a_type = z.b_type = z.c_type = HL_F16, z.c = hn, z.batch = 2, z.m = 1, z.stride_c = 3;
   K()->gemm(&z);
   for (int i = 0; i < 6; i++) assert_int_equal(hn[i], 0x0000);
   double dn[2] = {3.0, 5.0};
-  hl_gemm_desc zd = {.m = 1, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F64, .b_type = HL_GEMM_F64,
-                     .c_type = HL_GEMM_F64, .compute = HL_COMPUTE_F64, .alpha = 1, .beta = -2,
+  hl_gemm_desc zd = {.m = 1, .n = 2, .k = 0, .batch = 1, .a_type = HL_F64, .b_type = HL_F64,
+                     .c_type = HL_F64, .compute = HL_COMPUTE_F64, .alpha = 1, .beta = -2,
                      .a = a, .lda = 0, .b = b, .ldb = 2, .c = dn, .ldc = 2};
   K()->gemm(&zd);
   assert_true(dn[0] == -6.0 && dn[1] == -10.0);
   uint16_t h[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
-  hl_gemm_desc e = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
-                    .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 2,
+  hl_gemm_desc e = {.m = 2, .n = 2, .k = 0, .batch = 1, .a_type = HL_F16, .b_type = HL_F16,
+                    .c_type = HL_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 2,
                     .a = h, .lda = 1, .b = h, .ldb = 2, .c = h, .ldc = 2};
   K()->gemm(&e);
   for (int i = 0; i < 4; i++) assert_int_equal(h[i], 0x4000); /* 2.0 */
@@ -240,7 +240,7 @@ static void test_empty_shapes(void **state) {
 static void test_beta_zero_ignores_c(void **state) {
   (void)state;
   for (int s = 0; s < 3; s++) {
-    const hl_gemm_type t = storage[s];
+    const hl_dtype t = storage[s];
     void *a = filled(t, 4 * 5, 1), *b = filled(t, 5 * 3, 2), *c = filled(t, 4 * 3, 3);
     for (int i = 0; i < 12; i++) hl_gemm_store(c, t, i, NAN);
     hl_gemm_desc d = {.m = 4, .n = 3, .k = 5, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
@@ -255,22 +255,22 @@ static void test_beta_zero_ignores_c(void **state) {
 static void test_supports_reasons(void **state) {
   (void)state;
   char why[256];
-  hl_gemm_desc d = {.m = 4, .n = 4, .k = 4, .batch = 1, .a_type = HL_GEMM_F32, .b_type = HL_GEMM_F32,
-                    .c_type = HL_GEMM_F32, .compute = HL_COMPUTE_F32_FAST_TF32};
+  hl_gemm_desc d = {.m = 4, .n = 4, .k = 4, .batch = 1, .a_type = HL_F32, .b_type = HL_F32,
+                    .c_type = HL_F32, .compute = HL_COMPUTE_F32_FAST_TF32};
   assert_false(K()->supports(&d, why, sizeof why));
   assert_non_null(strstr(why, "tf32"));
-  d.a_type = d.b_type = d.c_type = HL_GEMM_F16, d.compute = HL_COMPUTE_F16;
+  d.a_type = d.b_type = d.c_type = HL_F16, d.compute = HL_COMPUTE_F16;
   assert_false(K()->supports(&d, why, sizeof why));
   assert_non_null(strstr(why, "fp16 accumulation"));
-  d.a_type = d.b_type = HL_GEMM_E4M3, d.compute = HL_COMPUTE_F32;
+  d.a_type = d.b_type = HL_E4M3, d.compute = HL_COMPUTE_F32;
   assert_false(K()->supports(&d, why, sizeof why));
   assert_non_null(strstr(why, "fp8"));
-  d.a_type = d.b_type = d.c_type = HL_GEMM_F32, d.compute = HL_COMPUTE_F64;
+  d.a_type = d.b_type = d.c_type = HL_F32, d.compute = HL_COMPUTE_F64;
   assert_false(K()->supports(&d, why, sizeof why));
-  d.a_type = d.b_type = d.c_type = HL_GEMM_F16, d.compute = HL_COMPUTE_F32;
+  d.a_type = d.b_type = d.c_type = HL_F16, d.compute = HL_COMPUTE_F32;
   why[0] = 'x';
   assert_true(K()->supports(&d, why, sizeof why));
-  d.a_type = d.b_type = d.c_type = HL_GEMM_BF16;
+  d.a_type = d.b_type = d.c_type = HL_BF16;
   assert_true(K()->supports(&d, why, sizeof why));
 }
 
@@ -290,11 +290,11 @@ static void *run_job(void *p) {
 static void test_threads(void **state) {
   (void)state;
   enum { M = 70, N = 90, KK = 110, THREADS = 3 };
-  void *a = filled(HL_GEMM_F16, M * KK, 1), *b = filled(HL_GEMM_F16, KK * N, 2);
+  void *a = filled(HL_F16, M * KK, 1), *b = filled(HL_F16, KK * N, 2);
   uint16_t *want = calloc(M * N, 2);
   assert_non_null(want);
-  hl_gemm_desc d = {.m = M, .n = N, .k = KK, .batch = 1, .a_type = HL_GEMM_F16, .b_type = HL_GEMM_F16,
-                    .c_type = HL_GEMM_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
+  hl_gemm_desc d = {.m = M, .n = N, .k = KK, .batch = 1, .a_type = HL_F16, .b_type = HL_F16,
+                    .c_type = HL_F16, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0,
                     .a = a, .lda = KK, .b = b, .ldb = N, .c = want, .ldc = N};
   K()->gemm(&d);
   pthread_t th[THREADS];

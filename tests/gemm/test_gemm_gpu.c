@@ -21,8 +21,8 @@
 static const hl_backend *gpu, *cpu;
 
 /* uniform in [-1, 1) with full fp32 precision, rounded to the storage type */
-static void *host_filled(hl_gemm_type t, int64_t count, uint64_t s) {
-  void *p = malloc(hl_gemm_type_size(t) * (size_t)count);
+static void *host_filled(hl_dtype t, int64_t count, uint64_t s) {
+  void *p = malloc(hl_dtype_size(t) * (size_t)count);
   assert_non_null(p);
   for (int64_t i = 0; i < count; i++)
     hl_gemm_store(p, t, i, hl_u32_to_unit_float(hl_philox_u32(42, s, (uint64_t)i)) * 2.0 - 1.0);
@@ -38,20 +38,20 @@ static void *to_device(const void *h, size_t bytes) {
 
 typedef struct {
   const char *name;
-  hl_gemm_type in, out;
+  hl_dtype in, out;
   hl_gemm_compute compute;
 } variant;
 
 static const variant variants[] = {
-    {"fp32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32},
-    {"tf32", HL_GEMM_F32, HL_GEMM_F32, HL_COMPUTE_F32_FAST_TF32},
-    {"fp16 (fp32 acc)", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F32},
-    {"fp16 -> fp32 out", HL_GEMM_F16, HL_GEMM_F32, HL_COMPUTE_F32},
-    {"fp16 (fp16 acc)", HL_GEMM_F16, HL_GEMM_F16, HL_COMPUTE_F16},
-    {"bf16 (fp32 acc)", HL_GEMM_BF16, HL_GEMM_BF16, HL_COMPUTE_F32},
-    {"bf16 -> fp32 out", HL_GEMM_BF16, HL_GEMM_F32, HL_COMPUTE_F32},
-    {"fp8 e4m3 -> bf16", HL_GEMM_E4M3, HL_GEMM_BF16, HL_COMPUTE_F32},
-    {"fp64", HL_GEMM_F64, HL_GEMM_F64, HL_COMPUTE_F64},
+    {"fp32", HL_F32, HL_F32, HL_COMPUTE_F32},
+    {"tf32", HL_F32, HL_F32, HL_COMPUTE_F32_FAST_TF32},
+    {"fp16 (fp32 acc)", HL_F16, HL_F16, HL_COMPUTE_F32},
+    {"fp16 -> fp32 out", HL_F16, HL_F32, HL_COMPUTE_F32},
+    {"fp16 (fp16 acc)", HL_F16, HL_F16, HL_COMPUTE_F16},
+    {"bf16 (fp32 acc)", HL_BF16, HL_BF16, HL_COMPUTE_F32},
+    {"bf16 -> fp32 out", HL_BF16, HL_F32, HL_COMPUTE_F32},
+    {"fp8 e4m3 -> bf16", HL_E4M3, HL_BF16, HL_COMPUTE_F32},
+    {"fp64", HL_F64, HL_F64, HL_COMPUTE_F64},
 };
 
 typedef struct {
@@ -62,12 +62,12 @@ typedef struct {
 
 /* Runs v on shape g on the GPU (and the CPU where it can), checks every entry. */
 static void check(const variant *v, const shape *g) {
-  const bool fp8 = v->in == HL_GEMM_E4M3;
+  const bool fp8 = v->in == HL_E4M3;
   const int64_t a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
   const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
   const int64_t lda = a_cols + g->pad, ldb = b_cols + g->pad, ldc = g->n + g->pad;
   const int64_t sa = a_rows * lda, sb = b_rows * ldb, sc = g->m * ldc;
-  const size_t ina = hl_gemm_type_size(v->in), outs = hl_gemm_type_size(v->out);
+  const size_t ina = hl_dtype_size(v->in), outs = hl_dtype_size(v->out);
   void *a = host_filled(v->in, sa * g->batch, 1), *b = host_filled(v->in, sb * g->batch, 2);
   void *c0 = host_filled(v->out, sc * g->batch, 3), *c_gpu = malloc(outs * (size_t)(sc * g->batch));
   void *c_cpu = malloc(outs * (size_t)(sc * g->batch));
@@ -91,7 +91,7 @@ static void check(const variant *v, const shape *g) {
   if (on_cpu) cpu->gemm->gemm(&dh);
 
   /* tensor cores for every variant but fp32 (SIMT) and fp64: fp32 gets the tight bound */
-  const bool tc = (v->in != HL_GEMM_F32 || v->compute == HL_COMPUTE_F32_FAST_TF32) && v->in != HL_GEMM_F64;
+  const bool tc = (v->in != HL_F32 || v->compute == HL_COMPUTE_F32_FAST_TF32) && v->in != HL_F64;
   const hl_gemm_bound gb = hl_gemm_error_bound(&d, tc), cb = hl_gemm_error_bound(&d, false);
   const double scale = (double)d.a_scale * d.b_scale;
   double worst = 0; /* largest |err| / bound */
@@ -146,7 +146,7 @@ static void test_every_variant(void **state) {
       print_message("  %-18s not on this GPU: %s\n", v->name, why);
       continue;
     }
-    if (v->in == HL_GEMM_E4M3) { /* TN and multiples of 16 only */
+    if (v->in == HL_E4M3) { /* TN and multiples of 16 only */
       shape s1 = {false, true, 48, 32, 64, 1, 16, 1.0f, 0.0f};
       shape s2 = {false, true, 64, 96, 512, 3, 0, 0.5f, 0.25f};
       check(v, &s1);
@@ -167,8 +167,8 @@ static void test_every_variant(void **state) {
 /* fp8 needs TN and multiples of 16: supports() must refuse the rest, saying why */
 static void test_fp8_layout_rules(void **state) {
   (void)state;
-  hl_gemm_desc d = {.trans_b = true, .m = 32, .n = 32, .k = 32, .batch = 1, .a_type = HL_GEMM_E4M3,
-                    .b_type = HL_GEMM_E4M3, .c_type = HL_GEMM_BF16, .compute = HL_COMPUTE_F32,
+  hl_gemm_desc d = {.trans_b = true, .m = 32, .n = 32, .k = 32, .batch = 1, .a_type = HL_E4M3,
+                    .b_type = HL_E4M3, .c_type = HL_BF16, .compute = HL_COMPUTE_F32,
                     .lda = 32, .ldb = 32, .ldc = 32};
   char why[256] = "";
   if (!gpu->gemm->supports(&d, why, sizeof why)) {
@@ -189,8 +189,8 @@ static void test_fp8_layout_rules(void **state) {
 static void test_empty_k(void **state) {
   (void)state;
   for (int t = 0; t < 2; t++) {
-    const hl_gemm_type ty = t ? HL_GEMM_F16 : HL_GEMM_F32;
-    const size_t es = hl_gemm_type_size(ty);
+    const hl_dtype ty = t ? HL_F16 : HL_F32;
+    const size_t es = hl_dtype_size(ty);
     unsigned char host[6 * 4], back[6 * 4];
     for (int i = 0; i < 6; i++) hl_gemm_store(host, ty, i, i < 3 ? NAN : 2.0 + i);
     void *dc = to_device(host, 6 * es), *dummy = gpu->alloc(64);

@@ -46,7 +46,7 @@ static double fd(ref_gpt *r, double *x, const int32_t *idx, const int32_t *tg) {
 
 static void test_matches_reference(void **state) {
   (void)state;
-  hl_gpt *m = random_gpt(HL_POLICY_FP32);
+  hl_gpt *m = random_gpt(HL_WEIGHTS_FP32);
   hl_tensor *idx = tokens(B, T, tiny.vocab_size, 1), *tg = tokens(B, T, tiny.vocab_size, 2);
   hl_tensor *logits = NULL;
   hl_tensor *loss = hl_gpt_loss(m, idx, tg, &logits);
@@ -105,7 +105,7 @@ static void test_matches_reference(void **state) {
  * table with the same values, each differentiated on its own). */
 static void test_tied_head_gradient(void **state) {
   (void)state;
-  hl_gpt *m = random_gpt(HL_POLICY_FP32);
+  hl_gpt *m = random_gpt(HL_WEIGHTS_FP32);
   hl_tensor *idx = tokens(B, T, tiny.vocab_size, 1), *tg = tokens(B, T, tiny.vocab_size, 2);
   hl_tensor *loss = hl_gpt_loss(m, idx, tg, NULL);
   OK(loss);
@@ -159,7 +159,7 @@ static void check_causal(hl_gpt *m, hl_dtype autocast) {
     hl_tensor *ib = hl_from_i32(HL_SHAPE(2, Tc), b, HL_I32, HL_DEVICE_CPU);
     hl_tensor *la = NULL, *lb = NULL;
     HL_NO_GRAD {
-      HL_AUTOCAST(HL_DEVICE_CPU, autocast == HL_DTYPES ? HL_BF16 : autocast, autocast != HL_DTYPES) {
+      HL_AUTOCAST(HL_DEVICE_CPU, autocast == HL_DTYPE_NONE ? HL_BF16 : autocast, autocast != HL_DTYPE_NONE) {
         la = hl_gpt_forward(m, ia);
         lb = hl_gpt_forward(m, ib);
       }
@@ -187,24 +187,24 @@ static void check_causal(hl_gpt *m, hl_dtype autocast) {
 
 static void test_causal(void **state) {
   (void)state;
-  hl_gpt *m = random_gpt(HL_POLICY_FP32);
-  check_causal(m, HL_DTYPES);
+  hl_gpt *m = random_gpt(HL_WEIGHTS_FP32);
+  check_causal(m, HL_DTYPE_NONE);
   check_causal(m, HL_BF16);
   check_causal(m, HL_F16);
   hl_gpt_free(m);
 }
 
-/* Loss and logits of one model forward under `autocast` (HL_DTYPES: none). */
+/* Loss and logits of one model forward under `autocast` (HL_DTYPE_NONE: none). */
 static double run_loss(hl_gpt *m, hl_dtype autocast, hl_dtype *logits_dtype, double **logits_values) {
   hl_tensor *idx = tokens(B, T, tiny.vocab_size, 1), *tg = tokens(B, T, tiny.vocab_size, 2);
   hl_tensor *loss = NULL, *logits = NULL;
-  HL_AUTOCAST(HL_DEVICE_CPU, autocast == HL_DTYPES ? HL_BF16 : autocast, autocast != HL_DTYPES) {
+  HL_AUTOCAST(HL_DEVICE_CPU, autocast == HL_DTYPE_NONE ? HL_BF16 : autocast, autocast != HL_DTYPE_NONE) {
     loss = hl_gpt_loss(m, idx, tg, &logits);
   }
   OK(loss);
   *logits_dtype = logits->dtype;
   if (logits_values) *logits_values = hl_tensor_values(logits);
-  if (m->params.policy != HL_POLICY_INT8) OK(hl_backward(loss, NULL, false));
+  if (m->params.policy != HL_WEIGHTS_INT8) OK(hl_backward(loss, NULL, false));
   double v = hl_item(loss);
   hl_release(loss);
   hl_release(logits);
@@ -215,10 +215,10 @@ static double run_loss(hl_gpt *m, hl_dtype autocast, hl_dtype *logits_dtype, dou
 
 static void test_autocast_and_half_models(void **state) {
   (void)state;
-  hl_gpt *m = random_gpt(HL_POLICY_FP32);
+  hl_gpt *m = random_gpt(HL_WEIGHTS_FP32);
   hl_dtype dt;
   double *ref_logits;
-  const double ref = run_loss(m, HL_DTYPES, &dt, &ref_logits);
+  const double ref = run_loss(m, HL_DTYPE_NONE, &dt, &ref_logits);
   hl_params_zero_grad(&m->params);
   /* autocast: the head is a product, so logits come in the lower dtype;
    * gradients reach the fp32 weights as fp32 */
@@ -238,10 +238,10 @@ static void test_autocast_and_half_models(void **state) {
 
   /* fp16 / bf16 models: the same weights rounded; without autocast every op
    * runs in the model's dtype, gradients too */
-  const hl_weight_policy half[2] = {HL_POLICY_FP16, HL_POLICY_BF16};
+  const hl_weight_policy half[2] = {HL_WEIGHTS_FP16, HL_WEIGHTS_BF16};
   for (int k = 0; k < 2; k++) {
     hl_gpt *h = random_gpt(half[k]);
-    double l = run_loss(h, HL_DTYPES, &dt, NULL);
+    double l = run_loss(h, HL_DTYPE_NONE, &dt, NULL);
     assert_int_equal(dt, lower[k]);
     assert_true(fabs(l - ref) < 5e-2 * fabs(ref));
     for (int i = 0; i < h->params.n; i++) assert_int_equal(hl_tensor_grad(h->params.items[i].tensor)->dtype, lower[k]);
@@ -249,7 +249,7 @@ static void test_autocast_and_half_models(void **state) {
   }
 
   /* int8: refused outside autocast; inside, close to the fp32 model */
-  hl_gpt *q = random_gpt(HL_POLICY_INT8);
+  hl_gpt *q = random_gpt(HL_WEIGHTS_INT8);
   hl_tensor *idx = tokens(B, T, tiny.vocab_size, 1);
   hl_error_clear();
   assert_null(hl_gpt_forward(q, idx));
@@ -273,7 +273,7 @@ static void test_autocast_and_half_models(void **state) {
 
 static void test_bad_input(void **state) {
   (void)state;
-  hl_gpt *m = random_gpt(HL_POLICY_FP32);
+  hl_gpt *m = random_gpt(HL_WEIGHTS_FP32);
   hl_tensor *long_idx = tokens(1, tiny.block_size + 1, tiny.vocab_size, 1);
   assert_null(hl_gpt_forward(m, long_idx));
   assert_non_null(strstr(hl_error(), "block size"));
@@ -288,10 +288,10 @@ static void test_bad_input(void **state) {
   char why[160];
   assert_false(hl_gpt_config_check(&c, why, sizeof why));
   assert_non_null(strstr(why, "do not divide"));
-  assert_null(hl_gpt_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 1));
+  assert_null(hl_gpt_new(&c, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1));
   c = tiny;
   c.n_layer = 0;
-  assert_null(hl_gpt_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 1));
+  assert_null(hl_gpt_new(&c, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1));
   hl_release(long_idx);
   hl_release(f);
   hl_release(oob);

@@ -27,7 +27,7 @@ static measured gpt_step(hl_gpt *m, const hl_train_setup *s, int64_t B, int64_t 
   const uint64_t before = hl_cpu_live_bytes();
   hl_mem_reset_peak(HL_DEVICE_CPU);
   hl_tensor *loss = NULL;
-  HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPES ? HL_BF16 : s->autocast, s->autocast != HL_DTYPES) {
+  HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPE_NONE ? HL_BF16 : s->autocast, s->autocast != HL_DTYPE_NONE) {
     loss = hl_gpt_loss(m, idx, tg, NULL);
   }
   OK(loss);
@@ -49,7 +49,7 @@ static void check_gpt(const hl_gpt_config *c, int64_t B, int64_t T) {
     assert_non_null(s);
     hl_gpt *m = hl_gpt_new(c, s->weights, HL_DEVICE_CPU, 1);
     OK(m);
-    const hl_train_bytes e = hl_gpt_train_bytes(c, s, HL_OPT_ADAMW, B, T);
+    const hl_train_bytes e = hl_gpt_train_bytes(c, s, hl_optim_moments(HL_OPTIM_ADAMW, false), B, T);
     assert_int_equal(e.weights, hl_params_bytes(&m->params));
     measured got = gpt_step(m, s, B, T);
     const uint64_t want_saved = e.activations + e.weight_casts;
@@ -113,11 +113,11 @@ static void test_mlp_step(void **state) {
       for (int i = 0; i < N; i++) tv[i] = i % 10;
       hl_tensor *t = hl_from_i32(HL_SHAPE(N), tv, HL_I32, HL_DEVICE_CPU);
       free(tv);
-      const hl_train_bytes e = hl_mlp_train_bytes(&cc, s, HL_OPT_SGD, N);
+      const hl_train_bytes e = hl_mlp_train_bytes(&cc, s, hl_optim_moments(HL_OPTIM_SGD, false), N);
       const uint64_t before = hl_cpu_live_bytes();
       hl_mem_reset_peak(HL_DEVICE_CPU);
       hl_tensor *loss = NULL;
-      HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPES ? HL_BF16 : s->autocast, s->autocast != HL_DTYPES) {
+      HL_AUTOCAST(HL_DEVICE_CPU, s->autocast == HL_DTYPE_NONE ? HL_BF16 : s->autocast, s->autocast != HL_DTYPE_NONE) {
         loss = hl_mlp_loss(m, x, t, NULL);
       }
       OK(loss);
@@ -141,13 +141,13 @@ static void test_gpt2_state_and_max_batch(void **state) {
   (void)state;
   const hl_gpt_config g = HL_GPT2_124M;
   const uint64_t P = 124439808;
-  hl_train_bytes f = hl_gpt_train_bytes(&g, hl_train_setup_find("fp32"), HL_OPT_ADAMW, 8, 1024);
+  hl_train_bytes f = hl_gpt_train_bytes(&g, hl_train_setup_find("fp32"), hl_optim_moments(HL_OPTIM_ADAMW, false), 8, 1024);
   assert_int_equal(f.weights, 4 * P);
   assert_int_equal(f.master, 0);
   assert_int_equal(f.gradients, 4 * P);
   assert_int_equal(f.moments, 8 * P);
   assert_int_equal(f.weight_casts, 0);
-  hl_train_bytes a = hl_gpt_train_bytes(&g, hl_train_setup_find("amp-fp16"), HL_OPT_ADAMW, 8, 1024);
+  hl_train_bytes a = hl_gpt_train_bytes(&g, hl_train_setup_find("amp-fp16"), hl_optim_moments(HL_OPTIM_ADAMW, false), 8, 1024);
   assert_int_equal(a.weights, 4 * P);
   assert_int_equal(a.moments, 8 * P);
   /* the projection weights and wte, cast to fp16 once */
@@ -156,14 +156,14 @@ static void test_gpt2_state_and_max_batch(void **state) {
    * output and the fp16 copy p @ v uses): at 1024 tokens that outweighs
    * the halved linear activations; at 128 it does not */
   assert_true(a.activations > f.activations);
-  assert_true(hl_gpt_train_bytes(&g, hl_train_setup_find("amp-fp16"), HL_OPT_ADAMW, 8, 128).activations <
-              hl_gpt_train_bytes(&g, hl_train_setup_find("fp32"), HL_OPT_ADAMW, 8, 128).activations);
-  hl_train_bytes o = hl_gpt_train_bytes(&g, hl_train_setup_find("fp16-master"), HL_OPT_ADAMW, 8, 1024);
+  assert_true(hl_gpt_train_bytes(&g, hl_train_setup_find("amp-fp16"), hl_optim_moments(HL_OPTIM_ADAMW, false), 8, 128).activations <
+              hl_gpt_train_bytes(&g, hl_train_setup_find("fp32"), hl_optim_moments(HL_OPTIM_ADAMW, false), 8, 128).activations);
+  hl_train_bytes o = hl_gpt_train_bytes(&g, hl_train_setup_find("fp16-master"), hl_optim_moments(HL_OPTIM_ADAMW, false), 8, 1024);
   assert_int_equal(o.weights, 2 * P);
   assert_int_equal(o.master, 4 * P);
   assert_int_equal(o.gradients, 2 * P + 4 * P);
   assert_int_equal(o.moments, 8 * P);
-  hl_train_bytes p = hl_gpt_train_bytes(&g, hl_train_setup_find("fp16-pure"), HL_OPT_SGD_MOMENTUM, 8, 1024);
+  hl_train_bytes p = hl_gpt_train_bytes(&g, hl_train_setup_find("fp16-pure"), hl_optim_moments(HL_OPTIM_SGD, true), 8, 1024);
   assert_int_equal(p.weights, 2 * P);
   assert_int_equal(p.gradients, 2 * P);
   assert_int_equal(p.moments, 2 * P);
@@ -175,12 +175,12 @@ static void test_gpt2_state_and_max_batch(void **state) {
   for (int i = 0; i < 3; i++)
     for (int k = 0; k < hl_train_setup_count; k++) {
       const hl_train_setup *m = &hl_train_setups[k];
-      int64_t b = hl_gpt_max_batch(&g, m, HL_OPT_ADAMW, 1024, mem[i]);
+      int64_t b = hl_gpt_max_batch(&g, m, hl_optim_moments(HL_OPTIM_ADAMW, false), 1024, mem[i]);
       assert_true(b >= 1);
-      assert_true(hl_gpt_train_bytes(&g, m, HL_OPT_ADAMW, b, 1024).peak <= mem[i]);
-      assert_true(hl_gpt_train_bytes(&g, m, HL_OPT_ADAMW, b + 1, 1024).peak > mem[i]);
+      assert_true(hl_gpt_train_bytes(&g, m, hl_optim_moments(HL_OPTIM_ADAMW, false), b, 1024).peak <= mem[i]);
+      assert_true(hl_gpt_train_bytes(&g, m, hl_optim_moments(HL_OPTIM_ADAMW, false), b + 1, 1024).peak > mem[i]);
     }
-  assert_int_equal(hl_gpt_max_batch(&g, hl_train_setup_find("fp32"), HL_OPT_ADAMW, 1024, 1ull << 30), 0);
+  assert_int_equal(hl_gpt_max_batch(&g, hl_train_setup_find("fp32"), hl_optim_moments(HL_OPTIM_ADAMW, false), 1024, 1ull << 30), 0);
   assert_null(hl_train_setup_find("fp8"));
 }
 

@@ -23,9 +23,9 @@ static void test_gpt2_counts_and_bytes(void **state) {
   assert_int_equal(block, 7087872);
   assert_int_equal(50257 * 768 + 1024 * 768 + 12 * block + 1536, 124439808);
   assert_int_equal(hl_gpt_param_count(&g), 124439808);
-  assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_FP32), 497759232);
-  assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_FP16), 248879616);
-  assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_BF16), 248879616);
+  assert_int_equal(hl_gpt_param_bytes(&g, HL_WEIGHTS_FP32), 497759232);
+  assert_int_equal(hl_gpt_param_bytes(&g, HL_WEIGHTS_FP16), 248879616);
+  assert_int_equal(hl_gpt_param_bytes(&g, HL_WEIGHTS_BF16), 248879616);
   /* int8 (docs/models.md, Weight dtype policies), by hand:
    *   projection weights int8: 12 x (768x2304 + 768x768 + 768x3072 + 3072x768) = 84,934,656 bytes
    *   one fp32 scale per output row: 12 x (2304 + 768 + 3072 + 768) x 4 = 331,776
@@ -34,7 +34,7 @@ static void test_gpt2_counts_and_bytes(void **state) {
    *   embeddings fp16: (50257 + 1024) x 768 x 2 = 78,767,616 */
   assert_int_equal(12 * (768 * 2304 + 768 * 768 + 768 * 3072 + 3072 * 768), 84934656);
   assert_int_equal(84934656 + 331776 + 165888 + 153600 + 78767616, 164353536);
-  assert_int_equal(hl_gpt_param_bytes(&g, HL_POLICY_INT8), 164353536);
+  assert_int_equal(hl_gpt_param_bytes(&g, HL_WEIGHTS_INT8), 164353536);
 }
 
 /* The real thing, once: 148 named parameters, 248,879,616 bytes in fp16,
@@ -43,7 +43,7 @@ static void test_gpt2_built(void **state) {
   (void)state;
   const hl_gpt_config g = HL_GPT2_124M;
   uint64_t before = hl_cpu_live_bytes();
-  hl_gpt *m = hl_gpt_new(&g, HL_POLICY_FP16, HL_DEVICE_CPU, 1);
+  hl_gpt *m = hl_gpt_new(&g, HL_WEIGHTS_FP16, HL_DEVICE_CPU, 1);
   OK(m);
   assert_int_equal(hl_cpu_live_bytes() - before, 248879616);
   assert_int_equal(m->params.n, 148);
@@ -67,7 +67,7 @@ static void test_names_in_hf_order(void **state) {
   (void)state;
   hl_gpt_config c = small;
   c.n_layer = 1;
-  hl_gpt *m = hl_gpt_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 1);
+  hl_gpt *m = hl_gpt_new(&c, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1);
   OK(m);
   const char *want[] = {"transformer.wte.weight",          "transformer.wpe.weight",
                         "transformer.h.0.ln_1.weight",     "transformer.h.0.ln_1.bias",
@@ -98,7 +98,7 @@ static void test_names_in_hf_order(void **state) {
  * the allocator handed out. */
 static void test_policies(void **state) {
   (void)state;
-  for (int p = 0; p < HL_POLICIES; p++) {
+  for (int p = 0; p < HL_WEIGHT_POLICIES; p++) {
     uint64_t before = hl_cpu_live_bytes();
     hl_gpt *m = hl_gpt_new(&small, (hl_weight_policy)p, HL_DEVICE_CPU, 3);
     OK(m);
@@ -109,8 +109,8 @@ static void test_policies(void **state) {
     for (int i = 0; i < m->params.n; i++) {
       const hl_param *q = &m->params.items[i];
       assert_int_equal(q->tensor->dtype, hl_weight_policy_dtype((hl_weight_policy)p, q->role));
-      assert_int_equal(q->scale != NULL, p == HL_POLICY_INT8 && q->role == HL_ROLE_WEIGHT);
-      assert_int_equal(hl_requires_grad(q->tensor), p != HL_POLICY_INT8);
+      assert_int_equal(q->scale != NULL, p == HL_WEIGHTS_INT8 && q->role == HL_ROLE_WEIGHT);
+      assert_int_equal(hl_requires_grad(q->tensor), p != HL_WEIGHTS_INT8);
       if (q->scale) {
         assert_int_equal(q->scale->dtype, HL_F32);
         assert_int_equal(q->scale->ndim, 1);
@@ -118,8 +118,8 @@ static void test_policies(void **state) {
       }
     }
     hl_tensor *trainable[64];
-    assert_int_equal(hl_params_trainable(&m->params, trainable), p == HL_POLICY_INT8 ? 0 : m->params.n);
-    if (p != HL_POLICY_INT8) assert_ptr_equal(trainable[5], m->params.items[5].tensor);
+    assert_int_equal(hl_params_trainable(&m->params, trainable), p == HL_WEIGHTS_INT8 ? 0 : m->params.n);
+    if (p != HL_WEIGHTS_INT8) assert_ptr_equal(trainable[5], m->params.items[5].tensor);
     /* the layout (what listings print, without allocating) is what was built */
     hl_param_spec specs[64];
     assert_int_equal(hl_gpt_layout(&small, NULL), m->params.n);
@@ -135,17 +135,17 @@ static void test_policies(void **state) {
     hl_gpt_free(m);
   }
   /* the int8 policy's dtypes */
-  assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_WEIGHT), HL_I8);
-  assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_BIAS), HL_F16);
-  assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_NORM), HL_F32);
-  assert_int_equal(hl_weight_policy_dtype(HL_POLICY_INT8, HL_ROLE_EMBEDDING), HL_F16);
+  assert_int_equal(hl_weight_policy_dtype(HL_WEIGHTS_INT8, HL_ROLE_WEIGHT), HL_I8);
+  assert_int_equal(hl_weight_policy_dtype(HL_WEIGHTS_INT8, HL_ROLE_BIAS), HL_F16);
+  assert_int_equal(hl_weight_policy_dtype(HL_WEIGHTS_INT8, HL_ROLE_NORM), HL_F32);
+  assert_int_equal(hl_weight_policy_dtype(HL_WEIGHTS_INT8, HL_ROLE_EMBEDDING), HL_F16);
   /* small's int8 bytes by hand: C = 32, 2 blocks, vocab 50, block 16 */
   const int64_t C = 32, L = 2;
   uint64_t want = (uint64_t)(L * 12 * C * C) * 1 + (uint64_t)(L * 9 * C) * 4 + (uint64_t)(L * 9 * C) * 2 +
                   (uint64_t)(L * 4 * C + 2 * C) * 4 + (uint64_t)((50 + 16) * C) * 2;
-  assert_int_equal(hl_gpt_param_bytes(&small, HL_POLICY_INT8), want);
+  assert_int_equal(hl_gpt_param_bytes(&small, HL_WEIGHTS_INT8), want);
   hl_weight_policy got;
-  assert_true(hl_weight_policy_parse("int8", &got) && got == HL_POLICY_INT8);
+  assert_true(hl_weight_policy_parse("int8", &got) && got == HL_WEIGHTS_INT8);
   assert_false(hl_weight_policy_parse("int4", &got));
 }
 
@@ -153,12 +153,12 @@ static void test_policies(void **state) {
 
 static void test_init_deterministic_and_same_across_policies(void **state) {
   (void)state;
-  hl_gpt *a = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 42);
-  hl_gpt *b = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 42);
-  hl_gpt *c = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 43);
-  hl_gpt *h = hl_gpt_new(&small, HL_POLICY_FP16, HL_DEVICE_CPU, 42);
-  hl_gpt *bf = hl_gpt_new(&small, HL_POLICY_BF16, HL_DEVICE_CPU, 42);
-  hl_gpt *q = hl_gpt_new(&small, HL_POLICY_INT8, HL_DEVICE_CPU, 42);
+  hl_gpt *a = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 42);
+  hl_gpt *b = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 42);
+  hl_gpt *c = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 43);
+  hl_gpt *h = hl_gpt_new(&small, HL_WEIGHTS_FP16, HL_DEVICE_CPU, 42);
+  hl_gpt *bf = hl_gpt_new(&small, HL_WEIGHTS_BF16, HL_DEVICE_CPU, 42);
+  hl_gpt *q = hl_gpt_new(&small, HL_WEIGHTS_INT8, HL_DEVICE_CPU, 42);
   OK(a && b && c && h && bf && q);
   for (int i = 0; i < a->params.n; i++) {
     const hl_param *pa = &a->params.items[i];
@@ -228,7 +228,7 @@ static void moments(const hl_tensor *t, double *mean, double *std, double *lo, d
 static void test_init_statistics(void **state) {
   (void)state;
   const hl_gpt_config c = {.n_layer = 4, .n_head = 4, .n_embd = 128, .vocab_size = 300, .block_size = 64};
-  hl_gpt *m = hl_gpt_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 9);
+  hl_gpt *m = hl_gpt_new(&c, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 9);
   OK(m);
   for (int i = 0; i < m->params.n; i++) {
     const hl_param *p = &m->params.items[i];
@@ -295,8 +295,8 @@ static void test_save_load(void **state) {
   char *dir = hl_tmpdir(), path[512], bad[512];
   snprintf(path, sizeof path, "%s/w.bin", dir);
   snprintf(bad, sizeof bad, "%s/bad.bin", dir);
-  hl_gpt *a = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 1);
-  hl_gpt *b = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 2);
+  hl_gpt *a = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1);
+  hl_gpt *b = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 2);
   OK(a && b);
   OK(hl_params_save(&a->params, path));
   assert_false(same_values(a, b));
@@ -324,8 +324,8 @@ static void test_save_load(void **state) {
   assert_int_equal(crc, hl_test_crc32(f, n - 4));
 
   /* into other policies: rounded once / requantised, like the init */
-  hl_gpt *h = hl_gpt_new(&small, HL_POLICY_FP16, HL_DEVICE_CPU, 7), *h2 = hl_gpt_new(&small, HL_POLICY_FP16, HL_DEVICE_CPU, 1);
-  hl_gpt *q = hl_gpt_new(&small, HL_POLICY_INT8, HL_DEVICE_CPU, 7), *q2 = hl_gpt_new(&small, HL_POLICY_INT8, HL_DEVICE_CPU, 1);
+  hl_gpt *h = hl_gpt_new(&small, HL_WEIGHTS_FP16, HL_DEVICE_CPU, 7), *h2 = hl_gpt_new(&small, HL_WEIGHTS_FP16, HL_DEVICE_CPU, 1);
+  hl_gpt *q = hl_gpt_new(&small, HL_WEIGHTS_INT8, HL_DEVICE_CPU, 7), *q2 = hl_gpt_new(&small, HL_WEIGHTS_INT8, HL_DEVICE_CPU, 1);
   OK(h && h2 && q && q2);
   OK(hl_params_load(&h->params, path));
   OK(hl_params_load(&q->params, path));
@@ -335,7 +335,7 @@ static void test_save_load(void **state) {
   char qpath[512];
   snprintf(qpath, sizeof qpath, "%s/q.bin", dir);
   OK(hl_params_save(&q->params, qpath));
-  hl_gpt *back = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 5);
+  hl_gpt *back = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 5);
   OK(back);
   OK(hl_params_load(&back->params, qpath));
   for (int i = 0; i < back->params.n; i++) {
@@ -347,7 +347,7 @@ static void test_save_load(void **state) {
   }
 
   /* refused, and the model left as it was */
-  hl_gpt *keep = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 2);
+  hl_gpt *keep = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 2);
   OK(keep);
   f[n / 2] ^= 0x40;
   hl_write_file(bad, f, n);
@@ -360,13 +360,13 @@ static void test_save_load(void **state) {
   memcpy(f, "NOTMINE!", 8);
   hl_write_file(bad, f, n);
   expect_refused(keep, bad, "not a halflab weight file");
-  hl_gpt *fresh = hl_gpt_new(&small, HL_POLICY_FP32, HL_DEVICE_CPU, 2);
+  hl_gpt *fresh = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 2);
   assert_true(same_values(keep, fresh));
   /* other shapes and names */
   hl_gpt_config wide = small, deep = small;
   wide.n_embd = 64;
   deep.n_layer = 3;
-  hl_gpt *w = hl_gpt_new(&wide, HL_POLICY_FP32, HL_DEVICE_CPU, 1), *d = hl_gpt_new(&deep, HL_POLICY_FP32, HL_DEVICE_CPU, 1);
+  hl_gpt *w = hl_gpt_new(&wide, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1), *d = hl_gpt_new(&deep, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1);
   OK(w && d);
   expect_refused(w, path, "shape");
   expect_refused(d, path, "missing");
@@ -423,14 +423,14 @@ static void test_mlp(void **state) {
   (void)state;
   hl_mlp_config c = {.n_in = 6, .n_out = 3, .n_hidden = 2, .hidden = {5, 4}, .act = HL_ACT_GELU};
   assert_int_equal(hl_mlp_param_count(&c), 5 * 7 + 4 * 6 + 3 * 5);
-  for (int p = 0; p < HL_POLICIES; p++) {
+  for (int p = 0; p < HL_WEIGHT_POLICIES; p++) {
     uint64_t before = hl_cpu_live_bytes();
     hl_mlp *m = hl_mlp_new(&c, (hl_weight_policy)p, HL_DEVICE_CPU, 1);
     OK(m);
     assert_int_equal(hl_cpu_live_bytes() - before, hl_mlp_param_bytes(&c, (hl_weight_policy)p));
     hl_mlp_free(m);
   }
-  hl_mlp *m = hl_mlp_new(&c, HL_POLICY_FP32, HL_DEVICE_CPU, 1);
+  hl_mlp *m = hl_mlp_new(&c, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1);
   OK(m);
   const char *names[6] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
   assert_int_equal(m->params.n, 6);

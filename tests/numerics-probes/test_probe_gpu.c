@@ -17,7 +17,7 @@
 
 static const hl_probe_kernels *cpu, *gpu;
 
-static bool same(hl_format f, uint32_t a, uint32_t b) {
+static bool same(hl_dtype f, uint32_t a, uint32_t b) {
   return a == b || (hl_format_classify(f, a) == HL_CLASS_NAN && hl_format_classify(f, b) == HL_CLASS_NAN);
 }
 static bool same_double(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
@@ -70,17 +70,17 @@ static void test_arith_and_convert(void **state) {
   float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
   uint32_t *ra = malloc(sizeof(uint32_t) * n), *rb = malloc(sizeof(uint32_t) * n);
   operands(n, a, b);
-  const hl_format native[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16};
-  const hl_format all[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16, HL_FMT_E4M3, HL_FMT_E5M2};
+  const hl_dtype native[] = {HL_F32, HL_F16, HL_BF16};
+  const hl_dtype all[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
   for (int op = HL_ARITH_ADD; op <= HL_ARITH_DIV; op++)
     for (int mode = HL_ROUND_NATIVE; mode <= HL_ROUND_ONCE; mode++)
       for (int fi = 0; fi < (mode == HL_ROUND_NATIVE ? 3 : 5); fi++) {
-        hl_format f = mode == HL_ROUND_NATIVE ? native[fi] : all[fi];
+        hl_dtype f = mode == HL_ROUND_NATIVE ? native[fi] : all[fi];
         cpu->arith((hl_arith_op)op, (hl_arith_mode)mode, f, a, b, ra, n);
         gpu->arith((hl_arith_op)op, (hl_arith_mode)mode, f, a, b, rb, n);
         for (size_t i = 0; i < n; i++)
           if (!same(f, ra[i], rb[i]))
-            fail_msg("op %d mode %d %s: %a, %a -> cpu %#x, gpu %#x", op, mode, hl_format_get(f)->name, a[i], b[i],
+            fail_msg("op %d mode %d %s: %a, %a -> cpu %#x, gpu %#x", op, mode, hl_dtype_format_name(f), a[i], b[i],
                      ra[i], rb[i]);
       }
   for (int fi = 0; fi < 5; fi++)
@@ -89,7 +89,7 @@ static void test_arith_and_convert(void **state) {
       gpu->convert(all[fi], (hl_overflow)ov, a, rb, n);
       for (size_t i = 0; i < n; i++)
         if (!same(all[fi], ra[i], rb[i]))
-          fail_msg("convert %s (%s): %a -> cpu %#x, gpu %#x", hl_format_get(all[fi])->name, ov ? "saturating" : "ieee",
+          fail_msg("convert %s (%s): %a -> cpu %#x, gpu %#x", hl_dtype_format_name(all[fi]), ov ? "saturating" : "ieee",
                    a[i], ra[i], rb[i]);
     }
   free(a), free(b), free(ra), free(rb);
@@ -117,7 +117,7 @@ static void test_lost_update_with_stochastic_rounding(void **state) {
 
 static void test_harmonic(void **state) {
   (void)state;
-  const hl_format f[] = {HL_FMT_FP16, HL_FMT_BF16, HL_FMT_FP32};
+  const hl_dtype f[] = {HL_F16, HL_BF16, HL_F32};
   const uint64_t max[] = {1u << 20, 1u << 20, 1u << 24};
   for (int i = 0; i < 3; i++) {
     hl_harmonic_outcome a, b;
@@ -135,13 +135,13 @@ static void test_harmonic(void **state) {
 static void test_subnormals_and_ftz(void **state) {
   (void)state;
   const hl_subnormal_case c[] = {
-      {HL_FMT_FP32, HL_ARITH_MUL, 0x20000000u, 0x1f800000u}, /* 2^-63 * 2^-64 = 2^-127 */
-      {HL_FMT_FP32, HL_ARITH_SUB, 0x00c00000u, 0x00800000u}, /* 1.5*2^-126 - 2^-126 */
-      {HL_FMT_FP32, HL_ARITH_MUL, 0x00020000u, 0x3f800000u}, /* 2^-130 * 1: subnormal input */
-      {HL_FMT_FP32, HL_ARITH_DIV, 0x00800000u, 0x40000000u}, /* 2^-126 / 2 */
-      {HL_FMT_FP16, HL_ARITH_MUL, 0x0400u, 0x1400u},         /* 2^-14 * 2^-10 = 2^-24 */
-      {HL_FMT_FP16, HL_ARITH_SUB, 0x0600u, 0x0400u},         /* 1.5*2^-14 - 2^-14 = 2^-15 */
-      {HL_FMT_FP16, HL_ARITH_MUL, 0x0001u, 0x3c00u},         /* 2^-24 * 1 */
+      {HL_F32, HL_ARITH_MUL, 0x20000000u, 0x1f800000u}, /* 2^-63 * 2^-64 = 2^-127 */
+      {HL_F32, HL_ARITH_SUB, 0x00c00000u, 0x00800000u}, /* 1.5*2^-126 - 2^-126 */
+      {HL_F32, HL_ARITH_MUL, 0x00020000u, 0x3f800000u}, /* 2^-130 * 1: subnormal input */
+      {HL_F32, HL_ARITH_DIV, 0x00800000u, 0x40000000u}, /* 2^-126 / 2 */
+      {HL_F16, HL_ARITH_MUL, 0x0400u, 0x1400u},         /* 2^-14 * 2^-10 = 2^-24 */
+      {HL_F16, HL_ARITH_SUB, 0x0600u, 0x0400u},         /* 1.5*2^-14 - 2^-14 = 2^-15 */
+      {HL_F16, HL_ARITH_MUL, 0x0001u, 0x3c00u},         /* 2^-24 * 1 */
   };
   const int n = (int)(sizeof c / sizeof c[0]);
   uint32_t a[8], b[8], z[8];
@@ -150,7 +150,7 @@ static void test_subnormals_and_ftz(void **state) {
   for (int i = 0; i < n; i++) assert_int_equal(a[i], b[i]);
   assert_true(gpu->subnormals(1, c, z, n));
   for (int i = 0; i < n; i++) {
-    if (c[i].format == HL_FMT_FP32) assert_int_equal(z[i] & 0x7fffffffu, 0); /* flushed */
+    if (c[i].format == HL_F32) assert_int_equal(z[i] & 0x7fffffffu, 0); /* flushed */
     else assert_int_equal(z[i], a[i]);                                        /* fp16 keeps them */
   }
 }

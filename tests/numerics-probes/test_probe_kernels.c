@@ -18,7 +18,7 @@ static const hl_probe_kernels *cpu(void) {
   return hl_backend_cpu.probe;
 }
 
-static double dec(hl_format f, uint32_t bits) { return hl_format_decode(f, bits); }
+static double dec(hl_dtype f, uint32_t bits) { return hl_format_decode(f, bits); }
 
 /* ------------------------------------------------------------- sums -- */
 
@@ -102,28 +102,28 @@ static void test_sum_4096_x_16(void **state) {
 static void test_sum_contrasts(void **state) {
   (void)state;
   sum_run r = run_sum(16.0f, 4000);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP16_SEQUENTIAL].result_bits) == 32768.0);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP16_PAIRWISE].result_bits) == 64000.0);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP16_KAHAN].result_bits) == 64000.0);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP32_TO_FP16].result_bits) == 64000.0);
-  assert_true(dec(HL_FMT_FP32, r.out[HL_SUM_FP32].result_bits) == 64000.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP16_SEQUENTIAL].result_bits) == 32768.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP16_PAIRWISE].result_bits) == 64000.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP16_KAHAN].result_bits) == 64000.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP32_TO_FP16].result_bits) == 64000.0);
+  assert_true(dec(HL_F32, r.out[HL_SUM_FP32].result_bits) == 64000.0);
   assert_int_equal(r.out[HL_SUM_FP16_KAHAN].first_overflow, 0);
   free_sum(&r);
 
   r = run_sum(1.0f, 4096);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP16_SEQUENTIAL].result_bits) == 2048.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP16_SEQUENTIAL].result_bits) == 2048.0);
   assert_int_equal(r.out[HL_SUM_FP16_SEQUENTIAL].first_lost, 2049);
-  assert_true(dec(HL_FMT_BF16, r.out[HL_SUM_BF16_SEQUENTIAL].result_bits) == 256.0);
+  assert_true(dec(HL_BF16, r.out[HL_SUM_BF16_SEQUENTIAL].result_bits) == 256.0);
   assert_int_equal(r.out[HL_SUM_BF16_SEQUENTIAL].first_lost, 257);
-  assert_true(dec(HL_FMT_FP16, r.out[HL_SUM_FP16_PAIRWISE].result_bits) == 4096.0);
-  assert_true(dec(HL_FMT_BF16, r.out[HL_SUM_BF16_PAIRWISE].result_bits) == 4096.0);
-  assert_true(dec(HL_FMT_FP32, r.out[HL_SUM_FP32].result_bits) == 4096.0);
+  assert_true(dec(HL_F16, r.out[HL_SUM_FP16_PAIRWISE].result_bits) == 4096.0);
+  assert_true(dec(HL_BF16, r.out[HL_SUM_BF16_PAIRWISE].result_bits) == 4096.0);
+  assert_true(dec(HL_F32, r.out[HL_SUM_FP32].result_bits) == 4096.0);
   free_sum(&r);
 
   /* one element: nothing to lose; the result is the element */
   r = run_sum(0.1f, 1);
   for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
-    hl_format f = hl_sum_format((hl_sum_strategy)s);
+    hl_dtype f = hl_sum_format((hl_sum_strategy)s);
     assert_int_equal(r.out[s].result_bits, hl_format_encode(f, 0.1f, HL_OVERFLOW_IEEE));
     assert_int_equal(r.out[s].first_lost, 0);
   }
@@ -156,7 +156,7 @@ static void test_sum_past_a_fixed_point(void **state) {
 }
 
 /* The tree, level by level, on an array: the reference for the streamed one. */
-static uint32_t pairwise_levels(hl_format f, const uint32_t *x, size_t n) {
+static uint32_t pairwise_levels(hl_dtype f, const uint32_t *x, size_t n) {
   uint32_t *a = malloc(sizeof *a * n);
   memcpy(a, x, sizeof *a * n);
   while (n > 1) {
@@ -172,10 +172,10 @@ static uint32_t pairwise_levels(hl_format f, const uint32_t *x, size_t n) {
 
 static void test_pairwise_is_the_level_tree(void **state) {
   (void)state;
-  const hl_format fmts[] = {HL_FMT_FP16, HL_FMT_BF16};
+  const hl_dtype fmts[] = {HL_F16, HL_BF16};
   uint32_t x[1100], stack[64];
   for (int fi = 0; fi < 2; fi++) {
-    hl_format f = fmts[fi];
+    hl_dtype f = fmts[fi];
     for (size_t n = 1; n <= 1100; n += (n < 70 ? 1 : 37)) {
       /* values of mixed signs and magnitudes, so that order matters */
       for (size_t i = 0; i < n; i++) {
@@ -194,9 +194,9 @@ static void test_pairwise_is_the_level_tree(void **state) {
 
 static void test_encode_f64_is_rounded_once(void **state) {
   (void)state;
-  const hl_format fmts[] = {HL_FMT_FP32, HL_FMT_FP16, HL_FMT_BF16, HL_FMT_E4M3, HL_FMT_E5M2};
+  const hl_dtype fmts[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
   for (int fi = 0; fi < 5; fi++) {
-    hl_format f = fmts[fi];
+    hl_dtype f = fmts[fi];
     const hl_format_info *info = hl_format_get(f);
     for (uint64_t i = 0; i < 200000; i++) {
       uint32_t a = hl_philox_u32(11, fi, 2 * i), b = hl_philox_u32(11, fi, 2 * i + 1);
@@ -207,40 +207,40 @@ static void test_encode_f64_is_rounded_once(void **state) {
       if (e < info->emin) e = info->emin;
       double half_ulp = ldexp(1.0, e - info->man_bits - 1);
       double nudge = (b & 3) == 0 ? 0 : (b & 3) == 1 ? ldexp(1.0, -60 + e) : -ldexp(1.0, -60 + e);
-      if ((b & 4) && f == HL_FMT_FP32) nudge = ldexp((double)(b >> 8), e - 50); /* anywhere in the ulp */
+      if ((b & 4) && f == HL_F32) nudge = ldexp((double)(b >> 8), e - 50); /* anywhere in the ulp */
       double d = base + half_ulp + nudge;
       double want = hl_format_round(f, d, HL_OVERFLOW_IEEE);
       double got = hl_format_decode(f, hl_probe_encode_f64(f, d));
       if (isnan(want)) assert_true(isnan(got));
-      else if (got != want) fail_msg("%s: %a rounds to %a, not %a", info->name, d, got, want);
+      else if (got != want) fail_msg("%s: %a rounds to %a, not %a", hl_dtype_format_name(info->id), d, got, want);
     }
   }
   /* the double-rounding trap: 1 + (2^-11 + 2^-34) */
-  assert_int_equal(hl_probe_encode_f64(HL_FMT_FP16, 1.0 + 0x1p-11 + 0x1p-34), 0x3c01);
+  assert_int_equal(hl_probe_encode_f64(HL_F16, 1.0 + 0x1p-11 + 0x1p-34), 0x3c01);
 }
 
 static void test_arith_modes(void **state) {
   (void)state;
   const float one = 1.0f, tiny = 0.0001f, trap = 0x1p-11f + 0x1p-34f;
   uint32_t r;
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_FMT_FP16, &one, &tiny, &r, 1);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_F16, &one, &tiny, &r, 1);
   assert_int_equal(r, 0x3c00); /* 1 + 0.0001 = 1 in fp16 */
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_FMT_BF16, &one, &tiny, &r, 1);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_BF16, &one, &tiny, &r, 1);
   assert_int_equal(r, 0x3f80);
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_FMT_FP32, &one, &tiny, &r, 1);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_F32, &one, &tiny, &r, 1);
   assert_true(hl_f32_from_bits(r) == 1.00010001659393310546875f);
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_VIA_FP32, HL_FMT_FP16, &one, &trap, &r, 1);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_VIA_FP32, HL_F16, &one, &trap, &r, 1);
   assert_int_equal(r, 0x3c00); /* fp32 first: 1 + 2^-11, a tie, then to even */
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_ONCE, HL_FMT_FP16, &one, &trap, &r, 1);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_ONCE, HL_F16, &one, &trap, &r, 1);
   assert_int_equal(r, 0x3c01); /* 1.0009765625 */
   const float w = 1.9f, u = 1.9f / 2100.0f;
-  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_FMT_FP16, &w, &u, &r, 1);
-  assert_true(dec(HL_FMT_FP16, r) - dec(HL_FMT_FP16, hl_f32_to_f16(w)) == 0x1p-10);
+  cpu()->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, HL_F16, &w, &u, &r, 1);
+  assert_true(dec(HL_F16, r) - dec(HL_F16, hl_f32_to_f16(w)) == 0x1p-10);
   /* native fp16 ops are half.h's */
   for (uint32_t i = 0; i < 20000; i++) {
     float a = hl_f16_to_f32((hl_f16)hl_philox_u32(3, 0, i)), b = hl_f16_to_f32((hl_f16)(hl_philox_u32(3, 1, i)));
     uint32_t got;
-    cpu()->arith(HL_ARITH_MUL, HL_ROUND_NATIVE, HL_FMT_FP16, &a, &b, &got, 1);
+    cpu()->arith(HL_ARITH_MUL, HL_ROUND_NATIVE, HL_F16, &a, &b, &got, 1);
     hl_f16 want = hl_f16_mul(hl_f32_to_f16(a), hl_f32_to_f16(b));
     if (hl_f16_isnan(want)) assert_true(hl_f16_isnan((hl_f16)got));
     else assert_int_equal(got, want);
@@ -252,15 +252,15 @@ static void test_convert_subnormal_facts(void **state) {
   const float x[] = {0x1p-24f, 0x1p-25f, 3 * 0x1p-26f, 3 * 0x1p-25f, 0x1p-14f, 65504.0f, 65519.996f, 65520.0f, 1e6f};
   const uint32_t fp16[] = {0x0001, 0x0000, 0x0001, 0x0002, 0x0400, 0x7bff, 0x7bff, 0x7c00, 0x7c00};
   uint32_t out[9];
-  cpu()->convert(HL_FMT_FP16, HL_OVERFLOW_IEEE, x, out, 9);
+  cpu()->convert(HL_F16, HL_OVERFLOW_IEEE, x, out, 9);
   for (int i = 0; i < 9; i++) assert_int_equal(out[i], fp16[i]);
-  cpu()->convert(HL_FMT_FP16, HL_OVERFLOW_SATURATE, x, out, 9);
+  cpu()->convert(HL_F16, HL_OVERFLOW_SATURATE, x, out, 9);
   assert_int_equal(out[8], 0x7bff);
-  cpu()->convert(HL_FMT_E4M3, HL_OVERFLOW_SATURATE, x, out, 9);
+  cpu()->convert(HL_E4M3, HL_OVERFLOW_SATURATE, x, out, 9);
   assert_int_equal(out[8], 0x7e); /* 448 */
-  cpu()->convert(HL_FMT_E4M3, HL_OVERFLOW_IEEE, x, out, 9);
+  cpu()->convert(HL_E4M3, HL_OVERFLOW_IEEE, x, out, 9);
   assert_int_equal(out[8], 0x7f); /* NaN: e4m3 has no inf */
-  cpu()->convert(HL_FMT_BF16, HL_OVERFLOW_IEEE, x, out, 9);
+  cpu()->convert(HL_BF16, HL_OVERFLOW_IEEE, x, out, 9);
   assert_int_equal(out[1], 0x3300); /* 2^-25 is a normal bf16 */
 }
 
@@ -312,16 +312,16 @@ static void test_lost_update(void **state) {
   const double ideal = 1.0 + 10000.0 * hl_f16_to_f32(hl_f32_to_f16(1e-4f)); /* 2.00016594 */
   assert_int_equal(fin[HL_UPDATE_FP16], 0x3c00); /* stays 1.0 */
   assert_int_equal(fin[HL_UPDATE_BF16], 0x3f80);
-  assert_true(fabs(dec(HL_FMT_FP32, fin[HL_UPDATE_FP32_MASTER]) - ideal) < 1e-3);
-  assert_true(fabs(dec(HL_FMT_FP16, fin[HL_UPDATE_FP16_KAHAN]) - ideal) <= 0x1p-9);
+  assert_true(fabs(dec(HL_F32, fin[HL_UPDATE_FP32_MASTER]) - ideal) < 1e-3);
+  assert_true(fabs(dec(HL_F16, fin[HL_UPDATE_FP16_KAHAN]) - ideal) <= 0x1p-9);
   /* stochastic rounding is unbiased: sd of the final weight about 0.04 */
-  assert_true(fabs(dec(HL_FMT_FP16, fin[HL_UPDATE_FP16_STOCHASTIC]) - ideal) < 0.25);
+  assert_true(fabs(dec(HL_F16, fin[HL_UPDATE_FP16_STOCHASTIC]) - ideal) < 0.25);
   assert_true(tr[0] == 1.0 && tr[100] == 1.0); /* fp16 row, step 0 and 10000 */
   double mean = 0;
   for (uint64_t seed = 1; seed <= 16; seed++) {
     p.seed = seed;
     cpu()->update(&p, fin, tr);
-    mean += dec(HL_FMT_FP16, fin[HL_UPDATE_FP16_STOCHASTIC]) / 16;
+    mean += dec(HL_F16, fin[HL_UPDATE_FP16_STOCHASTIC]) / 16;
   }
   assert_true(fabs(mean - ideal) < 0.06); /* 16 runs: sd of the mean about 0.01 */
   free(tr);
@@ -332,13 +332,13 @@ static void test_lost_update(void **state) {
 static void test_harmonic_stalls(void **state) {
   (void)state;
   hl_harmonic_outcome o;
-  cpu()->harmonic(HL_FMT_FP16, 100000, &o);
+  cpu()->harmonic(HL_F16, 100000, &o);
   assert_int_equal(o.stall_n, 513);
-  assert_true(dec(HL_FMT_FP16, o.sum_bits) == 7.0859375);
-  cpu()->harmonic(HL_FMT_BF16, 100000, &o);
+  assert_true(dec(HL_F16, o.sum_bits) == 7.0859375);
+  cpu()->harmonic(HL_BF16, 100000, &o);
   assert_int_equal(o.stall_n, 65);
-  assert_true(dec(HL_FMT_BF16, o.sum_bits) == 5.0625);
-  cpu()->harmonic(HL_FMT_FP16, 100, &o);
+  assert_true(dec(HL_BF16, o.sum_bits) == 5.0625);
+  cpu()->harmonic(HL_F16, 100, &o);
   assert_int_equal(o.stall_n, 0);
   assert_int_equal(o.terms, 100);
 }
@@ -348,9 +348,9 @@ static void test_harmonic_stalls(void **state) {
 static void test_subnormal_cases(void **state) {
   (void)state;
   const hl_subnormal_case c[] = {
-      {HL_FMT_FP32, HL_ARITH_MUL, 0x20000000u /* 2^-63 */, 0x1f800000u /* 2^-64 */},
-      {HL_FMT_FP32, HL_ARITH_SUB, 0x00c00000u /* 1.5 * 2^-126 */, 0x00800000u /* 2^-126 */},
-      {HL_FMT_FP16, HL_ARITH_MUL, 0x0400u /* 2^-14 */, 0x1400u /* 2^-10 */},
+      {HL_F32, HL_ARITH_MUL, 0x20000000u /* 2^-63 */, 0x1f800000u /* 2^-64 */},
+      {HL_F32, HL_ARITH_SUB, 0x00c00000u /* 1.5 * 2^-126 */, 0x00800000u /* 2^-126 */},
+      {HL_F16, HL_ARITH_MUL, 0x0400u /* 2^-14 */, 0x1400u /* 2^-10 */},
   };
   uint32_t out[3];
   assert_true(cpu()->subnormals(0, c, out, 3));

@@ -21,23 +21,23 @@
 
 static const struct hl_stream_kernels *S(void) { return hl_backend_cpu.stream; }
 
-static float widen(hl_stream_type t, const void *p, size_t i) {
-  if (t == HL_STREAM_F32) return ((const float *)p)[i];
+static float widen(hl_dtype t, const void *p, size_t i) {
+  if (t == HL_F32) return ((const float *)p)[i];
   uint16_t v = ((const uint16_t *)p)[i];
-  return t == HL_STREAM_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v);
+  return t == HL_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v);
 }
 
-static uint32_t narrow_bits(hl_stream_type t, float v) {
-  if (t == HL_STREAM_F32) return hl_f32_bits(v);
-  return t == HL_STREAM_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+static uint32_t narrow_bits(hl_dtype t, float v) {
+  if (t == HL_F32) return hl_f32_bits(v);
+  return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
 }
 
-static uint32_t bits_at(hl_stream_type t, const void *p, size_t i) {
-  return t == HL_STREAM_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+static uint32_t bits_at(hl_dtype t, const void *p, size_t i) {
+  return t == HL_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
 }
 
-static int is_nan_bits(hl_stream_type t, uint32_t b) {
-  return t == HL_STREAM_F32 ? isnan(hl_f32_from_bits(b)) : t == HL_STREAM_F16 ? hl_f16_isnan((uint16_t)b)
+static int is_nan_bits(hl_dtype t, uint32_t b) {
+  return t == HL_F32 ? isnan(hl_f32_from_bits(b)) : t == HL_F16 ? hl_f16_isnan((uint16_t)b)
                                                                               : hl_bf16_isnan((uint16_t)b);
 }
 
@@ -56,22 +56,22 @@ static float draw(uint64_t stream, size_t i) {
   }
 }
 
-static void *array(hl_stream_type t, size_t n, uint64_t stream) {
-  void *p = hl_backend_cpu.alloc(n * hl_stream_type_size(t) + 1);
+static void *array(hl_dtype t, size_t n, uint64_t stream) {
+  void *p = hl_backend_cpu.alloc(n * hl_dtype_size(t) + 1);
   assert_non_null(p);
   for (size_t i = 0; i < n; i++) {
     uint32_t b = narrow_bits(t, draw(stream, i));
-    if (t == HL_STREAM_F32) ((uint32_t *)p)[i] = b;
+    if (t == HL_F32) ((uint32_t *)p)[i] = b;
     else ((uint16_t *)p)[i] = (uint16_t)b;
   }
   return p;
 }
 
-static void expect_bits(hl_stream_type t, const void *got, size_t i, float want, const char *what, size_t n) {
+static void expect_bits(hl_dtype t, const void *got, size_t i, float want, const char *what, size_t n) {
   uint32_t g = bits_at(t, got, i), w = narrow_bits(t, want);
   if (is_nan_bits(t, w) && is_nan_bits(t, g)) return;
   if (g != w)
-    fail_msg("%s %s n=%zu: element %zu is 0x%x, want 0x%x (%.9g)", hl_stream_type_name(t), what, n, i, g, w,
+    fail_msg("%s %s n=%zu: element %zu is 0x%x, want 0x%x (%.9g)", hl_dtype_name(t), what, n, i, g, w,
              (double)want);
 }
 
@@ -86,10 +86,10 @@ static void test_elementwise_bit_exact(void **state) {
   static const hl_cpu_store_mode modes[2] = {HL_CPU_STORES_REGULAR, HL_CPU_STORES_STREAMING};
   for (int mode = 0; mode < 2; mode++)
     for (int offset = 0; offset < 2; offset++)
-      for (int t = 0; t < HL_STREAM_TYPES; t++)
+      for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
         for (size_t li = 0; li < NLENGTHS; li++) {
           hl_cpu_stream_set_stores(modes[mode]);
-          const size_t n = lengths[li], es = hl_stream_type_size(t);
+          const size_t n = lengths[li], es = hl_dtype_size(t);
           char *ba = array(t, n + 1, 1), *bb = array(t, n + 1, 2), *bc = array(t, n + 1, 3), *bo = array(t, n + 1, 4);
           void *a = ba + offset * es, *b = bb + offset * es, *c = bc + offset * es, *o = bo + offset * es;
           S()->copy(t, a, o, n);
@@ -110,12 +110,12 @@ static void test_elementwise_bit_exact(void **state) {
 }
 
 /* finite values only: dot of arrays holding inf/NaN is inf/NaN, not a bound */
-static void *finite_array(hl_stream_type t, size_t n, uint64_t stream) {
-  void *p = hl_backend_cpu.alloc(n * hl_stream_type_size(t) + 1);
+static void *finite_array(hl_dtype t, size_t n, uint64_t stream) {
+  void *p = hl_backend_cpu.alloc(n * hl_dtype_size(t) + 1);
   assert_non_null(p);
   for (size_t i = 0; i < n; i++) {
     uint32_t b = narrow_bits(t, (hl_u32_to_unit_float(hl_philox_u32(5, stream, i)) - 0.25f) * 2.0f);
-    if (t == HL_STREAM_F32) ((uint32_t *)p)[i] = b;
+    if (t == HL_F32) ((uint32_t *)p)[i] = b;
     else ((uint16_t *)p)[i] = (uint16_t)b;
   }
   return p;
@@ -123,7 +123,7 @@ static void *finite_array(hl_stream_type t, size_t n, uint64_t stream) {
 
 static void test_dot_bound(void **state) {
   (void)state;
-  for (int t = 0; t < HL_STREAM_TYPES; t++)
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
     for (size_t li = 0; li < NLENGTHS; li++) {
       const size_t n = lengths[li] * 3; /* also 300009 elements: many chunks */
       void *a = finite_array(t, n, 1), *b = finite_array(t, n, 2);
@@ -136,7 +136,7 @@ static void test_dot_bound(void **state) {
       double got = S()->dot(t, a, b, n);
       double bound = (4096.0 + 8.0) * 0x1p-24 * mag;
       if (!(fabs(got - exact) <= bound))
-        fail_msg("%s dot n=%zu: %.12g, exact %.12g, bound %.3g", hl_stream_type_name(t), n, got, exact, bound);
+        fail_msg("%s dot n=%zu: %.12g, exact %.12g, bound %.3g", hl_dtype_name(t), n, got, exact, bound);
       /* a missed or doubled element would be far outside */
       hl_backend_cpu.free(a), hl_backend_cpu.free(b);
     }
@@ -144,7 +144,7 @@ static void test_dot_bound(void **state) {
 
 static void test_init_and_copy_ref(void **state) {
   (void)state;
-  for (int t = 0; t < HL_STREAM_TYPES; t++) {
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++) {
     const size_t n = 3 * 4096 + 5;
     void *a = array(t, n, 1), *b = array(t, n, 2), *c = array(t, n, 3);
     S()->init(t, a, b, c, n, 0.1f, 0.2f, 0.0f);

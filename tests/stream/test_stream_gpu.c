@@ -19,22 +19,22 @@
 
 static const hl_backend *gpu, *cpu;
 
-static uint32_t encode(hl_stream_type t, float v) {
-  if (t == HL_STREAM_F32) return hl_f32_bits(v);
-  return t == HL_STREAM_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+static uint32_t encode(hl_dtype t, float v) {
+  if (t == HL_F32) return hl_f32_bits(v);
+  return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
 }
 
-static uint32_t bits_at(hl_stream_type t, const void *p, size_t i) {
-  return t == HL_STREAM_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
+static uint32_t bits_at(hl_dtype t, const void *p, size_t i) {
+  return t == HL_F32 ? ((const uint32_t *)p)[i] : ((const uint16_t *)p)[i];
 }
 
-static double value_at(hl_stream_type t, const void *p, size_t i) {
+static double value_at(hl_dtype t, const void *p, size_t i) {
   uint32_t b = bits_at(t, p, i);
-  return t == HL_STREAM_F32 ? hl_f32_from_bits(b) : t == HL_STREAM_F16 ? hl_f16_to_f32((uint16_t)b) : hl_bf16_to_f32((uint16_t)b);
+  return t == HL_F32 ? hl_f32_from_bits(b) : t == HL_F16 ? hl_f16_to_f32((uint16_t)b) : hl_bf16_to_f32((uint16_t)b);
 }
 
-static int nan_bits(hl_stream_type t, uint32_t b) {
-  return t == HL_STREAM_F32 ? isnan(hl_f32_from_bits(b)) : t == HL_STREAM_F16 ? hl_f16_isnan((uint16_t)b) : hl_bf16_isnan((uint16_t)b);
+static int nan_bits(hl_dtype t, uint32_t b) {
+  return t == HL_F32 ? isnan(hl_f32_from_bits(b)) : t == HL_F16 ? hl_f16_isnan((uint16_t)b) : hl_bf16_isnan((uint16_t)b);
 }
 
 /* ordinary values, overflowing ones, subnormal-range ones, inf and NaN */
@@ -53,8 +53,8 @@ static float draw(uint64_t s, size_t i, bool finite) {
 }
 
 /* host array of n + 1 elements (room for the offset views) */
-static void *host_array(hl_stream_type t, size_t n, uint64_t s, bool finite) {
-  size_t es = hl_stream_type_size(t);
+static void *host_array(hl_dtype t, size_t n, uint64_t s, bool finite) {
+  size_t es = hl_dtype_size(t);
   void *p = malloc(es * (n + 1));
   assert_non_null(p);
   for (size_t i = 0; i < n + 1; i++) {
@@ -72,11 +72,11 @@ static void *device_copy(const void *h, size_t bytes) {
   return d;
 }
 
-static void same_bits(hl_stream_type t, const void *want, const void *got, size_t n, const char *what) {
+static void same_bits(hl_dtype t, const void *want, const void *got, size_t n, const char *what) {
   for (size_t i = 0; i < n; i++) {
     uint32_t w = bits_at(t, want, i), g = bits_at(t, got, i);
     if (w == g || (nan_bits(t, w) && nan_bits(t, g))) continue;
-    fail_msg("%s %s n=%zu: element %zu GPU 0x%x, CPU 0x%x", hl_stream_type_name(t), what, n, i, g, w);
+    fail_msg("%s %s n=%zu: element %zu GPU 0x%x, CPU 0x%x", hl_dtype_name(t), what, n, i, g, w);
   }
 }
 
@@ -85,10 +85,10 @@ static const size_t lengths[] = {1, 7, 8, 9, 4097, 100003, 1 << 20};
 static void test_elementwise_bit_exact(void **state) {
   (void)state;
   const float s = 3.0f;
-  for (int t = 0; t < HL_STREAM_TYPES; t++)
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
       for (int offset = 0; offset < 2; offset++) { /* 0: vector path; 1: misaligned, one-element path */
-        const size_t n = lengths[li], es = hl_stream_type_size(t), bytes = es * (n + 1);
+        const size_t n = lengths[li], es = hl_dtype_size(t), bytes = es * (n + 1);
         void *a = host_array(t, n, 1, false), *b = host_array(t, n, 2, false), *c = host_array(t, n, 3, false);
         void *o = malloc(bytes), *back = malloc(bytes);
         assert_true(o && back);
@@ -117,10 +117,10 @@ static void test_elementwise_bit_exact(void **state) {
 
 static void test_dot(void **state) {
   (void)state;
-  for (int t = 0; t < HL_STREAM_TYPES; t++)
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
       for (int offset = 0; offset < 2; offset++) {
-        const size_t n = lengths[li] * 3, es = hl_stream_type_size(t), bytes = es * (n + 1);
+        const size_t n = lengths[li] * 3, es = hl_dtype_size(t), bytes = es * (n + 1);
         void *a = host_array(t, n, 7, true), *b = host_array(t, n, 8, true);
         void *da = device_copy(a, bytes), *db = device_copy(b, bytes);
         const char *ha = (char *)a + offset * es, *hb = (char *)b + offset * es;
@@ -133,7 +133,7 @@ static void test_dot(void **state) {
         const double g = gpu->stream->dot(t, (char *)da + offset * es, (char *)db + offset * es, n);
         const double c = cpu->stream->dot(t, ha, hb, n);
         if (!(fabs(g - exact) <= bound))
-          fail_msg("%s dot n=%zu offset %d: GPU %.12g, exact %.12g, bound %.3g", hl_stream_type_name(t), n, offset, g,
+          fail_msg("%s dot n=%zu offset %d: GPU %.12g, exact %.12g, bound %.3g", hl_dtype_name(t), n, offset, g,
                    exact, bound);
         assert_true(fabs(c - exact) <= bound);
         gpu->free(da), gpu->free(db);
@@ -143,8 +143,8 @@ static void test_dot(void **state) {
 
 static void test_init_copy_ref_pinned(void **state) {
   (void)state;
-  for (int t = 0; t < HL_STREAM_TYPES; t++) {
-    const size_t n = 100003, es = hl_stream_type_size(t);
+  for (hl_dtype t = HL_F32; t <= HL_BF16; t++) {
+    const size_t n = 100003, es = hl_dtype_size(t);
     void *d[3];
     for (int j = 0; j < 3; j++) assert_non_null(d[j] = gpu->alloc(es * n));
     gpu->stream->init(t, d[0], d[1], d[2], n, 0.1f, 0.2f, 0.0f);
