@@ -182,7 +182,7 @@ typedef struct {
 } bw_result;
 
 int bench_bandwidth_main(int argc, char **argv) {
-  bench_common c = {.seed = 1, .usage = usage};
+  bench_common c = {.cli = hl_cli_common_defaults(usage)};
   enum { OPT_SIZES = 1, OPT_DTYPES, OPT_KERNELS };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
                                            {"sizes", required_argument, NULL, OPT_SIZES},
@@ -212,11 +212,11 @@ int bench_bandwidth_main(int argc, char **argv) {
   const int reps = bench_parse_reps(c.reps);
   bench_device dev;
   char device_notice[512];
-  bench_device_open_deferred(&dev, c.device, device_notice, sizeof device_notice);
+  bench_device_open_deferred(&dev, c.cli.device, device_notice, sizeof device_notice);
   if (!dev.be->stream) hl_fatal("the %s backend of this build has no bandwidth kernels", dev.name);
   const bool gpu = dev.kind == HL_DEVICE_CUDA;
   if (!nsizes) {
-    if (c.quick) {
+    if (c.cli.quick) {
       const uint64_t q[3] = {4u << 20, 64u << 20, gpu ? 1u << 30 : 128u << 20};
       for (int i = 0; i < 3; i++) sizes[nsizes++] = q[i];
     } else {
@@ -229,11 +229,12 @@ int bench_bandwidth_main(int argc, char **argv) {
   bench_require_memory(&dev, "bandwidth (three arrays of the largest size)", 3 * largest, gpu ? 3 * largest : 0);
 
   char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+  const char *outdir = hl_cli_outdir(c.cli.out, dev.kind, outbuf, sizeof outbuf);
   fputs(device_notice, stderr);
   const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
-  bench_method method = bench_method_for(&dev, reps, c.quick);
-  method.target_s = gpu ? (c.quick ? 0.05 : 0.1) : (c.quick ? 0.1 : 0.25); /* many points: less per point than GEMM */
+  bench_method method = bench_method_for(&dev, reps, c.cli.quick);
+  /* many points: less per point than GEMM */
+  method.target_s = gpu ? (c.cli.quick ? 0.05 : 0.1) : (c.cli.quick ? 0.1 : 0.25);
   method.min_reps = gpu ? 10 : 5;
   method.max_reps = 100;
   hl_meta_set("peak_source", "%s", peaks.source);
@@ -249,7 +250,7 @@ int bench_bandwidth_main(int argc, char **argv) {
                 (double)dev.facts->l2_bytes / 1048576.0);
   hl_meta_set("validation", "after the timed runs every element of a, b, c equals the value the same arithmetic gives "
               "on one element (bit for bit), dot within 1e-3 of n a b");
-  if (c.quick) hl_meta_set("quick", "yes");
+  if (c.cli.quick) hl_meta_set("quick", "yes");
 
   hl_csv_rows rows = {0};
   bw_result res[64][HL_STREAM_TYPES][NKERNELS];

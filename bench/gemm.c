@@ -462,7 +462,7 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
 }
 
 int bench_gemm_main(int argc, char **argv) {
-  bench_common c = {.seed = 1, .usage = usage};
+  bench_common c = {.cli = hl_cli_common_defaults(usage)};
   enum { OPT_LIST = 1, OPT_SIZES, OPT_DTYPES, OPT_STUDIES, OPT_ACCURACY };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
                                            {"list", no_argument, NULL, OPT_LIST},
@@ -501,7 +501,7 @@ int bench_gemm_main(int argc, char **argv) {
 
   bench_device dev;
   char device_notice[512];
-  bench_device_open_deferred(&dev, c.device, device_notice, sizeof device_notice);
+  bench_device_open_deferred(&dev, c.cli.device, device_notice, sizeof device_notice);
   if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
   if (list) {
     fputs(device_notice, stderr);
@@ -514,7 +514,7 @@ int bench_gemm_main(int argc, char **argv) {
   char notice[2048];
   parse_dtypes(dtypes_s, &dev, chosen, notice, sizeof notice);
   shape_list shapes = {0};
-  build_shapes(&shapes, &dev, studies, c.quick, sizes, nsizes);
+  build_shapes(&shapes, &dev, studies, c.cli.quick, sizes, nsizes);
 
   /* memory: the largest pools of any variant (one variant's pools at a time) */
   const size_t rot = rotation_bytes(&dev);
@@ -529,11 +529,11 @@ int bench_gemm_main(int argc, char **argv) {
   bench_require_memory(&dev, "gemm (operands of the largest size)", need, dev.kind == HL_DEVICE_CUDA ? need_host : 0);
 
   char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c.out, dev.kind, outbuf, sizeof outbuf);
+  const char *outdir = hl_cli_outdir(c.cli.out, dev.kind, outbuf, sizeof outbuf);
   fputs(device_notice, stderr);
   fputs(notice, stderr);
   const bench_peaks peaks = bench_peaks_for(dev.facts, dev.kind);
-  const bench_method method = bench_method_for(&dev, reps, c.quick);
+  const bench_method method = bench_method_for(&dev, reps, c.cli.quick);
   hl_meta_set("peak_source", "%s", peaks.source);
   hl_meta_set("method", "%s", bench_method_text(&dev, &method));
   hl_meta_set("rotation", "operands rotate through slots so that a launch's inputs were last used >= %.0f MiB ago (2x %s)",
@@ -542,8 +542,8 @@ int bench_gemm_main(int argc, char **argv) {
               "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b| + abs; max_err_norm = "
               "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", 98);
   hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
-  hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
-  if (c.quick) hl_meta_set("quick", "yes");
+  hl_meta_set("seed", "%llu", (unsigned long long)c.cli.seed);
+  if (c.cli.quick) hl_meta_set("quick", "yes");
 
   hl_csv_rows rows = {0};
   gemm_result *results = calloc((size_t)shapes.n * GEMM_VARIANTS, sizeof *results);
@@ -569,7 +569,7 @@ int bench_gemm_main(int argc, char **argv) {
       in_pool = bench_alloc(&dev, in_bytes, "GEMM inputs");
       out_pool = bench_alloc(&dev, out_bytes, "GEMM outputs");
       host_pool = dev.kind == HL_DEVICE_CUDA ? bench_host_alloc(in_bytes, "a host copy of the GEMM inputs") : in_pool;
-      fill_random(host_pool, v->in, in_bytes, c.seed);
+      fill_random(host_pool, v->in, in_bytes, c.cli.seed);
       if (dev.kind == HL_DEVICE_CUDA) dev.be->copy_from_host(in_pool, host_pool, in_bytes);
       dev.be->zero(out_pool, out_bytes);
       in_have = in_bytes, out_have = out_bytes, pool_type = v->in;
@@ -593,7 +593,7 @@ int bench_gemm_main(int argc, char **argv) {
       hl_range_push(range);
       hl_range_push("validate");
       double bound_term = 0, ratio = 0;
-      const double err = validate(&p, host_pool, c.seed, &bound_term, &ratio);
+      const double err = validate(&p, host_pool, c.cli.seed, &bound_term, &ratio);
       hl_range_pop();
       hl_range_push("time");
       const bench_timing t = bench_time(&dev, &method, launch, &p);

@@ -4,13 +4,11 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/base/error.h"
 #include "train/train.h"
-#include "version.h"
 
 static const char usage[] =
     "Usage: halflab-train [OPTIONS]\n"
@@ -96,8 +94,7 @@ enum {
   OPT_EVAL_FRAC, OPT_MODE, OPT_OPTIMIZER, OPT_SCHEDULE, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_CLIP_NORM, OPT_ACCUM,
   OPT_GRAD_PENALTY, OPT_INIT_SCALE, OPT_GROWTH_INTERVAL, OPT_INJECT, OPT_STEPS, OPT_WARMUP, OPT_CHECKPOINT,
   OPT_CHECKPOINT_EVERY, OPT_STOP_AFTER, OPT_RESUME, OPT_STATS_EVERY, OPT_HIST_STEPS, OPT_LIST_PARAMS, OPT_TRACE_OPS, OPT_SAVE_INIT,
-  OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DUMP_GRADS, OPT_DEVICE, OPT_OUT, OPT_NAME, OPT_QUICK, OPT_SEED, OPT_HELP,
-  OPT_VERSION
+  OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DUMP_GRADS, OPT_NAME
 };
 
 const char *train_task_name(task_kind t) {
@@ -191,13 +188,13 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       {"export-batches", required_argument, NULL, OPT_EXPORT},
       {"export-steps", required_argument, NULL, OPT_EXPORT_STEPS},
       {"dump-grads", required_argument, NULL, OPT_DUMP_GRADS},
-      {"device", required_argument, NULL, OPT_DEVICE},
-      {"out", required_argument, NULL, OPT_OUT},
+      HL_CLI_LONGOPT_DEVICE,
+      HL_CLI_LONGOPT_OUT,
       {"name", required_argument, NULL, OPT_NAME},
-      {"quick", no_argument, NULL, OPT_QUICK},
-      {"seed", required_argument, NULL, OPT_SEED},
-      {"help", no_argument, NULL, OPT_HELP},
-      {"version", no_argument, NULL, OPT_VERSION},
+      HL_CLI_LONGOPT_QUICK,
+      HL_CLI_LONGOPT_SEED,
+      HL_CLI_LONGOPT_HELP,
+      HL_CLI_LONGOPT_VERSION,
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof *o);
@@ -210,11 +207,12 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   double *reals[] = {&g.init_gain, &g.eval_frac, &g.lr, &g.momentum, &g.weight_decay, &g.clip_norm, &g.grad_penalty,
                      &g.init_scale};
   for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) *reals[i] = -1;
-  o->seed = 1;
+  hl_cli_common common = hl_cli_common_defaults(usage);
   const long long big = 1ll << 40;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (hl_cli_common_option(&common, c, optarg)) continue;
     switch (c) {
       case OPT_MODEL: g.model = optarg; break;
       case OPT_PRESET: g.preset = optarg; break;
@@ -271,13 +269,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
       case OPT_EXPORT: o->export_batches = optarg; break;
       case OPT_EXPORT_STEPS: g.export_steps = hl_parse_int("--export-steps", optarg, 1, 100000000); break;
       case OPT_DUMP_GRADS: o->dump_grads = optarg; break;
-      case OPT_DEVICE: o->device = optarg; break;
-      case OPT_OUT: o->out = optarg; break;
       case OPT_NAME: g.name = optarg; break;
-      case OPT_QUICK: o->quick = true; break;
-      case OPT_SEED: o->seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
-      case OPT_HELP: fputs(usage, stdout); exit(0);
-      case OPT_VERSION: printf("%s (halflab %s, %s)\n", TRAIN_PROG, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
       case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
       default:
         if (optopt) hl_usage_error("unknown option '-%c'", optopt);
@@ -285,6 +277,10 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+  o->device = common.device;
+  o->out = common.out;
+  o->quick = common.quick;
+  o->seed = common.seed;
 
   /* ---- model and preset */
   if (!g.model || !strcmp(g.model, "gpt")) o->model = MODEL_GPT;
