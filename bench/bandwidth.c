@@ -216,7 +216,7 @@ typedef struct {
 
 /* Every option and value checked before anything is opened or allocated */
 static void parse_options(int argc, char **argv, bw_options *o) {
-  *o = (bw_options){.common = {.seed = 1, .usage = usage}};
+  *o = (bw_options){.common = {.cli = hl_cli_common_defaults(usage)}};
   bench_common *c = &o->common;
   enum { OPT_SIZES = 1, OPT_DTYPES, OPT_KERNELS };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
@@ -252,11 +252,11 @@ static void parse_options(int argc, char **argv, bw_options *o) {
  * and refuses a run that would not fit, all before anything is allocated.
  * Returns the largest size. */
 static uint64_t plan_run(bench_device *dev, bw_options *o, char *device_notice, size_t notice_len) {
-  bench_device_open_deferred(dev, o->common.device, device_notice, notice_len);
+  bench_device_open_deferred(dev, o->common.cli.device, device_notice, notice_len);
   if (!dev->be->stream) hl_fatal("the %s backend of this build has no bandwidth kernels", dev->name);
   const bool gpu = dev->kind == HL_DEVICE_CUDA;
   if (!o->nsizes) {
-    if (o->common.quick) {
+    if (o->common.cli.quick) {
       const uint64_t q[3] = {4u << 20, 64u << 20, gpu ? 1u << 30 : 128u << 20};
       for (int i = 0; i < 3; i++) o->sizes[o->nsizes++] = q[i];
     } else {
@@ -274,8 +274,8 @@ static uint64_t plan_run(bench_device *dev, bw_options *o, char *device_notice, 
  * back until now, the peaks and the timing method */
 static void start_run(bw_run *run, const bw_options *o, const char *device_notice) {
   const bench_device *dev = run->dev;
-  const bool gpu = run->gpu, quick = o->common.quick;
-  run->outdir = hl_cli_outdir(o->common.out, dev->kind, run->outbuf, sizeof run->outbuf);
+  const bool gpu = run->gpu, quick = o->common.cli.quick;
+  run->outdir = hl_cli_outdir(o->common.cli.out, dev->kind, run->outbuf, sizeof run->outbuf);
   fputs(device_notice, stderr);
   run->peaks = bench_peaks_for(dev->facts, dev->kind);
   run->method = bench_method_for(dev, o->reps, quick);
@@ -498,7 +498,7 @@ int bench_bandwidth_main(int argc, char **argv) {
 
   bw_run run = {.dev = &dev, .gpu = dev.kind == HL_DEVICE_CUDA};
   start_run(&run, &opt, device_notice);
-  record_metadata(&run, opt.common.quick);
+  record_metadata(&run, opt.common.cli.quick);
   run.scratch = run.gpu ? bench_host_alloc(largest, "validation copies") : NULL;
   run_sweep(&run, &opt);
   write_bandwidth_csv(&run);

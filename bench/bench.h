@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli/cli.h"
 #include "cli/csv.h"
 #include "cli/stats.h"
 #include "cli/timer.h"
@@ -26,22 +27,18 @@ int bench_footprint_main(int argc, char **argv); /* footprint.c: parameter and t
 
 /* ------------------------------------------------- common options -- */
 
-/* The options every subcommand takes. bench_common_option() consumes them
- * in a getopt_long loop (returns true when it handled opt). */
+/* The options every subcommand takes: cli.h's common ones and --reps.
+ * bench_common_option() consumes them in a getopt_long loop (returns true
+ * when it handled opt). */
 typedef struct {
-  const char *device, *out, *reps;
-  bool quick;
-  uint64_t seed;
-  const char *usage; /* the subcommand's --help text */
+  hl_cli_common cli; /* cli.help: the subcommand's --help text */
+  const char *reps;
 } bench_common;
 
-enum { BENCH_OPT_DEVICE = 1000, BENCH_OPT_OUT, BENCH_OPT_QUICK, BENCH_OPT_SEED, BENCH_OPT_REPS, BENCH_OPT_HELP,
-       BENCH_OPT_VERSION };
-#define BENCH_COMMON_LONGOPTS                                                                               \
-  {"device", required_argument, NULL, BENCH_OPT_DEVICE}, {"out", required_argument, NULL, BENCH_OPT_OUT},   \
-      {"quick", no_argument, NULL, BENCH_OPT_QUICK}, {"seed", required_argument, NULL, BENCH_OPT_SEED},     \
-      {"reps", required_argument, NULL, BENCH_OPT_REPS}, {"help", no_argument, NULL, BENCH_OPT_HELP},       \
-      {"version", no_argument, NULL, BENCH_OPT_VERSION}
+enum { BENCH_OPT_REPS = 1000 };
+#define BENCH_COMMON_LONGOPTS                                                                                   \
+  HL_CLI_LONGOPT_DEVICE, HL_CLI_LONGOPT_OUT, HL_CLI_LONGOPT_QUICK, HL_CLI_LONGOPT_SEED,                         \
+      {"reps", required_argument, NULL, BENCH_OPT_REPS}, HL_CLI_LONGOPT_HELP, HL_CLI_LONGOPT_VERSION
 bool bench_common_option(bench_common *c, int opt, char **argv);
 /* getopt's errors (unknown option, missing value) as one-line usage errors */
 _Noreturn void bench_bad_option(int opt, char **argv);

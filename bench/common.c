@@ -11,20 +11,12 @@
 #include "cli/csv.h"
 #include "core/base/device.h"
 #include "bench/bench.h"
-#include "version.h"
 
 bool bench_common_option(bench_common *c, int opt, char **argv) {
   (void)argv;
-  switch (opt) {
-    case BENCH_OPT_DEVICE: c->device = optarg; return true;
-    case BENCH_OPT_OUT: c->out = optarg; return true;
-    case BENCH_OPT_QUICK: c->quick = true; return true;
-    case BENCH_OPT_SEED: c->seed = (uint64_t)hl_parse_int("--seed", optarg, 0, INT64_MAX); return true;
-    case BENCH_OPT_REPS: c->reps = optarg; return true;
-    case BENCH_OPT_HELP: fputs(c->usage, stdout); exit(0);
-    case BENCH_OPT_VERSION: printf("halflab-bench (halflab %s, %s)\n", HL_VERSION, HL_GIT_DESCRIBE); exit(0);
-    default: return false;
-  }
+  if (opt != BENCH_OPT_REPS) return hl_cli_common_option(&c->cli, opt, optarg);
+  c->reps = optarg;
+  return true;
 }
 
 void bench_bad_option(int opt, char **argv) {

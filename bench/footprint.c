@@ -403,7 +403,7 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
   if (common->reps) hl_usage_error("--reps: footprint times nothing (it counts bytes)");
-  o->measure_seq = measure_seq ? hl_parse_int("--measure-seq", measure_seq, 1, big) : common->quick ? 16 : 128;
+  o->measure_seq = measure_seq ? hl_parse_int("--measure-seq", measure_seq, 1, big) : common->cli.quick ? 16 : 128;
 
   /* modes */
   const char *mode_names[16];
@@ -433,7 +433,7 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
 /* ------------------------------------------------------------- main -- */
 
 int bench_footprint_main(int argc, char **argv) {
-  bench_common common = {.usage = usage, .seed = 1};
+  bench_common common = {.cli = hl_cli_common_defaults(usage)};
   fp_options o;
   memset(&o, 0, sizeof o);
   parse_options(argc, argv, &common, &o);
@@ -443,7 +443,7 @@ int bench_footprint_main(int argc, char **argv) {
   }
 
   bench_device dev;
-  bench_device_open(&dev, common.device);
+  bench_device_open(&dev, common.cli.device);
   const bool cpu = dev.kind == HL_DEVICE_CPU;
   /* measured steps where the device has the core's tensor kernels */
   bool steps = o.measure_batch > 0 && dev.be->tensor;
@@ -470,7 +470,7 @@ int bench_footprint_main(int argc, char **argv) {
   }
   bench_require_memory(&dev, "footprint", need, host);
   char outbuf[4096];
-  const char *outdir = hl_cli_outdir(common.out, dev.kind, outbuf, sizeof outbuf);
+  const char *outdir = hl_cli_outdir(common.cli.out, dev.kind, outbuf, sizeof outbuf);
   hl_meta_set("independent", "%s",
               cpu ? "rss: resident bytes of the process (/proc/self/statm) before and after building the model, "
                     "malloc_trim(0) before each reading"
@@ -511,7 +511,7 @@ int bench_footprint_main(int argc, char **argv) {
       bench_progress("%s", range);
       hl_range_push(range);
       hl_gpt *g = NULL;
-      param_bytes b = measure_params(&dev, m, (hl_weight_policy)p, common.seed, &g);
+      param_bytes b = measure_params(&dev, m, (hl_weight_policy)p, common.cli.seed, &g);
       hl_range_pop();
       const double pct = 100.0 * (double)b.independent / (double)b.analytic;
       hl_csv_rows_add(&prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", dev.name, m->name, m->cfg.n_layer,

@@ -501,7 +501,7 @@ typedef struct {
 /* Every option and value checked before anything is opened or allocated
  * (--dtypes waits for the device) */
 static void parse_options(int argc, char **argv, gemm_options *o) {
-  *o = (gemm_options){.common = {.seed = 1, .usage = usage}};
+  *o = (gemm_options){.common = {.cli = hl_cli_common_defaults(usage)}};
   bench_common *c = &o->common;
   enum { OPT_LIST = 1, OPT_SIZES, OPT_DTYPES, OPT_STUDIES, OPT_ACCURACY };
   static const struct option longopts[] = {BENCH_COMMON_LONGOPTS,
@@ -558,7 +558,7 @@ static void require_pool_memory(const gemm_run *run) {
 static void plan_run(gemm_run *run, const gemm_options *o, char *variant_notice, size_t notice_len) {
   const bench_device *dev = run->dev;
   parse_dtypes(o->dtypes, dev, run->chosen, variant_notice, notice_len);
-  build_shapes(&run->shapes, dev, o->studies, o->common.quick, o->sizes, o->nsizes);
+  build_shapes(&run->shapes, dev, o->studies, o->common.cli.quick, o->sizes, o->nsizes);
   run->rot = rotation_bytes(dev);
   require_pool_memory(run);
 }
@@ -567,11 +567,11 @@ static void plan_run(gemm_run *run, const gemm_options *o, char *variant_notice,
  * until now, the peaks and the timing method */
 static void start_run(gemm_run *run, const gemm_options *o, const char *device_notice, const char *variant_notice) {
   const bench_device *dev = run->dev;
-  run->outdir = hl_cli_outdir(o->common.out, dev->kind, run->outbuf, sizeof run->outbuf);
+  run->outdir = hl_cli_outdir(o->common.cli.out, dev->kind, run->outbuf, sizeof run->outbuf);
   fputs(device_notice, stderr);
   fputs(variant_notice, stderr);
   run->peaks = bench_peaks_for(dev->facts, dev->kind);
-  run->method = bench_method_for(dev, o->reps, o->common.quick);
+  run->method = bench_method_for(dev, o->reps, o->common.cli.quick);
 }
 
 static void record_metadata(const gemm_run *run, bool quick) {
@@ -702,7 +702,7 @@ int bench_gemm_main(int argc, char **argv) {
   parse_options(argc, argv, &opt);
   bench_device dev;
   char device_notice[512];
-  bench_device_open_deferred(&dev, opt.common.device, device_notice, sizeof device_notice);
+  bench_device_open_deferred(&dev, opt.common.cli.device, device_notice, sizeof device_notice);
   if (!dev.be->gemm) hl_fatal("the %s backend of this build has no GEMM kernels", dev.name);
   /* --list and --accuracy need nothing more than the device */
   if (opt.list) {
@@ -713,11 +713,11 @@ int bench_gemm_main(int argc, char **argv) {
   if (opt.accuracy)
     return gemm_accuracy_main(&dev, &opt.common, opt.dtypes, opt.nsizes ? opt.sizes : NULL, opt.nsizes, device_notice);
 
-  gemm_run run = {.dev = &dev, .seed = opt.common.seed};
+  gemm_run run = {.dev = &dev, .seed = opt.common.cli.seed};
   char variant_notice[2048];
   plan_run(&run, &opt, variant_notice, sizeof variant_notice);
   start_run(&run, &opt, device_notice, variant_notice);
-  record_metadata(&run, opt.common.quick);
+  record_metadata(&run, opt.common.cli.quick);
   run_variants(&run);
   write_gemm_csv(&run);
 

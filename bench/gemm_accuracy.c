@@ -170,7 +170,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   if (ks) {
     for (int i = 0; i < nks; i++) kdef[nk++] = ks[i];
   } else {
-    for (long long k = 64; k <= (c->quick ? 4096 : 65536); k *= 2) kdef[nk++] = k;
+    for (long long k = 64; k <= (c->cli.quick ? 4096 : 65536); k *= 2) kdef[nk++] = k;
   }
   long long kmax = 0;
   for (int i = 0; i < nk; i++) kmax = kdef[i] > kmax ? kdef[i] : kmax;
@@ -181,7 +181,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
                        (uint64_t)(2 * gm) * (uint64_t)kmax * 8 + (1u << 20));
 
   char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c->out, d->kind, outbuf, sizeof outbuf);
+  const char *outdir = hl_cli_outdir(c->cli.out, d->kind, outbuf, sizeof outbuf);
   fputs(notice, stderr);
   hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
               "sum rounded to the accumulation format after each addition; cublas: %d x %d outputs by the device's "
@@ -190,8 +190,8 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
               "(partial sums grow like k/4: the hard case for a narrow accumulator)");
   hl_meta_set("errors", "rel_err against the fp64 product of the original fp32 data (input rounding included); "
               "rel_err_accumulation against the fp64 product of the inputs as stored (accumulation and output rounding)");
-  hl_meta_set("seed", "%llu", (unsigned long long)c->seed);
-  if (c->quick) hl_meta_set("quick", "yes");
+  hl_meta_set("seed", "%llu", (unsigned long long)c->cli.seed);
+  if (c->cli.quick) hl_meta_set("quick", "yes");
 
   hl_csv_rows rows = {0};
   const int side = gpu ? gm : sm;
@@ -215,7 +215,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           const int m = method ? gm : sm;
           if (method && k % 16 && gv->in == HL_E4M3) continue; /* cuBLASLt's fp8 layout rule */
           bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method ? "cublas" : "simulated");
-          make_data(a, b, m, m, k, data, c->seed);
+          make_data(a, b, m, m, k, data, c->cli.seed);
           exact_products(v, a, b, m, m, k, orig, st);
           const fro f = method ? on_device(d, gv, a, b, m, m, k, orig, st) : simulate(v, a, b, m, m, k, orig, st);
           const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);

@@ -344,7 +344,7 @@ static void validate(core_mlp *c, direct_mlp *d, bench_launch direct) {
 }
 
 int bench_mlp_step_main(int argc, char **argv) {
-  bench_common common = {.usage = usage, .seed = 1};
+  bench_common common = {.cli = hl_cli_common_defaults(usage)};
   long long batch = 256;
   static const struct option longopts[] = {{"batch", required_argument, NULL, 'b'}, BENCH_COMMON_LONGOPTS, {0}};
   int opt;
@@ -357,20 +357,20 @@ int bench_mlp_step_main(int argc, char **argv) {
   if (optind < argc) hl_usage_error("mlp-step: unexpected argument '%s'", argv[optind]);
   const int reps = bench_parse_reps(common.reps);
   bench_device dev;
-  bench_device_open(&dev, common.device);
+  bench_device_open(&dev, common.cli.device);
   const bool gpu = dev.kind != HL_DEVICE_CPU;
   if (gpu && (!dev.be->tensor || !dev.be->gemm))
     hl_fatal("mlp-step: the %s backend of this build lacks tensor or GEMM kernels", dev.name);
   char dirbuf[4096];
-  const char *dir = hl_cli_outdir(common.out, dev.kind, dirbuf, sizeof dirbuf);
+  const char *dir = hl_cli_outdir(common.cli.out, dev.kind, dirbuf, sizeof dirbuf);
 
   core_mlp c = {0};
   direct_mlp d = {0};
-  setup(&dev, &c, &d, (int)batch, common.seed);
+  setup(&dev, &c, &d, (int)batch, common.cli.seed);
   bench_launch direct = gpu ? direct_step_device : direct_step;
   validate(&c, &d, direct);
 
-  bench_method m = bench_method_for(&dev, reps, common.quick);
+  bench_method m = bench_method_for(&dev, reps, common.cli.quick);
   bench_progress("mlp-step: timing the direct %s step", gpu ? "cuBLAS" : "sgemm");
   bench_timing td = bench_time(&dev, &m, direct, &d);
   bench_progress("mlp-step: timing the core's step");

@@ -1,4 +1,5 @@
-/* cli.c — argument parsing and exits shared by the programs. */
+/* cli.c — the common options, argument parsing and exits shared by the
+ * programs. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -13,6 +14,7 @@
 
 #include "cli/csv.h"
 #include "core/base/device.h"
+#include "version.h"
 
 static const char *prog_ = "halflab";
 
@@ -32,6 +34,22 @@ void hl_usage_error(const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, " (see '%s --help')\n", prog_);
   exit(HL_EXIT_USAGE);
+}
+
+hl_cli_common hl_cli_common_defaults(const char *help) {
+  return (hl_cli_common){.help = help, .seed = 1};
+}
+
+bool hl_cli_common_option(hl_cli_common *c, int opt, const char *arg) {
+  switch (opt) {
+    case HL_CLI_OPT_HELP: fputs(c->help, stdout); exit(0);
+    case HL_CLI_OPT_VERSION: printf("%s (halflab %s, %s)\n", prog_, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
+    case HL_CLI_OPT_DEVICE: c->device = arg; return true;
+    case HL_CLI_OPT_OUT: c->out = arg; return true;
+    case HL_CLI_OPT_QUICK: c->quick = true; return true;
+    case HL_CLI_OPT_SEED: c->seed = (uint64_t)hl_parse_int("--seed", arg, 0, HL_CLI_SEED_MAX); return true;
+    default: return false;
+  }
 }
 
 long long hl_parse_int(const char *what, const char *s, long long lo, long long hi) {

@@ -1,6 +1,6 @@
 /* cli.h — what every halflab program does the same way with its command
- * line: strict number parsing, the two kinds of error exit, the device
- * choice and the output folder.
+ * line: the common options, strict number parsing, the two kinds of error
+ * exit, the device choice and the output folder.
  *
  *   bad input      -> one line naming the problem and a hint, exit status 2,
  *                     and nothing written;
@@ -8,6 +8,7 @@
 #ifndef HL_CLI_H
 #define HL_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,51 @@ void hl_cli_init(const char *prog, int argc, char **argv);
 const char *hl_prog(void);
 
 _Noreturn void hl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------ the common options -- */
+/* --help, --version, --device, --out, --quick and --seed, for the programs
+ * that take them (each takes the ones it lists): a program puts the entries
+ * it takes into its getopt_long table and hands every option getopt_long
+ * returns to hl_cli_common_option() first. */
+
+/* getopt_long's values for them: letters, free since no program has short
+ * options (optstring "" or ":"); a program's own values must differ. */
+enum {
+  HL_CLI_OPT_HELP = 'h',
+  HL_CLI_OPT_VERSION = 'v',
+  HL_CLI_OPT_DEVICE = 'd',
+  HL_CLI_OPT_OUT = 'o',
+  HL_CLI_OPT_QUICK = 'q',
+  HL_CLI_OPT_SEED = 's',
+};
+#define HL_CLI_LONGOPT_HELP {"help", no_argument, NULL, HL_CLI_OPT_HELP}
+#define HL_CLI_LONGOPT_VERSION {"version", no_argument, NULL, HL_CLI_OPT_VERSION}
+#define HL_CLI_LONGOPT_DEVICE {"device", required_argument, NULL, HL_CLI_OPT_DEVICE}
+#define HL_CLI_LONGOPT_OUT {"out", required_argument, NULL, HL_CLI_OPT_OUT}
+#define HL_CLI_LONGOPT_QUICK {"quick", no_argument, NULL, HL_CLI_OPT_QUICK}
+#define HL_CLI_LONGOPT_SEED {"seed", required_argument, NULL, HL_CLI_OPT_SEED}
+
+/* The largest --seed: 2^53 - 1, so that a seed written to a CSV file (as
+ * an integer) reads back exactly where a reader takes numbers as doubles. */
+#define HL_CLI_SEED_MAX ((1ll << 53) - 1)
+
+typedef struct {
+  const char *help;   /* the program's --help text, printed as it is */
+  const char *device; /* --device as given (hl_cli_device checks it); NULL: not given, auto */
+  const char *out;    /* --out as given (hl_cli_outdir makes it); NULL: the default folder */
+  bool quick;         /* --quick */
+  uint64_t seed;      /* --seed, 0 to HL_CLI_SEED_MAX; 1 when not given */
+} hl_cli_common;
+
+/* Nothing given yet: the defaults above, and `help` for --help. */
+hl_cli_common hl_cli_common_defaults(const char *help);
+/* Takes getopt_long's `opt` with its `arg` (optarg) when it is one of the
+ * common options: true when it was. --help prints c->help and --version
+ * "PROG (halflab VERSION, REVISION)" on stdout, then exit 0; a bad --seed
+ * exits 2 (hl_usage_error). */
+bool hl_cli_common_option(hl_cli_common *c, int opt, const char *arg);
+
+/* ------------------------------------------------------------- values -- */
 
 /* Integers in [lo, hi]; "what" names the option in messages ("--count"). */
 long long hl_parse_int(const char *what, const char *s, long long lo, long long hi);

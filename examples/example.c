@@ -12,45 +12,42 @@
 #include "core/base/error.h"
 #include "core/engine/op_trace.h"
 #include "core/engine/registry.h"
-#include "version.h"
 
 static int failures_;
 
 example_opts example_init(const char *prog, const char *what, int argc, char **argv) {
   hl_cli_init(prog, argc, argv);
-  example_opts o = {HL_DEVICE_CPU, 1, false};
-  const char *device = "auto";
-  static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
-                                           {"seed", required_argument, NULL, 's'},
-                                           {"trace-ops", no_argument, NULL, 't'},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {"version", no_argument, NULL, 'v'},
-                                           {0}};
-  int opt;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (opt) {
-      case 'd': device = optarg; break;
-      case 's': o.seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
-      case 't': o.trace = true; break;
-      case 'h':
-        printf("Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
+  enum { OPT_TRACE = 't' };
+  static const struct option longopts[] = {HL_CLI_LONGOPT_DEVICE, HL_CLI_LONGOPT_SEED,
+                                           {"trace-ops", no_argument, NULL, OPT_TRACE},
+                                           HL_CLI_LONGOPT_HELP, HL_CLI_LONGOPT_VERSION, {0}};
+  char *help; /* composed first: hl_cli_common_option prints it for --help */
+  if (asprintf(&help,
+               "Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
                "  --device D    auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
                "  --seed N      seed of the random inputs (default 1)\n"
                "  --trace-ops   print every op with its input and output dtypes on stderr\n"
                "  --help, --version\n",
-               prog, what);
-        exit(0);
-      case 'v': printf("%s (halflab %s, %s)\n", prog, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
+               prog, what) < 0)
+    hl_fatal("out of host memory");
+  hl_cli_common common = hl_cli_common_defaults(help);
+  bool trace = false;
+  int opt;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    if (hl_cli_common_option(&common, opt, optarg)) continue;
+    switch (opt) {
+      case OPT_TRACE: trace = true; break;
       case '?':
         if (optopt) hl_usage_error("option '-%c' is not known", optopt);
         hl_usage_error("option '%s' is not known or lacks its value", argv[optind - 1]);
       default: hl_usage_error("bad option");
     }
   }
+  free(help);
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
-  o.device = example_start(prog, device, o.trace);
-  return o;
+  const hl_device_kind device = example_start(prog, common.device ? common.device : "auto", trace);
+  return (example_opts){.device = device, .seed = common.seed, .trace = trace};
 }
 
 hl_device_kind example_start(const char *prog, const char *request, bool trace) {

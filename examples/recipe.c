@@ -14,17 +14,44 @@
 #include "core/engine/op_trace.h"
 #include "core/engine/ops.h"
 #include "core/engine/registry.h"
-#include "version.h"
+
+/* The --help text of a recipe: the options it takes, its defaults. */
+static char *recipe_help(const char *prog, const char *what, unsigned extras, int default_steps,
+                         const char *default_inject) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  if (!f) hl_fatal("out of host memory");
+  fprintf(f,
+          "Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
+          "  --device D        auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
+          "  --seed N          seed of the weights and the data (default 1)\n",
+          prog, what);
+  if (extras & RECIPE_STEPS) fprintf(f, "  --steps N         optimizer steps (default %d)\n", default_steps);
+  if (extras & RECIPE_INJECT)
+    fprintf(f,
+            "  --inject STEPS    make a gradient non-finite at these steps, e.g. 3,7,10-12 (default %s)\n"
+            "  --inject-kind K   inf (default), -inf or nan\n",
+            default_inject ? default_inject : "none");
+  if (extras & RECIPE_CHECKPOINT)
+    fprintf(f, "  --dir DIR         where the checkpoint goes (default: a scratch folder, removed at the end)\n"
+               "  --stop-after K    train K steps, save DIR/run.ckpt and stop (needs --dir)\n"
+               "  --resume          load DIR/run.ckpt and train on to --steps (needs --dir)\n");
+  fprintf(f, "  --trace-ops       print every op with its input and output dtypes on stderr\n"
+             "  --help, --version\n");
+  if (fclose(f) != 0) hl_fatal("out of host memory");
+  return text;
+}
 
 recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int default_steps,
                         const char *default_inject, int argc, char **argv) {
   hl_cli_init(prog, argc, argv);
-  recipe_opts o = {.device = HL_DEVICE_CPU, .seed = 1, .steps = default_steps, .inject_kind = HL_FAULT_INF};
-  const char *device = "auto", *inject = default_inject ? default_inject : "none";
+  recipe_opts o = {.device = HL_DEVICE_CPU, .steps = default_steps, .inject_kind = HL_FAULT_INF};
+  const char *inject = default_inject ? default_inject : "none";
   bool trace = false;
-  enum { OPT_DEVICE = 256, OPT_SEED, OPT_TRACE, OPT_STEPS, OPT_INJECT, OPT_INJECT_KIND, OPT_DIR, OPT_STOP, OPT_RESUME };
-  static const struct option longopts[] = {{"device", required_argument, NULL, OPT_DEVICE},
-                                           {"seed", required_argument, NULL, OPT_SEED},
+  enum { OPT_TRACE = 256, OPT_STEPS, OPT_INJECT, OPT_INJECT_KIND, OPT_DIR, OPT_STOP, OPT_RESUME };
+  static const struct option longopts[] = {HL_CLI_LONGOPT_DEVICE,
+                                           HL_CLI_LONGOPT_SEED,
                                            {"trace-ops", no_argument, NULL, OPT_TRACE},
                                            {"steps", required_argument, NULL, OPT_STEPS},
                                            {"inject", required_argument, NULL, OPT_INJECT},
@@ -32,9 +59,11 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
                                            {"dir", required_argument, NULL, OPT_DIR},
                                            {"stop-after", required_argument, NULL, OPT_STOP},
                                            {"resume", no_argument, NULL, OPT_RESUME},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {"version", no_argument, NULL, 'v'},
+                                           HL_CLI_LONGOPT_HELP,
+                                           HL_CLI_LONGOPT_VERSION,
                                            {0}};
+  char *help = recipe_help(prog, what, extras, default_steps, default_inject); /* for hl_cli_common_option */
+  hl_cli_common common = hl_cli_common_defaults(help);
   int opt, index = -1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, "", longopts, &index)) != -1) {
@@ -47,9 +76,8 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
                      : opt == OPT_DIR || opt == OPT_STOP || opt == OPT_RESUME ? RECIPE_CHECKPOINT
                                                                                 : 0;
     if (needs && !(extras & needs)) hl_usage_error("option '%s' is not known to %s", name, prog);
+    if (hl_cli_common_option(&common, opt, optarg)) continue;
     switch (opt) {
-      case OPT_DEVICE: device = optarg; break;
-      case OPT_SEED: o.seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
       case OPT_TRACE: trace = true; break;
       case OPT_STEPS: o.steps = (int)hl_parse_int("--steps", optarg, 1, 100000); break;
       case OPT_INJECT: inject = optarg; break;
@@ -59,28 +87,11 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
       case OPT_DIR: o.dir = optarg; break;
       case OPT_STOP: o.stop_after = (int)hl_parse_int("--stop-after", optarg, 1, 100000); break;
       case OPT_RESUME: o.resume = true; break;
-      case 'h':
-        printf("Usage: %s [OPTIONS]\n\n%s\n\nOptions:\n"
-               "  --device D        auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
-               "  --seed N          seed of the weights and the data (default 1)\n",
-               prog, what);
-        if (extras & RECIPE_STEPS) printf("  --steps N         optimizer steps (default %d)\n", default_steps);
-        if (extras & RECIPE_INJECT)
-          printf("  --inject STEPS    make a gradient non-finite at these steps, e.g. 3,7,10-12 (default %s)\n"
-                 "  --inject-kind K   inf (default), -inf or nan\n",
-                 default_inject ? default_inject : "none");
-        if (extras & RECIPE_CHECKPOINT)
-          printf("  --dir DIR         where the checkpoint goes (default: a scratch folder, removed at the end)\n"
-                 "  --stop-after K    train K steps, save DIR/run.ckpt and stop (needs --dir)\n"
-                 "  --resume          load DIR/run.ckpt and train on to --steps (needs --dir)\n");
-        printf("  --trace-ops       print every op with its input and output dtypes on stderr\n"
-               "  --help, --version\n");
-        exit(0);
-      case 'v': printf("%s (halflab %s, %s)\n", prog, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
       case '?': hl_usage_error("option '%s' is not known or lacks its value", name);
       default: hl_usage_error("bad option");
     }
   }
+  free(help);
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
   if (!hl_step_set_parse(inject, &o.inject)) hl_usage_error("--inject: %s", hl_error());
   if (hl_step_set_count(&o.inject) > 0 && o.inject.hi[o.inject.n - 1] > o.steps)
@@ -88,7 +99,8 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
   if ((o.stop_after || o.resume) && !o.dir) hl_usage_error("--stop-after and --resume need --dir");
   if (o.stop_after && o.resume) hl_usage_error("--stop-after and --resume exclude each other");
   if (o.stop_after >= o.steps) hl_usage_error("--stop-after %d must be below --steps %d", o.stop_after, o.steps);
-  o.device = example_start(prog, device, trace);
+  o.seed = common.seed;
+  o.device = example_start(prog, common.device ? common.device : "auto", trace);
   return o;
 }
 

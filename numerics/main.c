@@ -12,7 +12,6 @@
 #include "cli/csv.h"
 #include "core/base/device.h"
 #include "numerics/nx.h"
-#include "version.h"
 
 static const char usage_text[] =
     "Usage: halflab-numerics SUBCOMMAND [OPTIONS]\n"
@@ -79,27 +78,26 @@ static void choose_devices(const char *request, nx_ctx *c, char *notice, size_t 
 
 int main(int argc, char **argv) {
   hl_cli_init("halflab-numerics", argc, argv);
-  enum { OPT_VALUE = 256, OPT_COUNT, OPT_DEVICE, OPT_OUT, OPT_QUICK, OPT_SEED, OPT_HELP, OPT_VERSION };
+  enum { OPT_VALUE = 256, OPT_COUNT };
   static const struct option longopts[] = {
       {"value", required_argument, NULL, OPT_VALUE}, {"count", required_argument, NULL, OPT_COUNT},
-      {"device", required_argument, NULL, OPT_DEVICE}, {"out", required_argument, NULL, OPT_OUT},
-      {"quick", no_argument, NULL, OPT_QUICK},          {"seed", required_argument, NULL, OPT_SEED},
-      {"help", no_argument, NULL, OPT_HELP},            {"version", no_argument, NULL, OPT_VERSION},
+      HL_CLI_LONGOPT_DEVICE,                         HL_CLI_LONGOPT_OUT,
+      HL_CLI_LONGOPT_QUICK,                          HL_CLI_LONGOPT_SEED,
+      HL_CLI_LONGOPT_HELP,                           HL_CLI_LONGOPT_VERSION,
       {NULL, 0, NULL, 0}};
-  const char *value_s = NULL, *count_s = NULL, *device_s = NULL, *out_s = NULL, *seed_s = NULL;
-  bool quick = false;
+  hl_cli_common common = hl_cli_common_defaults(usage_text);
+  const char *value_s = NULL, *count_s = NULL, *seed_s = NULL;
   opterr = 0; /* our own one-line messages */
   int opt;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (opt == HL_CLI_OPT_SEED) { /* checked with the other values, once the subcommand is known */
+      seed_s = optarg;
+      continue;
+    }
+    if (hl_cli_common_option(&common, opt, optarg)) continue;
     switch (opt) {
       case OPT_VALUE: value_s = optarg; break;
       case OPT_COUNT: count_s = optarg; break;
-      case OPT_DEVICE: device_s = optarg; break;
-      case OPT_OUT: out_s = optarg; break;
-      case OPT_QUICK: quick = true; break;
-      case OPT_SEED: seed_s = optarg; break;
-      case OPT_HELP: fputs(usage_text, stdout); return 0;
-      case OPT_VERSION: printf("halflab-numerics (halflab %s, %s)\n", HL_VERSION, HL_GIT_DESCRIBE); return 0;
       case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
       default:
         if (optopt) hl_usage_error("unknown option '-%c'", optopt);
@@ -111,9 +109,10 @@ int main(int argc, char **argv) {
   if (optind + 1 < argc) hl_usage_error("unexpected argument '%s'", argv[optind + 1]);
 
   /* every value checked before anything is created */
+  if (seed_s) hl_cli_common_option(&common, HL_CLI_OPT_SEED, seed_s);
   nx_ctx c = {0};
-  c.quick = quick;
-  c.seed = seed_s ? (uint64_t)hl_parse_int("--seed", seed_s, 0, INT64_MAX) : 1;
+  c.quick = common.quick;
+  c.seed = common.seed;
   if (count_s && sub != SUB_OVERFLOW) hl_usage_error("--count applies to 'overflow' only, not '%s'", sub_names[sub]);
   if (value_s && sub != SUB_OVERFLOW && sub != SUB_FORMATS)
     hl_usage_error("--value applies to 'formats' and 'overflow' only, not '%s'", sub_names[sub]);
@@ -131,14 +130,14 @@ int main(int argc, char **argv) {
   if (sub == SUB_FORMATS && value_s) formats_value = hl_parse_double("--value", value_s, false);
 
   char notice[512];
-  choose_devices(device_s, &c, notice, sizeof notice);
+  choose_devices(common.device, &c, notice, sizeof notice);
   hl_device_kind primary = c.dev[c.ndev - 1]; /* the GPU names the folder when it is used */
   char outdir[4096];
-  c.outdir = hl_cli_outdir(out_s, primary, outdir, sizeof outdir);
+  c.outdir = hl_cli_outdir(common.out, primary, outdir, sizeof outdir);
   fputs(notice, stderr);
   hl_meta_set_devices(c.dev, c.ndev);
   hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
-  if (quick) hl_meta_set("quick", "yes");
+  if (c.quick) hl_meta_set("quick", "yes");
 
   switch (sub) {
     case SUB_FORMATS: return nx_formats(&c, value_s ? &formats_value : NULL);

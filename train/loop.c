@@ -221,6 +221,8 @@ static const char *measured(double v, char *buf, size_t len) {
   return buf;
 }
 
+static const char *nonfinite_name(double v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+
 static bool is_hist_step(const train_opts *o, int64_t s) {
   for (int i = 0; i < o->n_hist; i++)
     if (o->hist_steps[i] == s) return true;
@@ -235,251 +237,390 @@ static void save_checkpoint(const train_opts *o, train_model *m, train_mode *t, 
   hl_range_pop();
 }
 
+/* The statistics columns of a row, and of the summary's means: exact zeros,
+ * fp16 underflow unscaled and scaled, fp16 zeros unscaled and scaled,
+ * absorbed updates, absorbed in fp16. */
+enum { STAT_COLUMNS = 7 };
+
+/* What the loop keeps from step to step. */
+typedef struct {
+  const train_opts *o;
+  const train_data *d;
+  train_model *m;
+  train_mode *t;
+  hl_device_kind dev;
+  int64_t first_step;
+  train_output *out;
+  const hl_backend *be;
+  double items, tokens; /* per step: sequences or samples; tokens (NaN for the MLP) */
+  host_batch h;
+  stat_buffers sb;      /* allocated when some step takes statistics */
+  double *times;        /* ms per step done */
+  int consecutive_skips;
+  double last_progress; /* when the progress line was last printed */
+  double stats_sum[STAT_COLUMNS];
+  int stats_cnt[STAT_COLUMNS];
+} loop_state;
+
+/* One step as it went: what its row, the progress line and the checks after it need. */
+typedef struct {
+  int64_t step;
+  bool stats;       /* census, histogram and absorbed updates at this step */
+  double lr, scale; /* the learning rate and the loss scale the step used */
+  double loss_sum;  /* over the micro-batches */
+  bool nonfinite_loss;
+  double paused;    /* seconds inside the timed region spent on data, statistics and --dump-grads */
+  double grad_norm;
+  grad_census census, census_scaled;
+  absorb_count absorb;
+  bool skipped;     /* the scaler skipped the update (inf / NaN gradients) */
+  double step_s;
+  eval_result ev;
+} step_record;
+
+static loop_state loop_state_new(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
+                                 hl_device_kind dev, int64_t first_step, train_output *out) {
+  loop_state s = {.o = o, .d = d, .m = m, .t = t, .dev = dev, .first_step = first_step, .out = out,
+                  .be = hl_backend_for(dev)};
+  s.items = (double)(o->batch * o->accum);
+  s.tokens = m->kind == MODEL_GPT ? s.items * (double)o->seq : NAN;
+  s.h = host_batch_new(o, t, o->batch);
+  if (o->stats_every > 0 || o->n_hist > 0) {
+    s.sb.grad = malloc(sizeof(float) * (size_t)m->numel);
+    s.sb.before = malloc(sizeof(float) * (size_t)m->numel);
+    s.sb.after = malloc(sizeof(float) * (size_t)m->numel);
+    if (!s.sb.grad || !s.sb.before || !s.sb.after) hl_fatal("out of host memory for the gradient statistics");
+  }
+  const int64_t total = o->steps - first_step + 1;
+  s.times = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
+  if (!s.times) hl_fatal("out of host memory");
+  return s;
+}
+
+static void loop_state_free(loop_state *s) {
+  free(s->times);
+  free(s->sb.grad);
+  free(s->sb.before);
+  free(s->sb.after);
+  host_batch_free(&s->h);
+}
+
+static bool takes_statistics(const loop_state *s, int64_t step) {
+  const train_opts *o = s->o;
+  return (o->stats_every > 0 && (step % o->stats_every == 0 || step == s->first_step)) || is_hist_step(o, step);
+}
+
+/* ---- the timed step */
+
+/* The seed's gradient penalty: gradients of the scaled loss with
+ * create_graph, unscaled by a plain multiplication, the penalty computed
+ * inside autocast; returns objective + penalty (a temporary of the pool). */
+static hl_tensor *add_gradient_penalty(loop_state *s, hl_tensor *objective, double scale, int64_t step) {
+  train_model *m = s->m;
+  train_mode *t = s->t;
+  hl_tensor **g = calloc((size_t)m->n_trainable, sizeof *g);
+  if (!g) hl_fatal("out of host memory");
+  hl_tensor *scaled = hl_tmp(hl_scaler_scale(t->scaler, objective));
+  if (!hl_autograd_grad(&scaled, 1, NULL, m->trainable, m->n_trainable, g,
+                        (hl_grad_opts){.create_graph = true, .retain_graph = true, .allow_unused = true}))
+    hl_fatal("step %lld: gradient penalty: %s", (long long)step, hl_error());
+  const double inv = 1.0 / scale;
+  hl_tensor *sq = NULL;
+  HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) {
+    for (int i = 0; i < m->n_trainable; i++) {
+      if (!g[i]) continue;
+      hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_pow(hl_tmp(hl_mul_scalar(g[i], inv)), 2.0))));
+      sq = sq ? hl_tmp(hl_add(sq, term)) : term;
+    }
+    objective = hl_tmp(hl_add(objective, hl_tmp(hl_mul_scalar(hl_tmp(hl_sqrt(sq)), s->o->grad_penalty))));
+  }
+  for (int i = 0; i < m->n_trainable; i++) hl_release(g[i]);
+  free(g);
+  return objective;
+}
+
+/* One micro-batch: its data (generated outside the step time), forward and
+ * loss under the mode's autocast, loss / accum, the scaled backward. */
+static void forward_backward(loop_state *s, int micro, step_record *rec) {
+  const train_opts *o = s->o;
+  train_model *m = s->m;
+  train_mode *t = s->t;
+  const int64_t step = rec->step;
+  const double g0 = hl_now_s(); /* the data generator is not part of the step */
+  if (m->kind == MODEL_GPT) data_train_tokens(s->d, step, micro, &s->h.tokens);
+  else data_train_samples(s->d, step, micro, &s->h.samples);
+  rec->paused += hl_now_s() - g0;
+  hl_pool_push();
+  hl_tensor *in, *tgt, *loss = NULL;
+  upload(m, &s->h, s->dev, &in, &tgt);
+  hl_tmp(in);
+  hl_tmp(tgt);
+  hl_range_push("forward");
+  HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
+  hl_range_pop();
+  if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
+  const double lv = hl_item(loss);
+  rec->loss_sum += lv;
+  rec->nonfinite_loss |= !isfinite(lv);
+  hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
+  hl_range_push("backward");
+  if (o->grad_penalty > 0) objective = add_gradient_penalty(s, objective, rec->scale, step);
+  if (!hl_backward(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false))
+    hl_fatal("step %lld: backward: %s", (long long)step, hl_error());
+  hl_range_pop();
+  hl_pool_pop();
+}
+
+/* --inject-nonfinite: an inf into the first gradient, before the unscale,
+ * as an overflow in the backward would leave it. */
+static void inject_inf(train_model *m) {
+  hl_tensor *g0 = hl_tensor_grad(m->trainable[0]);
+  if (!g0 || !hl_fault_poison(g0, 0, HL_FAULT_INF)) hl_fatal("--inject-nonfinite: %s", hl_error());
+}
+
+/* A no-op without a scaler but for the optimizer's preparation; fp16-master
+ * copies the fp16 gradients into the f32 master gradients here. */
+static void unscale_gradients(train_mode *t, int64_t step) {
+  hl_range_push("unscale");
+  if (t->scaled) {
+    if (!hl_scaler_unscale(t->scaler, t->opt)) hl_fatal("step %lld: unscale: %s", (long long)step, hl_error());
+  } else if (!hl_optim_prepare_grads(t->opt)) {
+    hl_fatal("step %lld: %s", (long long)step, hl_error());
+  }
+  hl_range_pop();
+}
+
+/* The unscaled gradients' L2 norm, clipped to --clip-norm when given. */
+static double gradient_norm(const train_opts *o, train_mode *t, int64_t step) {
+  double grad_norm = NAN;
+  bool norm_ok = o->clip_norm > 0 ? hl_clip_grad_norm_optim(t->opt, o->clip_norm, 2.0, false, &grad_norm)
+                                  : hl_grad_norm_optim(t->opt, 2.0, &grad_norm);
+  if (!norm_ok) hl_fatal("step %lld: gradient norm: %s", (long long)step, hl_error());
+  return grad_norm;
+}
+
+static void write_histograms(loop_state *s, const step_record *rec) {
+  grad_hist *hu = calloc(1, sizeof *hu), *hs = calloc(1, sizeof *hs);
+  if (!hu || !hs) hl_fatal("out of host memory");
+  hist_add(hu, s->sb.grad, s->m->numel, 1.0f);
+  hist_add(hs, s->sb.grad, s->m->numel, (float)rec->scale);
+  output_hist(s->out, rec->step, hu, hs, rec->scale);
+  free(hu);
+  free(hs);
+}
+
+/* Statistics of the unscaled gradients (census, histograms) and a copy of
+ * the stored weights, to find the updates the optimizer step absorbs. */
+static void census_before_update(loop_state *s, step_record *rec) {
+  read_all(s->m, s->t, true, s->sb.grad);
+  census_add(&rec->census, s->sb.grad, s->m->numel, 1.0f);
+  census_add(&rec->census_scaled, s->sb.grad, s->m->numel, (float)rec->scale);
+  if (is_hist_step(s->o, rec->step)) write_histograms(s, rec);
+  read_all(s->m, s->t, false, s->sb.before);
+}
+
+/* The optimizer step through the scaler (skipped on inf / NaN), then the
+ * scale update; true when the step was skipped. `absorbed` (NULL: not
+ * counted) gets the updates the optimizer itself found absorbed. */
+static bool optimizer_step(train_mode *t, int64_t step, int64_t *absorbed) {
+  hl_range_push("optimizer step");
+  bool skipped = false;
+  if (!hl_scaler_step(t->scaler, t->opt, &skipped, absorbed))
+    hl_fatal("step %lld: optimizer step: %s", (long long)step, hl_error());
+  if (t->scaled && !hl_scaler_update(t->scaler)) hl_fatal("step %lld: scale update: %s", (long long)step, hl_error());
+  hl_range_pop();
+  return skipped;
+}
+
+static void count_absorbed(loop_state *s, int64_t by_optimizer, step_record *rec) {
+  read_all(s->m, s->t, false, s->sb.after);
+  absorb_compare(&rec->absorb, s->sb.before, s->sb.after, s->m->numel, s->t->setup->weights == HL_WEIGHTS_FP32);
+  absorb_add_optimizer(&rec->absorb, by_optimizer);
+}
+
+/* One optimizer step. The step time runs from here to the end of the
+ * update, the device synchronised, less rec->paused. */
+static void train_step(loop_state *s, step_record *rec) {
+  const train_opts *o = s->o;
+  train_mode *t = s->t;
+  const int64_t step = rec->step;
+  const bool trace = o->trace_ops && step == s->first_step;
+  if (trace) hl_op_trace_to(stderr);
+  const double t0 = hl_now_s();
+  hl_optim_zero_grad(t->opt);
+  rec->lr = train_lr_at(o, step);
+  if (!hl_optim_set_lr(t->opt, rec->lr)) hl_fatal("step %lld: %s", (long long)step, hl_error());
+  rec->scale = hl_scaler_get_scale(t->scaler);
+  for (int micro = 0; micro < o->accum; micro++) forward_backward(s, micro, rec);
+  if (trace) hl_op_trace_to(NULL);
+  if (hl_step_set_has(&o->inject, step)) inject_inf(s->m);
+  unscale_gradients(t, step);
+  if (o->dump_grads && step == s->first_step) { /* for a peer's parity test; not timed */
+    const double d0 = hl_now_s();
+    dump_grads(o->dump_grads, s->m, t);
+    rec->paused += hl_now_s() - d0;
+  }
+  rec->grad_norm = gradient_norm(o, t, step);
+  const double p0 = hl_now_s();
+  if (rec->stats) census_before_update(s, rec);
+  rec->paused += hl_now_s() - p0;
+  int64_t absorbed = 0;
+  rec->skipped = optimizer_step(t, step, rec->stats ? &absorbed : NULL);
+  s->be->synchronize();
+  rec->step_s = hl_now_s() - t0 - rec->paused;
+  if (rec->stats && !rec->skipped) count_absorbed(s, absorbed, rec);
+}
+
+/* ---- after the step: evaluation, the row, progress, stops */
+
+/* Every --eval-every steps and after the last, unless the loss is not
+ * finite (the model is then no use to evaluate). */
+static void evaluate_when_due(loop_state *s, step_record *rec, run_result *r) {
+  rec->ev = (eval_result){NAN, NAN, 0};
+  const bool last = rec->step == s->o->steps;
+  if (!rec->nonfinite_loss && (rec->step % s->o->eval_every == 0 || last)) {
+    rec->ev = evaluate(s->o, s->d, s->m, s->t, s->dev);
+    r->eval_loss = rec->ev.loss, r->eval_acc = rec->ev.acc, r->eval_step = rec->step;
+  }
+}
+
+/* The step's line of the per-step CSV; its statistics also go into the
+ * summary's means. */
+static void write_row(loop_state *s, const step_record *rec, run_result *r) {
+  const hl_mem_stats ms = hl_mem_get_stats(s->dev);
+  if (ms.peak > r->mem_peak) r->mem_peak = ms.peak;
+  const bool counted = rec->stats && !rec->skipped;
+  const grad_census *census = &rec->census, *census_scaled = &rec->census_scaled;
+  double cols[STAT_COLUMNS] = {census_exact_zero_frac(census), census_underflow_frac(census),
+                               census_underflow_frac(census_scaled), census_zero_frac(census),
+                               census_zero_frac(census_scaled), absorb_frac(&rec->absorb),
+                               absorb_fp16_frac(&rec->absorb)};
+  if (!counted)
+    for (int k = 0; k < STAT_COLUMNS; k++) cols[k] = NAN;
+  else {
+    for (int k = 0; k < STAT_COLUMNS; k++)
+      if (!isnan(cols[k])) s->stats_sum[k] += cols[k], s->stats_cnt[k]++;
+    r->stats_n++;
+  }
+  const double step_s = rec->step_s;
+  char b[20][40];
+  output_step_row(s->out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.9g,%s,%s,%llu,%llu", s->t->setup->name,
+                  (long long)rec->step, measured(r->last_loss, b[0], 40), output_cell(rec->ev.loss, b[1], 40),
+                  output_cell(rec->ev.acc, b[2], 40), rec->lr, output_cell(rec->scale, b[3], 40), rec->skipped ? 1 : 0,
+                  measured(rec->grad_norm, b[4], 40), output_cell(cols[0], b[5], 40), output_cell(cols[1], b[6], 40),
+                  output_cell(cols[2], b[7], 40), output_cell(cols[3], b[8], 40), output_cell(cols[4], b[9], 40),
+                  output_cell(cols[5], b[10], 40), output_cell(cols[6], b[11], 40), step_s * 1e3,
+                  output_cell(s->tokens / step_s, b[12], 40), output_cell(s->items / step_s, b[13], 40),
+                  (unsigned long long)ms.current, (unsigned long long)ms.peak);
+}
+
+/* At most two progress lines a second, and the last step's. */
+static void show_progress(loop_state *s, const step_record *rec, const run_result *r) {
+  const double now = hl_now_s();
+  if (now - s->last_progress > 0.5 || rec->step == s->o->steps) {
+    output_progress("%s %s step %lld/%lld  loss %.4f  scale %g%s  %.1f ms/step", s->o->name, s->t->setup->name,
+                    (long long)rec->step, (long long)s->o->steps, r->last_loss, rec->scale,
+                    rec->skipped ? " (skipped)" : "", rec->step_s * 1e3);
+    s->last_progress = now;
+  }
+}
+
+/* Whether the run ends after this step: a non-finite loss that no scaler
+ * skips (fp32: a failure), too many skipped steps in a row, --stop-after.
+ * r->status and r->why say which. */
+static bool run_ends_after(const loop_state *s, const step_record *rec, run_result *r) {
+  const int64_t step = rec->step;
+  if (rec->nonfinite_loss) {
+    if (!strcmp(s->t->setup->name, "fp32")) {
+      r->status = RUN_FAILED;
+      snprintf(r->why, sizeof r->why, "non-finite loss (%s) at step %lld in fp32 mode", nonfinite_name(r->last_loss),
+               (long long)step);
+      return true;
+    }
+    if (!s->t->scaled) {
+      r->status = RUN_DIVERGED;
+      snprintf(r->why, sizeof r->why, "the loss became %s at step %lld (no loss scaler to skip the step)",
+               nonfinite_name(r->last_loss), (long long)step);
+      return true;
+    }
+  }
+  if (s->consecutive_skips >= MAX_CONSECUTIVE_SKIPS) {
+    r->status = RUN_DIVERGED;
+    snprintf(r->why, sizeof r->why, "%d consecutive steps skipped for inf/NaN (last at step %lld, scale %g)",
+             s->consecutive_skips, (long long)step, hl_scaler_get_scale(s->t->scaler));
+    return true;
+  }
+  if (s->o->stop_after && step == s->o->stop_after && step < s->o->steps) {
+    r->status = RUN_STOPPED;
+    return true;
+  }
+  return false;
+}
+
+/* ---- the end of the run */
+
+/* A signal that came during the last step still counts as an interruption
+ * while steps were left; a run that can resume gets its checkpoint. */
+static void finish_run(loop_state *s, run_result *r) {
+  const train_opts *o = s->o;
+  if (r->status == RUN_COMPLETED && stop_signal && r->first_step + r->steps_done <= o->steps) {
+    r->status = RUN_INTERRUPTED;
+    r->signal = stop_signal;
+  }
+  if (o->checkpoint && r->steps_done > 0 && r->status <= RUN_INTERRUPTED)
+    save_checkpoint(o, s->m, s->t, r->first_step + r->steps_done - 1);
+  output_progress_end();
+}
+
+/* The summary: the final scale, the statistics' means, and the timing of
+ * the steps after the warm-up. */
+static void summarize(const loop_state *s, run_result *r) {
+  const train_opts *o = s->o;
+  r->final_scale = hl_scaler_get_scale(s->t->scaler);
+  double *means[STAT_COLUMNS] = {&r->grad_zero, &r->underflow, &r->underflow_scaled, &r->fp16_zero,
+                                 &r->fp16_zero_scaled, &r->absorbed, &r->fp16_absorbed};
+  for (int k = 0; k < STAT_COLUMNS; k++) *means[k] = s->stats_cnt[k] ? s->stats_sum[k] / s->stats_cnt[k] : NAN;
+  const int64_t skip = o->warmup < r->steps_done ? o->warmup : 0;
+  r->timed_n = (int)(r->steps_done - skip);
+  if (r->timed_n > 0) {
+    const hl_stats st = hl_stats_of(s->times + skip, r->timed_n);
+    r->step_ms_min = st.min;
+    r->step_ms_median = st.median;
+    r->items_per_s = (s->m->kind == MODEL_GPT ? s->tokens : s->items) / (r->step_ms_median / 1e3);
+  } else {
+    r->step_ms_min = r->step_ms_median = r->items_per_s = NAN;
+  }
+}
+
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
                     int64_t first_step, train_output *out) {
   run_result r;
   memset(&r, 0, sizeof r);
   r.first_step = first_step;
   r.eval_loss = r.eval_acc = r.last_loss = NAN;
-  const hl_backend *be = hl_backend_for(dev);
-  const bool gpt = m->kind == MODEL_GPT;
-  const double items = (double)(o->batch * o->accum), tokens = gpt ? items * (double)o->seq : NAN;
-  const bool fp32_weights = t->setup->weights == HL_WEIGHTS_FP32;
-  host_batch h = host_batch_new(o, t, o->batch);
-  stat_buffers sb = {0};
-  if (o->stats_every > 0 || o->n_hist > 0) {
-    sb.grad = malloc(sizeof(float) * (size_t)m->numel);
-    sb.before = malloc(sizeof(float) * (size_t)m->numel);
-    sb.after = malloc(sizeof(float) * (size_t)m->numel);
-    if (!sb.grad || !sb.before || !sb.after) hl_fatal("out of host memory for the gradient statistics");
-  }
-  const int64_t total = o->steps - first_step + 1;
-  double *times = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
-  if (!times) hl_fatal("out of host memory");
-  int consecutive_skips = 0;
-  double last_progress = 0;
-  double stats_sum[7] = {0};
-  int stats_cnt[7] = {0};
-
+  loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
   for (int64_t step = first_step; step <= o->steps; step++) {
     if (stop_signal) {
       r.status = RUN_INTERRUPTED;
       r.signal = stop_signal;
       break;
     }
-    const bool stats = (o->stats_every > 0 && (step % o->stats_every == 0 || step == first_step)) || is_hist_step(o, step);
-    const bool trace = o->trace_ops && step == first_step;
-    double paused = 0; /* seconds of data generation and statistics inside the timed region */
-    if (trace) hl_op_trace_to(stderr);
-    const double t0 = hl_now_s();
-    hl_optim_zero_grad(t->opt);
-    const double lr = train_lr_at(o, step);
-    if (!hl_optim_set_lr(t->opt, lr)) hl_fatal("step %lld: %s", (long long)step, hl_error());
-    const double scale = hl_scaler_get_scale(t->scaler);
-    double loss_sum = 0;
-    bool nonfinite_loss = false;
-    for (int micro = 0; micro < o->accum; micro++) {
-      const double g0 = hl_now_s(); /* the data generator is not part of the step */
-      if (gpt) data_train_tokens(d, step, micro, &h.tokens);
-      else data_train_samples(d, step, micro, &h.samples);
-      paused += hl_now_s() - g0;
-      hl_pool_push();
-      hl_tensor *in, *tgt, *loss = NULL;
-      upload(m, &h, dev, &in, &tgt);
-      hl_tmp(in);
-      hl_tmp(tgt);
-      hl_range_push("forward");
-      HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
-      hl_range_pop();
-      if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
-      const double lv = hl_item(loss);
-      loss_sum += lv;
-      nonfinite_loss |= !isfinite(lv);
-      hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
-      hl_range_push("backward");
-      if (o->grad_penalty > 0) {
-        /* the seed's gradient penalty: gradients of the scaled loss with
-         * create_graph, unscaled by a plain multiplication, the penalty
-         * computed inside autocast, then the usual scaled backward */
-        hl_tensor **g = calloc((size_t)m->n_trainable, sizeof *g);
-        if (!g) hl_fatal("out of host memory");
-        hl_tensor *scaled = hl_tmp(hl_scaler_scale(t->scaler, objective));
-        if (!hl_autograd_grad(&scaled, 1, NULL, m->trainable, m->n_trainable, g,
-                              (hl_grad_opts){.create_graph = true, .retain_graph = true, .allow_unused = true}))
-          hl_fatal("step %lld: gradient penalty: %s", (long long)step, hl_error());
-        const double inv = 1.0 / scale;
-        hl_tensor *sq = NULL;
-        HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) {
-          for (int i = 0; i < m->n_trainable; i++) {
-            if (!g[i]) continue;
-            hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_pow(hl_tmp(hl_mul_scalar(g[i], inv)), 2.0))));
-            sq = sq ? hl_tmp(hl_add(sq, term)) : term;
-          }
-          objective = hl_tmp(hl_add(objective, hl_tmp(hl_mul_scalar(hl_tmp(hl_sqrt(sq)), o->grad_penalty))));
-        }
-        for (int i = 0; i < m->n_trainable; i++) hl_release(g[i]);
-        free(g);
-      }
-      if (!hl_backward(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false))
-        hl_fatal("step %lld: backward: %s", (long long)step, hl_error());
-      hl_range_pop();
-      hl_pool_pop();
-    }
-    if (trace) hl_op_trace_to(NULL);
-    if (hl_step_set_has(&o->inject, step)) {
-      hl_tensor *g0 = hl_tensor_grad(m->trainable[0]);
-      if (!g0 || !hl_fault_poison(g0, 0, HL_FAULT_INF)) hl_fatal("--inject-nonfinite: %s", hl_error());
-    }
-    hl_range_push("unscale");
-    if (t->scaled) {
-      if (!hl_scaler_unscale(t->scaler, t->opt)) hl_fatal("step %lld: unscale: %s", (long long)step, hl_error());
-    } else if (!hl_optim_prepare_grads(t->opt)) {
-      hl_fatal("step %lld: %s", (long long)step, hl_error());
-    }
-    hl_range_pop();
-    if (o->dump_grads && step == first_step) { /* for a peer's parity test; not timed */
-      const double d0 = hl_now_s();
-      dump_grads(o->dump_grads, m, t);
-      paused += hl_now_s() - d0;
-    }
-    double grad_norm = NAN;
-    bool norm_ok = o->clip_norm > 0 ? hl_clip_grad_norm_optim(t->opt, o->clip_norm, 2.0, false, &grad_norm)
-                                    : hl_grad_norm_optim(t->opt, 2.0, &grad_norm);
-    if (!norm_ok) hl_fatal("step %lld: gradient norm: %s", (long long)step, hl_error());
-
-    /* ---- statistics of the unscaled gradients (not timed) */
-    grad_census census = {0}, census_scaled = {0};
-    absorb_count absorb = {0};
-    const double p0 = hl_now_s();
-    if (stats) {
-      read_all(m, t, true, sb.grad);
-      census_add(&census, sb.grad, m->numel, 1.0f);
-      census_add(&census_scaled, sb.grad, m->numel, (float)scale);
-      if (is_hist_step(o, step)) {
-        grad_hist *hu = calloc(1, sizeof *hu), *hs = calloc(1, sizeof *hs);
-        if (!hu || !hs) hl_fatal("out of host memory");
-        hist_add(hu, sb.grad, m->numel, 1.0f);
-        hist_add(hs, sb.grad, m->numel, (float)scale);
-        output_hist(out, step, hu, hs, scale);
-        free(hu);
-        free(hs);
-      }
-      read_all(m, t, false, sb.before);
-    }
-    paused += hl_now_s() - p0;
-
-    hl_range_push("optimizer step");
-    bool skipped = false;
-    int64_t absorbed = 0;
-    if (!hl_scaler_step(t->scaler, t->opt, &skipped, stats ? &absorbed : NULL))
-      hl_fatal("step %lld: optimizer step: %s", (long long)step, hl_error());
-    if (t->scaled && !hl_scaler_update(t->scaler)) hl_fatal("step %lld: scale update: %s", (long long)step, hl_error());
-    hl_range_pop();
-    be->synchronize();
-    const double step_s = hl_now_s() - t0 - paused;
-    if (stats && !skipped) {
-      read_all(m, t, false, sb.after);
-      absorb_compare(&absorb, sb.before, sb.after, m->numel, fp32_weights);
-      absorb_add_optimizer(&absorb, absorbed);
-    }
-    times[r.steps_done] = step_s * 1e3;
+    step_record rec = {.step = step, .stats = takes_statistics(&s, step)};
+    train_step(&s, &rec);
+    s.times[r.steps_done] = rec.step_s * 1e3;
     r.steps_done++;
-    r.skipped += skipped;
-    consecutive_skips = skipped ? consecutive_skips + 1 : 0;
-    r.last_loss = loss_sum / o->accum;
-
-    /* ---- evaluation */
-    eval_result ev = {NAN, NAN, 0};
-    const bool last = step == o->steps;
-    if (!nonfinite_loss && (step % o->eval_every == 0 || last)) {
-      ev = evaluate(o, d, m, t, dev);
-      r.eval_loss = ev.loss, r.eval_acc = ev.acc, r.eval_step = step;
-    }
-
-    /* ---- the row */
-    const hl_mem_stats ms = hl_mem_get_stats(dev);
-    if (ms.peak > r.mem_peak) r.mem_peak = ms.peak;
-    const bool counted = stats && !skipped;
-    double cols[7] = {census_exact_zero_frac(&census), census_underflow_frac(&census),
-                      census_underflow_frac(&census_scaled), census_zero_frac(&census),
-                      census_zero_frac(&census_scaled), absorb_frac(&absorb), absorb_fp16_frac(&absorb)};
-    if (!counted)
-      for (int k = 0; k < 7; k++) cols[k] = NAN;
-    else {
-      for (int k = 0; k < 7; k++)
-        if (!isnan(cols[k])) stats_sum[k] += cols[k], stats_cnt[k]++;
-      r.stats_n++;
-    }
-    char b[20][40];
-    output_step_row(out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.9g,%s,%s,%llu,%llu", t->setup->name,
-                    (long long)step, measured(r.last_loss, b[0], 40), output_cell(ev.loss, b[1], 40), output_cell(ev.acc, b[2], 40), lr,
-                    output_cell(scale, b[3], 40), skipped ? 1 : 0, measured(grad_norm, b[4], 40), output_cell(cols[0], b[5], 40),
-                    output_cell(cols[1], b[6], 40), output_cell(cols[2], b[7], 40), output_cell(cols[3], b[8], 40), output_cell(cols[4], b[9], 40),
-                    output_cell(cols[5], b[10], 40), output_cell(cols[6], b[11], 40), step_s * 1e3, output_cell(tokens / step_s, b[12], 40),
-                    output_cell(items / step_s, b[13], 40), (unsigned long long)ms.current, (unsigned long long)ms.peak);
-
-    const double now = hl_now_s();
-    if (now - last_progress > 0.5 || last) {
-      output_progress("%s %s step %lld/%lld  loss %.4f  scale %g%s  %.1f ms/step", o->name, t->setup->name,
-                      (long long)step, (long long)o->steps, r.last_loss, scale, skipped ? " (skipped)" : "",
-                      step_s * 1e3);
-      last_progress = now;
-    }
-
-    if (nonfinite_loss) {
-      if (!strcmp(t->setup->name, "fp32")) {
-        r.status = RUN_FAILED;
-        snprintf(r.why, sizeof r.why, "non-finite loss (%s) at step %lld in fp32 mode", isnan(r.last_loss) ? "nan" : r.last_loss > 0 ? "inf" : "-inf",
-                 (long long)step);
-        break;
-      }
-      if (!t->scaled) {
-        r.status = RUN_DIVERGED;
-        snprintf(r.why, sizeof r.why, "the loss became %s at step %lld (no loss scaler to skip the step)",
-                 isnan(r.last_loss) ? "nan" : r.last_loss > 0 ? "inf" : "-inf", (long long)step);
-        break;
-      }
-    }
-    if (consecutive_skips >= MAX_CONSECUTIVE_SKIPS) {
-      r.status = RUN_DIVERGED;
-      snprintf(r.why, sizeof r.why, "%d consecutive steps skipped for inf/NaN (last at step %lld, scale %g)",
-               consecutive_skips, (long long)step, hl_scaler_get_scale(t->scaler));
-      break;
-    }
-    if (o->stop_after && step == o->stop_after && step < o->steps) {
-      r.status = RUN_STOPPED;
-      break;
-    }
+    r.skipped += rec.skipped;
+    s.consecutive_skips = rec.skipped ? s.consecutive_skips + 1 : 0;
+    r.last_loss = rec.loss_sum / o->accum;
+    evaluate_when_due(&s, &rec, &r);
+    write_row(&s, &rec, &r);
+    show_progress(&s, &rec, &r);
+    if (run_ends_after(&s, &rec, &r)) break;
     if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
       save_checkpoint(o, m, t, step);
   }
-  if (r.status == RUN_COMPLETED && stop_signal && r.first_step + r.steps_done <= o->steps) {
-    r.status = RUN_INTERRUPTED;
-    r.signal = stop_signal;
-  }
-  if (o->checkpoint && r.steps_done > 0 && r.status <= RUN_INTERRUPTED)
-    save_checkpoint(o, m, t, r.first_step + r.steps_done - 1);
-  output_progress_end();
-
-  r.final_scale = hl_scaler_get_scale(t->scaler);
-  double *means[7] = {&r.grad_zero, &r.underflow, &r.underflow_scaled, &r.fp16_zero, &r.fp16_zero_scaled,
-                      &r.absorbed, &r.fp16_absorbed};
-  for (int k = 0; k < 7; k++) *means[k] = stats_cnt[k] ? stats_sum[k] / stats_cnt[k] : NAN;
-  /* timing: the steps after the warm-up */
-  const int64_t skip = o->warmup < r.steps_done ? o->warmup : 0;
-  r.timed_n = (int)(r.steps_done - skip);
-  if (r.timed_n > 0) {
-    const hl_stats s = hl_stats_of(times + skip, r.timed_n);
-    r.step_ms_min = s.min;
-    r.step_ms_median = s.median;
-    r.items_per_s = (gpt ? tokens : items) / (r.step_ms_median / 1e3);
-  } else {
-    r.step_ms_min = r.step_ms_median = r.items_per_s = NAN;
-  }
-  free(times);
-  free(sb.grad);
-  free(sb.before);
-  free(sb.after);
-  host_batch_free(&h);
+  finish_run(&s, &r);
+  summarize(&s, &r);
+  loop_state_free(&s);
   return r;
 }

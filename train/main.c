@@ -74,7 +74,7 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
   hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
               (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
   const char *sched = o->cosine ? " (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" : " (constant)";
-  if (o->optimizer == OPTIMIZER_ADAMW)
+  if (o->optimizer == HL_OPTIM_ADAMW)
     hl_meta_set("optimizer", "adamw lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8", o->lr, sched, o->weight_decay);
   else hl_meta_set("optimizer", "sgd lr %g%s momentum %g weight_decay %g", o->lr, sched, o->momentum, o->weight_decay);
   static const char *const scaler_names[] = {"none", "dynamic", "fixed scale"};

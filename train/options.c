@@ -3,14 +3,13 @@
  * allocated or written. */
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/base/error.h"
 #include "train/train.h"
-#include "version.h"
 
 static const char usage[] =
     "Usage: halflab-train [OPTIONS]\n"
@@ -90,47 +89,209 @@ static const char usage[] =
     "Exit status: 0 done, 1 failed run (e.g. a non-finite loss in fp32), 2 bad input, 130/143 stopped by\n"
     "SIGINT/SIGTERM (the CSVs hold complete lines and the summary is written).\n";
 
-enum {
-  OPT_MODEL = 1, OPT_PRESET, OPT_LAYERS, OPT_HEADS, OPT_EMBD, OPT_VOCAB, OPT_SEQ, OPT_INPUTS, OPT_HIDDEN, OPT_CLASSES,
-  OPT_INIT_GAIN, OPT_TASK, OPT_TEXT, OPT_SORT_LEN, OPT_DIGITS, OPT_BATCH, OPT_EVAL_SAMPLES, OPT_EVAL_EVERY,
-  OPT_EVAL_FRAC, OPT_MODE, OPT_OPTIMIZER, OPT_SCHEDULE, OPT_LR, OPT_MOMENTUM, OPT_WEIGHT_DECAY, OPT_CLIP_NORM, OPT_ACCUM,
-  OPT_GRAD_PENALTY, OPT_INIT_SCALE, OPT_GROWTH_INTERVAL, OPT_INJECT, OPT_STEPS, OPT_WARMUP, OPT_CHECKPOINT,
-  OPT_CHECKPOINT_EVERY, OPT_STOP_AFTER, OPT_RESUME, OPT_STATS_EVERY, OPT_HIST_STEPS, OPT_LIST_PARAMS, OPT_TRACE_OPS, OPT_SAVE_INIT,
-  OPT_INIT_WEIGHTS, OPT_EXPORT, OPT_EXPORT_STEPS, OPT_DUMP_GRADS, OPT_DEVICE, OPT_OUT, OPT_NAME, OPT_QUICK, OPT_SEED, OPT_HELP,
-  OPT_VERSION
-};
+/* ------------------------------------------------------------ names -- */
 
-const char *train_task_name(task_kind t) {
-  static const char *names[] = {"sort", "text", "classify"};
-  return names[t];
-}
+/* Indexed by the enums of train.h; NULL-terminated for choice(). */
+static const char *const model_names[] = {[MODEL_GPT] = "gpt", [MODEL_MLP] = "mlp", NULL};
+static const char *const task_names[] = {[TASK_SORT] = "sort", [TASK_TEXT] = "text", [TASK_CLASSIFY] = "classify",
+                                         NULL};
+/* the words --optimizer takes, by hl_optim_kind (hl_optim_kind_name's) */
+static const char *const optimizer_names[] = {[HL_OPTIM_SGD] = "sgd", [HL_OPTIM_ADAMW] = "adamw", NULL};
+static const char *const preset_names[] = {"tiny", "small", "gpt2", NULL};
+static const char *const schedule_names[] = {"cosine", "constant", NULL};
 
-const char *train_optimizer_name(optimizer_kind k) { return k == OPTIMIZER_SGD ? "sgd" : "adamw"; }
+const char *train_task_name(task_kind t) { return task_names[t]; }
+
 
 double train_lr_at(const train_opts *o, int64_t step) {
   if (!o->cosine || o->steps <= 0) return o->lr;
   return o->lr * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(step - 1) / (double)o->steps));
 }
 
-/* What the user gave, before presets fill in the rest (NULL / -1: not given). */
+/* The index of `value` among `names`; anything else exits 2 with
+ * "--OPTION: unknown OPTION 'value' (a, b or c)". */
+static int choice(const char *option, const char *value, const char *const *names) {
+  int n = 0;
+  for (; names[n]; n++)
+    if (!strcmp(value, names[n])) return n;
+  char list[256];
+  size_t at = 0;
+  for (int i = 0; i < n && at < sizeof list; i++)
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+  hl_usage_error("--%s: unknown %s '%s' (%s)", option, option, value, list);
+}
+
+/* ---------------------------------------------------------- the table -- */
+
+/* What the user gave, before presets fill in the rest (NULL / false / -1:
+ * not given; every number an option takes is >= 0). */
 typedef struct {
   const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name;
+  const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
+  bool list_params, trace_ops;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps;
   double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale;
+  hl_cli_common common; /* --device, --out, --quick, --seed, --help, --version */
 } given;
 
-static double positive(const char *what, const char *s) {
-  double v = hl_parse_double(what, s, true);
-  if (!(v > 0)) hl_usage_error("%s: %s must be positive", what, s);
+/* How an option's value is read into its field of `given`. */
+typedef enum {
+  ARG_FLAG,         /* no value: the bool is set */
+  ARG_TEXT,         /* the string as given (a choice or a list: checked after parsing) */
+  ARG_INT,          /* a long long in [lo, hi] */
+  ARG_REAL,         /* a finite double */
+  ARG_POSITIVE,     /* a finite double > 0 */
+  ARG_NON_NEGATIVE, /* a finite double >= 0 */
+} arg_kind;
+
+typedef struct {
+  const char *name; /* without the leading "--" */
+  arg_kind kind;
+  size_t field;     /* offsetof(given, ...), of the type the kind names */
+  long long lo, hi; /* ARG_INT */
+  void (*check)(const char *arg, double v); /* the real kinds: a further bound, with its own message */
+} train_option;
+
+static void eval_frac_bound(const char *arg, double v) {
+  if (!(v > 0 && v < 1)) hl_usage_error("--eval-frac: %s is not between 0 and 1", arg);
+}
+
+static void momentum_bound(const char *arg, double v) {
+  if (v >= 1) hl_usage_error("--momentum: %s must be below 1", arg);
+}
+
+static void init_scale_bound(const char *arg, double v) {
+  if (v > 3.4028234663852886e38) hl_usage_error("--init-scale: %s is beyond fp32's range", arg);
+}
+
+/* One entry maker per kind (designated: each kind leaves the others' fields unset) */
+#define OPT_FLAG(opt, f) {.name = opt, .kind = ARG_FLAG, .field = offsetof(given, f)}
+#define OPT_TEXT(opt, f) {.name = opt, .kind = ARG_TEXT, .field = offsetof(given, f)}
+#define OPT_INT(opt, f, min, max) {.name = opt, .kind = ARG_INT, .field = offsetof(given, f), .lo = min, .hi = max}
+#define OPT_REAL(opt, k, f, bound) {.name = opt, .kind = k, .field = offsetof(given, f), .check = bound}
+
+#define MAX_STEPS 100000000
+#define MAX_ROWS (1ll << 40) /* batch and held-out sizes: the memory check says what fits */
+
+/* halflab-train's own options, by --help's sections (the common ones come
+ * from cli.h). getopt_long returns an option's index + 1. */
+static const train_option train_options[] = {
+    /* model */
+    OPT_TEXT("model", model),
+    OPT_TEXT("preset", preset),
+    OPT_INT("layers", layers, 0, 10000),
+    OPT_INT("heads", heads, 0, 10000),
+    OPT_INT("embd", embd, 0, 1 << 20),
+    OPT_INT("vocab", vocab, 1, 1 << 24),
+    OPT_INT("seq", seq, 1, 1 << 20),
+    OPT_INT("inputs", inputs, 1, 1 << 24),
+    OPT_TEXT("hidden", hidden),
+    OPT_INT("classes", classes, 2, 1 << 20),
+    OPT_REAL("init-gain", ARG_POSITIVE, init_gain, NULL),
+    /* data */
+    OPT_TEXT("task", task),
+    OPT_TEXT("text", text_path),
+    OPT_INT("sort-len", sort_len, 1, 255),
+    OPT_INT("digits", digits, 2, 1 << 20),
+    OPT_INT("batch", batch, 1, MAX_ROWS),
+    OPT_INT("eval-samples", eval_samples, 1, MAX_ROWS),
+    OPT_INT("eval-every", eval_every, 1, MAX_ROWS),
+    OPT_REAL("eval-frac", ARG_REAL, eval_frac, eval_frac_bound),
+    /* precision mode and training */
+    OPT_TEXT("mode", mode),
+    OPT_TEXT("optimizer", optimizer),
+    OPT_TEXT("schedule", schedule),
+    OPT_REAL("lr", ARG_NON_NEGATIVE, lr, NULL),
+    OPT_REAL("momentum", ARG_NON_NEGATIVE, momentum, momentum_bound),
+    OPT_REAL("weight-decay", ARG_NON_NEGATIVE, weight_decay, NULL),
+    OPT_REAL("clip-norm", ARG_POSITIVE, clip_norm, NULL),
+    OPT_INT("accum", accum, 1, 1 << 20),
+    OPT_REAL("grad-penalty", ARG_POSITIVE, grad_penalty, NULL),
+    OPT_REAL("init-scale", ARG_POSITIVE, init_scale, init_scale_bound),
+    OPT_INT("growth-interval", growth_interval, 1, 2147483647),
+    OPT_TEXT("inject-nonfinite", inject),
+    OPT_INT("steps", steps, 0, MAX_STEPS),
+    OPT_INT("warmup", warmup, 0, MAX_STEPS),
+    OPT_TEXT("checkpoint", checkpoint),
+    OPT_INT("checkpoint-every", checkpoint_every, 1, MAX_STEPS),
+    OPT_INT("stop-after", stop_after, 1, MAX_STEPS),
+    OPT_TEXT("resume", resume),
+    /* measurements */
+    OPT_INT("stats-every", stats_every, 0, MAX_STEPS),
+    OPT_TEXT("hist-steps", hist),
+    OPT_FLAG("list-params", list_params),
+    OPT_FLAG("trace-ops", trace_ops),
+    /* for peers */
+    OPT_TEXT("save-init", save_init),
+    OPT_TEXT("init-weights", init_weights),
+    OPT_TEXT("export-batches", export_batches),
+    OPT_INT("export-steps", export_steps, 1, MAX_STEPS),
+    OPT_TEXT("dump-grads", dump_grads),
+    /* common (the others come from cli.h) */
+    OPT_TEXT("name", name),
+};
+enum { N_TRAIN_OPTIONS = sizeof train_options / sizeof train_options[0] };
+_Static_assert(N_TRAIN_OPTIONS < ':', "index + 1 must stay clear of getopt's ':' and '?' and of cli.h's letters");
+
+static const struct option common_longopts[] = {HL_CLI_LONGOPT_DEVICE, HL_CLI_LONGOPT_OUT, HL_CLI_LONGOPT_QUICK,
+                                                HL_CLI_LONGOPT_SEED,   HL_CLI_LONGOPT_HELP, HL_CLI_LONGOPT_VERSION,
+                                                {NULL, 0, NULL, 0}};
+enum { N_LONGOPTS = N_TRAIN_OPTIONS + sizeof common_longopts / sizeof common_longopts[0] };
+
+static void fill_longopts(struct option table[N_LONGOPTS]) {
+  for (int i = 0; i < N_TRAIN_OPTIONS; i++)
+    table[i] = (struct option){.name = train_options[i].name,
+                               .has_arg = train_options[i].kind == ARG_FLAG ? no_argument : required_argument,
+                               .val = i + 1};
+  memcpy(table + N_TRAIN_OPTIONS, common_longopts, sizeof common_longopts);
+}
+
+static bool is_real(arg_kind k) { return k == ARG_REAL || k == ARG_POSITIVE || k == ARG_NON_NEGATIVE; }
+
+static given nothing_given(void) {
+  given g = {.common = hl_cli_common_defaults(usage)};
+  for (int i = 0; i < N_TRAIN_OPTIONS; i++) {
+    char *field = (char *)&g + train_options[i].field;
+    if (train_options[i].kind == ARG_INT) *(long long *)field = -1;
+    else if (is_real(train_options[i].kind)) *(double *)field = -1;
+  }
+  return g;
+}
+
+static double read_real(const train_option *opt, const char *what, const char *arg) {
+  const double v = hl_parse_double(what, arg, true);
+  if (opt->kind == ARG_POSITIVE && !(v > 0)) hl_usage_error("%s: %s must be positive", what, arg);
+  if (opt->kind == ARG_NON_NEGATIVE && !(v >= 0)) hl_usage_error("%s: %s must be >= 0", what, arg);
+  if (opt->check) opt->check(arg, v);
   return v;
 }
 
-static double non_negative(const char *what, const char *s) {
-  double v = hl_parse_double(what, s, true);
-  if (!(v >= 0)) hl_usage_error("%s: %s must be >= 0", what, s);
-  return v;
+static void take_value(const train_option *opt, const char *arg, given *g) {
+  char what[64];
+  snprintf(what, sizeof what, "--%s", opt->name);
+  char *field = (char *)g + opt->field;
+  switch (opt->kind) {
+    case ARG_FLAG: *(bool *)field = true; break;
+    case ARG_TEXT: *(const char **)field = arg; break;
+    case ARG_INT: *(long long *)field = hl_parse_int(what, arg, opt->lo, opt->hi); break;
+    case ARG_REAL:
+    case ARG_POSITIVE:
+    case ARG_NON_NEGATIVE: *(double *)field = read_real(opt, what, arg); break;
+  }
 }
+
+/* -------------------------------------------------- after parsing -- */
+/* The values with their presets filled in and the checks between options,
+ * section by section in this order, so that a command line with several
+ * faults is always refused for the same one. */
+
+/* What the defaults depend on: the model and the preset. */
+typedef struct {
+  bool gpt, gpt2, small;
+} run_preset;
+
+#define PICK(v, dflt) ((v) >= 0 ? (v) : (dflt))
 
 static bool name_ok(const char *s) {
   if (!*s || strlen(s) >= 48) return false;
@@ -141,195 +302,63 @@ static bool name_ok(const char *s) {
   return true;
 }
 
-#define PICK(v, dflt) ((v) >= 0 ? (v) : (dflt))
+/* The values that no preset or other option changes. */
+static void copy_plain_values(const given *g, train_opts *o) {
+  o->text_path = g->text_path;
+  o->checkpoint = g->checkpoint;
+  o->resume = g->resume;
+  o->list_params = g->list_params;
+  o->trace_ops = g->trace_ops;
+  o->save_init = g->save_init;
+  o->init_weights = g->init_weights;
+  o->export_batches = g->export_batches;
+  o->dump_grads = g->dump_grads;
+  o->device = g->common.device;
+  o->out = g->common.out;
+  o->quick = g->common.quick;
+  o->seed = g->common.seed;
+}
 
-void train_parse_options(int argc, char **argv, train_opts *o) {
-  static const struct option longopts[] = {
-      {"model", required_argument, NULL, OPT_MODEL},
-      {"preset", required_argument, NULL, OPT_PRESET},
-      {"layers", required_argument, NULL, OPT_LAYERS},
-      {"heads", required_argument, NULL, OPT_HEADS},
-      {"embd", required_argument, NULL, OPT_EMBD},
-      {"vocab", required_argument, NULL, OPT_VOCAB},
-      {"seq", required_argument, NULL, OPT_SEQ},
-      {"inputs", required_argument, NULL, OPT_INPUTS},
-      {"hidden", required_argument, NULL, OPT_HIDDEN},
-      {"classes", required_argument, NULL, OPT_CLASSES},
-      {"init-gain", required_argument, NULL, OPT_INIT_GAIN},
-      {"task", required_argument, NULL, OPT_TASK},
-      {"text", required_argument, NULL, OPT_TEXT},
-      {"sort-len", required_argument, NULL, OPT_SORT_LEN},
-      {"digits", required_argument, NULL, OPT_DIGITS},
-      {"batch", required_argument, NULL, OPT_BATCH},
-      {"eval-samples", required_argument, NULL, OPT_EVAL_SAMPLES},
-      {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
-      {"eval-frac", required_argument, NULL, OPT_EVAL_FRAC},
-      {"mode", required_argument, NULL, OPT_MODE},
-      {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-      {"schedule", required_argument, NULL, OPT_SCHEDULE},
-      {"lr", required_argument, NULL, OPT_LR},
-      {"momentum", required_argument, NULL, OPT_MOMENTUM},
-      {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
-      {"clip-norm", required_argument, NULL, OPT_CLIP_NORM},
-      {"accum", required_argument, NULL, OPT_ACCUM},
-      {"grad-penalty", required_argument, NULL, OPT_GRAD_PENALTY},
-      {"init-scale", required_argument, NULL, OPT_INIT_SCALE},
-      {"growth-interval", required_argument, NULL, OPT_GROWTH_INTERVAL},
-      {"inject-nonfinite", required_argument, NULL, OPT_INJECT},
-      {"steps", required_argument, NULL, OPT_STEPS},
-      {"warmup", required_argument, NULL, OPT_WARMUP},
-      {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
-      {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
-      {"stop-after", required_argument, NULL, OPT_STOP_AFTER},
-      {"resume", required_argument, NULL, OPT_RESUME},
-      {"stats-every", required_argument, NULL, OPT_STATS_EVERY},
-      {"hist-steps", required_argument, NULL, OPT_HIST_STEPS},
-      {"list-params", no_argument, NULL, OPT_LIST_PARAMS},
-      {"trace-ops", no_argument, NULL, OPT_TRACE_OPS},
-      {"save-init", required_argument, NULL, OPT_SAVE_INIT},
-      {"init-weights", required_argument, NULL, OPT_INIT_WEIGHTS},
-      {"export-batches", required_argument, NULL, OPT_EXPORT},
-      {"export-steps", required_argument, NULL, OPT_EXPORT_STEPS},
-      {"dump-grads", required_argument, NULL, OPT_DUMP_GRADS},
-      {"device", required_argument, NULL, OPT_DEVICE},
-      {"out", required_argument, NULL, OPT_OUT},
-      {"name", required_argument, NULL, OPT_NAME},
-      {"quick", no_argument, NULL, OPT_QUICK},
-      {"seed", required_argument, NULL, OPT_SEED},
-      {"help", no_argument, NULL, OPT_HELP},
-      {"version", no_argument, NULL, OPT_VERSION},
-      {NULL, 0, NULL, 0},
-  };
-  memset(o, 0, sizeof *o);
-  given g;
-  memset(&g, 0, sizeof g);
-  long long *ints[] = {&g.layers, &g.heads, &g.embd, &g.vocab, &g.seq, &g.inputs, &g.classes, &g.sort_len,
-                       &g.digits, &g.batch, &g.eval_samples, &g.eval_every, &g.accum, &g.growth_interval, &g.steps, &g.stop_after,
-                       &g.warmup, &g.checkpoint_every, &g.stats_every, &g.export_steps};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) *ints[i] = -1;
-  double *reals[] = {&g.init_gain, &g.eval_frac, &g.lr, &g.momentum, &g.weight_decay, &g.clip_norm, &g.grad_penalty,
-                     &g.init_scale};
-  for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) *reals[i] = -1;
-  o->seed = 1;
-  const long long big = 1ll << 40;
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-    switch (c) {
-      case OPT_MODEL: g.model = optarg; break;
-      case OPT_PRESET: g.preset = optarg; break;
-      case OPT_LAYERS: g.layers = hl_parse_int("--layers", optarg, 0, 10000); break;
-      case OPT_HEADS: g.heads = hl_parse_int("--heads", optarg, 0, 10000); break;
-      case OPT_EMBD: g.embd = hl_parse_int("--embd", optarg, 0, 1 << 20); break;
-      case OPT_VOCAB: g.vocab = hl_parse_int("--vocab", optarg, 1, 1 << 24); break;
-      case OPT_SEQ: g.seq = hl_parse_int("--seq", optarg, 1, 1 << 20); break;
-      case OPT_INPUTS: g.inputs = hl_parse_int("--inputs", optarg, 1, 1 << 24); break;
-      case OPT_HIDDEN: g.hidden = optarg; break;
-      case OPT_CLASSES: g.classes = hl_parse_int("--classes", optarg, 2, 1 << 20); break;
-      case OPT_INIT_GAIN: g.init_gain = positive("--init-gain", optarg); break;
-      case OPT_TASK: g.task = optarg; break;
-      case OPT_TEXT: o->text_path = optarg; break;
-      case OPT_SORT_LEN: g.sort_len = hl_parse_int("--sort-len", optarg, 1, 255); break;
-      case OPT_DIGITS: g.digits = hl_parse_int("--digits", optarg, 2, 1 << 20); break;
-      case OPT_BATCH: g.batch = hl_parse_int("--batch", optarg, 1, big); break;
-      case OPT_EVAL_SAMPLES: g.eval_samples = hl_parse_int("--eval-samples", optarg, 1, big); break;
-      case OPT_EVAL_EVERY: g.eval_every = hl_parse_int("--eval-every", optarg, 1, big); break;
-      case OPT_EVAL_FRAC:
-        g.eval_frac = hl_parse_double("--eval-frac", optarg, true);
-        if (!(g.eval_frac > 0 && g.eval_frac < 1)) hl_usage_error("--eval-frac: %s is not between 0 and 1", optarg);
-        break;
-      case OPT_MODE: g.mode = optarg; break;
-      case OPT_OPTIMIZER: g.optimizer = optarg; break;
-      case OPT_SCHEDULE: g.schedule = optarg; break;
-      case OPT_LR: g.lr = non_negative("--lr", optarg); break;
-      case OPT_MOMENTUM:
-        g.momentum = non_negative("--momentum", optarg);
-        if (g.momentum >= 1) hl_usage_error("--momentum: %s must be below 1", optarg);
-        break;
-      case OPT_WEIGHT_DECAY: g.weight_decay = non_negative("--weight-decay", optarg); break;
-      case OPT_CLIP_NORM: g.clip_norm = positive("--clip-norm", optarg); break;
-      case OPT_ACCUM: g.accum = hl_parse_int("--accum", optarg, 1, 1 << 20); break;
-      case OPT_GRAD_PENALTY: g.grad_penalty = positive("--grad-penalty", optarg); break;
-      case OPT_INIT_SCALE:
-        g.init_scale = positive("--init-scale", optarg);
-        if (g.init_scale > 3.4028234663852886e38) hl_usage_error("--init-scale: %s is beyond fp32's range", optarg);
-        break;
-      case OPT_GROWTH_INTERVAL: g.growth_interval = hl_parse_int("--growth-interval", optarg, 1, 2147483647); break;
-      case OPT_INJECT: g.inject = optarg; break;
-      case OPT_STEPS: g.steps = hl_parse_int("--steps", optarg, 0, 100000000); break;
-      case OPT_WARMUP: g.warmup = hl_parse_int("--warmup", optarg, 0, 100000000); break;
-      case OPT_CHECKPOINT: o->checkpoint = optarg; break;
-      case OPT_CHECKPOINT_EVERY: g.checkpoint_every = hl_parse_int("--checkpoint-every", optarg, 1, 100000000); break;
-      case OPT_STOP_AFTER: g.stop_after = hl_parse_int("--stop-after", optarg, 1, 100000000); break;
-      case OPT_RESUME: o->resume = optarg; break;
-      case OPT_STATS_EVERY: g.stats_every = hl_parse_int("--stats-every", optarg, 0, 100000000); break;
-      case OPT_HIST_STEPS: g.hist = optarg; break;
-      case OPT_LIST_PARAMS: o->list_params = true; break;
-      case OPT_TRACE_OPS: o->trace_ops = true; break;
-      case OPT_SAVE_INIT: o->save_init = optarg; break;
-      case OPT_INIT_WEIGHTS: o->init_weights = optarg; break;
-      case OPT_EXPORT: o->export_batches = optarg; break;
-      case OPT_EXPORT_STEPS: g.export_steps = hl_parse_int("--export-steps", optarg, 1, 100000000); break;
-      case OPT_DUMP_GRADS: o->dump_grads = optarg; break;
-      case OPT_DEVICE: o->device = optarg; break;
-      case OPT_OUT: o->out = optarg; break;
-      case OPT_NAME: g.name = optarg; break;
-      case OPT_QUICK: o->quick = true; break;
-      case OPT_SEED: o->seed = (uint64_t)hl_parse_int("--seed", optarg, 0, (1ll << 53) - 1); break;
-      case OPT_HELP: fputs(usage, stdout); exit(0);
-      case OPT_VERSION: printf("%s (halflab %s, %s)\n", TRAIN_PROG, HL_VERSION, HL_GIT_DESCRIBE); exit(0);
-      case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
-      default:
-        if (optopt) hl_usage_error("unknown option '-%c'", optopt);
-        hl_usage_error("unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+static run_preset resolve_model_and_preset(const given *g, train_opts *o) {
+  o->model = g->model ? (model_kind)choice("model", g->model, model_names) : MODEL_GPT;
+  o->preset = g->preset ? preset_names[choice("preset", g->preset, preset_names)] : "tiny";
+  const run_preset p = {
+      .gpt = o->model == MODEL_GPT, .gpt2 = !strcmp(o->preset, "gpt2"), .small = !strcmp(o->preset, "small")};
+  if ((p.gpt2 || p.small) && !p.gpt) hl_usage_error("--preset %s is a GPT preset (the MLP has tiny only)", o->preset);
+  return p;
+}
 
-  /* ---- model and preset */
-  if (!g.model || !strcmp(g.model, "gpt")) o->model = MODEL_GPT;
-  else if (!strcmp(g.model, "mlp")) o->model = MODEL_MLP;
-  else hl_usage_error("--model: unknown model '%s' (gpt or mlp)", g.model);
-  const bool gpt = o->model == MODEL_GPT;
-  o->preset = g.preset ? g.preset : "tiny";
-  const bool gpt2 = !strcmp(o->preset, "gpt2"), small = !strcmp(o->preset, "small");
-  if (strcmp(o->preset, "tiny") && !gpt2 && !small)
-    hl_usage_error("--preset: unknown preset '%s' (tiny, small or gpt2)", o->preset);
-  if ((gpt2 || small) && !gpt) hl_usage_error("--preset %s is a GPT preset (the MLP has tiny only)", o->preset);
-  const bool custom_shape = g.layers >= 0 || g.heads >= 0 || g.embd >= 0 || g.vocab >= 0 || g.inputs >= 0 ||
-                            g.hidden || g.classes >= 0;
-
-  /* ---- task */
-  if (o->text_path && g.task && strcmp(g.task, "text")) hl_usage_error("--text goes with --task text (or no --task)");
-  if (o->text_path || (g.task && !strcmp(g.task, "text"))) o->task = TASK_TEXT;
-  else if (!g.task) o->task = small ? TASK_TEXT : gpt ? TASK_SORT : TASK_CLASSIFY;
-  else if (!strcmp(g.task, "sort")) o->task = TASK_SORT;
-  else if (!strcmp(g.task, "classify")) o->task = TASK_CLASSIFY;
-  else hl_usage_error("--task: unknown task '%s' (sort, text or classify)", g.task);
-  if (gpt && o->task == TASK_CLASSIFY) hl_usage_error("--task classify is the MLP's task (--model mlp)");
-  if (!gpt && o->task != TASK_CLASSIFY) hl_usage_error("--task %s needs --model gpt (the MLP classifies)", train_task_name(o->task));
-  if (!gpt && (g.layers >= 0 || g.heads >= 0 || g.embd >= 0 || g.vocab >= 0 || g.seq >= 0 || g.sort_len >= 0 ||
-               g.digits >= 0))
+static void resolve_task(const given *g, const run_preset *p, train_opts *o) {
+  if (o->text_path && g->task && strcmp(g->task, "text")) hl_usage_error("--text goes with --task text (or no --task)");
+  if (g->task) o->task = (task_kind)choice("task", g->task, task_names);
+  else o->task = o->text_path || p->small ? TASK_TEXT : p->gpt ? TASK_SORT : TASK_CLASSIFY;
+  if (p->gpt && o->task == TASK_CLASSIFY) hl_usage_error("--task classify is the MLP's task (--model mlp)");
+  if (!p->gpt && o->task != TASK_CLASSIFY)
+    hl_usage_error("--task %s needs --model gpt (the MLP classifies)", train_task_name(o->task));
+  if (!p->gpt && (g->layers >= 0 || g->heads >= 0 || g->embd >= 0 || g->vocab >= 0 || g->seq >= 0 ||
+                  g->sort_len >= 0 || g->digits >= 0))
     hl_usage_error("--layers, --heads, --embd, --vocab, --seq, --sort-len and --digits are GPT options");
-  if (gpt && (g.inputs >= 0 || g.hidden || g.classes >= 0))
+  if (p->gpt && (g->inputs >= 0 || g->hidden || g->classes >= 0))
     hl_usage_error("--inputs, --hidden and --classes are MLP options (--model mlp)");
-  if (o->task != TASK_SORT && (g.sort_len >= 0 || g.digits >= 0)) hl_usage_error("--sort-len and --digits belong to --task sort");
-  if (o->task != TASK_TEXT && g.eval_frac >= 0) hl_usage_error("--eval-frac belongs to --task text");
-  o->sort_len = (int)PICK(g.sort_len, 8);
-  o->sort_digits = (int)PICK(g.digits, 10);
-  o->eval_frac = g.eval_frac >= 0 ? g.eval_frac : 0.1;
+  if (o->task != TASK_SORT && (g->sort_len >= 0 || g->digits >= 0))
+    hl_usage_error("--sort-len and --digits belong to --task sort");
+  if (o->task != TASK_TEXT && g->eval_frac >= 0) hl_usage_error("--eval-frac belongs to --task text");
+  o->sort_len = (int)PICK(g->sort_len, 8);
+  o->sort_digits = (int)PICK(g->digits, 10);
+  o->eval_frac = g->eval_frac >= 0 ? g->eval_frac : 0.1;
+}
 
-  /* ---- shapes */
-  o->init_gain = g.init_gain > 0 ? g.init_gain : 1.0;
-  if (gpt) {
+static void resolve_shapes(const given *g, const run_preset *p, train_opts *o) {
+  o->init_gain = g->init_gain > 0 ? g->init_gain : 1.0;
+  if (p->gpt) {
     hl_gpt_config *c = &o->gpt;
-    c->n_layer = (int)PICK(g.layers, gpt2 ? 12 : small ? 6 : 2);
-    c->n_head = (int)PICK(g.heads, gpt2 ? 12 : small ? 6 : 4);
-    c->n_embd = (int)PICK(g.embd, gpt2 ? 768 : small ? 384 : 64);
-    o->seq = PICK(g.seq, gpt2 ? 1024 : small ? 128 : o->task == TASK_SORT ? 2 * o->sort_len : 64);
+    c->n_layer = (int)PICK(g->layers, p->gpt2 ? 12 : p->small ? 6 : 2);
+    c->n_head = (int)PICK(g->heads, p->gpt2 ? 12 : p->small ? 6 : 4);
+    c->n_embd = (int)PICK(g->embd, p->gpt2 ? 768 : p->small ? 384 : 64);
+    o->seq = PICK(g->seq, p->gpt2 ? 1024 : p->small ? 128 : o->task == TASK_SORT ? 2 * o->sort_len : 64);
     c->block_size = (int)o->seq;
     const int task_vocab = o->task == TASK_TEXT ? 256 : o->sort_digits + 1;
-    c->vocab_size = (int)PICK(g.vocab, gpt2 ? 50257 : small ? 256 : task_vocab);
+    c->vocab_size = (int)PICK(g->vocab, p->gpt2 ? 50257 : p->small ? 256 : task_vocab);
     if (c->vocab_size < task_vocab)
       hl_usage_error("--vocab %d is smaller than the %d tokens %s uses", c->vocab_size, task_vocab,
                      o->task == TASK_TEXT ? "--text" : "the sorting task");
@@ -341,12 +370,12 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
                      2 * o->sort_len);
   } else {
     hl_mlp_config *c = &o->mlp;
-    c->n_in = (int)PICK(g.inputs, 32);
-    o->classes = (int)PICK(g.classes, 10);
+    c->n_in = (int)PICK(g->inputs, 32);
+    o->classes = (int)PICK(g->classes, 10);
     c->n_out = o->classes;
-    if (g.hidden) {
+    if (g->hidden) {
       long long w[HL_MLP_MAX_HIDDEN];
-      c->n_hidden = hl_parse_int_list("--hidden", g.hidden, 1, 1 << 24, w, HL_MLP_MAX_HIDDEN);
+      c->n_hidden = hl_parse_int_list("--hidden", g->hidden, 1, 1 << 24, w, HL_MLP_MAX_HIDDEN);
       for (int i = 0; i < c->n_hidden; i++) c->hidden[i] = (int)w[i];
     } else {
       c->n_hidden = 2;
@@ -358,81 +387,116 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
     if (!hl_mlp_config_check(c, why, sizeof why)) hl_usage_error("model shape: %s", why);
     o->seq = 1;
   }
+}
 
-  /* ---- mode and optimizer */
-  o->mode = hl_train_setup_find(g.mode ? g.mode : "fp32");
+static void resolve_mode_and_optimizer(const given *g, const run_preset *p, train_opts *o) {
+  o->mode = hl_train_setup_find(g->mode ? g->mode : "fp32");
   if (!o->mode)
     hl_usage_error("--mode: unknown mode '%s' (fp32, amp-fp16, amp-bf16, fp16-noscale, fp16-static, fp16-master, "
                    "fp16-pure)",
-                   g.mode);
-  if (!g.optimizer || !strcmp(g.optimizer, "adamw")) o->optimizer = OPTIMIZER_ADAMW;
-  else if (!strcmp(g.optimizer, "sgd")) o->optimizer = OPTIMIZER_SGD;
-  else hl_usage_error("--optimizer: unknown optimizer '%s' (sgd or adamw)", g.optimizer);
-  if (g.momentum > 0 && o->optimizer != OPTIMIZER_SGD) hl_usage_error("--momentum is SGD's (--optimizer sgd)");
-  if (!g.schedule || !strcmp(g.schedule, "cosine")) o->cosine = true;
-  else if (strcmp(g.schedule, "constant")) hl_usage_error("--schedule: unknown schedule '%s' (cosine or constant)", g.schedule);
-  const bool adam = o->optimizer == OPTIMIZER_ADAMW;
+                   g->mode);
+  o->optimizer = g->optimizer ? (hl_optim_kind)choice("optimizer", g->optimizer, optimizer_names) : HL_OPTIM_ADAMW;
+  if (g->momentum > 0 && o->optimizer != HL_OPTIM_SGD) hl_usage_error("--momentum is SGD's (--optimizer sgd)");
+  o->cosine = !g->schedule || choice("schedule", g->schedule, schedule_names) == 0;
+  const bool adam = o->optimizer == HL_OPTIM_ADAMW;
   /* small: 3e-4, as gpt2 (halflab-train has no lr warm-up; at 6e-4 and 1e-3 its loss spikes within ten steps) */
-  o->lr = g.lr >= 0 ? g.lr : adam ? (gpt ? (gpt2 || small ? 3e-4 : 3e-3) : 1e-3) : 0.1;
-  o->momentum = g.momentum >= 0 ? g.momentum : 0.0;
-  o->weight_decay = g.weight_decay >= 0 ? g.weight_decay : 0.0;
-  o->clip_norm = g.clip_norm > 0 ? g.clip_norm : 0.0;
-  o->accum = (int)PICK(g.accum, 1);
-  o->grad_penalty = g.grad_penalty > 0 ? g.grad_penalty : 0.0;
-  if (o->grad_penalty > 0 && gpt)
+  o->lr = g->lr >= 0 ? g->lr : adam ? (p->gpt ? (p->gpt2 || p->small ? 3e-4 : 3e-3) : 1e-3) : 0.1;
+  o->momentum = g->momentum >= 0 ? g->momentum : 0.0;
+  o->weight_decay = g->weight_decay >= 0 ? g->weight_decay : 0.0;
+  o->clip_norm = g->clip_norm > 0 ? g->clip_norm : 0.0;
+  o->accum = (int)PICK(g->accum, 1);
+  o->grad_penalty = g->grad_penalty > 0 ? g->grad_penalty : 0.0;
+  if (o->grad_penalty > 0 && p->gpt)
     hl_usage_error("--grad-penalty needs second derivatives, and the GPT's layer_norm is differentiable once "
                    "(docs/core.md): use --model mlp");
   const bool is_static = o->mode->scaling == HL_LOSS_SCALE_FIXED;
-  o->init_scale = g.init_scale > 0 ? g.init_scale : is_static ? 1024.0 : 65536.0;
-  o->growth_interval = PICK(g.growth_interval, 2000);
-  if (o->mode->scaling == HL_LOSS_SCALE_NONE && (g.init_scale > 0 || g.growth_interval >= 0))
+  o->init_scale = g->init_scale > 0 ? g->init_scale : is_static ? 1024.0 : 65536.0;
+  o->growth_interval = PICK(g->growth_interval, 2000);
+  if (o->mode->scaling == HL_LOSS_SCALE_NONE && (g->init_scale > 0 || g->growth_interval >= 0))
     hl_usage_error("--init-scale and --growth-interval need a mode with a loss scaler (amp-fp16, fp16-static, "
                    "fp16-master); %s has none",
                    o->mode->name);
-  if (is_static && g.growth_interval >= 0) hl_usage_error("--growth-interval: fp16-static's scale never changes");
+  if (is_static && g->growth_interval >= 0) hl_usage_error("--growth-interval: fp16-static's scale never changes");
+}
 
-  /* ---- lengths */
-  o->batch = PICK(g.batch, gpt ? (gpt2 ? 8 : small ? 16 : 64) : 256);
-  o->steps = PICK(g.steps, o->quick ? (gpt2 ? 10 : small ? 20 : 100) : gpt2 ? 70 : small ? 200 : 600);
-  o->warmup = PICK(g.warmup, gpt2 ? (o->quick ? 3 : 20) : small && o->quick ? 3 : 5);
-  o->eval_every = (int)PICK(g.eval_every, gpt2 ? 10 : small ? (o->quick ? 10 : 50) : o->quick ? 25 : 50);
-  o->eval_samples = PICK(g.eval_samples, gpt ? (gpt2 ? 16 : small ? 64 : 512) : 2048);
-  o->stats_every = (int)PICK(g.stats_every, gpt2 || small ? 10 : 1);
-  o->checkpoint_every = (int)PICK(g.checkpoint_every, 0);
-  o->stop_after = PICK(g.stop_after, 0);
+static void resolve_lengths(const given *g, const run_preset *p, train_opts *o) {
+  const bool gpt = p->gpt, gpt2 = p->gpt2, small = p->small;
+  o->batch = PICK(g->batch, gpt ? (gpt2 ? 8 : small ? 16 : 64) : 256);
+  o->steps = PICK(g->steps, o->quick ? (gpt2 ? 10 : small ? 20 : 100) : gpt2 ? 70 : small ? 200 : 600);
+  o->warmup = PICK(g->warmup, gpt2 ? (o->quick ? 3 : 20) : small && o->quick ? 3 : 5);
+  o->eval_every = (int)PICK(g->eval_every, gpt2 ? 10 : small ? (o->quick ? 10 : 50) : o->quick ? 25 : 50);
+  o->eval_samples = PICK(g->eval_samples, gpt ? (gpt2 ? 16 : small ? 64 : 512) : 2048);
+  o->stats_every = (int)PICK(g->stats_every, gpt2 || small ? 10 : 1);
+  o->checkpoint_every = (int)PICK(g->checkpoint_every, 0);
+  o->stop_after = PICK(g->stop_after, 0);
   if (o->stop_after && o->stop_after >= o->steps)
     hl_usage_error("--stop-after %lld must be below --steps %lld", (long long)o->stop_after, (long long)o->steps);
   if (o->checkpoint_every && !o->checkpoint) hl_usage_error("--checkpoint-every needs --checkpoint FILE");
   if (o->steps == 0 && !o->save_init && !o->export_batches && !o->list_params)
     hl_usage_error("--steps 0 trains nothing: give it with --save-init or --export-batches");
-  if (!hl_step_set_parse(g.inject ? g.inject : "none", &o->inject)) hl_usage_error("--inject-nonfinite: %s", hl_error());
+  if (!hl_step_set_parse(g->inject ? g->inject : "none", &o->inject))
+    hl_usage_error("--inject-nonfinite: %s", hl_error());
   if (hl_step_set_count(&o->inject) > 0 && o->inject.hi[o->inject.n - 1] > o->steps)
     hl_usage_error("--inject-nonfinite: step %lld is past the last step (%lld)", (long long)o->inject.hi[o->inject.n - 1],
                    (long long)o->steps);
-  if (g.hist) {
+  if (g->hist) {
     long long h[TRAIN_MAX_HIST_STEPS];
-    o->n_hist = hl_parse_int_list("--hist-steps", g.hist, 1, o->steps > 0 ? o->steps : 1, h, TRAIN_MAX_HIST_STEPS);
+    o->n_hist = hl_parse_int_list("--hist-steps", g->hist, 1, o->steps > 0 ? o->steps : 1, h, TRAIN_MAX_HIST_STEPS);
     for (int i = 0; i < o->n_hist; i++) o->hist_steps[i] = h[i];
   } else if (o->steps > 0) {
     const int64_t pick[3] = {1, (o->steps + 1) / 2, o->steps};
     for (int i = 0; i < 3; i++)
       if (o->n_hist == 0 || o->hist_steps[o->n_hist - 1] != pick[i]) o->hist_steps[o->n_hist++] = pick[i];
   }
+}
 
-  /* ---- peers */
-  if (o->export_batches && !gpt) hl_usage_error("--export-batches writes token batches: it needs --model gpt");
-  o->export_steps = PICK(g.export_steps, o->steps);
-  if (g.export_steps >= 0 && !o->export_batches) hl_usage_error("--export-steps needs --export-batches FILE");
+static void resolve_peers(const given *g, const run_preset *p, train_opts *o) {
+  if (o->export_batches && !p->gpt) hl_usage_error("--export-batches writes token batches: it needs --model gpt");
+  o->export_steps = PICK(g->export_steps, o->steps);
+  if (g->export_steps >= 0 && !o->export_batches) hl_usage_error("--export-steps needs --export-batches FILE");
   if (o->dump_grads && o->steps == 0) hl_usage_error("--dump-grads writes the first step's gradients: it needs --steps >= 1");
   if (o->resume && o->init_weights) hl_usage_error("--resume and --init-weights exclude each other (the checkpoint holds the weights)");
+}
 
-  /* ---- name */
-  if (g.name) {
-    if (!name_ok(g.name)) hl_usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'", g.name);
-    snprintf(o->name, sizeof o->name, "%s", g.name);
-  } else {
-    /* the task joins the name where it is not the preset's own */
-    const char *task_suffix = small ? (o->task == TASK_TEXT ? "" : "-sort") : o->task == TASK_TEXT ? "-text" : "";
-    snprintf(o->name, sizeof o->name, "%s%s%s", gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset, task_suffix);
+static void resolve_name(const given *g, const run_preset *p, train_opts *o) {
+  if (g->name) {
+    if (!name_ok(g->name)) hl_usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'", g->name);
+    snprintf(o->name, sizeof o->name, "%s", g->name);
+    return;
   }
+  const bool custom_shape = g->layers >= 0 || g->heads >= 0 || g->embd >= 0 || g->vocab >= 0 || g->inputs >= 0 ||
+                            g->hidden || g->classes >= 0;
+  /* the task joins the name where it is not the preset's own */
+  const char *task_suffix = p->small ? (o->task == TASK_TEXT ? "" : "-sort") : o->task == TASK_TEXT ? "-text" : "";
+  snprintf(o->name, sizeof o->name, "%s%s%s", p->gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset, task_suffix);
+}
+
+/* ------------------------------------------------------------- parse -- */
+
+void train_parse_options(int argc, char **argv, train_opts *o) {
+  struct option longopts[N_LONGOPTS];
+  fill_longopts(longopts);
+  given g = nothing_given();
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (hl_cli_common_option(&g.common, c, optarg)) continue;
+    if (c == ':') hl_usage_error("option '%s' needs a value", argv[optind - 1]);
+    if (c < 1 || c > N_TRAIN_OPTIONS) {
+      if (optopt) hl_usage_error("unknown option '-%c'", optopt);
+      hl_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+    take_value(&train_options[c - 1], optarg, &g);
+  }
+  if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
+
+  memset(o, 0, sizeof *o);
+  copy_plain_values(&g, o);
+  const run_preset p = resolve_model_and_preset(&g, o);
+  resolve_task(&g, &p, o);
+  resolve_shapes(&g, &p, o);
+  resolve_mode_and_optimizer(&g, &p, o);
+  resolve_lengths(&g, &p, o);
+  resolve_peers(&g, &p, o);
+  resolve_name(&g, &p, o);
 }

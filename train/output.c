@@ -249,7 +249,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            (unsigned long long)hl_params_bytes(m->params), (long long)hl_params_numel(m->params),
            gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1, gpt ? o->gpt.n_head : 0, gpt ? o->gpt.n_embd : o->mlp.n_in,
            gpt ? o->gpt.vocab_size : o->classes, (long long)o->seq, (long long)o->batch, o->accum,
-           train_optimizer_name(o->optimizer), o->lr, o->cosine ? "cosine" : "constant", o->init_gain,
+           hl_optim_kind_name(o->optimizer), o->lr, o->cosine ? "cosine" : "constant", o->init_gain,
            output_cell(o->mode->scaling == HL_LOSS_SCALE_NONE ? NAN : o->init_scale, b[15], 48),
            (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
            policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),

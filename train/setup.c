@@ -28,7 +28,7 @@
 
 /* optimizer state tensors per parameter, for the memory accounting */
 static int accounting_moments(const train_opts *o) {
-  return hl_optim_moments(o->optimizer == OPTIMIZER_ADAMW ? HL_OPTIM_ADAMW : HL_OPTIM_SGD, o->momentum > 0);
+  return hl_optim_moments(o->optimizer, o->momentum > 0);
 }
 
 bool setup_model(const train_opts *o, const train_data *d, hl_device_kind dev, train_model *m) {
@@ -71,7 +71,7 @@ bool setup_mode(const train_opts *o, train_model *m, train_mode *t) {
   t->autocast = o->mode->autocast;
   const bool is_static = o->mode->scaling == HL_LOSS_SCALE_FIXED;
   t->scaled = o->mode->scaling != HL_LOSS_SCALE_NONE;
-  if (o->optimizer == OPTIMIZER_ADAMW) {
+  if (o->optimizer == HL_OPTIM_ADAMW) {
     hl_adamw_opts a = hl_adamw_defaults();
     a.lr = o->lr;
     a.weight_decay = o->weight_decay;

@@ -37,7 +37,6 @@
 
 typedef enum { MODEL_GPT = 0, MODEL_MLP } model_kind;
 typedef enum { TASK_SORT = 0, TASK_TEXT, TASK_CLASSIFY } task_kind;
-typedef enum { OPTIMIZER_SGD = 0, OPTIMIZER_ADAMW } optimizer_kind;
 
 #define TRAIN_MAX_HIST_STEPS 32
 
@@ -63,7 +62,7 @@ typedef struct {
 
   /* training */
   const hl_train_setup *mode;
-  optimizer_kind optimizer;
+  hl_optim_kind optimizer;
   double lr, momentum, weight_decay;
   bool cosine;         /* --schedule cosine: lr x (1 + cos(pi (step - 1) / steps)) / 2 */
   double clip_norm;    /* 0: no clipping */
@@ -103,7 +102,6 @@ typedef struct {
  * --help / --version. Files named by the options are not opened here. */
 void train_parse_options(int argc, char **argv, train_opts *o);
 const char *train_task_name(task_kind t);
-const char *train_optimizer_name(optimizer_kind k);
 /* The learning rate of a step (from 1) under the run's schedule. */
 double train_lr_at(const train_opts *o, int64_t step);
 

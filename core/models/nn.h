@@ -45,30 +45,13 @@
 #include <stdint.h>
 
 #include "core/engine/tensor.h"
+#include "core/models/training_modes.h"
+#include "core/models/weight_policy.h"
 #include "core/training/optim.h" /* hl_optim_moments: the accounting's optimizer state */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------------------ policies -- */
-
-typedef enum {
-  HL_ROLE_EMBEDDING = 0, /* token / position embedding tables */
-  HL_ROLE_WEIGHT,        /* a projection weight: attention, MLP, a Linear layer */
-  HL_ROLE_BIAS,          /* a projection's bias */
-  HL_ROLE_NORM,          /* layer-norm weight or bias */
-  HL_ROLES
-} hl_param_role;
-
-typedef enum { HL_WEIGHTS_FP32 = 0, HL_WEIGHTS_FP16, HL_WEIGHTS_BF16, HL_WEIGHTS_INT8, HL_WEIGHT_POLICIES } hl_weight_policy;
-
-const char *hl_weight_policy_name(hl_weight_policy policy); /* "fp32", "fp16", "bf16", "int8" */
-/* false when s names no policy */
-bool hl_weight_policy_parse(const char *s, hl_weight_policy *out);
-/* The storage dtype of a parameter with this role under the policy (int8:
- * HL_I8 for weights, HL_F16 for biases and embeddings, HL_F32 for norms). */
-hl_dtype hl_weight_policy_dtype(hl_weight_policy policy, hl_param_role role);
 
 /* ---------------------------------------------------------- parameters -- */
 
@@ -255,25 +238,6 @@ hl_tensor *hl_gpt_loss(hl_gpt *m, hl_tensor *idx, hl_tensor *targets, hl_tensor 
 /* Parameter storage under a policy, without building the model. */
 uint64_t hl_gpt_param_bytes(const hl_gpt_config *c, hl_weight_policy policy);
 uint64_t hl_mlp_param_bytes(const hl_mlp_config *c, hl_weight_policy policy);
-
-/* The loss scaler a training mode runs with. */
-typedef enum { HL_LOSS_SCALE_NONE, HL_LOSS_SCALE_DYNAMIC, HL_LOSS_SCALE_FIXED } hl_loss_scaling;
-
-/* How a training mode holds its state (the modes of halflab-train). */
-typedef struct {
-  const char *name;         /* "fp32", "amp-fp16", ... */
-  hl_weight_policy weights; /* the model's parameters (and gradients) */
-  hl_dtype autocast;        /* lower dtype of the forward's autocast region; HL_DTYPE_NONE: none */
-  bool master;              /* fp32 master weights and fp32 master gradients beside the model's */
-  hl_loss_scaling scaling;
-  const char *what;
-} hl_train_setup;
-
-/* fp32, amp-fp16, amp-bf16, fp16-noscale, fp16-static, fp16-master,
- * fp16-pure (the last two with an fp16 model). NULL when unknown. */
-const hl_train_setup *hl_train_setup_find(const char *name);
-extern const hl_train_setup hl_train_setups[];
-extern const int hl_train_setup_count;
 
 /* The bytes of one training step's state, for an optimizer that keeps
  * `moments` state tensors per parameter (hl_optim_moments). Activations are what the
