@@ -2,6 +2,8 @@
  * programs. */
 #include "cli/cli.h"
 
+#include "kernels/cpu/cpu_features.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -21,6 +23,7 @@ static const char *prog_ = "halflab";
 void hl_cli_init(const char *prog, int argc, char **argv) {
   prog_ = prog;
   hl_fatal_set_program(prog);
+  (void)hl_cpu_units_get(); /* a bad HALFLAB_CPU_UNITS stops here, before any file is written */
   hl_meta_init(argc, argv);
 }
 

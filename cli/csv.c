@@ -89,10 +89,12 @@ const char *hl_meta_text(void) {
    * they decide every CPU figure, and a generic BLAS kernel set is flagged. */
   char features[512];
   hl_cpu_features_line(hl_cpu_features_get(), features, sizeof features);
+  char units[256];
+  hl_cpu_units_line(units, sizeof units);
   const hl_blas_info *blas = hl_blas_info_get();
   if (k >= 0 && (size_t)k < sizeof text_)
-    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
-                  features, blas->version, blas->kernels, blas->chosen_by, blas->library,
+    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
+                  features, units, blas->version, blas->kernels, blas->chosen_by, blas->library,
                   blas->config[0] ? "; config: " : "", blas->config);
   if (blas->warning[0] && k >= 0 && (size_t)k < sizeof text_)
     k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# blas-warning: %s\n", blas->warning);

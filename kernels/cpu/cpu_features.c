@@ -8,7 +8,10 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "formats/fatal.h" /* hl_fatal_program */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -121,4 +124,54 @@ void hl_cpu_features_line(const hl_cpu_features *f, char *out, size_t len) {
   if (!f->amx_tile) snprintf(out + k, len - k, "; AMX tile state: none (no AMX)");
   else if (f->amx_os_granted) snprintf(out + k, len - k, "; AMX tile state: granted by the OS");
   else snprintf(out + k, len - k, "; AMX tile state: not granted (%s)", f->amx_note);
+}
+
+/* ------------------------------------------------------ units in use -- */
+
+static hl_cpu_units units_;
+static pthread_once_t units_once_ = PTHREAD_ONCE_INIT;
+
+static void choose_units(void) {
+  const hl_cpu_features *f = hl_cpu_features_get();
+  const char *v = getenv("HALFLAB_CPU_UNITS");
+  if (v && *v && strcmp(v, "all") && strcmp(v, "portable")) {
+    fprintf(stderr, "%s: HALFLAB_CPU_UNITS=%s: expected 'all' (the default) or 'portable'\n", hl_fatal_program(), v);
+    exit(2);
+  }
+  units_.portable = v && !strcmp(v, "portable");
+  if (units_.portable) return;
+  const bool avx512 = hl_cpu_has_avx512(f);
+  units_.f16c = f->f16c && f->avx;
+  units_.avx512_bf16 = avx512 && f->avx512_bf16;
+  units_.avx512_fp16 = avx512 && f->avx512_fp16;
+  units_.amx_bf16 = f->amx_bf16 && f->amx_os_granted;
+}
+
+const hl_cpu_units *hl_cpu_units_get(void) {
+  pthread_once(&units_once_, choose_units);
+  return &units_;
+}
+
+void hl_cpu_units_line(char *out, size_t len) {
+  const hl_cpu_features *f = hl_cpu_features_get();
+  const hl_cpu_units *u = hl_cpu_units_get();
+  const bool avx512 = hl_cpu_has_avx512(f);
+  const struct {
+    const char *name;
+    bool present, used;
+  } list[] = {{"f16c", f->f16c && f->avx, u->f16c},
+              {"avx512_bf16", avx512 && f->avx512_bf16, u->avx512_bf16},
+              {"avx512_fp16", avx512 && f->avx512_fp16, u->avx512_fp16},
+              {"amx_bf16", f->amx_bf16 && f->amx_os_granted, u->amx_bf16}};
+  size_t k = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+    if (!(u->portable ? list[i].present : list[i].used) || k >= len) continue;
+    int n = snprintf(out + k, len - k, "%s%s", k ? ", " : (u->portable ? "none of " : ""), list[i].name);
+    if (n < 0) return;
+    k += (size_t)n;
+  }
+  if (k >= len) return;
+  if (u->portable) snprintf(out + k, len - k, "%s(HALFLAB_CPU_UNITS=portable)", k ? " " : "none ");
+  else if (k == 0) snprintf(out, len, "none (the CPU has no half-precision unit)");
 }

@@ -33,4 +33,26 @@ bool hl_cpu_has_avx512(const hl_cpu_features *f);
  * AMX tile state: not granted (why)". */
 void hl_cpu_features_line(const hl_cpu_features *f, char *out, size_t len);
 
+/* Which of the CPU's half-precision units halflab's kernels use: every one
+ * the CPU has (the default), or none when HALFLAB_CPU_UNITS=portable, so
+ * that the portable C paths (software conversions, half GEMMs widened to
+ * fp32) run, and are tested, on any CPU. A kernel asks here, never cpuid
+ * itself. HALFLAB_CPU_UNITS=all is the default spelled out; any other value
+ * stops the program with exit status 2 on the first call (programs make it
+ * at start-up, cli.h's hl_cli_init, before writing anything). */
+typedef struct {
+  bool portable;     /* HALFLAB_CPU_UNITS=portable */
+  bool f16c;         /* fp16 <-> fp32 conversions (vcvtph2ps / vcvtps2ph) */
+  bool avx512_bf16;  /* fp32 -> bf16 rounding (vcvtneps2bf16), bf16 dot products */
+  bool avx512_fp16;  /* fp16 arithmetic and conversions on ZMM registers */
+  bool amx_bf16;     /* bf16 tile products (the OS's permission included) */
+} hl_cpu_units;
+
+const hl_cpu_units *hl_cpu_units_get(void);
+
+/* For the CSV metadata: "f16c, avx512_bf16" (the units in use), "none of
+ * f16c, ... (HALFLAB_CPU_UNITS=portable)", or "none (the CPU has no
+ * half-precision unit)". */
+void hl_cpu_units_line(char *out, size_t len);
+
 #endif
