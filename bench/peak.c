@@ -1,13 +1,24 @@
-/* peak.c — the dense peaks of NVIDIA's datasheets (docs/bench.md, Peaks),
- * keyed by the device name and compute capability, and their scaling to what
- * this device can actually reach: on a MIG slice or a part with fewer SMs, by the
- * SM count; on a part whose maximum SM clock is capped below the datasheet's
- * boost clock, by the clock. Anything not in the table is "peak unknown":
- * no percentage is better than a wrong one. */
+/* peak.c — the dense peaks a GEMM is measured against (docs/bench.md, Peaks).
+ *
+ * GPUs: NVIDIA's datasheets, keyed by the device name and compute
+ * capability, scaled to what this device can actually reach: on a MIG slice
+ * or a part with fewer SMs, by the SM count; on a part whose maximum SM
+ * clock is capped below the datasheet's boost clock, by the clock.
+ *
+ * CPUs: FLOP per cycle per core of the unit each variant's products run on,
+ * from the vendors' optimisation manuals, x the cores used x the clock read
+ * at start-up. A half variant that widens to fp32 is held to the fp32 unit.
+ *
+ * Anything not in the tables is "peak unknown": no percentage is better
+ * than a wrong one. */
 #include <stdio.h>
 #include <string.h>
 
+#include <stdint.h>
+
 #include "bench/bench.h"
+#include "cli/timer.h"
+#include "kernels/cpu/cpu_features.h"
 
 typedef struct {
   const char *label;
@@ -49,15 +60,109 @@ static const peak_entry *lookup(const hl_device_facts *f) {
   return NULL;
 }
 
+/* ----------------------------------------------------------------- CPU -- */
+
+/* FLOP per cycle per core of each unit (a fused multiply-add counts 2).
+ * Intel: two 512-bit FMA ports on Xeon Scalable with AVX-512 (Intel 64 and
+ * IA-32 Architectures Optimization Reference Manual); AVX512-BF16's
+ * vdpbf16ps and AVX512-FP16's vfmadd*ph do twice the fp32 lanes per
+ * instruction; AMX-BF16: 1024 per cycle (Intel's figure for a core's tile
+ * unit). AMD Zen 4: two 256-bit FMA pipes, a 512-bit instruction on both
+ * halves at once, so half Intel's per-instruction rate (AMD's Software
+ * Optimization Guide for the Zen 4 microarchitecture); no FP16 or AMX. */
+typedef struct {
+  const char *label;
+  double fp32_fma, avx512_bf16_dot, avx512_fp16_fma, amx_bf16;
+} cpu_unit_rates;
+
+static const cpu_unit_rates intel_avx512 = {"Intel with AVX-512", 64, 128, 128, 1024};
+static const cpu_unit_rates intel_avx2 = {"Intel with AVX2", 32, 0, 0, 0};
+static const cpu_unit_rates amd_zen4 = {"AMD Zen 4", 32, 64, 0, 0};
+static const cpu_unit_rates amd_zen2_3 = {"AMD Zen 2/3", 32, 0, 0, 0};
+
+static const cpu_unit_rates *cpu_rates(const hl_cpu_features *c) {
+  const bool avx512 = hl_cpu_has_avx512(c);
+  if (!strcmp(c->vendor, "GenuineIntel") && c->family == 6) return avx512 ? &intel_avx512 : c->avx2 && c->fma ? &intel_avx2 : NULL;
+  if (!strcmp(c->vendor, "AuthenticAMD") && c->family == 25) return avx512 ? &amd_zen4 : &amd_zen2_3; /* 0x19: Zen 3, Zen 4 */
+  if (!strcmp(c->vendor, "AuthenticAMD") && c->family == 23 && c->model >= 0x30) return &amd_zen2_3; /* Zen 2 */
+  return NULL;
+}
+
+/* The core clock as the cores run it now, in MHz: a chain of dependent
+ * integer adds retires one add per cycle on every x86-64 core, so adds over
+ * seconds is the clock, turbo included, which a VM's /proc/cpuinfo does not
+ * show (it reports the nominal clock). Run on every OpenMP thread at once,
+ * as a GEMM loads them; the slowest thread's figure. 0 off x86-64. */
+static int measured_clock_mhz(void) {
+#if defined(__x86_64__)
+  const long iterations = 20000000; /* 8 adds each: 160 M cycles, ~50 ms at 3 GHz */
+  double slowest = 1e30; /* the min reduction starts here */
+#pragma omp parallel reduction(min : slowest)
+  {
+    uint64_t x = 0;
+    long n = iterations;
+    const uint64_t t0 = hl_now_ns();
+    __asm__ volatile("1:\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "dec %1\n\tjnz 1b"
+                     : "+r"(x), "+r"(n));
+    const double mhz = iterations * 8.0 / ((double)(hl_now_ns() - t0) * 1e-9) / 1e6;
+    slowest = mhz;
+  }
+  return (int)slowest;
+#else
+  return 0;
+#endif
+}
+
+static bench_peaks cpu_peaks(const hl_device_facts *f) {
+  bench_peaks p;
+  memset(&p, 0, sizeof p);
+  const hl_cpu_features *c = hl_cpu_features_get();
+  const hl_cpu_units *u = hl_cpu_units_get();
+  const cpu_unit_rates *r = cpu_rates(c);
+  const int cores = f->threads > 0 && f->threads < f->sm_count ? f->threads : f->sm_count;
+  /* the higher of the clock read and the clock measured, so that a turbo
+   * the reading does not show cannot push a percentage past 100 */
+  const int read_mhz = f->max_clock_mhz > f->clock_mhz ? f->max_clock_mhz : f->clock_mhz;
+  int run_mhz = 0; /* the best of three: another process's moment on a core reads as a slow clock */
+  for (int i = 0; i < 3; i++) {
+    const int m = measured_clock_mhz();
+    if (m > run_mhz) run_mhz = m;
+  }
+  const int mhz = run_mhz > read_mhz ? run_mhz : read_mhz;
+  if (!r || mhz <= 0 || cores <= 0) {
+    snprintf(p.source, sizeof p.source,
+             "peak unknown: %s family %d model %d%s is not in the built-in CPU table (Intel with AVX2 or AVX-512, AMD "
+             "Zen 2 to Zen 4); compare with the OpenBLAS baseline measured in the same run instead",
+             c->vendor[0] ? c->vendor : "this CPU", c->family, c->model, mhz <= 0 ? " (clock unknown)" : "");
+    return p;
+  }
+  /* the unit the bf16 products run on: AMX, else AVX512-BF16's dot product,
+   * else widened to fp32 (kernels/cpu/gemm_cpu.c picks in the same order) */
+  const char *bf16_unit = "fp32 FMA (widened)";
+  double bf16 = r->fp32_fma;
+  if (u->amx_bf16 && r->amx_bf16 > 0) bf16 = r->amx_bf16, bf16_unit = "AMX-BF16";
+  else if (u->avx512_bf16 && r->avx512_bf16_dot > 0) bf16 = r->avx512_bf16_dot, bf16_unit = "AVX512-BF16 dot";
+  const double scale = cores * (double)mhz * 1e6 / 1e12; /* FLOP/cycle -> TFLOP/s */
+  p.known = true;
+  p.value[PEAK_FP32] = r->fp32_fma * scale;
+  p.value[PEAK_FP16] = r->fp32_fma * scale; /* fp16 products widen to fp32 (no library fp16 GEMM on the CPU) */
+  p.value[PEAK_BF16] = bf16 * scale;
+  snprintf(p.source, sizeof p.source,
+           "CPU table (%s): fp32 FMA %.0f FLOP/cycle/core; bf16 on %s %.0f; fp16 widened to fp32 %.0f; x %d cores x "
+           "%d MHz (the higher of %d read and %d measured with an add chain on every thread); AVX512-FP16 %.0f and "
+           "AMX-BF16 %.0f where the CPU has them",
+           r->label, r->fp32_fma, bf16_unit, bf16, r->fp32_fma, cores, mhz, read_mhz, run_mhz, r->avx512_fp16_fma,
+           r->amx_bf16);
+  return p;
+}
+
 bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind) {
   bench_peaks p;
   memset(&p, 0, sizeof p);
-  if (kind == HL_DEVICE_CPU) {
-    snprintf(p.source, sizeof p.source,
-             "peak unknown: no datasheet figures for CPUs in the built-in table (compare with the OpenBLAS baseline "
-             "measured in the same run instead)");
-    return p;
-  }
+  if (kind == HL_DEVICE_CPU) return cpu_peaks(f);
   const peak_entry *e = lookup(f);
   if (!e) {
     snprintf(p.source, sizeof p.source,
