@@ -432,6 +432,184 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
 
 /* ------------------------------------------------------------- main -- */
 
+/* One run's state between its steps. */
+typedef struct {
+  const fp_options *o;
+  bench_device dev;
+  bool cpu;
+  bool steps;         /* measured steps on this device */
+  char no_steps[512]; /* why not, when not */
+  uint64_t memory;    /* for the largest batch */
+  const char *outdir;
+  char outbuf[4096];
+  step_bytes measured[MAX_MODELS][MAX_MODES];
+  hl_csv_rows prow, trow;
+} fp_run;
+
+/* What the run allocates, checked before anything is: one model at a time
+ * (and on a GPU its largest tensor staged on the host), and each measured
+ * step's state at its peak. */
+static void require_memory(fp_run *r) {
+  const fp_options *o = r->o;
+  uint64_t need = 0, host = 0;
+  for (int mi = 0; mi < o->nmodels; mi++) {
+    const fp_model *m = &o->models[mi];
+    for (int p = 0; p < HL_WEIGHT_POLICIES; p++)
+      if (o->policy[p] && hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p) > need)
+        need = hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p);
+    for (int k = 0; r->steps && k < o->nmodes; k++) {
+      hl_train_bytes t = hl_gpt_train_bytes(&m->cfg, o->modes[k], fp_moments(o->opt), o->measure_batch, o->measure_seq);
+      if (t.peak > need) need = t.peak;
+    }
+    uint64_t wte = (uint64_t)m->cfg.vocab_size * (uint64_t)m->cfg.n_embd * 4;
+    if (!r->cpu && wte > host) host = wte;
+  }
+  bench_require_memory(&r->dev, "footprint", need, host);
+}
+
+static void record_metadata(const fp_run *r) {
+  hl_meta_set("independent", "%s",
+              r->cpu ? "rss: resident bytes of the process (/proc/self/statm) before and after building the model, "
+                       "malloc_trim(0) before each reading"
+                     : "cudaMemGetInfo: the device's free bytes before and after building the model");
+  hl_meta_set("optimizer", "%s (%d moments per parameter)", r->o->opt->name, fp_moments(r->o->opt));
+  hl_meta_set("memory_for_max_batch", "%.2f GiB = %llu bytes (%s)", (double)r->memory / (1u << 30),
+              (unsigned long long)r->memory, r->o->memory ? "--memory" : "the device's free memory at start");
+}
+
+/* Warm-up: the allocator's settings, OpenMP's threads, the backend's
+ * context; and whether a step runs here (every op on this device). */
+static void warm_up(fp_run *r) {
+  const hl_gpt_config t = {.n_layer = 1, .n_head = 1, .n_embd = 8, .vocab_size = 8, .block_size = 8};
+  hl_gpt *w = hl_gpt_new(&t, HL_WEIGHTS_FP32, r->dev.kind, 1);
+  if (!w) hl_fatal("footprint: %s", hl_error());
+  hl_gpt_free(w);
+  char why[400];
+  if (r->steps && !steps_supported(&r->dev, r->o, why, sizeof why)) {
+    if (r->cpu) hl_fatal("footprint: a training step fails on the CPU: %s", why);
+    r->steps = false;
+    snprintf(r->no_steps, sizeof r->no_steps, "a step does not run on %s in this build (%s)", r->dev.name, why);
+  }
+  hl_error_clear();
+}
+
+/* One model under one policy: its parameter bytes three ways (a row of
+ * footprint_params.csv), then the measured steps of the modes that train
+ * this policy's model. */
+static void measure_policy(fp_run *r, int mi, hl_weight_policy p, uint64_t seed) {
+  const fp_options *o = r->o;
+  const fp_model *m = &o->models[mi];
+  char range[96];
+  snprintf(range, sizeof range, "footprint %s %s", m->name, hl_weight_policy_name(p));
+  bench_progress("%s", range);
+  hl_range_push(range);
+  hl_gpt *g = NULL;
+  param_bytes b = measure_params(&r->dev, m, p, seed, &g);
+  hl_range_pop();
+  const double pct = 100.0 * (double)b.independent / (double)b.analytic;
+  hl_csv_rows_add(&r->prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", r->dev.name, m->name,
+                  m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size,
+                  hl_weight_policy_name(p), (long long)hl_gpt_param_count(&m->cfg), b.tensors,
+                  (unsigned long long)b.analytic, (unsigned long long)b.allocator, (long long)b.independent,
+                  independent_method(&r->dev), pct);
+  printf("%-10s %-6s %12lld %16llu %16llu %16lld %7.2f%%\n", m->name, hl_weight_policy_name(p),
+         (long long)hl_gpt_param_count(&m->cfg), (unsigned long long)b.analytic, (unsigned long long)b.allocator,
+         (long long)b.independent, pct);
+  fflush(stdout);
+  for (int k = 0; r->steps && k < o->nmodes; k++) {
+    if (o->modes[k]->weights != p) continue;
+    snprintf(range, sizeof range, "footprint %s step %s", m->name, o->modes[k]->name);
+    bench_progress("%s", range);
+    hl_range_push(range);
+    if (!measure_step(g, o->modes[k], o->opt, o->measure_batch, o->measure_seq, b.allocator, &r->measured[mi][k]))
+      hl_fatal("footprint: %s step of %s: %s", o->modes[k]->name, m->name, hl_error());
+    hl_range_pop();
+  }
+  hl_gpt_free(g);
+}
+
+static void measure_parameters(fp_run *r, uint64_t seed) {
+  const fp_options *o = r->o;
+  printf("Parameter bytes per weight policy (%s): analytic, accounting allocator, independent (%s)\n", r->dev.name,
+         independent_method(&r->dev));
+  printf("%-10s %-6s %12s %16s %16s %16s %8s\n", "model", "policy", "params", "analytic", "allocator", "independent",
+         "ind/ana");
+  for (int mi = 0; mi < o->nmodels; mi++)
+    for (int p = 0; p < HL_WEIGHT_POLICIES; p++)
+      if (o->policy[p]) measure_policy(r, mi, (hl_weight_policy)p, seed);
+  if (!r->steps) {
+    printf("\nmeasured step: not run (%s): the training state below is analytic only\n", r->no_steps);
+    hl_meta_set("measured_step", "not run: %s", r->no_steps);
+  } else {
+    hl_meta_set("measured_step", "%lld x %lld tokens on %s, core/training/optim.h's %s with lr 0",
+                (long long)o->measure_batch, (long long)o->measure_seq, r->dev.name, o->opt->name);
+  }
+}
+
+/* One mode's training state at B x T: a row of footprint_training.csv, and
+ * on the measured pass the allocator's figures below the estimate. */
+static void training_state_row(fp_run *r, int mi, int k, int64_t B, int64_t T, bool measured_pass) {
+  const fp_options *o = r->o;
+  const fp_model *m = &o->models[mi];
+  const hl_train_setup *s = o->modes[k];
+  const hl_train_bytes e = hl_gpt_train_bytes(&m->cfg, s, fp_moments(o->opt), B, T);
+  const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, fp_moments(o->opt), T, r->memory);
+  const step_bytes *ms = &r->measured[mi][k];
+  const bool shown = measured_pass && ms->done;
+  char meas[256] = ",,,,,";
+  if (shown)
+    snprintf(meas, sizeof meas, "%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)ms->weights,
+             (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
+             (unsigned long long)ms->saved, (unsigned long long)ms->peak);
+  hl_csv_rows_add(&r->trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", r->dev.name,
+                  m->name, s->name, o->opt->name, (long long)B, (long long)T, (unsigned long long)e.weights,
+                  (unsigned long long)e.master, (unsigned long long)e.gradients, (unsigned long long)e.moments,
+                  (unsigned long long)e.weight_casts, (unsigned long long)e.activations, (unsigned long long)e.peak,
+                  (unsigned long long)r->memory, (long long)maxb, shown ? "yes" : "no", meas);
+  const double mib = 1048576.0;
+  char bt[32];
+  snprintf(bt, sizeof bt, "%lldx%lld", (long long)B, (long long)T);
+  printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10lld  MiB\n", m->name, s->name, bt,
+         e.weights / mib, e.master / mib, e.gradients / mib, e.moments / mib, e.weight_casts / mib, e.activations / mib,
+         e.peak / mib, (long long)maxb);
+  if (shown)
+    printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %21.1f %10.1f %10s  MiB measured (casts + activations "
+           "together; loss %.4f)\n",
+           "", "  allocator", "", ms->weights / mib, ms->master / mib, ms->gradients / mib, ms->moments / mib,
+           ms->saved / mib, ms->peak / mib, "", ms->loss);
+}
+
+/* The training state per mode: at --batch x --seq, and at the measured
+ * step's shape beside what the allocator saw. */
+static void training_state(fp_run *r) {
+  const fp_options *o = r->o;
+  printf("\nTraining state per mode (%s, %d moments per parameter); memory for the largest batch: %.2f GiB\n",
+         o->opt->name, fp_moments(o->opt), (double)r->memory / (1u << 30));
+  printf("%-10s %-12s %9s %10s %10s %10s %10s %10s %10s %10s %10s\n", "model", "mode", "batch", "weights", "master",
+         "grads", "moments", "casts", "activ", "peak", "max_batch");
+  for (int mi = 0; mi < o->nmodels; mi++)
+    for (int pass = 0; pass < 2; pass++) {
+      if (pass == 1 && !r->steps) break;
+      const int64_t B = pass == 0 ? o->batch : o->measure_batch;
+      const int64_t T = seq_for(o, &o->models[mi], pass == 0 ? o->seq : o->measure_seq);
+      for (int k = 0; k < o->nmodes; k++) training_state_row(r, mi, k, B, T, pass == 1);
+    }
+}
+
+static void write_csvs(fp_run *r) {
+  bench_rows_write(&r->prow, r->outdir, "footprint_params.csv",
+                   "device,model,layers,heads,embd,vocab,block,policy,params,tensors,analytic_bytes,allocator_bytes,"
+                   "independent_bytes,independent_method,independent_pct_of_analytic");
+  bench_rows_write(&r->trow, r->outdir, "footprint_training.csv",
+                   "device,model,mode,optimizer,batch,seq,weights_bytes,master_bytes,gradients_bytes,moments_bytes,"
+                   "weight_casts_bytes,activations_bytes,peak_bytes,memory_bytes,max_batch,measured,"
+                   "alloc_weights_bytes,alloc_master_bytes,alloc_gradients_bytes,alloc_moments_bytes,alloc_saved_bytes,"
+                   "alloc_peak_bytes");
+  hl_csv_rows_free(&r->prow);
+  hl_csv_rows_free(&r->trow);
+  fprintf(stderr, "%s: footprint: wrote %s/footprint_params.csv and footprint_training.csv\n", hl_prog(), r->outdir);
+}
+
 int bench_footprint_main(int argc, char **argv) {
   bench_common common = {.cli = hl_cli_common_defaults(usage)};
   fp_options o;
@@ -441,160 +619,21 @@ int bench_footprint_main(int argc, char **argv) {
     list_params(&o);
     return 0;
   }
-
-  bench_device dev;
-  bench_device_open(&dev, common.cli.device);
-  const bool cpu = dev.kind == HL_DEVICE_CPU;
+  static fp_run r; /* large (the measured table); one per process */
+  r.o = &o;
+  bench_device_open(&r.dev, common.cli.device);
+  r.cpu = r.dev.kind == HL_DEVICE_CPU;
   /* measured steps where the device has the core's tensor kernels */
-  bool steps = o.measure_batch > 0 && dev.be->tensor;
-  char no_steps[512] = "";
-  if (o.measure_batch == 0) snprintf(no_steps, sizeof no_steps, "--measure-batch 0");
-  else if (!steps) snprintf(no_steps, sizeof no_steps, "the core's %s tensor kernels are not in this build", dev.name);
-  const uint64_t memory = o.memory ? o.memory : dev.facts->free_mem;
-
-  /* what the run allocates, checked before anything is: one model at a
-   * time (and on a GPU its largest tensor staged on the host), and each
-   * measured step's state at its peak */
-  uint64_t need = 0, host = 0;
-  for (int mi = 0; mi < o.nmodels; mi++) {
-    const fp_model *m = &o.models[mi];
-    for (int p = 0; p < HL_WEIGHT_POLICIES; p++)
-      if (o.policy[p] && hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p) > need)
-        need = hl_gpt_param_bytes(&m->cfg, (hl_weight_policy)p);
-    for (int k = 0; steps && k < o.nmodes; k++) {
-      hl_train_bytes t = hl_gpt_train_bytes(&m->cfg, o.modes[k], fp_moments(o.opt), o.measure_batch, o.measure_seq);
-      if (t.peak > need) need = t.peak;
-    }
-    uint64_t wte = (uint64_t)m->cfg.vocab_size * (uint64_t)m->cfg.n_embd * 4;
-    if (!cpu && wte > host) host = wte;
-  }
-  bench_require_memory(&dev, "footprint", need, host);
-  char outbuf[4096];
-  const char *outdir = hl_cli_outdir(common.cli.out, dev.kind, outbuf, sizeof outbuf);
-  hl_meta_set("independent", "%s",
-              cpu ? "rss: resident bytes of the process (/proc/self/statm) before and after building the model, "
-                    "malloc_trim(0) before each reading"
-                  : "cudaMemGetInfo: the device's free bytes before and after building the model");
-  hl_meta_set("optimizer", "%s (%d moments per parameter)", o.opt->name, fp_moments(o.opt));
-  hl_meta_set("memory_for_max_batch", "%.2f GiB = %llu bytes (%s)", (double)memory / (1u << 30),
-              (unsigned long long)memory, o.memory ? "--memory" : "the device's free memory at start");
-
-  /* warm-up: the allocator's settings, OpenMP's threads, the backend's
-   * context; and whether a step runs here (every op on this device) */
-  {
-    const hl_gpt_config t = {.n_layer = 1, .n_head = 1, .n_embd = 8, .vocab_size = 8, .block_size = 8};
-    hl_gpt *w = hl_gpt_new(&t, HL_WEIGHTS_FP32, dev.kind, 1);
-    if (!w) hl_fatal("footprint: %s", hl_error());
-    hl_gpt_free(w);
-    char why[400];
-    if (steps && !steps_supported(&dev, &o, why, sizeof why)) {
-      if (cpu) hl_fatal("footprint: a training step fails on the CPU: %s", why);
-      steps = false;
-      snprintf(no_steps, sizeof no_steps, "a step does not run on %s in this build (%s)", dev.name, why);
-    }
-    hl_error_clear();
-  }
-
-  hl_csv_rows prow = {0}, trow = {0};
-  step_bytes measured[MAX_MODELS][MAX_MODES];
-  memset(measured, 0, sizeof measured);
-  printf("Parameter bytes per weight policy (%s): analytic, accounting allocator, independent (%s)\n", dev.name,
-         independent_method(&dev));
-  printf("%-10s %-6s %12s %16s %16s %16s %8s\n", "model", "policy", "params", "analytic", "allocator", "independent",
-         "ind/ana");
-  for (int mi = 0; mi < o.nmodels; mi++) {
-    const fp_model *m = &o.models[mi];
-    for (int p = 0; p < HL_WEIGHT_POLICIES; p++) {
-      if (!o.policy[p]) continue;
-      char range[96];
-      snprintf(range, sizeof range, "footprint %s %s", m->name, hl_weight_policy_name((hl_weight_policy)p));
-      bench_progress("%s", range);
-      hl_range_push(range);
-      hl_gpt *g = NULL;
-      param_bytes b = measure_params(&dev, m, (hl_weight_policy)p, common.cli.seed, &g);
-      hl_range_pop();
-      const double pct = 100.0 * (double)b.independent / (double)b.analytic;
-      hl_csv_rows_add(&prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", dev.name, m->name, m->cfg.n_layer,
-                     m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size,
-                     hl_weight_policy_name((hl_weight_policy)p), (long long)hl_gpt_param_count(&m->cfg), b.tensors,
-                     (unsigned long long)b.analytic, (unsigned long long)b.allocator, (long long)b.independent,
-                     independent_method(&dev), pct);
-      printf("%-10s %-6s %12lld %16llu %16llu %16lld %7.2f%%\n", m->name, hl_weight_policy_name((hl_weight_policy)p),
-             (long long)hl_gpt_param_count(&m->cfg), (unsigned long long)b.analytic, (unsigned long long)b.allocator,
-             (long long)b.independent, pct);
-      fflush(stdout);
-      /* the measured steps of the modes that train this policy's model */
-      for (int k = 0; steps && k < o.nmodes; k++) {
-        if (o.modes[k]->weights != (hl_weight_policy)p) continue;
-        snprintf(range, sizeof range, "footprint %s step %s", m->name, o.modes[k]->name);
-        bench_progress("%s", range);
-        hl_range_push(range);
-        if (!measure_step(g, o.modes[k], o.opt, o.measure_batch, o.measure_seq, b.allocator, &measured[mi][k]))
-          hl_fatal("footprint: %s step of %s: %s", o.modes[k]->name, m->name, hl_error());
-        hl_range_pop();
-      }
-      hl_gpt_free(g);
-    }
-  }
-  if (!steps) {
-    printf("\nmeasured step: not run (%s): the training state below is analytic only\n", no_steps);
-    hl_meta_set("measured_step", "not run: %s", no_steps);
-  } else {
-    hl_meta_set("measured_step", "%lld x %lld tokens on %s, core/training/optim.h's %s with lr 0", (long long)o.measure_batch,
-                (long long)o.measure_seq, dev.name, o.opt->name);
-  }
-
-  /* ---- training state per mode */
-  printf("\nTraining state per mode (%s, %d moments per parameter); memory for the largest batch: %.2f GiB\n",
-         o.opt->name, fp_moments(o.opt), (double)memory / (1u << 30));
-  printf("%-10s %-12s %9s %10s %10s %10s %10s %10s %10s %10s %10s\n", "model", "mode", "batch", "weights", "master",
-         "grads", "moments", "casts", "activ", "peak", "max_batch");
-  for (int mi = 0; mi < o.nmodels; mi++) {
-    const fp_model *m = &o.models[mi];
-    for (int pass = 0; pass < 2; pass++) {
-      if (pass == 1 && !steps) break;
-      const int64_t B = pass == 0 ? o.batch : o.measure_batch;
-      const int64_t T = seq_for(&o, m, pass == 0 ? o.seq : o.measure_seq);
-      for (int k = 0; k < o.nmodes; k++) {
-        const hl_train_setup *s = o.modes[k];
-        const hl_train_bytes e = hl_gpt_train_bytes(&m->cfg, s, fp_moments(o.opt), B, T);
-        const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, fp_moments(o.opt), T, memory);
-        const step_bytes *ms = &measured[mi][k];
-        char meas[256] = ",,,,,";
-        if (pass == 1 && ms->done)
-          snprintf(meas, sizeof meas, "%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)ms->weights,
-                   (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
-                   (unsigned long long)ms->saved, (unsigned long long)ms->peak);
-        hl_csv_rows_add(&trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", dev.name,
-                       m->name, s->name, o.opt->name, (long long)B, (long long)T,
-                       (unsigned long long)e.weights, (unsigned long long)e.master, (unsigned long long)e.gradients,
-                       (unsigned long long)e.moments, (unsigned long long)e.weight_casts,
-                       (unsigned long long)e.activations, (unsigned long long)e.peak, (unsigned long long)memory,
-                       (long long)maxb, pass == 1 && ms->done ? "yes" : "no", meas);
-        const double mib = 1048576.0;
-        char bt[32];
-        snprintf(bt, sizeof bt, "%lldx%lld", (long long)B, (long long)T);
-        printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10lld  MiB\n", m->name, s->name, bt,
-               e.weights / mib, e.master / mib, e.gradients / mib, e.moments / mib, e.weight_casts / mib,
-               e.activations / mib, e.peak / mib, (long long)maxb);
-        if (pass == 1 && ms->done)
-          printf("%-10s %-12s %9s %10.1f %10.1f %10.1f %10.1f %21.1f %10.1f %10s  MiB measured (casts + activations "
-                 "together; loss %.4f)\n",
-                 "", "  allocator", "", ms->weights / mib, ms->master / mib, ms->gradients / mib, ms->moments / mib,
-                 ms->saved / mib, ms->peak / mib, "", ms->loss);
-      }
-    }
-  }
-  bench_rows_write(&prow, outdir, "footprint_params.csv",
-                   "device,model,layers,heads,embd,vocab,block,policy,params,tensors,analytic_bytes,allocator_bytes,"
-                   "independent_bytes,independent_method,independent_pct_of_analytic");
-  bench_rows_write(&trow, outdir, "footprint_training.csv",
-                   "device,model,mode,optimizer,batch,seq,weights_bytes,master_bytes,gradients_bytes,moments_bytes,"
-                   "weight_casts_bytes,activations_bytes,peak_bytes,memory_bytes,max_batch,measured,"
-                   "alloc_weights_bytes,alloc_master_bytes,alloc_gradients_bytes,alloc_moments_bytes,alloc_saved_bytes,"
-                   "alloc_peak_bytes");
-  hl_csv_rows_free(&prow);
-  hl_csv_rows_free(&trow);
-  fprintf(stderr, "%s: footprint: wrote %s/footprint_params.csv and footprint_training.csv\n", hl_prog(), outdir);
+  r.steps = o.measure_batch > 0 && r.dev.be->tensor;
+  if (o.measure_batch == 0) snprintf(r.no_steps, sizeof r.no_steps, "--measure-batch 0");
+  else if (!r.steps) snprintf(r.no_steps, sizeof r.no_steps, "the core's %s tensor kernels are not in this build", r.dev.name);
+  r.memory = o.memory ? o.memory : r.dev.facts->free_mem;
+  require_memory(&r);
+  r.outdir = hl_cli_outdir(common.cli.out, r.dev.kind, r.outbuf, sizeof r.outbuf);
+  record_metadata(&r);
+  warm_up(&r);
+  measure_parameters(&r, common.cli.seed);
+  training_state(&r);
+  write_csvs(&r);
   return 0;
 }

@@ -20,10 +20,27 @@ for f in gemm.csv bandwidth.csv; do
     echo "Method: $(meta $f method)."
     echo
     if [ -n "$(meta $f blas)" ]; then
-      echo "CPU products ran on $(meta $f blas | sed 's/; library .*//'). The CPU's half-precision units:"
-      echo "$(meta $f cpu-features). Of these, halflab uses today F16C and AVX2 (fp16 and bf16 conversions, eight"
-      echo "values at a time) and, through the BLAS, the fp32 FMA units; fp16 and bf16 products are widened to fp32 for"
-      echo "sgemm. The CPU's bf16 and fp16 arithmetic (AVX512-BF16, AVX512-FP16, AMX) is not used yet."
+      features=$(meta $f cpu-features) units=$(meta $f cpu-units)
+      echo "fp32 products ran on $(meta $f blas | sed 's/; library .*//'). The CPU's half-precision units: $features."
+      echo "In use by halflab's kernels: ${units:-not recorded}. What each one does here, and what a CPU without it gets:"
+      echo
+      uses() { case ", $units," in *", $1,"*|*" $1,"*) [[ $units != none* ]] ;; *) false ;; esac; }
+      has() { [[ $features == *"$1 yes"* ]]; }
+      row() { # UNIT ROLE WITHOUT
+        local state="not on this CPU"
+        if uses "$1"; then state="**in use**"
+        elif has "$1" && [[ $units == *portable* ]]; then state="present, not used (HALFLAB_CPU_UNITS=portable)"
+        elif has "$1"; then state="present, not used"; fi
+        echo "| $1 | $state | $2 | $3 |"
+      }
+      echo "| unit | here | what it does in halflab | without it |"
+      echo "|---|---|---|---|"
+      row f16c "fp16 <-> fp32 conversions, eight or sixteen values per instruction" "conversions in portable C"
+      row avx512_bf16 "fp32 -> bf16 rounding; bf16 products through oneDNN where no AMX (see what ran)" "rounding in portable C; bf16 products widened to fp32 for sgemm"
+      row avx512_fp16 "not used by halflab's kernels (no library fp16 GEMM on the CPU; F16C converts)" "-"
+      row amx_bf16 "bf16 tile products through oneDNN (needs the OS's AMX permission)" "AVX512-BF16's dot product, else fp32 widening"
+      echo
+      echo "fp16 products are always widened to fp32 (never run as bf16: that would change the numerics being shown)."
       echo
     fi
     break
