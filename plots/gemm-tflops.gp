@@ -1,7 +1,8 @@
 # plots/gemm-tflops.gp RESULTS_DIR — matrix-product throughput against size:
 # TFLOP/s (median) of every variant over the square sweep n x n x n, log
-# axes, each variant's datasheet dense peak as a dashed line of its colour
-# (absent where the peak is unknown, e.g. on a CPU). Reads gemm.csv; writes
+# axes, each variant's dense peak as a dashed line of its colour (a GPU's
+# datasheet figure; on a CPU the FLOP/cycle of the unit its products run on
+# x cores x clock; absent where the peak is unknown). Reads gemm.csv; writes
 # gemm-tflops.png and .svg.
 dir = ARG1
 in = dir.'/gemm.csv'
@@ -11,9 +12,9 @@ if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
 }
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 # the variants present in the square study, in the order of the table below
-# the datasheet peaks: drawn where the device is in the table
+# the peaks: drawn where the device is in a built-in table
 peaks = system(sprintf("awk -F, '/^#/ || !h++ { next } $25 != \"\" { n++ } END { print n + 0 }' '%s'", in))
-peak_note = peaks eq "0" ? "no peak lines: peak unknown for this device (see the CSV's peak\\_source line)" : "dashed: the datasheet's dense peak for that precision"
+peak_note = peaks eq "0" ? "no peak lines: peak unknown for this device (see the CSV's peak\\_source line)" : (desc[1:3] eq "cpu" ? "dashed: the peak of the unit each precision's products run on" : "dashed: the datasheet's dense peak for that precision")
 present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
 
 set datafile separator ','
