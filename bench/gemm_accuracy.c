@@ -10,7 +10,9 @@
  *     16 x 16 outputs;
  *   cublas (with --device cuda/auto on a GPU): the device's own GEMM on the
  *     same kind of data, 64 x 64 outputs, fp32 output where the accumulation
- *     is fp32 (fp8: bf16 output, the combination the throughput run uses).
+ *     is fp32 (fp8: bf16 output, the combination the throughput run uses);
+ *   onednn (bf16, whatever the device, where the CPU backend runs bf16
+ *     through oneDNN's matmul): the same as cublas on the CPU's bf16 units.
  * Two data sets: uniform in [-1, 1) (signs mixed: partial sums stay ~sqrt(k))
  * and uniform in [0, 1) (one sign: partial sums grow ~k/4, the hard case for
  * a narrow accumulator). Errors are normwise, ||C - C_ref||_F / ||C_ref||_F,
@@ -24,11 +26,13 @@
 
 #include "cli/cli.h"
 #include "cli/csv.h"
+#include "core/base/device.h"
 #include "formats/half.h"
 #include "formats/philox.h"
 #include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
+#include "kernels/cpu/onednn_gemm.h"
 
 typedef struct {
   const char *name;
@@ -123,17 +127,25 @@ static fro simulate(const acc_variant *v, const float *a, const float *b, int m,
   return f;
 }
 
-/* The output type of the GPU run: fp32 where the accumulation is fp32, so
+/* The output type of a library's run (cublas, onednn): fp32 where the accumulation is fp32, so
  * that no output rounding hides the accumulation's error; fp16 for fp16
  * accumulation; bf16 for fp8, the layout the throughput run exercises. */
-static hl_dtype gpu_out(const gemm_variant *gv) {
+static hl_dtype library_out(const gemm_variant *gv) {
   if (gv->in == HL_E4M3) return gv->out;
   return gv->compute == HL_COMPUTE_F16 ? HL_F16 : gv->in == HL_F64 ? HL_F64 : HL_F32;
 }
 
+/* The product a library's GEMM computes: A m x k, B n x k (transposed), C m x n */
+static hl_gemm_desc library_desc(const gemm_variant *gv, int m, int n, int64_t k) {
+  hl_gemm_desc g = {.trans_b = true, .m = m, .n = n, .k = k, .batch = 1, .a_type = gv->in, .b_type = gv->in,
+                    .c_type = library_out(gv), .compute = gv->compute, .alpha = 1, .beta = 0, .lda = k, .ldb = k,
+                    .ldc = n, .a_scale = 1, .b_scale = 1};
+  return g;
+}
+
 static fro on_device(const bench_device *d, const gemm_variant *gv, const float *a, const float *b, int m, int n,
                      int64_t k, const double *orig, const double *st) {
-  const hl_dtype out_type = gpu_out(gv);
+  const hl_dtype out_type = library_out(gv);
   const size_t in = hl_dtype_size(gv->in), out = hl_dtype_size(out_type);
   char *ha = bench_host_alloc(in * (size_t)(m * k), "accuracy inputs"), *hb = bench_host_alloc(in * (size_t)(n * k), "accuracy inputs");
   char *hc = bench_host_alloc(out * (size_t)(m * n), "accuracy outputs");
@@ -143,9 +155,8 @@ static fro on_device(const bench_device *d, const gemm_variant *gv, const float 
   void *dc = bench_alloc(d, out * (size_t)(m * n), "accuracy outputs");
   d->be->copy_from_host(da, ha, in * (size_t)(m * k));
   d->be->copy_from_host(db, hb, in * (size_t)(n * k));
-  hl_gemm_desc g = {.trans_b = true, .m = m, .n = n, .k = k, .batch = 1, .a_type = gv->in, .b_type = gv->in,
-                    .c_type = out_type, .compute = gv->compute, .alpha = 1, .beta = 0, .a = da, .lda = k, .b = db,
-                    .ldb = k, .c = dc, .ldc = n, .a_scale = 1, .b_scale = 1};
+  hl_gemm_desc g = library_desc(gv, m, n, k);
+  g.a = da, g.b = db, g.c = dc;
   d->be->gemm->gemm(&g);
   d->be->synchronize();
   d->be->copy_to_host(hc, dc, out * (size_t)(m * n));
@@ -174,7 +185,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   }
   long long kmax = 0;
   for (int i = 0; i < nk; i++) kmax = kdef[i] > kmax ? kdef[i] : kmax;
-  const int sm = 16, gm = 64; /* outputs per side: simulated, on the GPU */
+  const int sm = 16, gm = 64; /* outputs per side: simulated, by a library's GEMM */
   const bool gpu = d->kind == HL_DEVICE_CUDA;
   /* host: the fp32 data and the references; device: one variant's operands */
   bench_require_memory(d, "gemm --accuracy", gpu ? (uint64_t)(2 * gm) * (uint64_t)kmax * 4 + (uint64_t)gm * gm * 4 : 0,
@@ -185,7 +196,8 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   fputs(notice, stderr);
   hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
               "sum rounded to the accumulation format after each addition; cublas: %d x %d outputs by the device's "
-              "GEMM; errors normwise (Frobenius) against fp64", sm, sm, gm, gm);
+              "GEMM; onednn: %d x %d outputs by the CPU backend's bf16 GEMM on oneDNN's matmul; errors normwise "
+              "(Frobenius) against fp64", sm, sm, gm, gm, gm, gm);
   hl_meta_set("data", "signed: uniform in [-1, 1) (partial sums grow like sqrt(k)); positive: uniform in [0, 1) "
               "(partial sums grow like k/4: the hard case for a narrow accumulator)");
   hl_meta_set("errors", "rel_err against the fp64 product of the original fp32 data (input rounding included); "
@@ -194,45 +206,57 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   if (c->cli.quick) hl_meta_set("quick", "yes");
 
   hl_csv_rows rows = {0};
-  const int side = gpu ? gm : sm;
+  const int side = gm;
+  const bench_device cpu = {HL_DEVICE_CPU, &hl_backend_cpu, hl_device_facts_get(HL_DEVICE_CPU), "cpu"};
   float *a = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
   float *b = bench_host_alloc(sizeof(float) * (size_t)side * (size_t)kmax, "accuracy data");
   double *orig = bench_host_alloc(sizeof(double) * (size_t)(side * side), "references");
   double *st = bench_host_alloc(sizeof(double) * (size_t)(side * side), "references");
   printf("%-12s %-9s %-13s %6s %12s %12s\n", "variant", "method", "data", "k", "rel_err", "rel_err_acc");
   hl_range_push("gemm --accuracy");
+  enum { SIMULATED, CUBLAS, ONEDNN, METHODS };
+  static const char *method_names[METHODS] = {"simulated", "cublas", "onednn"};
   for (int vi = 0; vi < NVARIANTS; vi++) {
     if (!chosen[vi]) continue;
     const acc_variant *v = &variants[vi];
     const gemm_variant *gv = v->gpu ? &gemm_variants[gemm_variant_index(v->gpu)] : NULL;
     char why[256] = "";
-    const bool run_gpu = gpu && gv && gemm_variant_runs(d, gv, why, sizeof why);
-    if (gpu && gv && !run_gpu) fprintf(stderr, "%s: gemm --accuracy: %s not on this GPU: %s\n", hl_prog(), v->name, why);
+    bool runs[METHODS] = {true, gpu && gv && gemm_variant_runs(d, gv, why, sizeof why), false};
+    if (gpu && gv && !runs[CUBLAS]) fprintf(stderr, "%s: gemm --accuracy: %s not on this GPU: %s\n", hl_prog(), v->name, why);
+    if (gv && gv->in == HL_BF16 && v->acc == HL_F32) {
+      const hl_gemm_desc probe = library_desc(gv, gm, gm, kdef[0]);
+      runs[ONEDNN] = hl_onednn_gemm_describe(&probe, why, sizeof why);
+      if (!runs[ONEDNN]) fprintf(stderr, "%s: gemm --accuracy: no onednn line for %s: %s\n", hl_prog(), v->name, why);
+    }
     for (int data = 0; data < 2; data++)
       for (int ki = 0; ki < nk; ki++) {
         const int64_t k = kdef[ki];
-        for (int method = 0; method < (run_gpu ? 2 : 1); method++) {
-          const int m = method ? gm : sm;
-          if (method && k % 16 && gv->in == HL_E4M3) continue; /* cuBLASLt's fp8 layout rule */
-          bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method ? "cublas" : "simulated");
+        for (int method = 0; method < METHODS; method++) {
+          if (!runs[method]) continue;
+          const int m = method == SIMULATED ? sm : gm;
+          if (method == CUBLAS && k % 16 && gv->in == HL_E4M3) continue; /* cuBLASLt's fp8 layout rule */
+          bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method_names[method]);
           make_data(a, b, m, m, k, data, c->cli.seed);
           exact_products(v, a, b, m, m, k, orig, st);
-          const fro f = method ? on_device(d, gv, a, b, m, m, k, orig, st) : simulate(v, a, b, m, m, k, orig, st);
+          const bench_device *on = method == ONEDNN ? &cpu : d;
+          const fro f = method == SIMULATED ? simulate(v, a, b, m, m, k, orig, st) : on_device(on, gv, a, b, m, m, k, orig, st);
           const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);
           char impl[256];
-          if (method) {
-            gemm_implementation(d, gv, 1, impl, sizeof impl);
-            if (gpu_out(gv) != gv->out)
-              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_dtype_name(gpu_out(gv)));
+          if (method == SIMULATED) {
+            snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
+                     hl_dtype_name(v->acc));
+          } else {
+            const hl_gemm_desc g = library_desc(gv, m, m, k);
+            gemm_implementation(on, gv, &g, impl, sizeof impl);
+            if (library_out(gv) != gv->out)
+              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_dtype_name(library_out(gv)));
           }
-          else snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
-                        hl_dtype_name(v->acc));
           const char *input = v->tf32 ? "tf32" : hl_dtype_name(v->in);
-          const char *out = method ? hl_dtype_name(gpu_out(gv)) : hl_dtype_name(v->acc);
-          hl_csv_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method ? d->name : "cpu",
-                         method ? "cublas" : "simulated", v->name, input, hl_dtype_name(v->acc), out,
+          const char *out = method == SIMULATED ? hl_dtype_name(v->acc) : hl_dtype_name(library_out(gv));
+          hl_csv_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method == SIMULATED ? "cpu" : on->name,
+                         method_names[method], v->name, input, hl_dtype_name(v->acc), out,
                          data_names[data], m, m, (long long)k, rel, rel_acc, impl);
-          printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method ? "cublas" : "simulated", data_names[data],
+          printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method_names[method], data_names[data],
                  (long long)k, rel, rel_acc);
         }
       }

@@ -19,6 +19,7 @@
 #include "bench/bench.h"
 #include "cli/timer.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/onednn_gemm.h"
 
 typedef struct {
   const char *label;
@@ -139,12 +140,18 @@ static bench_peaks cpu_peaks(const hl_device_facts *f) {
              c->vendor[0] ? c->vendor : "this CPU", c->family, c->model, mhz <= 0 ? " (clock unknown)" : "");
     return p;
   }
-  /* the unit the bf16 products run on: AMX, else AVX512-BF16's dot product,
-   * else widened to fp32 (kernels/cpu/gemm_cpu.c picks in the same order) */
+  /* the unit the bf16 products run on: through oneDNN AMX, else
+   * AVX512-BF16's dot product; without oneDNN, or without both, widened to
+   * fp32 (kernels/cpu/gemm_cpu.c decides the same way) */
   const char *bf16_unit = "fp32 FMA (widened)";
   double bf16 = r->fp32_fma;
-  if (u->amx_bf16 && r->amx_bf16 > 0) bf16 = r->amx_bf16, bf16_unit = "AMX-BF16";
-  else if (u->avx512_bf16 && r->avx512_bf16_dot > 0) bf16 = r->avx512_bf16_dot, bf16_unit = "AVX512-BF16 dot";
+  const hl_gemm_desc probe = {.m = 1024, .n = 1024, .k = 1024, .batch = 1, .a_type = HL_BF16, .b_type = HL_BF16,
+                              .c_type = HL_BF16, .compute = HL_COMPUTE_F32, .alpha = 1, .lda = 1024, .ldb = 1024,
+                              .ldc = 1024};
+  char how[160];
+  const bool library = hl_onednn_gemm_describe(&probe, how, sizeof how); /* bf16 products on a bf16 unit at all */
+  if (library && u->amx_bf16 && r->amx_bf16 > 0) bf16 = r->amx_bf16, bf16_unit = "AMX-BF16";
+  else if (library && u->avx512_bf16 && r->avx512_bf16_dot > 0) bf16 = r->avx512_bf16_dot, bf16_unit = "AVX512-BF16 dot";
   const double scale = cores * (double)mhz * 1e6 / 1e12; /* FLOP/cycle -> TFLOP/s */
   p.known = true;
   p.value[PEAK_FP32] = r->fp32_fma * scale;

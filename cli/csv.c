@@ -15,6 +15,7 @@
 #include "core/base/device.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/onednn_gemm.h"
 #include "version.h"
 
 #define META_MAX 32
@@ -85,8 +86,9 @@ const char *hl_meta_text(void) {
                    device_[0] ? device_ : "unknown", host);
   if (cuda_[0] && k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cuda: %s\n", cuda_);
   if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", date_[0] ? date_ : "unknown");
-  /* Whatever device ran, the CPU's units and BLAS are part of the record:
-   * they decide every CPU figure, and a generic BLAS kernel set is flagged. */
+  /* Whatever device ran, the CPU's units, BLAS and oneDNN are part of the
+   * record: they decide every CPU figure, and a generic BLAS kernel set is
+   * flagged. */
   char features[512];
   hl_cpu_features_line(hl_cpu_features_get(), features, sizeof features);
   char units[256];
@@ -96,6 +98,9 @@ const char *hl_meta_text(void) {
     k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
                   features, units, blas->version, blas->kernels, blas->chosen_by, blas->library,
                   blas->config[0] ? "; config: " : "", blas->config);
+  char onednn[512];
+  hl_onednn_line(onednn, sizeof onednn);
+  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# onednn: %s\n", onednn);
   if (blas->warning[0] && k >= 0 && (size_t)k < sizeof text_)
     k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# blas-warning: %s\n", blas->warning);
   for (int i = 0; i < nkeys_ && k >= 0 && (size_t)k < sizeof text_; i++)

@@ -8,10 +8,13 @@
  * Operand types are storage types; `compute` is the accumulation type, as
  * cuBLAS's cublasComputeType_t names it.
  *
- * CPU backend (OpenBLAS): fp32 and fp64 directly; fp16/bf16 the way a CPU
+ * CPU backend (OpenBLAS): fp32 and fp64 directly; bf16 A and B through
+ * oneDNN's matmul on the CPU's bf16 units where it is built in and the CPU has
+ * them (kernels/cpu/onednn_gemm.h); fp16, and bf16 elsewhere, the way a CPU
  * without matrix units does them: widen to fp32, sgemm, round the result once.
  * CUDA backend: cublasGemmEx / cublasGemmStridedBatchedEx, and cuBLASLt for
- * fp8. `supports` says, in words, why a combination cannot run here.
+ * fp8. `supports` says, in words, why a combination cannot run here;
+ * `describe` what runs it.
  *
  * On both backends: batch < 1 counts as 1; m == 0 or n == 0 touches
  * nothing; k == 0 gives C = beta C; beta == 0 never reads C (it may hold
@@ -64,6 +67,9 @@ struct hl_gemm_kernels {
   /* Runs d on the backend's stream/threads; asynchronous on the GPU. The
    * caller has checked supports(). */
   void (*gemm)(const hl_gemm_desc *d);
+  /* What gemm() runs for a supported d, in words without commas (the
+   * benchmarks' implementation column): the library, its call and mode. */
+  void (*describe)(const hl_gemm_desc *d, char *out, size_t len);
 };
 
 static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {

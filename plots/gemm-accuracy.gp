@@ -3,7 +3,8 @@
 # accumulation format. Left: data of mixed signs; right: positive data
 # (partial sums grow like k, so a narrow accumulator stops adding). Solid:
 # simulated on the CPU (sequential sum, rounded after every addition);
-# dashed with points: the GPU's own GEMM where one was used.
+# dashed with points: the GPU's own GEMM where one was used; dotted with
+# squares: the CPU's bf16 GEMM on oneDNN's matmul where it ran.
 # Reads gemm_accuracy.csv; writes gemm-accuracy.png and .svg.
 dir = ARG1
 in = dir.'/gemm_accuracy.csv'
@@ -15,6 +16,8 @@ present = system(sprintf("awk -F, '/^#/ || !h++ { next } { print $3 }' '%s' | so
 gpu = system(sprintf("grep -q ',cublas,' '%s' && echo 1 || echo 0", in))
 gpuvars = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"cublas\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
 ongpu(v) = strstrt(' '.gpuvars, ' '.v.' ') > 0
+cpuvars = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"onednn\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
+ononednn(v) = strstrt(' '.cpuvars, ' '.v.' ') > 0
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 
 set datafile separator ','
@@ -33,7 +36,8 @@ has(v) = strstrt(' '.present, ' '.v.' ') > 0
 set terminal pngcairo size 1400,760 enhanced font 'Sans,12'
 set output dir.'/gemm-accuracy.png'
 set multiplot layout 1,2 title sprintf("GEMM error against fp64 as k grows: ||C - C_{fp64}||_F / ||C_{fp64}||_F\n{/*0.8 solid: simulated on the CPU (sequential sum rounded after each addition)%s}", \
-    gpu eq "1" ? sprintf("; dashed with points: the GPU's GEMM (%s)", desc) : "; no GPU in this run")
+    (gpu eq "1" ? sprintf("; dashed with points: the GPU's GEMM (%s)", desc) : "; no GPU in this run"). \
+    (cpuvars ne "" ? "; dotted with squares: oneDNN's bf16 matmul on the CPU" : ""))
 set xlabel 'k (inner dimension)'
 set ylabel 'relative error (Frobenius)'
 set logscale xy
@@ -62,6 +66,10 @@ do for [p=1:2] {
         cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 2 pt 7 ps 0.6 lw 1.5 lc rgb '%s' notitle", \
                           sel(id[i], 'cublas', dataset[p]), color[i])
       }
+      if (ononednn(id[i])) {
+        cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 3 pt 4 ps 0.8 lw 1.5 lc rgb '%s' notitle", \
+                          sel(id[i], 'onednn', dataset[p]), color[i])
+      }
     }
   }
   eval('plot '.cmd)
@@ -70,7 +78,7 @@ unset multiplot
 
 set terminal svg size 1400,760 enhanced font 'Sans,12' background rgb 'white'
 set output dir.'/gemm-accuracy.svg'
-set multiplot layout 1,2 title "GEMM error against fp64 as k grows (solid: simulated; dashed: GPU)"
+set multiplot layout 1,2 title "GEMM error against fp64 as k grows (solid: simulated; dashed: GPU; dotted: oneDNN on the CPU)"
 do for [p=1:2] {
   set title dtitle[p]
   if (p == 1) { unset key } else { set key }
@@ -82,6 +90,10 @@ do for [p=1:2] {
       if (ongpu(id[i])) {
         cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 2 pt 7 ps 0.6 lw 1.5 lc rgb '%s' notitle", \
                           sel(id[i], 'cublas', dataset[p]), color[i])
+      }
+      if (ononednn(id[i])) {
+        cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 3 pt 4 ps 0.8 lw 1.5 lc rgb '%s' notitle", \
+                          sel(id[i], 'onednn', dataset[p]), color[i])
       }
     }
   }

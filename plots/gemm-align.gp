@@ -19,8 +19,8 @@ set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
-array id[7] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas"]
-array color[7] = ['#000000', '#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7']
+array id[8] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16"]
+array color[8] = ['#000000', '#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9']
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
 set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
@@ -43,7 +43,7 @@ set key outside right top box opaque spacing 1.2 width 1
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, in)
 m8(n) = int(n) % 8 == 0
 cmd = ''
-do for [i=1:7] {
+do for [i=1:8] {
   if (has(id[i])) {
     sel = sprintf('rows(''$c["study"] == "align" && $c["variant"] == "%s"'')', id[i])
     cmd = cmd.sprintf("%s %s using (column('m')):(column('tflops')) with lines lw 1.5 lc rgb '%s' title '%s'", \

@@ -1,7 +1,8 @@
 # plots/gemm-speedup.gp RESULTS_DIR — what a narrower precision buys: each
 # variant's TFLOP/s divided by fp32's at the same square size n (1 = no
-# gain). On a CPU the half-precision paths widen to fp32 and cannot gain;
-# the OpenBLAS line there is the reference the fp32 path is held to.
+# gain). On a CPU fp16 widens to fp32 and cannot gain, bf16 gains where
+# oneDNN runs it on the CPU's bf16 units; the OpenBLAS and oneDNN lines
+# there are the references the fp32 and bf16 paths are held to.
 # Reads gemm.csv; writes gemm-speedup.png and .svg.
 dir = ARG1
 in = dir.'/gemm.csv'
@@ -17,10 +18,10 @@ present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { prin
 set datafile separator ','
 set datafile columnheaders
 
-array id[6] = ["tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas"]
-array label[6] = ["tf32 / fp32", "fp16 (fp32 acc) / fp32", "fp16 (fp16 acc) / fp32", "bf16 / fp32", "fp8 / fp32", \
-                  "OpenBLAS direct / fp32 path"]
-array color[6] = ['#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7']
+array id[7] = ["tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16"]
+array label[7] = ["tf32 / fp32", "fp16 (fp32 acc) / fp32", "fp16 (fp16 acc) / fp32", "bf16 / fp32", "fp8 / fp32", \
+                  "OpenBLAS direct / fp32 path", "oneDNN bf16 direct / fp32 path"]
+array color[7] = ['#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9']
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
 set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
@@ -38,7 +39,7 @@ set ytics nomirror
 set key top left box opaque spacing 1.2 width 1
 
 cmd = ''
-do for [i=1:6] {
+do for [i=1:7] {
   if (has(id[i])) {
     cmd = cmd.sprintf("%s join using (column('n')):(strcol('variant') eq '%s' ? column('speedup') : 1/0) with linespoints pt 7 ps 0.8 lw 2 lc rgb '%s' title '%s'", \
                       cmd eq '' ? '' : ',', id[i], color[i], label[i])

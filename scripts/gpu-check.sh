@@ -7,14 +7,20 @@
 # H200 for build + tests + probes; later stages are bounded by their timeouts.
 #
 #   scripts/gpu-check.sh --fetch-deps   (on a Debian machine with network)
-#       downloads the Debian packages a bare GPU node lacks (cmocka, OpenBLAS)
-#       into .deps/ (git-ignored); carry .deps/ to the GPU node, where this
-#       script unpacks them under /tmp/deps when pkg-config cannot find them.
+#       downloads the Debian packages a bare GPU node lacks (cmocka, OpenBLAS,
+#       oneDNN with the OpenCL loader its library links) into .deps/
+#       (git-ignored); carry .deps/ to the GPU node, where this script unpacks
+#       them under /tmp/deps when pkg-config (cmocka, OpenBLAS) or the compiler
+#       (oneDNN's header) cannot find them. oneDNN's other dependencies
+#       (libgomp1, libstdc++6, libgcc-s1, libc6) come with any gcc. oneDNN is
+#       optional: where its library does not load (the node's libraries older
+#       than Debian 12's) the build goes without it, bf16 on the widening path.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-deps_list=(libcmocka0 libcmocka-dev libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0)
+deps_list=(libcmocka0 libcmocka-dev libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0
+           libdnnl2 libdnnl-dev ocl-icd-libopencl1)
 if [ "${1:-}" = "--fetch-deps" ]; then
   mkdir -p .deps && cd .deps && apt-get download "${deps_list[@]}"
   exit $?
@@ -60,9 +66,27 @@ if ! pkg-config --exists cmocka openblas 2>/dev/null && ls .deps/*.deb >/dev/nul
   note "using Debian packages unpacked from .deps/ into $D"
 fi
 
+# oneDNN (optional, bf16 GEMM on the CPU): the node's own, else the one in .deps/ if its library loads here
+onednn=auto
+if ! echo '#include <oneapi/dnnl/dnnl.h>' | cc -E -x c - >/dev/null 2>&1 && ls .deps/libdnnl-dev_*.deb >/dev/null 2>&1; then
+  D=/tmp/deps
+  mkdir -p $D
+  for f in .deps/libdnnl2_*.deb .deps/libdnnl-dev_*.deb .deps/ocl-icd-libopencl1_*.deb; do dpkg -x "$f" $D; done
+  lib=$D/usr/lib/x86_64-linux-gnu
+  if missing=$(LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd $lib/libdnnl.so.2 2>&1 | grep 'not found'); then
+    onednn=disabled
+    note "oneDNN from .deps/ does not load here ($(echo "$missing" | head -1 | tr -s ' \t' ' ')): building without it"
+  else
+    export CPATH=$D/usr/include${CPATH:+:$CPATH}
+    export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+    case ":${LD_LIBRARY_PATH:-}:" in *":$lib:"*) ;; *) export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;; esac
+    note "using oneDNN unpacked from .deps/ into $D"
+  fi
+fi
+
 build=$root/build-gpu
 rm -rf "$build"
-stage configure 120 meson setup "$build" --buildtype=release -Dcuda=enabled || exit 1
+stage configure 120 meson setup "$build" --buildtype=release -Dcuda=enabled -Donednn=$onednn || exit 1
 stage build 300 ninja -C "$build" || exit 1
 
 # 1. correctness: the CUDA backend against the CPU backend

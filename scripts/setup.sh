@@ -28,7 +28,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev)
+packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev)
 [ $peers = 1 ] && packages+=(python3 python3-venv)
 
 missing=()

@@ -4,11 +4,18 @@
 #ifndef HL_CPU_KERNELS_H
 #define HL_CPU_KERNELS_H
 
+#include "kernels/gemm.h"
+
 extern const struct hl_probe_kernels hl_cpu_probe_kernels;
 extern const struct hl_stream_kernels hl_cpu_stream_kernels;
 extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 extern const struct hl_tensor_kernels hl_cpu_tensor_kernels;
 extern const struct hl_optim_kernels hl_cpu_optim_kernels;
 extern const struct hl_convert_kernels hl_cpu_convert_kernels;
+
+/* The CPU's GEMM without oneDNN (gemm_cpu.c): fp32 and fp64 on OpenBLAS, half
+ * operands widened to fp32 for sgemm and rounded once. The backend's gemm()
+ * hands it whatever oneDNN does not take; tests hold oneDNN's results to it. */
+void hl_cpu_gemm_blas(const hl_gemm_desc *d);
 
 #endif

@@ -1,8 +1,11 @@
-/* gemm_cpu.c — GEMM on the CPU through OpenBLAS (opened by kernels/cpu/blas.c).
+/* gemm_cpu.c — GEMM on the CPU through OpenBLAS (opened by kernels/cpu/blas.c)
+ * and, for bf16, oneDNN.
  *
- * fp32 and fp64 go straight to sgemm/dgemm. fp16 and bf16 operands are what
- * a CPU without half-precision matrix units actually does with them: widen
- * to fp32 (exact), sgemm (fp32 accumulation), round the result to the output
+ * fp32 and fp64 go straight to sgemm/dgemm. bf16 A and B go to oneDNN's
+ * matmul on the CPU's bf16 units when it takes them (onednn_gemm.h says
+ * when). fp16 operands, and bf16 ones oneDNN does not take, get what a CPU
+ * without half-precision matrix units actually does with them: widen to
+ * fp32 (exact), sgemm (fp32 accumulation), round the result to the output
  * type once (RNE). The widening is O(mk + kn) against the product's O(mnk);
  * it runs eight elements at a time (kernels/cpu/half_arrays.h) into fp32
  * working copies that each calling thread keeps between calls, so a call
@@ -16,7 +19,8 @@
  * cores at n = 1024: fp16 path 82% of sgemm's GFLOP/s with serial
  * conversions, 48-64% with OpenMP ones (bench/gemm.c reports the ratio).
  *
- * Semantics the callers rely on (tests/gemm/test_gemm_cpu.c):
+ * Semantics the callers rely on, on either path (tests/gemm/test_gemm_cpu.c,
+ * test_gemm_onednn.c):
  *   - row-major, op() per trans flag, lda/ldb/ldc row strides of the stored
  *     matrices, stride_* between batch entries (batch < 1 counts as 1);
  *   - beta != 0 reads C (a half C is widened first); beta == 0 ignores C;
@@ -34,6 +38,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/half_arrays.h"
+#include "kernels/cpu/onednn_gemm.h"
 #include "kernels/gemm.h"
 
 static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
@@ -129,7 +134,7 @@ static void scale_only(const hl_gemm_desc *d, int64_t batch) {
       }
 }
 
-static void cpu_gemm(const hl_gemm_desc *d) {
+void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
   if (d->k <= 0) {
     scale_only(d, d->batch > 0 ? d->batch : 1);
@@ -177,7 +182,35 @@ static void cpu_gemm(const hl_gemm_desc *d) {
   }
 }
 
+static void cpu_gemm(const hl_gemm_desc *d) {
+  if (d->m > 0 && d->n > 0 && d->k > 0 && hl_onednn_gemm(d)) return;
+  hl_cpu_gemm_blas(d);
+}
+
+static void cpu_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
+  const bool wide = d->a_type != HL_F32 || d->b_type != HL_F32 || d->c_type != HL_F32;
+  if (d->compute == HL_COMPUTE_F64) {
+    snprintf(out, len, "openblas dgemm through hl_gemm");
+  } else if (d->m > 0 && d->n > 0 && d->k <= 0) {
+    snprintf(out, len, "no product (k = 0): C = beta C in plain C");
+  } else if (!wide) {
+    snprintf(out, len, "openblas sgemm through hl_gemm");
+  } else {
+    char why[192];
+    const bool f16 = d->a_type == HL_F16 || d->b_type == HL_F16;
+    if (f16) snprintf(why, sizeof why, "oneDNN 2.6 has no CPU fp16 matmul");
+    else if (hl_onednn_gemm_describe(d, out, len)) return;
+    else snprintf(why, sizeof why, "%s", out);
+    const char *narrow = f16 && (d->a_type == HL_BF16 || d->b_type == HL_BF16) ? "f16 or bf16" : f16 ? "f16" : "bf16";
+    char output[48];
+    if (d->c_type == HL_F32) snprintf(output, sizeof output, "f32 output");
+    else snprintf(output, sizeof output, "output rounded to %s once", hl_dtype_name(d->c_type));
+    snprintf(out, len, "openblas sgemm on fp32-widened inputs; %s (no %s arithmetic: %s)", output, narrow, why);
+  }
+}
+
 const struct hl_gemm_kernels hl_cpu_gemm_kernels = {
     .supports = cpu_gemm_supports,
     .gemm = cpu_gemm,
+    .describe = cpu_gemm_describe,
 };

@@ -254,6 +254,22 @@ void cuda_gemm(const hl_gemm_desc *d) {
   }
 }
 
+void cuda_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
+  const bool batched = d->batch > 1;
+  if (d->a_type == HL_E4M3) {
+    snprintf(out, len, "cublasLtMatmul e4m3 x e4m3 -> %s%s; heuristic algorithm; 32 MiB workspace; fast accumulation off",
+             hl_dtype_name(d->c_type), batched ? " strided-batched" : "");
+    return;
+  }
+  const char *call = batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+  const char *how = d->compute == HL_COMPUTE_F64           ? "CUBLAS_COMPUTE_64F"
+                    : d->compute == HL_COMPUTE_F32_FAST_TF32 ? "CUBLAS_COMPUTE_32F_FAST_TF32 (tensor cores)"
+                    : d->compute == HL_COMPUTE_F16           ? "CUBLAS_COMPUTE_16F (tensor cores; fp16 alpha/beta)"
+                    : d->a_type == HL_F32                    ? "CUBLAS_COMPUTE_32F default math (SIMT; no tf32)"
+                                                             : "CUBLAS_COMPUTE_32F (tensor cores; fp32 split-k reductions)";
+  snprintf(out, len, "%s %s", call, how);
+}
+
 }  // namespace
 
-extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm};
+extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm, cuda_gemm_describe};

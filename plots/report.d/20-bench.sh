@@ -40,7 +40,8 @@ for f in gemm.csv bandwidth.csv; do
       row avx512_fp16 "not used by halflab's kernels (no library fp16 GEMM on the CPU; F16C converts)" "-"
       row amx_bf16 "bf16 tile products through oneDNN (needs the OS's AMX permission)" "AVX512-BF16's dot product, else fp32 widening"
       echo
-      echo "fp16 products are always widened to fp32 (never run as bf16: that would change the numerics being shown)."
+      echo "bf16 products: $(meta $f onednn | grep . || echo 'oneDNN not recorded (a CSV from before oneDNN was used)'). fp16"
+      echo "products are always widened to fp32 (never run as bf16: that would change the numerics being shown)."
       echo
     fi
     break
@@ -135,7 +136,7 @@ if have gemm_accuracy.csv; then
   echo
   echo "Normwise relative error of C = A B, data uniform in [0, 1) (one sign: the hard case for a narrow"
   echo "accumulator) and in [-1, 1). \"simulated\": sequential sums on the CPU, rounded to the accumulation format"
-  echo "after every addition; \"cublas\": the GPU's own GEMM."
+  echo "after every addition; \"cublas\": the GPU's own GEMM; \"onednn\": the CPU's bf16 GEMM on oneDNN's matmul."
   echo
   echo "| variant | inputs | accumulate | method | k | error, positive data | error, mixed signs |"
   echo "|---|---|---|---|---|---|---|"
@@ -160,9 +161,9 @@ fi
 echo "### Charts"
 echo
 chart gemm-tflops "GEMM TFLOP/s against size per variant" \
-  "TFLOP/s against n for n x n x n products, log axes; dashed lines are the datasheet's dense peak of the same colour. The curves rise while the GPU fills up (small n are launch- and latency-bound) and flatten near the peak; on a CPU the fp16/bf16 lines sit just under fp32 because the CPU widens them to fp32."
+  "TFLOP/s against n for n x n x n products, log axes; dashed lines are the datasheet's dense peak of the same colour. The curves rise while the GPU fills up (small n are launch- and latency-bound) and flatten near the peak; on a CPU the fp16 line sits just under fp32 because the CPU widens it to fp32, and bf16 sits above fp32 where oneDNN runs it on the CPU's bf16 units (under it where it is widened too)."
 chart gemm-speedup "speed-up over fp32 against size" \
-  "Each variant's TFLOP/s divided by fp32's at the same n: above 1 the narrower type pays off. Tensor-core variants should approach the ratio of their peaks (on an H100/H200: tf32 ~7x, fp16/bf16 ~15x, fp8 ~30x of SIMT fp32); on a CPU the half paths stay at or below 1 (conversion overhead), and the OpenBLAS line shows the fp32 path's cost against sgemm called directly."
+  "Each variant's TFLOP/s divided by fp32's at the same n: above 1 the narrower type pays off. Tensor-core variants should approach the ratio of their peaks (on an H100/H200: tf32 ~7x, fp16/bf16 ~15x, fp8 ~30x of SIMT fp32); on a CPU fp16 stays at or below 1 (conversion overhead), bf16 gains where oneDNN runs it, and the OpenBLAS and oneDNN lines show what the fp32 and bf16 paths cost against the libraries called directly."
 chart gemm-align "alignment study around 4096" \
   "TFLOP/s for n = 4088 ... 4104: filled points are multiples of 8. Tensor cores want 16-byte aligned rows (8 fp16 elements); the open points show what a ragged dimension costs (padding is the fix)."
 chart gemm-accuracy "GEMM error against k" \

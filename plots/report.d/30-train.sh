@@ -123,9 +123,10 @@ if has tiny; then
       echo "Speed on this CPU: in this run amp-bf16's tiny step took $(awk -v a="$bf" -v b="$f32" 'BEGIN { printf "%.2fx", a / b }') fp32's and amp-fp16's"
       echo "$(awk -v a="$f16" -v b="$f32" 'BEGIN { printf "%.2fx", a / b }'). Read these with care: a tiny step is a few milliseconds of small products, and"
       echo "its time moves with the machine's load and OpenMP's wait policy more than with the precision (the threads"
-      echo "table below). halflab widens fp16 and bf16 operands to fp32 for OpenBLAS's sgemm (this CPU's own bf16/fp16"
-      echo "arithmetic is not used yet), so on a CPU the AMP modes save memory (activations in 2 bytes instead of 4),"
-      echo "not arithmetic. The small preset's comparison with PyTorch (below) times real work."
+      echo "table below). halflab widens fp16 operands to fp32 for OpenBLAS's sgemm (this CPU's fp16 arithmetic is not"
+      echo "used), so amp-fp16 saves memory (activations in 2 bytes instead of 4), not arithmetic; bf16 products:"
+      echo "$(tmeta onednn | grep . || echo 'widened too (no oneDNN recorded in this run)'). The small preset's comparison"
+      echo "with PyTorch (below) times real work."
       echo
     fi ;;
   esac

@@ -27,13 +27,20 @@ static void test_gemm_tiny(void **state) {
                                "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflops", "peak_tflops",
                                "pct_of_peak", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", "attempts", NULL};
   expect_columns(t, cols);
-  /* every CPU variant at both sizes: fp32, fp16, bf16 and the OpenBLAS baseline */
-  static const char *variants[] = {"fp32", "fp16", "bf16", "openblas"};
-  for (int v = 0; v < 4; v++) {
+  /* every CPU variant at both sizes: fp32, fp16, bf16, the OpenBLAS
+   * reference and, with oneDNN built in, the oneDNN one */
+  static const char *variants[] = {"fp32", "fp16", "bf16", "openblas", "onednn-bf16"};
+#ifdef HL_HAVE_ONEDNN
+  const int nvariants = 5;
+#else
+  const int nvariants = 4;
+  assert_non_null(strstr(r.err, "skipping onednn-bf16"));
+#endif
+  for (int v = 0; v < nvariants; v++) {
     assert_true(hl_table_find(t, "variant", variants[v], "m", "64", NULL) >= 0);
     assert_true(hl_table_find(t, "variant", variants[v], "m", "96", NULL) >= 0);
   }
-  assert_int_equal(t->nrows, 8);
+  assert_int_equal(t->nrows, 2 * nvariants);
   for (int i = 0; i < t->nrows; i++) {
     const double lo = hl_table_num(t, i, "time_ms_min"), med = hl_table_num(t, i, "time_ms_median"), hi = hl_table_num(t, i, "time_ms_max");
     assert_true(lo > 0 && lo <= med && med <= hi);
@@ -57,6 +64,17 @@ static void test_gemm_tiny(void **state) {
   }
   int f16 = hl_table_find(t, "variant", "fp16", NULL);
   assert_non_null(strstr(hl_table_get(t, f16, "implementation"), "widened"));
+  /* the bf16 path names what ran: oneDNN (engine, version, its kernel) where
+   * this build and CPU have it, else the widening path; the metadata says which */
+  const char *bf16_impl = hl_table_get(t, hl_table_find(t, "variant", "bf16", NULL), "implementation");
+  assert_non_null(strstr(t->meta, "# onednn: "));
+  if (strstr(t->meta, "bf16 GEMMs on its matmul")) {
+    assert_true(!strncmp(bf16_impl, "onednn 2.", 9));
+    int od = hl_table_find(t, "variant", "onednn-bf16", NULL);
+    assert_non_null(strstr(hl_table_get(t, od, "implementation"), bf16_impl)); /* the same kernel on both sides */
+  } else {
+    assert_non_null(strstr(bf16_impl, "widened"));
+  }
   assert_true(strstr(t->meta, "# peak_source: peak unknown") || strstr(t->meta, "# peak_source: CPU table"));
   assert_non_null(strstr(t->meta, "# sm_count: "));
   assert_non_null(strstr(t->meta, "# clock_mhz: "));
@@ -96,6 +114,33 @@ static void test_gemm_accuracy_tiny(void **state) {
   /* an fp16 accumulator of a sum of 1024 positive terms (~256) loses far more */
   assert_true(hl_table_num(t, acc16, "rel_err_accumulation") > 100 * hl_table_num(t, f16, "rel_err_accumulation"));
   assert_true(hl_table_num(t, acc16, "rel_err") > hl_table_num(t, f16, "rel_err"));
+  hl_table_free(t);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* bf16 beside its simulation: the CPU's own bf16 GEMM (method onednn) where
+ * the run says oneDNN does bf16, else a note why not */
+static void test_gemm_accuracy_onednn(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run_ok("%s gemm --accuracy --device cpu --sizes 64,1024 --dtypes bf16 --out %s", bench(), dir);
+  hl_table *t = hl_table_read(hl_path(dir, "gemm_accuracy.csv"));
+  assert_non_null(t);
+  const bool onednn = strstr(t->meta, "bf16 GEMMs on its matmul") != NULL;
+  assert_int_equal(t->nrows, (onednn ? 2 : 1) * 2 * 2); /* methods x data x k */
+  if (onednn) {
+    const int i = hl_table_find(t, "method", "onednn", "data", "positive", "k", "1024", NULL);
+    assert_true(i >= 0);
+    assert_true(!strncmp(hl_table_get(t, i, "implementation"), "onednn 2.", 9));
+    assert_string_equal(hl_table_get(t, i, "out_dtype"), "f32");
+    /* bf16 inputs cost about 2^-9 each; fp32 accumulation to an fp32 output adds almost nothing */
+    assert_true(hl_table_num(t, i, "rel_err") < 1e-2);
+    assert_true(hl_table_num(t, i, "rel_err_accumulation") < 1e-5);
+  } else {
+    assert_non_null(strstr(r.err, "no onednn line for bf16"));
+  }
   hl_table_free(t);
   hl_run_free(&r);
   hl_rmtree(dir);
@@ -207,6 +252,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_tiny),
       cmocka_unit_test(test_gemm_accuracy_tiny),
+      cmocka_unit_test(test_gemm_accuracy_onednn),
       cmocka_unit_test(test_bandwidth_tiny),
       cmocka_unit_test(test_list_writes_nothing),
       cmocka_unit_test(test_bad_input),
