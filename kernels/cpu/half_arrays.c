@@ -45,9 +45,6 @@ VECTOR_NARROW(narrow_f16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narro
 VECTOR_WIDEN(widen_bf16_avx2, HL_AVX2_TARGET, 8, hl_avx2_widen8_bf16, _mm256_storeu_ps, hl_bf16_to_f32)
 VECTOR_NARROW(narrow_bf16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narrow8_bf16, STORE8_HALF,
               hl_f32_to_bf16)
-VECTOR_WIDEN(widen_f16_avx512, HL_AVX512_TARGET, 16, hl_avx512_widen16_f16, _mm512_storeu_ps, hl_f16_to_f32)
-VECTOR_NARROW(narrow_f16_avx512, HL_AVX512_TARGET, 16, _mm512_loadu_ps, hl_avx512_narrow16_f16, STORE16_HALF,
-              hl_f32_to_f16)
 VECTOR_WIDEN(widen_bf16_avx512, HL_AVX512_BF16_TARGET, 16, hl_avx512_widen16_bf16, _mm512_storeu_ps,
              hl_bf16_to_f32)
 VECTOR_NARROW(narrow_bf16_avx512, HL_AVX512_BF16_TARGET, 16, _mm512_loadu_ps, hl_avx512_narrow16_bf16,
@@ -57,14 +54,14 @@ VECTOR_NARROW(narrow_bf16_avx512, HL_AVX512_BF16_TARGET, 16, _mm512_loadu_ps, hl
 #define VECTOR_PATH(fn) NULL /* never present */
 #endif
 
-/* [fp16, bf16][path] */
+/* [fp16, bf16][path]; NULL: no such path (fp16 has no avx512 one: half_simd.h) */
 static const struct {
   hl_cpu_widen_fn widen;
   hl_cpu_narrow_fn narrow;
 } paths_[2][HL_HALF_PATH_COUNT] = {
     {{widen_f16_portable, narrow_f16_portable},
      {VECTOR_PATH(widen_f16_avx2), VECTOR_PATH(narrow_f16_avx2)},
-     {VECTOR_PATH(widen_f16_avx512), VECTOR_PATH(narrow_f16_avx512)}},
+     {NULL, NULL}},
     {{widen_bf16_portable, narrow_bf16_portable},
      {VECTOR_PATH(widen_bf16_avx2), VECTOR_PATH(narrow_bf16_avx2)},
      {VECTOR_PATH(widen_bf16_avx512), VECTOR_PATH(narrow_bf16_avx512)}},
@@ -83,8 +80,7 @@ const char *hl_cpu_half_path_needs(hl_dtype t, hl_cpu_half_path p) {
   switch (p) {
     case HL_HALF_PATH_PORTABLE: return "nothing";
     case HL_HALF_PATH_AVX2: return t == HL_F16 ? "AVX2 and F16C" : "AVX2";
-    default:
-      return t == HL_F16 ? "AVX-512 (F, BW, VL, DQ, CD) and F16C" : "AVX-512 (F, BW, VL, DQ, CD) and AVX512-BF16";
+    default: return t == HL_F16 ? "nothing: fp16 has no avx512 path" : "AVX-512 (F, BW, VL, DQ, CD) and AVX512-BF16";
   }
 }
 
@@ -93,13 +89,12 @@ bool hl_cpu_half_path_present(hl_dtype t, hl_cpu_half_path p) {
   switch (p) {
     case HL_HALF_PATH_PORTABLE: return true;
     case HL_HALF_PATH_AVX2: return HL_HAVE_HALF_SIMD && f->avx2 && (t == HL_BF16 || f->f16c);
-    case HL_HALF_PATH_AVX512:
-      return HL_HAVE_HALF_SIMD && hl_cpu_has_avx512(f) && (t == HL_BF16 ? f->avx512_bf16 : f->f16c);
+    case HL_HALF_PATH_AVX512: return HL_HAVE_HALF_SIMD && t == HL_BF16 && hl_cpu_has_avx512(f) && f->avx512_bf16;
     default: return false;
   }
 }
 
-/* What hl_cpu_units_get() lets the kernels use: fp16's vector paths are the
+/* What hl_cpu_units_get() lets the kernels use: fp16's avx2 path is the
  * f16c unit's, bf16's avx512 path the avx512_bf16 unit's; bf16's avx2 path
  * uses no half-precision unit, but HALFLAB_CPU_UNITS=portable means the
  * portable code, so it too is off then. */

@@ -8,15 +8,15 @@
  *
  * A path is one way of converting, per type:
  *
- *   path      fp16 (both ways)              bf16 -> fp32      fp32 -> bf16
- *   portable  half.h, element by element    half.h            half.h
- *   avx2      F16C on 8 lanes               AVX2 shift        AVX2 integer RNE
- *   avx512    vcvtph2ps/vcvtps2ph, 16 lanes AVX-512 shift     vcvtneps2bf16 + subnormal fix-up
+ *   path      fp16 (both ways)            bf16 -> fp32      fp32 -> bf16
+ *   portable  half.h, element by element  half.h            half.h
+ *   avx2      F16C on 8 lanes             AVX2 shift        AVX2 integer RNE
+ *   avx512    (none: F16C is faster)      AVX-512 shift     vcvtneps2bf16 + subnormal fix-up, 16 lanes
  *
  * The kernels use the fastest path the CPU has that hl_cpu_units_get()
- * allows (fp16 needs the f16c unit, the bf16 avx512 path the avx512_bf16
- * unit), chosen once, on the first call; HALFLAB_CPU_UNITS=portable gives
- * the portable path for both types. */
+ * allows (fp16's avx2 path needs the f16c unit, bf16's avx512 path the
+ * avx512_bf16 unit), chosen once, on the first call;
+ * HALFLAB_CPU_UNITS=portable gives the portable path for both types. */
 #ifndef HL_CPU_HALF_ARRAYS_H
 #define HL_CPU_HALF_ARRAYS_H
 
@@ -35,7 +35,7 @@ void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
 typedef enum {
   HL_HALF_PATH_PORTABLE = 0, /* formats/half.h, one element at a time */
   HL_HALF_PATH_AVX2,         /* 8 lanes (AVX2; F16C for fp16) */
-  HL_HALF_PATH_AVX512,       /* 16 lanes (AVX-512 F/BW/VL/DQ/CD; F16C for fp16, AVX512-BF16 for bf16) */
+  HL_HALF_PATH_AVX512,       /* 16 lanes (AVX-512 F/BW/VL/DQ/CD and AVX512-BF16); bf16 only */
   HL_HALF_PATH_COUNT
 } hl_cpu_half_path;
 

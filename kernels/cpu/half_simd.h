@@ -5,7 +5,9 @@
  * are authoritative; where an instruction differs, the function corrects it:
  *
  *   fp16 -> fp32  vcvtph2ps; it sets the quiet bit of a signalling NaN,
- *                 half.h keeps the NaN's bits: the bit is put back.
+ *                 half.h keeps the NaN's bits: the bit is put back (except
+ *                 in hl_avx2_widen8_f16_quieting, for values about to be
+ *                 computed on).
  *   fp32 -> fp16  vcvtps2ph with round-to-nearest: IEEE's conversion, the
  *                 same bits as half.h for every input (NaN included).
  *   bf16 -> fp32  a 16-bit shift: exact.
@@ -38,6 +40,14 @@
 /* ------------------------------------------- 8 lanes: AVX2 and F16C -- */
 
 #define HL_AVX2_TARGET __attribute__((target("avx2,f16c")))
+
+/* F16C's widening as it is: a signalling NaN comes out quiet. For values
+ * that only feed arithmetic, which returns a NaN operand quieted anyway, so
+ * the results keep half.h's bits; the fix-up below would halve the stream
+ * kernels' rate in cache on the development machine. */
+HL_AVX2_TARGET static inline __m256 hl_avx2_widen8_f16_quieting(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
 
 HL_AVX2_TARGET static inline __m256 hl_avx2_widen8_f16(const uint16_t *p) {
   const __m128i h = _mm_loadu_si128((const __m128i *)p);
@@ -73,30 +83,14 @@ HL_AVX2_TARGET static inline __m128i hl_avx2_narrow8_bf16(__m256 v) {
   return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
 
-/* ------------------------------------------------ 16 lanes: AVX-512 -- */
-/* F, BW, VL, DQ and CD: hl_cpu_has_avx512(); vcvtph2ps/vcvtps2ph on ZMM
- * registers are AVX-512F's. The bf16 rounding also needs AVX512-BF16. */
+/* ---------------------------------- 16 lanes: AVX-512 and AVX512-BF16 -- */
+/* F, BW, VL, DQ and CD: hl_cpu_has_avx512(). fp16 has no 16-lane functions:
+ * on the development machine (Zen 4, which splits a ZMM operation in two)
+ * F16C's conversions ran faster on 8 lanes than AVX-512F's on 16. */
 
-#define HL_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,avx2,f16c")))
-#define HL_AVX512_BF16_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,avx2,f16c,avx512bf16")))
+#define HL_AVX512_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,avx512bf16")))
 
-HL_AVX512_TARGET static inline __m512 hl_avx512_widen16_f16(const uint16_t *p) {
-  const __m256i h = _mm256_loadu_si256((const __m256i *)p);
-  const __m512 v = _mm512_cvtph_ps(h);
-  /* NaN lanes: bit 22 (set by the instruction) := the input's quiet bit 9 */
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  const __m512i quiet_in = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 13);
-  /* 0xd8: bitwise "c ? b : a" with a = v, b = quiet_in, c = the bit's mask */
-  return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(_mm512_castps_si512(v), nan, quiet_in,
-                                                            _mm512_set1_epi32(0x00400000), 0xd8));
-}
-
-HL_AVX512_TARGET static inline __m256i hl_avx512_narrow16_f16(__m512 v) {
-  return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-
-HL_AVX512_TARGET static inline __m512 hl_avx512_widen16_bf16(const uint16_t *p) {
+HL_AVX512_BF16_TARGET static inline __m512 hl_avx512_widen16_bf16(const uint16_t *p) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }

@@ -11,14 +11,16 @@
  * the vector back, rounded, in the same pass; a portable loop does the same
  * one element at a time with formats/half.h. Which loops run is chosen once
  * per type, on first use: fp16 and bf16 follow hl_cpu_half_path_chosen()
- * (kernels/cpu/half_arrays.h: 16 lanes with AVX-512, F16C for fp16 and
- * vcvtneps2bf16 for bf16; 8 lanes with AVX2; portable under
- * HALFLAB_CPU_UNITS=portable), fp32 has no conversion and takes the 8-lane
- * loops wherever the CPU has AVX2. The element-wise kernels store the same
- * bits on every path: the vector conversions are half.h's, lane for lane
- * (only which payload a NaN + NaN keeps is the compiler's choice of operand
- * order, as in any C). dot runs 8 lanes on every vector path, so these add
- * in one order; the portable loop's order differs, within dot's bound.
+ * (kernels/cpu/half_arrays.h: fp16 with F16C on 8 lanes, bf16 with
+ * vcvtneps2bf16 on 16 where the CPU has AVX512-BF16, else AVX2 on 8;
+ * portable under HALFLAB_CPU_UNITS=portable), fp32 has no conversion and
+ * takes the 8-lane loops wherever the CPU has AVX2. The element-wise kernels
+ * store the same bits on every path: the vector conversions give half.h's
+ * bits lane for lane (fp16's widening quiets a signalling NaN, as the
+ * arithmetic after it does anyway), and only which payload a NaN + NaN keeps
+ * is the compiler's choice of operand order, as in any C. dot runs 8 lanes on
+ * every vector path, so these add in one order; the portable loop's order
+ * differs, within dot's bound.
  * Measured on the development machine: widening a whole chunk first and
  * rounding it afterwards was slower (the memory streams idle while a chunk is
  * computed), and converting element by element with the portable code ran at
@@ -120,15 +122,12 @@ static void copy_bytes(const char *a, char *c, size_t lo, size_t hi) { memcpy(c 
 #define LOAD_F32_AVX2(p) _mm256_loadu_ps(p)
 #define STORE_F32_AVX2(p, v) _mm256_storeu_ps(p, v)
 #define STREAM_F32_AVX2(p, v) _mm256_stream_ps(p, v)
-#define LOAD_F16_AVX2(p) hl_avx2_widen8_f16(p)
+#define LOAD_F16_AVX2(p) hl_avx2_widen8_f16_quieting(p) /* only computed on: see half_simd.h */
 #define STORE_F16_AVX2(p, v) _mm_storeu_si128((__m128i *)(p), hl_avx2_narrow8_f16(v))
 #define STREAM_F16_AVX2(p, v) _mm_stream_si128((__m128i *)(p), hl_avx2_narrow8_f16(v))
 #define LOAD_BF16_AVX2(p) hl_avx2_widen8_bf16(p)
 #define STORE_BF16_AVX2(p, v) _mm_storeu_si128((__m128i *)(p), hl_avx2_narrow8_bf16(v))
 #define STREAM_BF16_AVX2(p, v) _mm_stream_si128((__m128i *)(p), hl_avx2_narrow8_bf16(v))
-#define LOAD_F16_AVX512(p) hl_avx512_widen16_f16(p)
-#define STORE_F16_AVX512(p, v) _mm256_storeu_si256((__m256i *)(p), hl_avx512_narrow16_f16(v))
-#define STREAM_F16_AVX512(p, v) _mm256_stream_si256((__m256i *)(p), hl_avx512_narrow16_f16(v))
 #define LOAD_BF16_AVX512(p) hl_avx512_widen16_bf16(p)
 #define STORE_BF16_AVX512(p, v) _mm256_storeu_si256((__m256i *)(p), hl_avx512_narrow16_bf16(v))
 #define STREAM_BF16_AVX512(p, v) _mm256_stream_si256((__m256i *)(p), hl_avx512_narrow16_bf16(v))
@@ -215,17 +214,17 @@ VECTOR_DOT(bf16, uint16_t, LOAD_BF16_AVX2, LOAD1_BF16)
 VECTOR_LOOPS(f32, float, F32, AVX2, HL_AVX2_TARGET, 8, LOAD1_F32, STORE1_F32)
 VECTOR_LOOPS(f16, uint16_t, F16, AVX2, HL_AVX2_TARGET, 8, LOAD1_F16, STORE1_F16)
 VECTOR_LOOPS(bf16, uint16_t, BF16, AVX2, HL_AVX2_TARGET, 8, LOAD1_BF16, STORE1_BF16)
-VECTOR_LOOPS(f16, uint16_t, F16, AVX512, HL_AVX512_TARGET, 16, LOAD1_F16, STORE1_F16)
 VECTOR_LOOPS(bf16, uint16_t, BF16, AVX512, HL_AVX512_BF16_TARGET, 16, LOAD1_BF16, STORE1_BF16)
 #define VECTOR_TABLE(name) &name
 #else
 #define VECTOR_TABLE(name) NULL /* never present */
 #endif
 
-/* [type - HL_F32][path]; NULL: no such loops (fp32 has no conversion to make 16 lanes worth it) */
+/* [type - HL_F32][path]; NULL: no such loops (fp32 converts nothing, fp16 has
+ * no avx512 path) */
 static const stream_loops *const all_loops_[HL_STREAM_DTYPES][HL_HALF_PATH_COUNT] = {
     {&loops_f32_portable, VECTOR_TABLE(loops_f32_AVX2), NULL},
-    {&loops_f16_portable, VECTOR_TABLE(loops_f16_AVX2), VECTOR_TABLE(loops_f16_AVX512)},
+    {&loops_f16_portable, VECTOR_TABLE(loops_f16_AVX2), NULL},
     {&loops_bf16_portable, VECTOR_TABLE(loops_bf16_AVX2), VECTOR_TABLE(loops_bf16_AVX512)},
 };
 
