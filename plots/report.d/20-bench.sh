@@ -21,8 +21,10 @@ for f in gemm.csv bandwidth.csv; do
     echo
     if [ -n "$(meta $f blas)" ]; then
       echo "CPU products ran on $(meta $f blas | sed 's/; library .*//'). The CPU's half-precision units:"
-      echo "$(meta $f cpu-features). Of these, halflab uses today F16C and AVX2 (fp16 and bf16 conversions, eight"
-      echo "values at a time) and, through the BLAS, the fp32 FMA units; fp16 and bf16 products are widened to fp32 for"
+      units=$(meta $f cpu-units)
+      echo "$(meta $f cpu-features). Of these, halflab uses F16C for fp16 conversions and AVX512-BF16's vcvtneps2bf16"
+      echo "(else AVX2) for bf16 ones where the CPU has them (in this run: ${units:-not recorded}; docs/numerics.md)"
+      echo "and, through the BLAS, the fp32 FMA units; fp16 and bf16 products are widened to fp32 for"
       echo "sgemm. The CPU's bf16 and fp16 arithmetic (AVX512-BF16, AVX512-FP16, AMX) is not used yet."
       echo
     fi
