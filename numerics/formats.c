@@ -1,7 +1,7 @@
 /* formats.c — `halflab-numerics formats [--value X]`: what each format is,
  * and any number X as each format stores it, bit by bit. Computed on the host
- * from formats/format.h (the exhaustive tests pin it to half.h and to the CPU's
- * F16C; the gpu suite pins the GPU's conversions to half.h). */
+ * from formats/format.h (the exhaustive tests pin half.h to it and the CPU's
+ * conversion instructions to half.h; the gpu suite pins the GPU's to half.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * without half-precision matrix units actually does with them: widen to
  * fp32 (exact), sgemm (fp32 accumulation), round the result to the output
  * type once (RNE). The widening is O(mk + kn) against the product's O(mnk);
- * it runs eight elements at a time (kernels/cpu/half_arrays.h) into fp32
+ * it runs on the CPU's conversion instructions (kernels/cpu/half_arrays.h) into fp32
  * working copies that each calling thread keeps between calls, so a call
  * pays neither malloc nor page faults for them. Those copies stay allocated
  * (at the size of the largest operands seen) until the thread exits.

@@ -1,52 +1,142 @@
 /* half_arrays.c — see half_arrays.h. */
 #include "kernels/cpu/half_arrays.h"
 
+#include <pthread.h>
+
 #include "formats/half.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/half_simd.h"
 
-#if HL_HAVE_HALF_SIMD
-/* LOAD8/STORE8 over the whole array, the tail element by element */
-#define SIMD_WIDEN(NAME, LOAD8, ONE)                                                        \
-  HL_SIMD_TARGET static void NAME(const uint16_t *src, float *dst, size_t n) {            \
-    size_t i = 0;                                                                         \
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, LOAD8(src + i));                 \
-    for (; i < n; i++) dst[i] = ONE(src[i]);                                              \
-  }
-#define SIMD_NARROW(NAME, STORE8, ONE)                                                      \
-  HL_SIMD_TARGET static void NAME(const float *src, uint16_t *dst, size_t n) {            \
-    size_t i = 0;                                                                         \
-    for (; i + 8 <= n; i += 8) STORE8(dst + i, _mm256_loadu_ps(src + i));                 \
-    for (; i < n; i++) dst[i] = ONE(src[i]);                                              \
-  }
-SIMD_WIDEN(widen_f16_simd, hl_load8_f16, hl_f16_to_f32)
-SIMD_WIDEN(widen_bf16_simd, hl_load8_bf16, hl_bf16_to_f32)
-SIMD_NARROW(narrow_f16_simd, hl_store8_f16, hl_f32_to_f16)
-SIMD_NARROW(narrow_bf16_simd, hl_store8_bf16, hl_f32_to_bf16)
-#define DISPATCH(simd_fn, src, dst, n) \
-  if (hl_simd_available()) {           \
-    simd_fn(src, dst, n);              \
-    return;                            \
-  }
-#else
-#define DISPATCH(simd_fn, src, dst, n)
-#endif
+/* ---------------------------------------------------------- portable -- */
 
-void hl_cpu_widen_f16(const uint16_t *src, float *dst, size_t n) {
-  DISPATCH(widen_f16_simd, src, dst, n)
+static void widen_f16_portable(const uint16_t *src, float *dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = hl_f16_to_f32(src[i]);
 }
-
-void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n) {
-  DISPATCH(narrow_f16_simd, src, dst, n)
+static void narrow_f16_portable(const float *src, uint16_t *dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = hl_f32_to_f16(src[i]);
 }
-
-void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n) {
-  DISPATCH(widen_bf16_simd, src, dst, n)
+static void widen_bf16_portable(const uint16_t *src, float *dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = hl_bf16_to_f32(src[i]);
 }
-
-void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n) {
-  DISPATCH(narrow_bf16_simd, src, dst, n)
+static void narrow_bf16_portable(const float *src, uint16_t *dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = hl_f32_to_bf16(src[i]);
+}
+
+/* ------------------------------------------------------------ vector -- */
+#if HL_HAVE_HALF_SIMD
+/* LANES at a time over the whole array, the tail element by element */
+#define VECTOR_WIDEN(NAME, TARGET, LANES, WIDEN, STORE_F32, ONE)                  \
+  TARGET static void NAME(const uint16_t *src, float *dst, size_t n) {          \
+    size_t i = 0;                                                               \
+    for (; i + LANES <= n; i += LANES) STORE_F32(dst + i, WIDEN(src + i));      \
+    for (; i < n; i++) dst[i] = ONE(src[i]);                                    \
+  }
+#define VECTOR_NARROW(NAME, TARGET, LANES, LOAD_F32, NARROW, STORE_HALF, ONE)     \
+  TARGET static void NAME(const float *src, uint16_t *dst, size_t n) {          \
+    size_t i = 0;                                                               \
+    for (; i + LANES <= n; i += LANES) STORE_HALF(dst + i, NARROW(LOAD_F32(src + i))); \
+    for (; i < n; i++) dst[i] = ONE(src[i]);                                    \
+  }
+#define STORE8_HALF(p, v) _mm_storeu_si128((__m128i *)(p), v)
+#define STORE16_HALF(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+
+VECTOR_WIDEN(widen_f16_avx2, HL_AVX2_TARGET, 8, hl_avx2_widen8_f16, _mm256_storeu_ps, hl_f16_to_f32)
+VECTOR_NARROW(narrow_f16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narrow8_f16, STORE8_HALF, hl_f32_to_f16)
+VECTOR_WIDEN(widen_bf16_avx2, HL_AVX2_TARGET, 8, hl_avx2_widen8_bf16, _mm256_storeu_ps, hl_bf16_to_f32)
+VECTOR_NARROW(narrow_bf16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narrow8_bf16, STORE8_HALF,
+              hl_f32_to_bf16)
+VECTOR_WIDEN(widen_bf16_avx512, HL_AVX512_BF16_TARGET, 16, hl_avx512_widen16_bf16, _mm512_storeu_ps,
+             hl_bf16_to_f32)
+VECTOR_NARROW(narrow_bf16_avx512, HL_AVX512_BF16_TARGET, 16, _mm512_loadu_ps, hl_avx512_narrow16_bf16,
+              STORE16_HALF, hl_f32_to_bf16)
+#define VECTOR_PATH(fn) fn
+#else
+#define VECTOR_PATH(fn) NULL /* never present */
+#endif
+
+/* [fp16, bf16][path]; NULL: no such path (fp16 has no avx512 one: half_simd.h) */
+static const struct {
+  hl_cpu_widen_fn widen;
+  hl_cpu_narrow_fn narrow;
+} paths_[2][HL_HALF_PATH_COUNT] = {
+    {{widen_f16_portable, narrow_f16_portable},
+     {VECTOR_PATH(widen_f16_avx2), VECTOR_PATH(narrow_f16_avx2)},
+     {NULL, NULL}},
+    {{widen_bf16_portable, narrow_bf16_portable},
+     {VECTOR_PATH(widen_bf16_avx2), VECTOR_PATH(narrow_bf16_avx2)},
+     {VECTOR_PATH(widen_bf16_avx512), VECTOR_PATH(narrow_bf16_avx512)}},
+};
+
+static int type_index(hl_dtype t) { return t == HL_BF16; }
+
+/* ------------------------------------------------------------- paths -- */
+
+const char *hl_cpu_half_path_name(hl_cpu_half_path p) {
+  static const char *const names[HL_HALF_PATH_COUNT] = {"portable", "avx2", "avx512"};
+  return (unsigned)p < HL_HALF_PATH_COUNT ? names[p] : "?";
+}
+
+const char *hl_cpu_half_path_needs(hl_dtype t, hl_cpu_half_path p) {
+  switch (p) {
+    case HL_HALF_PATH_PORTABLE: return "nothing";
+    case HL_HALF_PATH_AVX2: return t == HL_F16 ? "AVX2 and F16C" : "AVX2";
+    default: return t == HL_F16 ? "nothing: fp16 has no avx512 path" : "AVX-512 (F, BW, VL, DQ, CD) and AVX512-BF16";
+  }
+}
+
+bool hl_cpu_half_path_present(hl_dtype t, hl_cpu_half_path p) {
+  const hl_cpu_features *f = hl_cpu_features_get();
+  switch (p) {
+    case HL_HALF_PATH_PORTABLE: return true;
+    case HL_HALF_PATH_AVX2: return HL_HAVE_HALF_SIMD && f->avx2 && (t == HL_BF16 || f->f16c);
+    case HL_HALF_PATH_AVX512: return HL_HAVE_HALF_SIMD && t == HL_BF16 && hl_cpu_has_avx512(f) && f->avx512_bf16;
+    default: return false;
+  }
+}
+
+/* What hl_cpu_units_get() lets the kernels use: fp16's avx2 path is the
+ * f16c unit's, bf16's avx512 path the avx512_bf16 unit's; bf16's avx2 path
+ * uses no half-precision unit, but HALFLAB_CPU_UNITS=portable means the
+ * portable code, so it too is off then. */
+static bool allowed(hl_dtype t, hl_cpu_half_path p) {
+  const hl_cpu_units *u = hl_cpu_units_get();
+  if (p == HL_HALF_PATH_PORTABLE) return true;
+  if (u->portable) return false;
+  if (t == HL_F16) return u->f16c;
+  return p == HL_HALF_PATH_AVX2 || u->avx512_bf16;
+}
+
+static hl_cpu_half_path chosen_[2];
+static pthread_once_t chosen_once_ = PTHREAD_ONCE_INIT;
+
+static void choose(void) {
+  static const hl_dtype types[2] = {HL_F16, HL_BF16};
+  for (int k = 0; k < 2; k++) {
+    hl_cpu_half_path p = HL_HALF_PATH_COUNT - 1;
+    while (p > HL_HALF_PATH_PORTABLE && !(hl_cpu_half_path_present(types[k], p) && allowed(types[k], p))) p--;
+    chosen_[k] = p;
+  }
+}
+
+hl_cpu_half_path hl_cpu_half_path_chosen(hl_dtype t) {
+  pthread_once(&chosen_once_, choose);
+  return chosen_[type_index(t)];
+}
+
+hl_cpu_widen_fn hl_cpu_half_path_widen(hl_dtype t, hl_cpu_half_path p) { return paths_[type_index(t)][p].widen; }
+hl_cpu_narrow_fn hl_cpu_half_path_narrow(hl_dtype t, hl_cpu_half_path p) { return paths_[type_index(t)][p].narrow; }
+
+/* ----------------------------------------------- the kernels' entries -- */
+
+void hl_cpu_widen_f16(const uint16_t *src, float *dst, size_t n) {
+  paths_[0][hl_cpu_half_path_chosen(HL_F16)].widen(src, dst, n);
+}
+void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n) {
+  paths_[0][hl_cpu_half_path_chosen(HL_F16)].narrow(src, dst, n);
+}
+void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n) {
+  paths_[1][hl_cpu_half_path_chosen(HL_BF16)].widen(src, dst, n);
+}
+void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n) {
+  paths_[1][hl_cpu_half_path_chosen(HL_BF16)].narrow(src, dst, n);
 }

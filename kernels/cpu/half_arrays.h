@@ -1,18 +1,60 @@
 /* half_arrays.h — fp16/bf16 <-> fp32 conversion of whole arrays on the CPU,
- * for the loops that stream through memory (bandwidth kernels, GEMM operand
- * widening). Bit for bit what formats/half.h's per-element functions give (RNE;
- * NaN stays NaN), eight at a time with AVX2 + F16C where the CPU has them
- * (kernels/cpu/half_simd.h), element by element elsewhere. Serial: callers
- * split the work among their threads. */
+ * for the loops that stream through memory (tensor copies and element-wise
+ * blocks, GEMM operand widening, kernels/convert.h's CPU twin). Bit for bit
+ * what formats/half.h's per-element functions give, on every path: those
+ * are the reference, and the vector paths correct the instructions where
+ * they differ (kernels/cpu/half_simd.h). Serial: callers split the work among
+ * their threads.
+ *
+ * A path is one way of converting, per type:
+ *
+ *   path      fp16 (both ways)            bf16 -> fp32      fp32 -> bf16
+ *   portable  half.h, element by element  half.h            half.h
+ *   avx2      F16C on 8 lanes             AVX2 shift        AVX2 integer RNE
+ *   avx512    (none: F16C is faster)      AVX-512 shift     vcvtneps2bf16 + subnormal fix-up, 16 lanes
+ *
+ * The kernels use the fastest path the CPU has that hl_cpu_units_get()
+ * allows (fp16's avx2 path needs the f16c unit, bf16's avx512 path the
+ * avx512_bf16 unit), chosen once, on the first call;
+ * HALFLAB_CPU_UNITS=portable gives the portable path for both types. */
 #ifndef HL_CPU_HALF_ARRAYS_H
 #define HL_CPU_HALF_ARRAYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/dtype.h"
+
+/* The conversions the kernels call: the chosen path's. */
 void hl_cpu_widen_f16(const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n);
 void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
+
+typedef enum {
+  HL_HALF_PATH_PORTABLE = 0, /* formats/half.h, one element at a time */
+  HL_HALF_PATH_AVX2,         /* 8 lanes (AVX2; F16C for fp16) */
+  HL_HALF_PATH_AVX512,       /* 16 lanes (AVX-512 F/BW/VL/DQ/CD and AVX512-BF16); bf16 only */
+  HL_HALF_PATH_COUNT
+} hl_cpu_half_path;
+
+/* "portable", "avx2", "avx512" */
+const char *hl_cpu_half_path_name(hl_cpu_half_path p);
+/* What path p needs for t (HL_F16 or HL_BF16), in words: "AVX2 and F16C" */
+const char *hl_cpu_half_path_needs(hl_dtype t, hl_cpu_half_path p);
+/* Whether this CPU (and its OS) can run path p for t, whatever
+ * HALFLAB_CPU_UNITS says: the tests run every path that is present. */
+bool hl_cpu_half_path_present(hl_dtype t, hl_cpu_half_path p);
+/* The path the kernels use for t (the array conversions above and the
+ * stream kernels): the fastest present one that hl_cpu_units_get() allows. */
+hl_cpu_half_path hl_cpu_half_path_chosen(hl_dtype t);
+
+/* One path's array conversions, the functions the ones above dispatch to
+ * (for tests; only where hl_cpu_half_path_present). */
+typedef void (*hl_cpu_widen_fn)(const uint16_t *src, float *dst, size_t n);
+typedef void (*hl_cpu_narrow_fn)(const float *src, uint16_t *dst, size_t n);
+hl_cpu_widen_fn hl_cpu_half_path_widen(hl_dtype t, hl_cpu_half_path p);
+hl_cpu_narrow_fn hl_cpu_half_path_narrow(hl_dtype t, hl_cpu_half_path p);
 
 #endif

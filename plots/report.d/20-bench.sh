@@ -35,8 +35,8 @@ for f in gemm.csv bandwidth.csv; do
       }
       echo "| unit | here | what it does in halflab | without it |"
       echo "|---|---|---|---|"
-      row f16c "fp16 <-> fp32 conversions, eight or sixteen values per instruction" "conversions in portable C"
-      row avx512_bf16 "fp32 -> bf16 rounding; bf16 products through oneDNN where no AMX (see what ran)" "rounding in portable C; bf16 products widened to fp32 for sgemm"
+      row f16c "fp16 <-> fp32 conversions, eight values per instruction" "conversions in portable C"
+      row avx512_bf16 "fp32 -> bf16 rounding (vcvtneps2bf16, sixteen values, subnormals fixed up); bf16 products through oneDNN where no AMX (see what ran)" "rounding with AVX2 integer ops, else portable C; bf16 products widened to fp32 for sgemm"
       row avx512_fp16 "not used by halflab's kernels (no library fp16 GEMM on the CPU; F16C converts)" "-"
       row amx_bf16 "bf16 tile products through oneDNN (needs the OS's AMX permission)" "AVX512-BF16's dot product, else fp32 widening"
       echo

@@ -295,8 +295,8 @@ static void test_copy_and_masks(void **state) {
   assert_true(e[0] == 6 && e[1] == 7 && e[2] == 0 && e[3] == 0 && e[4] == 0 && e[5] == 1);
 }
 
-/* fp16/bf16 rows run through the f32 loops a block at a time (widened with
- * F16C where the CPU has it, rounded once on the way back): bit for bit what
+/* fp16/bf16 rows run through the f32 loops a block at a time (widened on the
+ * CPU's conversion path, rounded once on the way back): bit for bit what
  * element-by-element rounding of tensor_math.h's f32 result gives, for every
  * unary op, both activation gradients, broadcast binary ops and contiguous
  * conversions, on random bit patterns (NaN, inf, subnormals, zeros) and a
