@@ -15,7 +15,7 @@ tmp=$out.tmp
   if [ -n "$meta" ]; then
     echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
     echo
-    grep -E '^# (halflab |device:|host:|cuda:|date:|cpu-features:|blas:)' "$meta" | sed 's/^# /- /'
+    grep -E '^# (halflab |device:|host:|cuda:|date:|cpu-features:|cpu-units:|blas:|onednn:)' "$meta" | sed 's/^# /- /'
     echo
   fi
   # A generic BLAS kernel set makes every CPU GEMM figure wrong for this CPU:

@@ -40,8 +40,8 @@ for f in gemm.csv bandwidth.csv; do
       row avx512_fp16 "not used by halflab's kernels (no library fp16 GEMM on the CPU; F16C converts)" "-"
       row amx_bf16 "bf16 tile products through oneDNN (needs the OS's AMX permission)" "AVX512-BF16's dot product, else fp32 widening"
       echo
-      echo "bf16 products: $(meta $f onednn | grep . || echo 'oneDNN not recorded (a CSV from before oneDNN was used)'). fp16"
-      echo "products are always widened to fp32 (never run as bf16: that would change the numerics being shown)."
+      echo "bf16 products: $(meta $f onednn | grep . || echo 'oneDNN not recorded (a CSV from before oneDNN was used)')."
+      echo "fp16 operands are never run as bf16: that would change the numerics being shown."
       echo
     fi
     break
