@@ -50,9 +50,6 @@ static const char usage[] =
 enum { K_COPY, K_SCALE, K_ADD, K_TRIAD, K_DOT, NKERNELS };
 static const char *kernel_names[NKERNELS] = {"copy", "scale", "add", "triad", "dot"};
 static const int kernel_arrays[NKERNELS] = {2, 2, 3, 3, 2};
-/* A streaming dtype's slot, 0..2 (fp32, fp16, bf16): its --dtypes bit and
- * its row in the result table. */
-static int slot(hl_dtype t) { return (int)t - HL_F32; }
 
 static const float kA = 0.1f, kB = 0.2f, kC = 0.0f, kScalar = 0.4f;
 
@@ -347,7 +344,7 @@ static void time_kernels(bw_run *run, run_ctx *r, golden *g, int si, size_t byte
     golden_step(g, r->t, k, r->s);
     const double moved = (double)kernel_arrays[k] * (double)r->bytes;
     const double gbps = moved / (tm.ms.median * 1e-3) / 1e9, gelems = gbps / (double)es;
-    bw_result *br = &run->res[si][slot(t)][k];
+    bw_result *br = &run->res[si][hl_stream_slot(t)][k];
     br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref->gbps, br->ref = ref->name;
     char b1[32], b2[32];
     hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
@@ -395,7 +392,7 @@ static void run_sweep(bw_run *run, const bw_options *o) {
   for (int si = 0; si < o->nsizes; si++) {
     bw_reference ref = {0, run->gpu ? "memcpy-d2d" : "memcpy"};
     for (hl_dtype t = HL_F32; t <= HL_BF16; t++)
-      if (o->dtypes & (1u << slot(t))) run_type(run, si, (size_t)o->sizes[si], t, o->kernels, &ref);
+      if (o->dtypes & (1u << hl_stream_slot(t))) run_type(run, si, (size_t)o->sizes[si], t, o->kernels, &ref);
   }
   hl_range_pop();
 }
@@ -456,7 +453,7 @@ static void check_triad_targets(bench_targets *targets, const bw_run *run, int l
   const bool gpu = run->gpu;
   char name[128], detail[256];
   for (hl_dtype t = HL_F32; t <= HL_BF16; t++) {
-    const bw_result *tr = &run->res[li][slot(t)][K_TRIAD];
+    const bw_result *tr = &run->res[li][hl_stream_slot(t)][K_TRIAD];
     snprintf(name, sizeof name, "%s triad at %llu MiB >= %d%% of the same-run %s", hl_dtype_format_name(t),
              (unsigned long long)(largest >> 20), gpu ? 95 : 80, gpu ? "device-to-device copy" : "memcpy");
     if (!tr->done) {
@@ -479,11 +476,11 @@ static void check_triad_targets(bench_targets *targets, const bw_run *run, int l
  * GPU fp16 at 1.9x fp32's Gelem/s; on a CPU, whose conversions cost
  * instructions beside the memory traffic, fp16 and bf16 at 1.8x. */
 static void check_half_rate_targets(bench_targets *targets, const bw_run *run, int li) {
-  const bw_result *f = &run->res[li][slot(HL_F32)][K_TRIAD];
+  const bw_result *f = &run->res[li][hl_stream_slot(HL_F32)][K_TRIAD];
   const double want = run->gpu ? 1.9 : 1.8;
   for (hl_dtype t = HL_F16; t <= HL_BF16; t++) {
     if (run->gpu && t == HL_BF16) continue; /* the GPU's target is fp16's */
-    const bw_result *h = &run->res[li][slot(t)][K_TRIAD];
+    const bw_result *h = &run->res[li][hl_stream_slot(t)][K_TRIAD];
     char name[128];
     snprintf(name, sizeof name, "%s triad Gelem/s >= %.1fx fp32's at the largest size", hl_dtype_format_name(t), want);
     if (h->done && f->done) {

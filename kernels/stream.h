@@ -33,9 +33,10 @@ extern "C" {
 
 /* The element types the kernels move: f32, f16 and bf16, adjacent in
  * hl_dtype (formats/dtype.h), so that a loop over them runs from HL_F32 to
- * HL_BF16 and a table of them is indexed by t - HL_F32. */
+ * HL_BF16 and a table of them is indexed by hl_stream_slot(t), 0 .. 2. */
 #define HL_STREAM_DTYPES 3
 static inline bool hl_stream_dtype_ok(hl_dtype t) { return t >= HL_F32 && t <= HL_BF16; }
+static inline int hl_stream_slot(hl_dtype t) { return (int)t - HL_F32; }
 
 struct hl_stream_kernels {
   /* a[i] = va, b[i] = vb, c[i] = vc (each rounded to t). On the CPU the

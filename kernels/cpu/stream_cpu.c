@@ -243,18 +243,18 @@ static void choose_paths(void) {
 
 hl_cpu_half_path hl_cpu_stream_path(hl_dtype t) {
   pthread_once(&path_once_, choose_paths);
-  return path_[t - HL_F32];
+  return path_[hl_stream_slot(t)];
 }
 
 bool hl_cpu_stream_set_path(hl_dtype t, hl_cpu_half_path p) {
   pthread_once(&path_once_, choose_paths);
-  if (!hl_stream_dtype_ok(t) || (unsigned)p >= HL_HALF_PATH_COUNT || !all_loops_[t - HL_F32][p]) return false;
+  if (!hl_stream_dtype_ok(t) || (unsigned)p >= HL_HALF_PATH_COUNT || !all_loops_[hl_stream_slot(t)][p]) return false;
   if (!(t == HL_F32 ? fp32_path_present(p) : hl_cpu_half_path_present(t, p))) return false;
-  path_[t - HL_F32] = p;
+  path_[hl_stream_slot(t)] = p;
   return true;
 }
 
-static const stream_loops *loops_for(hl_dtype t) { return all_loops_[t - HL_F32][hl_cpu_stream_path(t)]; }
+static const stream_loops *loops_for(hl_dtype t) { return all_loops_[hl_stream_slot(t)][hl_cpu_stream_path(t)]; }
 
 /* ------------------------------------------------------ store policy -- */
 

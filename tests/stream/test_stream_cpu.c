@@ -164,11 +164,11 @@ static void dot_bound(hl_dtype t, const char *path) {
       fail_msg("%s dot (path %s) n=%zu: %.12g, exact %.12g, bound %.3g", hl_dtype_name(t), path, n, got, exact,
                bound);
     if (strcmp(path, "portable")) {
-      double *first = &vector_dot_[t - HL_F32][li];
-      if (vector_dot_seen_[t - HL_F32][li] && got != *first)
+      double *first = &vector_dot_[hl_stream_slot(t)][li];
+      if (vector_dot_seen_[hl_stream_slot(t)][li] && got != *first)
         fail_msg("%s dot n=%zu: path %s gives %.17g, another vector path %.17g", hl_dtype_name(t), n, path, got,
                  *first);
-      *first = got, vector_dot_seen_[t - HL_F32][li] = true;
+      *first = got, vector_dot_seen_[hl_stream_slot(t)][li] = true;
     }
     hl_backend_cpu.free(a), hl_backend_cpu.free(b);
   }
