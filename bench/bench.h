@@ -144,6 +144,9 @@ typedef struct {
 void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
                   const char *detail);
 void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why);
+/* The same for a value held below a limit (PASS when value <= limit) */
+void bench_target_at_most(bench_targets *t, const bench_device *d, const char *name, double value, double limit,
+                          const char *detail);
 /* A ratio reported beside the targets that is not one of them ("INFO") */
 void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail);
 void bench_targets_write(bench_targets *t, const char *dir, const char *file);

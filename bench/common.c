@@ -219,6 +219,14 @@ void bench_target(bench_targets *t, const bench_device *d, const char *name, dou
   hl_csv_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
 }
 
+void bench_target_at_most(bench_targets *t, const bench_device *d, const char *name, double value, double limit,
+                          const char *detail) {
+  const bool pass = value <= limit;
+  pass ? t->pass++ : t->miss++;
+  printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
+  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, limit, pass ? "PASS" : "MISS", detail);
+}
+
 void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail) {
   printf("INFO  %s: %s\n", name, detail);
   hl_csv_rows_add(&t->rows, "%s,%s,%.4f,,INFO,%s", name, d->name, value, detail);

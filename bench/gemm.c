@@ -25,6 +25,8 @@
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/gemm.h"
 #ifdef HL_HAVE_ONEDNN
@@ -49,6 +51,8 @@ static const char usage[] =
     "  openblas    CPU only: cblas_sgemm called directly, the reference the fp32 path is held to\n"
     "  onednn-bf16 CPU only, with oneDNN built in: its bf16 matmul primitive called directly (made before\n"
     "              the timed calls), the reference the bf16 path is held to\n"
+    "  bf16-widened CPU only: bf16 through the CPU's fallback (widened to fp32, sgemm, rounded once),\n"
+    "              what a CPU without bf16 units or HALFLAB_CPU_UNITS=portable runs, beside the bf16 path\n"
     "\n"
     "Studies (--studies):\n"
     "  square      n x n x n, powers of two and midpoints: 128 .. 16384 (GPU), 128 .. 4096 (CPU)\n"
@@ -80,6 +84,7 @@ const gemm_variant gemm_variants[GEMM_VARIANTS] = {
     {"fp8", HL_E4M3, HL_BF16, HL_COMPUTE_F32, PEAK_FP8, GEMM_THROUGH_HALFLAB},
     {"openblas", HL_F32, HL_F32, HL_COMPUTE_F32, PEAK_FP32, GEMM_REF_OPENBLAS},
     {"onednn-bf16", HL_BF16, HL_BF16, HL_COMPUTE_F32, PEAK_BF16, GEMM_REF_ONEDNN},
+    {"bf16-widened", HL_BF16, HL_BF16, HL_COMPUTE_F32, PEAK_FP32, GEMM_CPU_FALLBACK},
 };
 
 int gemm_variant_index(const char *name) {
@@ -103,11 +108,12 @@ static hl_gemm_desc probe_desc(const gemm_variant *v) {
 bool gemm_variant_runs(const bench_device *d, const gemm_variant *v, char *why, size_t len) {
   const hl_gemm_desc probe = probe_desc(v);
   if (v->reference != GEMM_THROUGH_HALFLAB && d->kind != HL_DEVICE_CPU) {
-    snprintf(why, len, "the %s reference is a CPU reference", v->name);
+    snprintf(why, len, "%s is a CPU variant", v->name);
     return false;
   }
   switch (v->reference) {
-    case GEMM_REF_OPENBLAS: return true;
+    case GEMM_REF_OPENBLAS:
+    case GEMM_CPU_FALLBACK: return true;
     case GEMM_REF_ONEDNN: return hl_onednn_matmul_check(&probe, why, len);
     default: return d->be->gemm && d->be->gemm->supports(&probe, why, len);
   }
@@ -122,6 +128,10 @@ void gemm_implementation(const bench_device *d, const gemm_variant *v, const hl_
     case GEMM_REF_ONEDNN:
       hl_onednn_matmul_check(desc, what, sizeof what);
       snprintf(buf, len, "dnnl_primitive_execute called directly: %s (reference; no halflab code in the timed call)", what);
+      break;
+    case GEMM_CPU_FALLBACK:
+      snprintf(buf, len, "openblas sgemm on fp32-widened inputs; output rounded to bf16 once (the CPU fallback: what a "
+               "CPU without AVX512-BF16 or AMX-BF16 runs%s)", hl_cpu_units_get()->portable ? "; HALFLAB_CPU_UNITS=portable" : "");
       break;
     default: d->be->gemm->describe(desc, buf, len);
   }
@@ -357,9 +367,12 @@ static void launch(void *ctx, long it) {
 #endif
       break;
     }
+    case GEMM_CPU_FALLBACK: hl_cpu_gemm_blas(d); break;
     default: p->d->be->gemm->gemm(d);
   }
 }
+
+enum { CHECKED_ENTRIES = 98 }; /* the first and the last entry of C, and 96 random ones */
 
 /* Checks slot 0's product on sampled entries against fp64 from the host
  * copy of the inputs; exits 1 on a wrong entry. Returns the largest error
@@ -376,8 +389,7 @@ static double validate(point *p, const char *host_pool, uint64_t seed, double *b
   const size_t out_size = hl_dtype_size(p->v->out);
   double worst = 0;
   *worst_ratio = 0;
-  enum { SAMPLES = 96 };
-  for (int t = 0; t < SAMPLES + 2; t++) {
+  for (int t = 0; t < CHECKED_ENTRIES; t++) {
     int64_t bi, i, j;
     if (t < 2) { /* the first and the last entry of C, then random ones */
       bi = t ? s->batch - 1 : 0, i = t ? s->m - 1 : 0, j = t ? s->n - 1 : 0;
@@ -443,14 +455,14 @@ static void parse_dtypes(const char *s, const bench_device *d, bool chosen[GEMM_
 }
 
 static void list_variants(const bench_device *d) {
-  printf("%-11s %-6s %-11s %-5s %-4s  %s\n", "variant", "inputs", "accumulate", "out", "runs", "implementation / why not");
+  printf("%-12s %-6s %-11s %-5s %-4s  %s\n", "variant", "inputs", "accumulate", "out", "runs", "implementation / why not");
   for (int i = 0; i < GEMM_VARIANTS; i++) {
     const gemm_variant *v = &gemm_variants[i];
     char why[256] = "", impl[256];
     const bool ok = gemm_variant_runs(d, v, why, sizeof why);
     const hl_gemm_desc probe = probe_desc(v);
     if (ok) gemm_implementation(d, v, &probe, impl, sizeof impl);
-    printf("%-11s %-6s %-11s %-5s %-4s  %s\n", v->name, hl_dtype_name(v->in), hl_gemm_compute_name(v->compute),
+    printf("%-12s %-6s %-11s %-5s %-4s  %s\n", v->name, hl_dtype_name(v->in), hl_gemm_compute_name(v->compute),
            hl_dtype_name(v->out), ok ? "yes" : "no", ok ? impl : why);
   }
   printf("device: %s (%s)\n", d->name, d->facts->name);
@@ -459,19 +471,22 @@ static void list_variants(const bench_device *d) {
 typedef struct {
   bool done;
   double tflops, pct;
-  char impl[256]; /* what ran, for the targets' details */
+  double max_err_over_bound; /* validation: the largest |error| / bound (<= 1, or the run stops) */
+  char impl[256];            /* what ran, for the targets' details */
 } gemm_result;
 
 /* The issue's targets from this run's results. GPU: fp16 8192^3 at >= 75%
  * of the dense peak. CPU: at every square n >= 1024, fp32 through hl_gemm
  * within 5% of cblas_sgemm called directly, the bf16 path within 10% of
  * oneDNN's matmul called directly, and the fp16 path at >= 80% of the fp32
- * path's rate; at 2048^3 and 4096^3 the bf16 path at >= 3x the fp32 path
+ * path's rate, and the CPU's fallback for bf16 (bf16-widened) validated,
+ * with its rate beside the bf16 path's; at 2048^3 and 4096^3 the bf16 path at >= 3x the fp32 path
  * (goal 5x: what AMX allows through a library). */
 static void check_targets(bench_targets *t, const bench_device *d, const bench_peaks *pk, const gemm_result *res,
                           const shape_list *l) {
   const int fp32 = gemm_variant_index("fp32"), fp16 = gemm_variant_index("fp16"), bf16 = gemm_variant_index("bf16"),
-            ob = gemm_variant_index("openblas"), od = gemm_variant_index("onednn-bf16");
+            ob = gemm_variant_index("openblas"), od = gemm_variant_index("onednn-bf16"),
+            bw = gemm_variant_index("bf16-widened");
   char detail[256];
   if (d->kind == HL_DEVICE_CUDA) {
     const char *name = "fp16 8192^3 >= 75% of dense peak";
@@ -495,7 +510,7 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
     if (strcmp(s->study, "square") || s->m < 1024) continue;
     const gemm_result *r32 = &res[i * GEMM_VARIANTS + fp32], *rob = &res[i * GEMM_VARIANTS + ob],
                       *r16 = &res[i * GEMM_VARIANTS + fp16], *rb16 = &res[i * GEMM_VARIANTS + bf16],
-                      *rod = &res[i * GEMM_VARIANTS + od];
+                      *rod = &res[i * GEMM_VARIANTS + od], *rbw = &res[i * GEMM_VARIANTS + bw];
     char name[96];
     if (r32->done && rob->done) {
       snprintf(name, sizeof name, "fp32 %lld^3 within 5%% of OpenBLAS called directly", (long long)s->m);
@@ -516,6 +531,19 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
       snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.2fx; bf16 ran on %.120s", rb16->tflops * 1e3,
                r32->tflops * 1e3, rb16->tflops / r32->tflops, rb16->impl[0] ? rb16->impl : "?");
       bench_target(t, d, name, rb16->tflops / r32->tflops, 3.0, detail);
+      checked++;
+    }
+    if (rbw->done) {
+      /* the portable path is held to correctness, not speed: every entry
+       * sampled within the fp64 bound (a wrong one stops the run first) */
+      snprintf(name, sizeof name, "bf16 fallback (widened) %lld^3 within its error bound", (long long)s->m);
+      char vs[96] = "";
+      if (rb16->done && r32->done)
+        snprintf(vs, sizeof vs, "; bf16 path / fallback = %.2fx; fallback / fp32 path = %.3f", rb16->tflops / rbw->tflops,
+                 rbw->tflops / r32->tflops);
+      snprintf(detail, sizeof detail, "max |err| / bound = %.3g over %d sampled entries; %.1f GFLOP/s%s",
+               rbw->max_err_over_bound, CHECKED_ENTRIES, rbw->tflops * 1e3, vs);
+      bench_target_at_most(t, d, name, rbw->max_err_over_bound, 1.0, detail);
       checked++;
     }
     if (r16->done && r32->done) {
@@ -646,7 +674,7 @@ static void record_metadata(const gemm_run *run, bool quick) {
               (double)run->rot / 1048576.0, dev->kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");
   hl_meta_set("validation", "every point: %d sampled entries of the first slot against an fp64 product of the stored "
               "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b| + abs; max_err_norm = "
-              "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", 98);
+              "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", CHECKED_ENTRIES);
   hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
   hl_meta_set("seed", "%llu", (unsigned long long)run->seed);
   if (quick) hl_meta_set("quick", "yes");
@@ -711,9 +739,9 @@ static void record_point(gemm_run *run, const point *p, int si, int vi, const po
                  t->ms.median, t->ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
                  bench_num(pct, b2, sizeof b2), o->max_err_norm, o->err_bound_norm, o->max_err_over_bound, t->attempts);
   gemm_result *r = &run->results[si * GEMM_VARIANTS + vi];
-  r->done = true, r->tflops = tflops, r->pct = pct;
+  r->done = true, r->tflops = tflops, r->pct = pct, r->max_err_over_bound = o->max_err_over_bound;
   snprintf(r->impl, sizeof r->impl, "%s", impl);
-  printf("%-11s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
+  printf("%-12s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
          (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t->ms.median, tflops,
          isnan(pct) ? "-" : bench_num(pct, b2, sizeof b2));
   fflush(stdout);
@@ -728,6 +756,7 @@ static void run_point(gemm_run *run, int vi, int si, const operand_pools *pools)
   p.nslots = slots_for(p.L.bytes, run->rot);
   point_desc(&p, 0);
   char why[256];
+  if (v->reference == GEMM_CPU_FALLBACK && strcmp(s->study, "square")) return; /* a square sweep says what it costs */
   const bool runs = v->reference == GEMM_THROUGH_HALFLAB ? run->dev->be->gemm->supports(&p.desc, why, sizeof why)
                                                          : reference_prepare(&p, why, sizeof why);
   if (!runs) {
@@ -744,16 +773,24 @@ static void run_point(gemm_run *run, int vi, int si, const operand_pools *pools)
 static void run_variants(gemm_run *run) {
   run->results = calloc((size_t)run->shapes.n * GEMM_VARIANTS, sizeof *run->results);
   if (!run->results) hl_fatal("out of memory");
-  printf("%-11s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
+  printf("%-12s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
          "median_ms", "TFLOP/s", "%peak");
   operand_pools pools = {.type = HL_F64};
-  /* each reference just before its path, on the same pools */
-  static const int order[GEMM_VARIANTS] = {6, 0, 1, 2, 3, 7, 4, 5};
-  for (int oi = 0; oi < GEMM_VARIANTS; oi++) {
-    const int vi = order[oi];
-    if (!run->chosen[vi]) continue;
-    ensure_pools(&pools, run, &gemm_variants[vi]);
-    for (int si = 0; si < run->shapes.n; si++) run_point(run, vi, si, &pools);
+  /* Variants that share an input type share the pools; within such a group
+   * each shape's variants run back to back (each reference just before its
+   * path), so a slow stretch of the machine lands on both sides of a ratio
+   * rather than on one variant's whole sweep. */
+  static const int order[GEMM_VARIANTS] = {6, 0, 1, 2, 3, 7, 4, 8, 5};
+  for (int first = 0; first < GEMM_VARIANTS;) {
+    int end = first + 1;
+    while (end < GEMM_VARIANTS && gemm_variants[order[end]].in == gemm_variants[order[first]].in) end++;
+    int group[GEMM_VARIANTS], n = 0;
+    for (int oi = first; oi < end; oi++)
+      if (run->chosen[order[oi]]) group[n++] = order[oi];
+    for (int gi = 0; gi < n; gi++) ensure_pools(&pools, run, &gemm_variants[group[gi]]);
+    for (int si = 0; si < run->shapes.n; si++)
+      for (int gi = 0; gi < n; gi++) run_point(run, group[gi], si, &pools);
+    first = end;
   }
   free_pools(run->dev, &pools);
 }

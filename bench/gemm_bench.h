@@ -16,6 +16,8 @@ typedef enum {
   GEMM_THROUGH_HALFLAB = 0, /* the backend's GEMM entry point */
   GEMM_REF_OPENBLAS,        /* cblas_sgemm (the fp32 path's reference) */
   GEMM_REF_ONEDNN,          /* oneDNN's bf16 matmul primitive (the bf16 path's) */
+  GEMM_CPU_FALLBACK,        /* the CPU backend's widening path, which runs a half GEMM
+                               where the CPU has no unit for it or HALFLAB_CPU_UNITS=portable */
 } gemm_reference;
 
 typedef struct {
@@ -26,7 +28,7 @@ typedef struct {
   gemm_reference reference;
 } gemm_variant;
 
-enum { GEMM_VARIANTS = 8 };
+enum { GEMM_VARIANTS = 9 };
 extern const gemm_variant gemm_variants[GEMM_VARIANTS];
 
 int gemm_variant_index(const char *name);

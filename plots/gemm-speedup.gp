@@ -18,10 +18,10 @@ present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { prin
 set datafile separator ','
 set datafile columnheaders
 
-array id[7] = ["tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16"]
-array label[7] = ["tf32 / fp32", "fp16 (fp32 acc) / fp32", "fp16 (fp16 acc) / fp32", "bf16 / fp32", "fp8 / fp32", \
-                  "OpenBLAS direct / fp32 path", "oneDNN bf16 direct / fp32 path"]
-array color[7] = ['#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9']
+array id[8] = ["tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16", "bf16-widened"]
+array label[8] = ["tf32 / fp32", "fp16 (fp32 acc) / fp32", "fp16 (fp16 acc) / fp32", "bf16 / fp32", "fp8 / fp32", \
+                  "OpenBLAS direct / fp32 path", "oneDNN bf16 direct / fp32 path", "bf16 CPU fallback / fp32 path"]
+array color[8] = ['#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9', '#7F7F00']
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
 set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
@@ -39,7 +39,7 @@ set ytics nomirror
 set key top left box opaque spacing 1.2 width 1
 
 cmd = ''
-do for [i=1:7] {
+do for [i=1:|id|] {
   if (has(id[i])) {
     cmd = cmd.sprintf("%s join using (column('n')):(strcol('variant') eq '%s' ? column('speedup') : 1/0) with linespoints pt 7 ps 0.8 lw 2 lc rgb '%s' title '%s'", \
                       cmd eq '' ? '' : ',', id[i], color[i], label[i])

@@ -21,11 +21,11 @@ set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
-array id[8] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16"]
-array label[8] = ["fp32 (SIMT / sgemm)", "tf32 (tensor cores)", "fp16, fp32 accumulate", "fp16, fp16 accumulate", \
+array id[9] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16", "bf16-widened"]
+array label[9] = ["fp32 (SIMT / sgemm)", "tf32 (tensor cores)", "fp16, fp32 accumulate", "fp16, fp16 accumulate", \
                   "bf16, fp32 accumulate", "fp8 e4m3, fp32 accumulate", "OpenBLAS sgemm called directly", \
-                  "oneDNN bf16 matmul called directly"]
-array color[8] = ['#000000', '#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9']
+                  "oneDNN bf16 matmul called directly", "bf16 on the CPU fallback (widened to fp32)"]
+array color[9] = ['#000000', '#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9', '#7F7F00']
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
 set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
@@ -48,7 +48,7 @@ set key bottom right box opaque spacing 1.2 width 1
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, in)
 # one line (and its peak) per variant present: the plot command is built as a string
 cmd = ''
-do for [i=1:8] {
+do for [i=1:|id|] {
   if (has(id[i])) {
     sel = sprintf('$c["study"] == "square" && $c["variant"] == "%s"', id[i])
     cmd = cmd.sprintf("%s rows('%s') using (column('m')):(column('tflops')) with linespoints pt 7 ps 0.8 lw 2 lc rgb '%s' title '%s'", \

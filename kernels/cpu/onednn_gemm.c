@@ -115,14 +115,16 @@ static bool key_of(const hl_gemm_desc *d, matmul_key *key, char *why, size_t len
   return true;
 }
 
-/* A oneDNN failure that is not "cannot run this": one line, exit 1 */
-static void check(dnnl_status_t st, const char *call, const matmul_key *k) {
+/* A oneDNN failure that is not "cannot run this": one line, exit 1, at the
+ * line of the call that failed */
+static void check_at(dnnl_status_t st, const char *call, const matmul_key *k, const char *file, int line) {
   if (st == dnnl_success) return;
-  if (!k) hl_fatal("oneDNN: %s failed: %s", call, dnnl_status2str(st));
-  hl_fatal("oneDNN matmul primitive (bf16 x bf16 -> %s, %lld x %lld x %lld, batch %lld): %s failed: %s",
-           hl_dtype_name((hl_dtype)k->c_type), (long long)k->m, (long long)k->n, (long long)k->k,
-           (long long)k->batch, call, dnnl_status2str(st));
+  if (!k) hl_fatal_at(file, line, "oneDNN: %s failed: %s", call, dnnl_status2str(st));
+  hl_fatal_at(file, line, "oneDNN matmul primitive (bf16 x bf16 -> %s, %lld x %lld x %lld, batch %lld): %s failed: %s",
+              hl_dtype_name((hl_dtype)k->c_type), (long long)k->m, (long long)k->n, (long long)k->k,
+              (long long)k->batch, call, dnnl_status2str(st));
 }
+#define check(st, call, k) check_at((st), (call), (k), __FILE__, __LINE__)
 
 /* ---------------------------------------------------- engine, threads -- */
 
@@ -234,26 +236,29 @@ static dnnl_primitive_attr_t attributes(const matmul_key *k) {
 static matmul_entry *make_entry(const matmul_key *k) {
   matmul_entry *e = HL_CHECK_ALLOC(calloc(1, sizeof *e), sizeof *e, "a oneDNN matmul cache entry");
   e->key = *k;
-  const char *call = "dnnl_memory_desc_init_by_strides";
+  /* "no implementation" and "not a layout it takes" (from any of these
+   * calls) send the key to the widening path; anything else is a failure,
+   * reported at the call that returned it */
+#define REFUSED_OR_FATAL(st, call)                                                                                      \
+  if ((st) == dnnl_unimplemented || (st) == dnnl_invalid_arguments) {                                                \
+    snprintf(e->what, sizeof e->what, "oneDNN has no matmul for this layout (%s: %s)", (call), dnnl_status2str(st)); \
+    return e;                                                                                                          \
+  }                                                                                                                    \
+  check((st), (call), k)
   dnnl_status_t st = operand_md(&e->a_md, k, k->m, k->k, k->trans_a, k->lda, k->stride_a, dnnl_bf16);
   if (st == dnnl_success) st = operand_md(&e->b_md, k, k->k, k->n, k->trans_b, k->ldb, k->stride_b, dnnl_bf16);
   if (st == dnnl_success)
     st = operand_md(&e->c_md, k, k->m, k->n, false, k->ldc, k->stride_c, k->c_type == HL_F32 ? dnnl_f32 : dnnl_bf16);
+  REFUSED_OR_FATAL(st, "dnnl_memory_desc_init_by_strides");
   dnnl_matmul_desc_t desc;
-  if (st == dnnl_success) call = "dnnl_matmul_desc_init", st = dnnl_matmul_desc_init(&desc, &e->a_md, &e->b_md, NULL, &e->c_md);
+  st = dnnl_matmul_desc_init(&desc, &e->a_md, &e->b_md, NULL, &e->c_md);
+  REFUSED_OR_FATAL(st, "dnnl_matmul_desc_init");
   dnnl_primitive_desc_t pd = NULL;
-  if (st == dnnl_success) {
-    dnnl_primitive_attr_t attr = attributes(k);
-    call = "dnnl_primitive_desc_create", st = dnnl_primitive_desc_create(&pd, &desc, attr, engine(), NULL);
-    dnnl_primitive_attr_destroy(attr);
-  }
-  /* "no implementation" and "not a layout it takes" send the key to the
-   * widening path; anything else is a failure */
-  if (st == dnnl_unimplemented || st == dnnl_invalid_arguments) {
-    snprintf(e->what, sizeof e->what, "oneDNN has no matmul for this layout (%s: %s)", call, dnnl_status2str(st));
-    return e;
-  }
-  check(st, call, k);
+  dnnl_primitive_attr_t attr = attributes(k);
+  st = dnnl_primitive_desc_create(&pd, &desc, attr, engine(), NULL);
+  dnnl_primitive_attr_destroy(attr);
+  REFUSED_OR_FATAL(st, "dnnl_primitive_desc_create");
+#undef REFUSED_OR_FATAL
   const char *impl = NULL;
   check(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl), "dnnl_primitive_desc_query(impl_info_str)", k);
   if (!strncmp(impl, "ref", 3)) {

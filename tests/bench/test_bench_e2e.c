@@ -27,13 +27,13 @@ static void test_gemm_tiny(void **state) {
                                "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflops", "peak_tflops",
                                "pct_of_peak", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", "attempts", NULL};
   expect_columns(t, cols);
-  /* every CPU variant at both sizes: fp32, fp16, bf16, the OpenBLAS
-   * reference and, with oneDNN built in, the oneDNN one */
-  static const char *variants[] = {"fp32", "fp16", "bf16", "openblas", "onednn-bf16"};
+  /* every CPU variant at both sizes: fp32, fp16, bf16, the CPU's bf16
+   * fallback, the OpenBLAS reference and, with oneDNN built in, the oneDNN one */
+  static const char *variants[] = {"fp32", "fp16", "bf16", "bf16-widened", "openblas", "onednn-bf16"};
 #ifdef HL_HAVE_ONEDNN
-  const int nvariants = 5;
+  const int nvariants = 6;
 #else
-  const int nvariants = 4;
+  const int nvariants = 5;
   assert_non_null(strstr(r.err, "skipping onednn-bf16"));
 #endif
   for (int v = 0; v < nvariants; v++) {
@@ -64,6 +64,8 @@ static void test_gemm_tiny(void **state) {
   }
   int f16 = hl_table_find(t, "variant", "fp16", NULL);
   assert_non_null(strstr(hl_table_get(t, f16, "implementation"), "widened"));
+  int bw = hl_table_find(t, "variant", "bf16-widened", NULL);
+  assert_non_null(strstr(hl_table_get(t, bw, "implementation"), "the CPU fallback"));
   /* the bf16 path names what ran: oneDNN (engine, version, its kernel) where
    * this build and CPU have it, else the widening path; the metadata says which */
   const char *bf16_impl = hl_table_get(t, hl_table_find(t, "variant", "bf16", NULL), "implementation");
