@@ -49,6 +49,35 @@ static long read_long_file(const char *path) {
   return v;
 }
 
+/* The largest data or unified cache of cpu0, as the kernel lists it in
+ * sysfs (what lscpu prints); glibc's sysconf only when sysfs has none.
+ * sysconf reads CPUID, which a hypervisor may fill with the host's figure:
+ * 320 MiB on the 2-core development VM, whose kernel says 32 MiB. */
+static uint64_t last_level_cache_bytes(void) {
+  uint64_t best = 0;
+  for (int i = 0; i < 16; i++) {
+    char path[96], type[32] = "", size[32] = "";
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (!fgets(type, sizeof type, f)) type[0] = '\0';
+    fclose(f);
+    if (strncmp(type, "Data", 4) && strncmp(type, "Unified", 7)) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!(f = fopen(path, "r"))) continue;
+    if (!fgets(size, sizeof size, f)) size[0] = '\0';
+    fclose(f);
+    char *unit;
+    uint64_t bytes = strtoull(size, &unit, 10);
+    bytes *= *unit == 'K' ? 1024u : *unit == 'M' ? 1048576u : *unit == 'G' ? 1073741824u : 1u;
+    if (bytes > best) best = bytes;
+  }
+  if (best) return best;
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return llc > 0 ? (uint64_t)llc : 0;
+}
+
 static void cpu_mem_info(uint64_t *free_bytes, uint64_t *total_bytes) {
   char kb[64];
   read_field("/proc/meminfo", "MemAvailable", kb, sizeof kb);
@@ -68,9 +97,7 @@ static void cpu_facts(hl_device_facts *out) {
   out->clock_mhz = atoi(mhz);
   out->max_clock_mhz = (int)(read_long_file("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") / 1000);
   cpu_mem_info(&out->free_mem, &out->total_mem);
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  out->l2_bytes = llc > 0 ? (uint64_t)llc : 0;
+  out->l2_bytes = last_level_cache_bytes();
   out->ecc = -1;
   out->mig = -1;
   snprintf(out->versions, sizeof out->versions, "OpenMP %d", _OPENMP);

@@ -16,6 +16,20 @@ static void expect_columns(const hl_table *t, const char *const *cols) {
     if (hl_table_col(t, cols[i]) < 0) fail_msg("column '%s' missing", cols[i]);
 }
 
+/* llc_bytes is the L3 the kernel lists in sysfs (as lscpu prints it), not
+ * CPUID's figure, which a hypervisor may fill with its host's */
+static void expect_llc_as_the_kernel_lists_it(const char *meta) {
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  if (!f) return; /* no L3 listed: nothing to compare with */
+  unsigned long long kib = 0;
+  const int got = fscanf(f, "%lluK", &kib);
+  fclose(f);
+  if (got != 1) return;
+  const char *at = strstr(meta, "# llc_bytes: ");
+  assert_non_null(at);
+  assert_true(strtoull(at + strlen("# llc_bytes: "), NULL, 10) == kib * 1024);
+}
+
 static void test_gemm_tiny(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
@@ -80,6 +94,7 @@ static void test_gemm_tiny(void **state) {
   assert_true(strstr(t->meta, "# peak_source: peak unknown") || strstr(t->meta, "# peak_source: CPU table"));
   assert_non_null(strstr(t->meta, "# sm_count: "));
   assert_non_null(strstr(t->meta, "# clock_mhz: "));
+  expect_llc_as_the_kernel_lists_it(t->meta);
   assert_non_null(strstr(t->meta, "# ecc: "));
   assert_non_null(strstr(t->meta, "# mig: "));
   assert_non_null(strstr(t->meta, "# method: "));
