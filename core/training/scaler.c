@@ -287,7 +287,7 @@ bool hl_scaler_update(hl_scaler *s) {
                                                    s->opts.backoff_factor, (int32_t)s->opts.growth_interval);
     hl_tensor_mark_modified(s->scale);
     hl_tensor_mark_modified(s->tracker);
-    if (timed) hl_op_span_end(&span, "scaler.update", 2 * (sizeof(float) + sizeof(int32_t)) + hl_tensor_nbytes(s->found_inf));
+    if (timed) hl_op_span_end(&span, "scaler.update", 2 * (sizeof(float) + sizeof(int32_t)) + sizeof(float) * (unsigned)s->n_opt);
   }
   reset_stages(s);
   return true;
