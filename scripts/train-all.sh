@@ -14,6 +14,8 @@
 #   underflow   SGD, initial weights x 0.05, the loss averaged over 4096 tokens: unscaled fp16
 #               gradients flush to zero
 #   threads-*   the tiny fp32 step with 1 and 2 threads, OMP_WAIT_POLICY passive and libgomp's default
+#   profile-small  the small preset's step op by op (--profile), fp32 and amp-bf16: 2 warm-up + 4
+#               timed steps each (about 15 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
 # 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
 # shape, and the CPU's runs above on the GPU.
@@ -75,6 +77,12 @@ fi
 # the tiny preset, every mode
 for m in $modes; do
   run tiny "$m" --device $device --steps "$(steps 600 60)" --eval-every "$(steps 50 20)"
+done
+
+# The small preset's step op by op: where fp32's and amp-bf16's time goes (REPORT.md's per-op table)
+for m in fp32 amp-bf16; do
+  run profile-small "$m" --device $device --preset small --steps "$(steps 6 3)" --warmup "$(steps 2 1)" \
+    --batch "$(steps 16 4)" --stats-every 0 --eval-every 1000000 --eval-samples 8 --profile
 done
 
 # GradScaler's dynamics: growth every 25 clean steps until fp16 overflows, then a back-off

@@ -16,6 +16,10 @@
  *     NaN), scale update
  * The step time runs from the batch upload to the end of the update (the
  * device synchronised), without the statistics, evaluation and logging.
+ * --profile records exactly that time (core/engine/op_profile.h), in the
+ * phases forward, backward, optimizer (unscale, norm, step, scale update)
+ * and other (zero_grad, the batch upload), from the first step after the
+ * warm-up on (all steps when the run ends within it, as the summary does).
  */
 #include <math.h>
 #include <signal.h>
@@ -31,6 +35,7 @@
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/mem.h"
+#include "core/engine/op_profile.h"
 #include "core/engine/op_trace.h"
 #include "core/engine/ops.h"
 #include "cli/stats.h"
@@ -260,6 +265,7 @@ typedef struct {
   double last_progress; /* when the progress line was last printed */
   double stats_sum[STAT_COLUMNS];
   int stats_cnt[STAT_COLUMNS];
+  hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
 } loop_state;
 
 /* One step as it went: what its row, the progress line and the checks after it need. */
@@ -312,6 +318,15 @@ static bool takes_statistics(const loop_state *s, int64_t step) {
 
 /* ---- the timed step */
 
+/* --profile leaves out what the step time leaves out: the loop pauses the
+ * profile wherever it pauses the step's clock. */
+static void profile_pause(loop_state *s) {
+  if (s->o->profile) s->held_phase = hl_op_profile_pause();
+}
+static void profile_resume(loop_state *s) {
+  if (s->o->profile) hl_op_profile_resume(s->held_phase, s->dev);
+}
+
 /* The seed's gradient penalty: gradients of the scaled loss with
  * create_graph, unscaled by a plain multiplication, the penalty computed
  * inside autocast; returns objective + penalty (a temporary of the pool). */
@@ -346,15 +361,19 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   train_model *m = s->m;
   train_mode *t = s->t;
   const int64_t step = rec->step;
+  profile_pause(s);
   const double g0 = hl_now_s(); /* the data generator is not part of the step */
   if (m->kind == MODEL_GPT) data_train_tokens(s->d, step, micro, &s->h.tokens);
   else data_train_samples(s->d, step, micro, &s->h.samples);
   rec->paused += hl_now_s() - g0;
+  profile_resume(s);
+  hl_op_profile_set_phase(HL_PROFILE_OTHER);
   hl_pool_push();
   hl_tensor *in, *tgt, *loss = NULL;
   upload(m, &s->h, s->dev, &in, &tgt);
   hl_tmp(in);
   hl_tmp(tgt);
+  hl_op_profile_set_phase(HL_PROFILE_FORWARD);
   hl_range_push("forward");
   HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
   hl_range_pop();
@@ -363,6 +382,7 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   rec->loss_sum += lv;
   rec->nonfinite_loss |= !isfinite(lv);
   hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
+  hl_op_profile_set_phase(HL_PROFILE_BACKWARD);
   hl_range_push("backward");
   if (o->grad_penalty > 0) objective = add_gradient_penalty(s, objective, rec->scale, step);
   if (!hl_backward(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false))
@@ -446,6 +466,7 @@ static void train_step(loop_state *s, step_record *rec) {
   const int64_t step = rec->step;
   const bool trace = o->trace_ops && step == s->first_step;
   if (trace) hl_op_trace_to(stderr);
+  if (o->profile) hl_op_profile_resume(HL_PROFILE_OTHER, s->dev);
   const double t0 = hl_now_s();
   hl_optim_zero_grad(t->opt);
   rec->lr = train_lr_at(o, step);
@@ -453,21 +474,28 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->scale = hl_scaler_get_scale(t->scaler);
   for (int micro = 0; micro < o->accum; micro++) forward_backward(s, micro, rec);
   if (trace) hl_op_trace_to(NULL);
+  hl_op_profile_set_phase(HL_PROFILE_OTHER);
   if (hl_step_set_has(&o->inject, step)) inject_inf(s->m);
+  hl_op_profile_set_phase(HL_PROFILE_OPTIMIZER);
   unscale_gradients(t, step);
   if (o->dump_grads && step == s->first_step) { /* for a peer's parity test; not timed */
+    profile_pause(s);
     const double d0 = hl_now_s();
     dump_grads(o->dump_grads, s->m, t);
     rec->paused += hl_now_s() - d0;
+    profile_resume(s);
   }
   rec->grad_norm = gradient_norm(o, t, step);
+  profile_pause(s);
   const double p0 = hl_now_s();
   if (rec->stats) census_before_update(s, rec);
   rec->paused += hl_now_s() - p0;
+  profile_resume(s);
   int64_t absorbed = 0;
   rec->skipped = optimizer_step(t, step, rec->stats ? &absorbed : NULL);
   s->be->synchronize();
   rec->step_s = hl_now_s() - t0 - rec->paused;
+  profile_pause(s);
   if (rec->stats && !rec->skipped) count_absorbed(s, absorbed, rec);
 }
 
@@ -606,7 +634,14 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       break;
     }
     step_record rec = {.step = step, .stats = takes_statistics(&s, step)};
+    if (o->profile && r.steps_done == o->warmup) { /* the warm-up is over: the profile starts again */
+      hl_op_profile_reset();
+      r.profile_steps = 0;
+      r.profile_step_ms = 0;
+    }
     train_step(&s, &rec);
+    if (r.profile_steps++ == 0) r.profile_first_step = step;
+    r.profile_step_ms += rec.step_s * 1e3;
     s.times[r.steps_done] = rec.step_s * 1e3;
     r.steps_done++;
     r.skipped += rec.skipped;

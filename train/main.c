@@ -152,6 +152,7 @@ int main(int argc, char **argv) {
   }
   char outbuf[4096];
   const char *outdir = o.steps > 0 ? hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf) : NULL;
+  if (outdir) profile_check_output(&o, outdir);
   if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_usage_error("--save-init: %s", hl_error());
   if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_usage_error("%s", err);
   if (o.steps == 0) {
@@ -176,8 +177,8 @@ int main(int argc, char **argv) {
   printf("%-10s %-13s %7lld %9.4g %10.4g %9.4g %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
          (long long)(r.first_step + r.steps_done - 1), r.last_loss, r.eval_loss, r.eval_acc, (long long)r.skipped,
          r.step_ms_median, hl_format_bytes(r.mem_peak, mem, sizeof mem), run_status_name(r.status));
-  fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
-          o.name, o.mode->name);
+  fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
+          o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "");
   if (r.status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o.mode->name, r.why);
 
   setup_mode_free(&t);

@@ -68,6 +68,8 @@ static const char usage[] =
     "  --hist-steps LIST     steps whose gradient histogram is written (default: first, middle, last)\n"
     "  --list-params         print each parameter's dtype, name, shape and bytes under --mode; write nothing\n"
     "  --trace-ops           print the first step's ops with their dtypes on stderr\n"
+    "  --profile             time, bytes and calls per op and phase (forward, backward, optimizer, other) over\n"
+    "                        the steps after --warmup: train_NAME_MODE_profile.csv\n"
     "\n"
     "For peers (bench/peers/):\n"
     "  --save-init FILE      write the initial weights (core/models/nn.h weight file, f32)\n"
@@ -85,7 +87,7 @@ static const char usage[] =
     "  --help, --version\n"
     "\n"
     "Files (in --out): train_NAME_MODE_steps.csv (per step, written line by line), train_NAME_MODE_hist.csv,\n"
-    "train_NAME_MODE_summary.csv, and the run's row in train_summary.csv.\n"
+    "train_NAME_MODE_summary.csv, the run's row in train_summary.csv; with --profile train_NAME_MODE_profile.csv.\n"
     "Exit status: 0 done, 1 failed run (e.g. a non-finite loss in fp32), 2 bad input, 130/143 stopped by\n"
     "SIGINT/SIGTERM (the CSVs hold complete lines and the summary is written).\n";
 
@@ -128,7 +130,7 @@ static int choice(const char *option, const char *value, const char *const *name
 typedef struct {
   const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name;
   const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
-  bool list_params, trace_ops;
+  bool list_params, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps;
   double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale;
@@ -222,6 +224,7 @@ static const train_option train_options[] = {
     OPT_TEXT("hist-steps", hist),
     OPT_FLAG("list-params", list_params),
     OPT_FLAG("trace-ops", trace_ops),
+    OPT_FLAG("profile", profile),
     /* for peers */
     OPT_TEXT("save-init", save_init),
     OPT_TEXT("init-weights", init_weights),
@@ -309,6 +312,7 @@ static void copy_plain_values(const given *g, train_opts *o) {
   o->resume = g->resume;
   o->list_params = g->list_params;
   o->trace_ops = g->trace_ops;
+  o->profile = g->profile;
   o->save_init = g->save_init;
   o->init_weights = g->init_weights;
   o->export_batches = g->export_batches;
@@ -454,6 +458,7 @@ static void resolve_peers(const given *g, const run_preset *p, train_opts *o) {
   if (o->export_batches && !p->gpt) hl_usage_error("--export-batches writes token batches: it needs --model gpt");
   o->export_steps = PICK(g->export_steps, o->steps);
   if (g->export_steps >= 0 && !o->export_batches) hl_usage_error("--export-steps needs --export-batches FILE");
+  if (o->profile && o->steps == 0) hl_usage_error("--profile times the training steps: it needs --steps >= 1");
   if (o->dump_grads && o->steps == 0) hl_usage_error("--dump-grads writes the first step's gradients: it needs --steps >= 1");
   if (o->resume && o->init_weights) hl_usage_error("--resume and --init-weights exclude each other (the checkpoint holds the weights)");
 }

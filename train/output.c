@@ -8,6 +8,7 @@
  *   train_NAME_MODE_summary.csv  the run in one row
  *   train_summary.csv            every run's summary row, one per (name,
  *                                mode), replaced when a run is repeated
+ *   train_NAME_MODE_profile.csv  --profile (profile_csv.c)
  * Tables are written to NAME.tmp and renamed when complete.
  */
 #include <errno.h>
@@ -261,6 +262,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
   write_table(w->dir, name, summary_header, &one, NULL);
   hl_csv_rows_free(&one);
   upsert_summary(w->dir, o->name, o->mode->name, row);
+  profile_write(o, w->dir, w->dev, r); /* last: its metadata lines are its own */
   hl_csv_rows_free(&w->hist);
   free(w);
 }

@@ -17,6 +17,7 @@
  *   stats.c    gradient census (fp16 zero / subnormal / overflow), log2
  *              histograms, absorbed updates (stats.h: no tensors, unit-tested)
  *   output.c   the per-step log, histogram and summary CSVs, progress
+ *   profile_csv.c  --profile's table of ops, phases and the step time
  */
 #ifndef HL_TRAIN_H
 #define HL_TRAIN_H
@@ -91,6 +92,7 @@ typedef struct {
   bool quick;
   bool list_params;
   bool trace_ops;
+  bool profile;        /* --profile: train_NAME_MODE_profile.csv (core/engine/op_profile.h) */
   const char *init_weights;
   const char *save_init;
   const char *export_batches;
@@ -217,6 +219,9 @@ typedef struct {
   /* timing over the steps after the warm-up */
   double step_ms_median, step_ms_min, items_per_s;
   int timed_n;
+  /* --profile: the steps it covers (the timed ones) and their summed step time */
+  int64_t profile_steps, profile_first_step;
+  double profile_step_ms;
   uint64_t mem_peak;
   run_status status;
   char why[256];
@@ -248,6 +253,13 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
 void output_abort(train_output *w);
 /* A CSV cell: empty when not measured (NaN), else %.9g. */
 const char *output_cell(double v, char *buf, size_t len);
+
+/* --profile: refuses (exit 2) a profile CSV that could not replace what is
+ * at its path; nothing is created. */
+void profile_check_output(const train_opts *o, const char *dir);
+/* --profile: train_NAME_MODE_profile.csv from core/engine/op_profile.h's
+ * table over r's profiled steps (exit 1 on an I/O error). */
+void profile_write(const train_opts *o, const char *dir, hl_device_kind dev, const run_result *r);
 
 /* A progress line on stderr when it is a terminal. */
 void output_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -19,6 +19,7 @@
 #include "core/base/device.h"
 #include "core/engine/dispatch.h"
 #include "core/engine/node.h"
+#include "core/engine/op_profile.h"
 #include "core/engine/ops.h"
 #include "core/engine/tensor_internal.h"
 
@@ -143,11 +144,14 @@ static bool exclusive(const hl_tensor *t) { return atomic_load(&t->refs) == 1 &&
 
 /* In-place t += g through the kernels (t exclusively ours, same shape). */
 static void add_into(hl_tensor *t, const hl_tensor *g) {
+  hl_op_span span;
+  const bool timed = hl_op_span_begin(&span); /* a kernel call, not an op: the profile names it itself */
   int64_t size4[HL_MAX_DIMS];
   hl_size4(t->ndim, t->shape, size4);
   hl_kview o = hl_kview_of(t, t->ndim, t->shape), b = hl_kview_of(g, t->ndim, t->shape);
   hl_backend_for(t->device)->tensor->binary(HL_BIN_ADD, &o, &o, &b, size4);
   hl_tensor_mark_modified(t);
+  if (timed) hl_op_span_end(&span, "autograd.accumulate", 2 * hl_tensor_nbytes(t) + hl_tensor_nbytes(g));
 }
 
 /* *slot += g, taking g's reference. Without create_graph a gradient we
@@ -174,17 +178,20 @@ static bool accumulate(hl_tensor **slot, hl_tensor *g, bool create_graph) {
 
 /* A private contiguous copy without history. */
 static hl_tensor *clone_detached(const hl_tensor *g) {
+  hl_op_span span;
+  const bool timed = hl_op_span_begin(&span);
   hl_tensor *c = hl_tensor_new("backward", g->ndim, g->shape, g->dtype, g->device);
-  if (!c) return NULL;
-  const struct hl_tensor_kernels *k = hl_kernels_for(g->device, "backward (gradient copy)");
-  if (!k) {
+  const struct hl_tensor_kernels *k = c ? hl_kernels_for(g->device, "backward (gradient copy)") : NULL;
+  if (k) {
+    int64_t size4[HL_MAX_DIMS];
+    hl_size4(g->ndim, g->shape, size4);
+    hl_kview d = hl_kview_of(c, c->ndim, c->shape), s = hl_kview_of(g, g->ndim, g->shape);
+    k->copy(&d, &s, size4);
+  } else {
     hl_release(c);
-    return NULL;
+    c = NULL;
   }
-  int64_t size4[HL_MAX_DIMS];
-  hl_size4(g->ndim, g->shape, size4);
-  hl_kview d = hl_kview_of(c, c->ndim, c->shape), s = hl_kview_of(g, g->ndim, g->shape);
-  k->copy(&d, &s, size4);
+  if (timed) hl_op_span_end(&span, "autograd.copy_grad", c ? 2 * hl_tensor_nbytes(g) : 0);
   return c;
 }
 
@@ -357,8 +364,13 @@ static bool run_node(graph *g, const run_opts *o, int i) {
 }
 
 static bool run(hl_tensor *const *roots, hl_tensor *const *root_grads, int n_roots, const run_opts *o) {
+  /* the profile puts everything the engine does in the backward phase */
+  const hl_profile_phase outer_phase = hl_op_profile_set_phase(HL_PROFILE_BACKWARD);
   graph g = {0};
-  if (!collect(&g, roots, n_roots)) return graph_free(&g), false;
+  if (!collect(&g, roots, n_roots)) {
+    hl_op_profile_set_phase(outer_phase);
+    return graph_free(&g), false;
+  }
   if (o->inputs) mark_needed(&g, o);
 
   /* modes for the backward functions: grad = create_graph, autocast off */
@@ -403,6 +415,7 @@ static bool run(hl_tensor *const *roots, hl_tensor *const *root_grads, int n_roo
   hl_autocast_pop_state();
   hl_set_grad_enabled(prev_grad);
   graph_free(&g);
+  hl_op_profile_set_phase(outer_phase);
   return ok;
 }
 

@@ -1,4 +1,5 @@
-/* dispatch.c — the common prologue and epilogue of every op. */
+/* dispatch.c — the common prologue and epilogue of every op, and its
+ * --profile span. */
 #include "core/engine/dispatch.h"
 
 #include <stdio.h>
@@ -22,8 +23,28 @@ static void release_casts(hl_op_call *c) {
     }
 }
 
+/* The op's bytes for the profile: its inputs as it computed on them and
+ * its output; an output sharing an input's storage moved nothing. */
+static uint64_t op_bytes(const hl_op_call *c, const hl_tensor *out) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < c->n; i++) {
+    if (!c->in[i]) continue;
+    if (out && out->storage == c->in[i]->storage) return 0;
+    bytes += hl_tensor_nbytes(c->in[i]);
+  }
+  return out ? bytes + hl_tensor_nbytes(out) : bytes;
+}
+
+/* A failed op still took its time: it is counted, without bytes. */
+static void end_span(hl_op_call *c, uint64_t bytes) {
+  if (!c->profiled) return;
+  c->profiled = false;
+  hl_op_span_end(&c->span, c->op->name, bytes);
+}
+
 hl_tensor *hl_op_abort(hl_op_call *c) {
   release_casts(c);
+  end_span(c, 0);
   return NULL;
 }
 
@@ -42,7 +63,22 @@ static bool cast_input(hl_op_call *c, int i, hl_dtype to, bool by_autocast) {
   return true;
 }
 
+static bool op_begin(hl_op_call *c, hl_op_id id, hl_tensor *const *inputs, const uint8_t *roles, int n);
+
+/* The profile's span starts before the checks and autocast's casts: the
+ * casts are ops of their own, nested in this one. */
 bool hl_op_begin(hl_op_call *c, hl_op_id id, hl_tensor *const *inputs, const uint8_t *roles, int n) {
+  hl_op_span span = {0};
+  const bool profiled = hl_op_span_begin(&span);
+  c->profiled = false; /* op_begin's own refusals (hl_op_abort) must not end the span */
+  const bool ok = op_begin(c, id, inputs, roles, n);
+  c->profiled = profiled;
+  c->span = span;
+  if (!ok) end_span(c, 0); /* a refusal inside op_begin has released its casts already */
+  return ok;
+}
+
+static bool op_begin(hl_op_call *c, hl_op_id id, hl_tensor *const *inputs, const uint8_t *roles, int n) {
   memset(c, 0, offsetof(hl_op_call, in));
   c->op = hl_op_get(id);
   c->n = n;
@@ -148,6 +184,8 @@ hl_tensor *hl_op_end(hl_op_call *c, hl_tensor *out) {
       snprintf(note, sizeof note, "  (%s)", note_);
     hl_op_trace_line("%-12s in %s -> %s%s%s", c->op->name, ins, hl_desc(out), note, in_backward_ ? "  (backward)" : "");
   }
+  const uint64_t bytes = c->profiled ? op_bytes(c, out) : 0;
   release_casts(c);
+  end_span(c, bytes);
   return out;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/engine/node.h"
+#include "core/engine/op_profile.h"
 #include "core/engine/op_trace.h"
 #include "core/engine/registry.h"
 #include "core/engine/tensor_internal.h"
@@ -43,10 +44,13 @@ typedef struct {
   const hl_backend *backend;
   hl_autocast_policy applied; /* the policy autocast applied, HL_POLICY_NONE if it was off */
   hl_dtype autocast_dtype;
+  bool profiled;   /* the profile was recording when the op began: its span ends with the op */
+  hl_op_span span; /* from hl_op_begin's entry, the autocast casts included */
 } hl_op_call;
 
 bool hl_op_begin(hl_op_call *c, hl_op_id op, hl_tensor *const *inputs, const uint8_t *roles, int n);
-/* Traces, releases the casts, returns out (NULL stays NULL). */
+/* Traces, releases the casts, ends the op's profile span, returns out
+ * (NULL stays NULL). */
 hl_tensor *hl_op_end(hl_op_call *c, hl_tensor *out);
 /* Releases the casts after a failure; returns NULL. */
 hl_tensor *hl_op_abort(hl_op_call *c);

@@ -7,6 +7,7 @@
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/mem.h"
+#include "core/engine/op_profile.h"
 #include "core/training/optim_internal.h"
 
 /* The non-NULL gradients among grads[0..n) as in-place views, checked to
@@ -64,16 +65,23 @@ static bool clip_norm(hl_tensor *const *grads, int n, double max_norm, double no
   bool ok = kern && scratch && out;
   if (kern && !ok) hl_fail_bool("%s: out of %s memory for the norm's partial sums", what, hl_device_kind_name(dev));
   if (ok) {
+    hl_op_span span;
+    bool timed = hl_op_span_begin(&span);
     kern->grad_norm(v, k, type, max_norm, scratch, out);
     float norm = 0.0f;
     if (total_norm || error_if_nonfinite) hl_backend_for(dev)->copy_to_host(&norm, out, sizeof norm);
+    uint64_t read = 0;
+    for (int i = 0; i < k; i++) read += (uint64_t)v[i].numel * hl_dtype_size(v[i].src_dtype);
+    if (timed) hl_op_span_end(&span, "clip.grad_norm", read);
     if (total_norm) *total_norm = norm;
     if (error_if_nonfinite && !isfinite(norm)) {
       ok = hl_fail_bool("%s: the total %s-norm of the gradients is %s; the gradients are left as they were "
                         "(error_if_nonfinite)", what, type == HL_NORM_INF ? "inf" : type == HL_NORM_L1 ? "1" : "2",
                         isnan(norm) ? "nan" : "inf");
     } else if (clip) {
+      timed = hl_op_span_begin(&span);
       kern->scale_grads(v, k, out + 1);
+      if (timed) hl_op_span_end(&span, "clip.scale_grads", hl_grad_views_bytes(v, k));
     }
   }
   if (scratch) hl_mem_free(dev, scratch, scratch_bytes);

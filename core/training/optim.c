@@ -8,6 +8,7 @@
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/mem.h"
+#include "core/engine/op_profile.h"
 #include "core/training/optim_internal.h"
 #include "core/engine/ops.h"
 #include "core/engine/tensor.h"
@@ -59,6 +60,13 @@ void hl_grad_view_of(const hl_tensor *dst, const hl_tensor *src, hl_grad_view *v
     v->dst_stride[d] = td >= 0 ? dst->stride[td] : 0;
     v->src_stride[d] = td >= 0 && td < src->ndim ? src->stride[td] : 0;
   }
+}
+
+uint64_t hl_grad_views_bytes(const hl_grad_view *v, int n) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    bytes += (uint64_t)v[i].numel * (hl_dtype_size(v[i].src_dtype) + hl_dtype_size(v[i].dst_dtype));
+  return bytes;
 }
 
 /* ------------------------------------------------------ construction -- */
@@ -299,13 +307,32 @@ bool hl_optim_prepare_grads(hl_optim *o) {
     o->master_grad_set[i] = true;
   }
   /* copy = unscale by exactly 1 (the kernel then writes the value as read) */
+  hl_op_span span;
+  const bool timed = hl_op_span_begin(&span);
   const float *one = hl_tensor_data(o->consts);
   hl_backend_for(o->device)->optim->unscale(v, k, one, (float *)one + 1);
+  if (timed) hl_op_span_end(&span, "optim.master_grads", hl_grad_views_bytes(v, k));
   free(v);
   for (int i = 0; i < o->n; i++)
     if (o->master_grad_set[i]) hl_tensor_mark_modified(o->master_grad[i]);
   o->master_grads_ready = true;
   return true;
+}
+
+static uint64_t nbytes_or_0(const hl_tensor *t) { return t ? hl_tensor_nbytes(t) : 0; }
+
+/* For the profile: what the step reads (gradient, weight, moments) plus
+ * what it writes (weight, moments, and the model's copy of a master weight). */
+static uint64_t step_bytes(const hl_optim *o, const int *which, int k) {
+  uint64_t bytes = 0;
+  for (int j = 0; j < k; j++) {
+    const int i = which[j];
+    const hl_tensor *weight = o->master[i] ? o->master[i] : o->params[i];
+    bytes += nbytes_or_0(hl_optim_grad(o, i)) + 2 * (hl_tensor_nbytes(weight) + nbytes_or_0(o->buf1[i]) +
+                                                     nbytes_or_0(o->buf2[i]));
+    if (o->master[i]) bytes += hl_tensor_nbytes(o->params[i]);
+  }
+  return bytes;
 }
 
 bool hl_optim_step(hl_optim *o, int64_t *absorbed) {
@@ -363,6 +390,8 @@ bool hl_optim_step(hl_optim *o, int64_t *absorbed) {
     which[k++] = i;
   }
   if (ok && k > 0) {
+    hl_op_span span;
+    const bool timed = hl_op_span_begin(&span);
     const struct hl_optim_kernels *kern = hl_backend_for(o->device)->optim;
     uint64_t *counter = NULL;
     if (absorbed) {
@@ -390,6 +419,7 @@ bool hl_optim_step(hl_optim *o, int64_t *absorbed) {
       hl_backend_for(o->device)->copy_to_host(&count, o->absorbed, sizeof count);
       *absorbed = (int64_t)count;
     }
+    if (timed) hl_op_span_end(&span, o->kind == HL_OPTIM_SGD ? "optim.sgd" : "optim.adamw", step_bytes(o, which, k));
   } else if (ok && absorbed) {
     *absorbed = 0;
   }

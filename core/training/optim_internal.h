@@ -33,6 +33,8 @@ const struct hl_optim_kernels *hl_optim_kernels_for(hl_device_kind device, const
 /* The view of one gradient for the unscale / norm / scale / clamp passes:
  * dst written, src read (the same tensor for in-place passes). */
 void hl_grad_view_of(const hl_tensor *dst, const hl_tensor *src, hl_grad_view *out);
+/* For the profile: the bytes a pass over views reads (src) plus writes (dst). */
+uint64_t hl_grad_views_bytes(const hl_grad_view *v, int n);
 
 /* g can be parameter i's gradient: same shape, dtype and device (false
  * with a message naming `what` otherwise). */

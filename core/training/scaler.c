@@ -8,6 +8,7 @@
 
 #include "core/base/device.h"
 #include "core/base/error.h"
+#include "core/engine/op_profile.h"
 #include "core/engine/ops.h"
 #include "core/training/optim_internal.h"
 
@@ -201,11 +202,14 @@ bool hl_scaler_unscale(hl_scaler *s, hl_optim *o) {
     }
   }
   if (ok) {
+    hl_op_span span;
+    const bool timed = hl_op_span_begin(&span);
     const struct hl_optim_kernels *kern = hl_backend_for(s->device)->optim;
     float *found = found_slot(s, st);
     kern->reciprocal(hl_tensor_data(s->inv_scale), hl_tensor_data(s->scale));
     hl_backend_for(s->device)->zero(found, sizeof *found);
     kern->unscale(v, k, hl_tensor_data(s->inv_scale), found);
+    if (timed) hl_op_span_end(&span, "scaler.unscale", hl_grad_views_bytes(v, k));
     for (int i = 0; i < o->n; i++) {
       hl_tensor *g = hl_tensor_grad(o->params[i]);
       if (set[i]) hl_tensor_mark_modified(o->master_grad[i]);
@@ -227,9 +231,12 @@ bool hl_scaler_unscale(hl_scaler *s, hl_optim *o) {
 
 static int read_found(const hl_scaler *s, opt_state *st) {
   if (st->found_host < 0) {
+    hl_op_span span; /* on a GPU the step waits here for the unscale */
+    const bool timed = hl_op_span_begin(&span);
     float f = 0.0f;
     hl_backend_for(s->device)->copy_to_host(&f, found_slot(s, st), sizeof f);
     st->found_host = f != 0.0f;
+    if (timed) hl_op_span_end(&span, "scaler.read_found_inf", sizeof f);
   }
   return st->found_host;
 }
@@ -273,11 +280,14 @@ bool hl_scaler_update(hl_scaler *s) {
     return hl_fail_bool("update: no inf checks were recorded prior to update() (no optimizer with gradients was "
                         "unscaled or stepped since the last update)");
   if (!s->opts.fixed_scale) {
+    hl_op_span span;
+    const bool timed = hl_op_span_begin(&span);
     hl_backend_for(s->device)->optim->update_scale(hl_tensor_data(s->scale), hl_tensor_data(s->tracker),
                                                    hl_tensor_data(s->found_inf), mask, s->opts.growth_factor,
                                                    s->opts.backoff_factor, (int32_t)s->opts.growth_interval);
     hl_tensor_mark_modified(s->scale);
     hl_tensor_mark_modified(s->tracker);
+    if (timed) hl_op_span_end(&span, "scaler.update", 2 * (sizeof(float) + sizeof(int32_t)) + sizeof(float) * (unsigned)s->n_opt);
   }
   reset_stages(s);
   return true;

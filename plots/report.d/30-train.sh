@@ -3,7 +3,8 @@
 # halflab-train per precision mode (final loss and accuracy, speed and
 # memory against fp32), the checks of issue 6 computed from the CSVs, the
 # demonstrations of fp16 without loss scaling and pure fp16 weights, the
-# thread measurements, and every chart. Prints nothing when the folder holds
+# thread measurements, the small step op by op (--profile; "not measured"
+# without its CSVs), and every chart. Prints nothing when the folder holds
 # no train_summary.csv.
 set -euo pipefail
 dir=${1:?usage: plots/report.d/30-train.sh RESULTS_DIR}
@@ -204,6 +205,67 @@ if q '$c["name"] ~ /^threads-/ { n++ } END { exit !n }'; then
   echo "| run | threads | wait policy | step (ms, median) | fastest step (ms) | load at start | load at end |"
   echo "|---|---|---|---|---|---|---|"
   q '$c["name"] ~ /^threads-/ { printf "| %s | %s | %s | %.2f | %.2f | %s | %s |\n", $c["name"], $c["threads"], $c["omp_wait_policy"], $c["step_time_ms_median"], $c["step_time_ms_min"], $c["load_start"], $c["load_end"] }'
+  echo
+fi
+
+# ---------------------------------------------------------------- the step, op by op (--profile)
+echo "### Where the step's time goes: \`--profile\`, the small preset"
+echo
+prof() { echo "train_profile-small_$1_profile.csv"; }
+pfiles=()
+for m in fp32 amp-bf16; do have "$(prof $m)" && pfiles+=("$dir/$(prof $m)"); done
+if [ ${#pfiles[@]} = 0 ]; then
+  echo "not measured: no train_profile-small_{fp32,amp-bf16}_profile.csv here (scripts/train-all.sh writes them)."
+  echo
+else
+  for m in fp32 amp-bf16; do
+    have "$(prof $m)" || { echo "- $m: not measured (no $(prof $m))."; continue; }
+    th=$(meta "$(prof $m)" threads)
+    echo "- $m: $(meta "$(prof $m)" profile_steps | sed 's/ (/ timed steps (/')${th:+; threads $th}."
+  done
+  echo
+  echo "Per op and phase, the time per step (self time: an op's wall clock, its kernel included, less the ops it ran"
+  echo "inside it, such as autocast's casts, which are the \`to\` rows) and its share of the step; the top ops of"
+  echo "each mode by time and every cast, sorted by fp32's. \`kernel\` rows are kernels the autograd engine and the optimizer call"
+  echo "themselves. Bytes are the op's input and output tensors (not measured memory traffic). Files: $(prof '{fp32,amp-bf16}');"
+  echo "columns and rows: docs/train.md (Profile)."
+  echo
+  echo "| phase | op | kind | calls/step (fp32 / amp-bf16) | fp32 ms/step | fp32 % of step | amp-bf16 ms/step | amp-bf16 % of step | amp-bf16 / fp32 | amp-bf16 GB/s |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  awk -F, -v top=12 '
+    FNR == 1 { h = 0; f = (FILENAME ~ /_fp32_profile\.csv$/) ? "fp32" : "amp-bf16"; got[f] = 1 }
+    /^#/ { next }
+    !h { split("", c); for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
+    {
+      k = $c["phase"] SUBSEP $c["op"]
+      ms[f, k] = $c["ms_per_step"]; pct[f, k] = $c["time_pct_of_step"]; calls[f, k] = $c["calls_per_step"]
+      gbs[f, k] = $c["gbytes_per_s"]; kind[k] = $c["kind"]
+      if ($c["kind"] != "op" && $c["kind"] != "kernel") { if (!(k in tail)) { tail[k] = 1; tails[++nt] = k } ; next }
+      # the top ops of each mode, and every cast: what autocast costs is the question
+      if ((++rank[f] <= top || $c["op"] == "to") && !(k in chosen)) { chosen[k] = 1; keys[++n] = k }
+    }
+    function t(f, k) { return ((f, k) in ms) ? ms[f, k] + 0 : -1 }
+    function cell(v, fmt) { return v == "" ? "-" : sprintf(fmt, v) }
+    function row(k,   p, a, b) {
+      split(k, p, SUBSEP)
+      a = ((("fp32", k) in ms) ? ms["fp32", k] : ""); b = ((("amp-bf16", k) in ms) ? ms["amp-bf16", k] : "")
+      printf "| %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], kind[k],
+        cell(calls["fp32", k], "%g"), cell(calls["amp-bf16", k], "%g"), cell(a, "%.2f"), cell(pct["fp32", k], "%.1f%%"),
+        cell(b, "%.2f"), cell(pct["amp-bf16", k], "%.1f%%"), (a != "" && b != "" && a > 0) ? sprintf("%.2fx", b / a) : "-",
+        cell(gbs["amp-bf16", k], "%.1f")
+    }
+    END {
+      for (i = 2; i <= n; i++)  # by fp32 time, else amp-bf16 time, largest first
+        for (j = i; j > 1; j--) {
+          x = keys[j]; y = keys[j - 1]
+          if (t("fp32", x) > t("fp32", y) || (t("fp32", x) == t("fp32", y) && t("amp-bf16", x) > t("amp-bf16", y))) { keys[j] = y; keys[j - 1] = x } else break
+        }
+      for (i = 1; i <= n; i++) row(keys[i])
+      for (i = 1; i <= nt; i++) row(tails[i])
+    }' "${pfiles[@]}"
+  echo
+  echo "The \`(phase total)\` rows are each phase's wall time, \`(unattributed)\` the part of a phase (or of the step)"
+  echo "outside every op and kernel: the framework's own work (graph bookkeeping, allocation, dispatch)."
   echo
 fi
 

@@ -7,7 +7,10 @@
  * CSV lines and a summary; bad input is one line, exit 2 and no file; the
  * peers' files (--save-init / --init-weights, --export-batches); the MLP
  * with accumulation, clipping and the gradient penalty; --text; the small
- * preset on its generated text; --list-params and --trace-ops. */
+ * preset on its generated text; --list-params and --trace-ops; --profile
+ * (its table read back against the step times and the model's products,
+ * nothing written without it or by a failed run, an unwritable output
+ * refused up front). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -545,10 +548,147 @@ static void test_listing_and_trace(void **state) {
   free(dir);
 }
 
+/* ------------------------------------------------------------ --profile -- */
+
+/* The tiny GPT's forward: per layer 4 linears (qkv, attention projection,
+ * fc, mlp projection) and 2 attention matmuls, plus the tied head's linear;
+ * the backward: 2 mm per linear (input and weight gradients), 2 matmuls per
+ * matmul. */
+enum { TINY_LAYERS = 2, FWD_LINEAR = 4 * TINY_LAYERS + 1, FWD_MATMUL = 2 * TINY_LAYERS };
+
+static double profile_num(const hl_table *t, const char *phase, const char *op, const char *col) {
+  const int r = hl_table_find(t, "phase", phase, "op", op, NULL);
+  if (r < 0) fail_msg("profile: no row %s,%s", phase, op);
+  return hl_table_num(t, r, col);
+}
+
+/* A profile CSV read back: its steps, the phases, calls, the ops' times
+ * within the phases' and the step's, and the products the model runs. */
+static hl_table *check_profile(const char *dir, const char *mode, int steps, int warmup) {
+  hl_table *t = csv(dir, "tiny", mode, "profile");
+  const char *cols[] = {"phase", "op", "kind", "calls", "calls_per_step", "time_ms", "ms_per_step", "time_pct_of_step",
+                        "bytes", "gbytes_per_s"};
+  for (int k = 0; k < 10; k++) assert_true(hl_table_col(t, cols[k]) >= 0);
+  const char *m = strstr(t->meta, "# profile_steps: ");
+  assert_non_null(m);
+  const int profiled = steps - warmup;
+  assert_int_equal(strtol(m + strlen("# profile_steps: "), NULL, 10), profiled);
+  assert_non_null(strstr(t->meta, "# profile_time: self time"));
+  assert_non_null(strstr(t->meta, "# profile_bytes: "));
+
+  /* the step total is the steps CSV's step_time_ms over the profiled steps */
+  hl_table *st = csv(dir, "tiny", mode, "steps");
+  double step_ms = 0;
+  for (int r = warmup; r < steps; r++) step_ms += hl_table_num(st, r, "step_time_ms");
+  hl_table_free(st);
+  const double total = profile_num(t, "step", "(step total)", "time_ms");
+  assert_true(fabs(total - step_ms) <= 1e-3 * step_ms);
+  assert_true(fabs(profile_num(t, "step", "(step total)", "time_pct_of_step") - 100) < 1e-9);
+
+  const char *phases[] = {"forward", "backward", "optimizer", "other"};
+  double ops_ms[4] = {0}, all_ops = 0, prev = INFINITY;
+  for (int r = 0; r < t->nrows; r++) {
+    const char *kind = hl_table_get(t, r, "kind");
+    if (strcmp(kind, "op") && strcmp(kind, "kernel")) continue;
+    const double ms = hl_table_num(t, r, "time_ms");
+    assert_true(ms >= 0 && ms <= prev); /* sorted by time */
+    prev = ms;
+    assert_true(hl_table_num(t, r, "calls") > 0);
+    assert_true(hl_table_num(t, r, "bytes") >= 0);
+    int p = 0;
+    while (p < 4 && strcmp(hl_table_get(t, r, "phase"), phases[p])) p++;
+    assert_true(p < 4);
+    ops_ms[p] += ms;
+    all_ops += ms;
+  }
+  double phases_ms = 0;
+  for (int p = 0; p < 4; p++) {
+    const double wall = profile_num(t, phases[p], "(phase total)", "time_ms");
+    assert_true(ops_ms[p] <= wall * (1 + 1e-6) + 1e-6); /* within the phase's time */
+    assert_true(fabs(profile_num(t, phases[p], "(unattributed)", "time_ms") - (wall - ops_ms[p])) < 1e-3 + 1e-6 * wall);
+    phases_ms += wall;
+  }
+  assert_true(profile_num(t, "forward", "(phase total)", "calls") > 0);
+  assert_true(profile_num(t, "backward", "(phase total)", "calls") > 0);
+  assert_true(profile_num(t, "optimizer", "(phase total)", "calls") > 0);
+  assert_true(all_ops <= total); /* the ops' times add up to no more than the step */
+  assert_true(fabs(phases_ms - total) <= 0.05 * total + 0.5); /* the phases tile the step (the clocks read apart) */
+
+  /* what the model does per step */
+  assert_true(profile_num(t, "forward", "linear", "calls_per_step") == FWD_LINEAR);
+  assert_true(profile_num(t, "forward", "matmul", "calls_per_step") == FWD_MATMUL);
+  assert_int_equal(hl_table_find(t, "phase", "forward", "op", "mm", NULL), -1);
+  assert_true(profile_num(t, "backward", "mm", "calls_per_step") == 2 * FWD_LINEAR);
+  assert_true(profile_num(t, "backward", "matmul", "calls_per_step") == 2 * FWD_MATMUL);
+  assert_true(profile_num(t, "forward", "linear", "calls") == FWD_LINEAR * profiled);
+  assert_true(profile_num(t, "optimizer", "optim.adamw", "calls_per_step") == 1);
+  assert_string_equal(hl_table_get(t, hl_table_find(t, "phase", "optimizer", "op", "optim.adamw", NULL), "kind"),
+                      "kernel");
+  return t;
+}
+
+static void test_profile(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  run_ok(NULL, SMALL " --steps 4 --warmup 1 --mode fp32 --profile --out %s", dir);
+  run_ok(NULL, SMALL " --steps 4 --warmup 1 --mode amp-bf16 --profile --out %s", dir);
+  hl_table *f = check_profile(dir, "fp32", 4, 1), *b = check_profile(dir, "amp-bf16", 4, 1);
+  /* fp32 casts nothing; amp-bf16's casts are ops, and its products move half the bytes */
+  assert_int_equal(hl_table_find(f, "op", "to", NULL), -1);
+  assert_true(profile_num(b, "forward", "to", "calls") > 0);
+  assert_true(profile_num(b, "backward", "to", "calls") > 0);
+  assert_true(profile_num(b, "forward", "linear", "bytes") * 2 == profile_num(f, "forward", "linear", "bytes"));
+  hl_table_free(f);
+  hl_table_free(b);
+  /* a run shorter than its warm-up profiles every step, as the summary times them */
+  run_ok(NULL, SMALL " --steps 2 --warmup 5 --mode fp32 --name short --profile --out %s", dir);
+  hl_table *s = csv(dir, "short", "fp32", "profile");
+  assert_non_null(strstr(s->meta, "# profile_steps: 2 (steps 1 to 2"));
+  hl_table_free(s);
+
+  /* without --profile no profile is written, and an earlier one is left as it was */
+  size_t n0, n1;
+  char *before = hl_read_file(hl_path(dir, "train_tiny_fp32_profile.csv"), &n0);
+  run_ok(NULL, SMALL " --steps 2 --mode fp32 --name plain --out %s", dir);
+  assert_false(hl_file_exists(hl_path(dir, "train_plain_fp32_profile.csv")));
+  run_ok(NULL, SMALL " --steps 2 --mode fp32 --out %s", dir);
+  /* a failed run (a non-finite loss in fp32) writes no profile either */
+  hl_run_result r = hl_run("%s " SMALL " --mode fp32 --steps 6 --inject-nonfinite 3 --profile --out %s", train(), dir);
+  assert_int_equal(r.status, 1);
+  hl_run_free(&r);
+  char *after = hl_read_file(hl_path(dir, "train_tiny_fp32_profile.csv"), &n1);
+  assert_true(n0 == n1 && !memcmp(before, after, n0));
+  free(before);
+  free(after);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* --profile with an output it cannot write: refused before the run, one
+ * line, exit 2, nothing created. */
+static void test_profile_refused(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_write_file(hl_path(dir, "file"), "x", 1);
+  hl_expect_refused(dir, 2, "--out", "%s " SMALL " --steps 2 --profile --out %s/file/out", train(), dir);
+  /* the profile's own path taken by a folder: the run's other files are not started either */
+  char *out = strdup(hl_path(dir, "out"));
+  assert_int_equal(mkdir(out, 0755), 0);
+  assert_int_equal(mkdir(hl_path(out, "train_tiny_fp32_profile.csv"), 0755), 0);
+  hl_expect_refused(out, 2, "--profile: cannot write", "%s " SMALL " --steps 2 --profile --out %s", train(), out);
+  hl_expect_refused(dir, 2, "--profile", "%s " SMALL " --steps 0 --save-init %s/w.bin --profile --out %s", train(),
+                    dir, out);
+  free(out);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_listing_and_trace),
+      cmocka_unit_test(test_profile),
+      cmocka_unit_test(test_profile_refused),
       cmocka_unit_test(test_every_mode),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_inject_nonfinite),
