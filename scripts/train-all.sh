@@ -14,6 +14,9 @@
 #   underflow   SGD, initial weights x 0.05, the loss averaged over 4096 tokens: unscaled fp16
 #               gradients flush to zero
 #   threads-*   the tiny fp32 step with 1 and 2 threads, OMP_WAIT_POLICY passive and libgomp's default
+#   gpt2-cpu    GPT-2 124M (--preset gpt2) in fp32, amp-bf16 and amp-fp16 at the largest batch of
+#               1024 tokens the footprint benchmark found to fit (footprint_training.csv), 1 warm-up +
+#               3 timed steps: what a step costs on this CPU (about 25 minutes on 2 cores at batch 13)
 #   profile-small  the small preset's step op by op (--profile), fp32 and amp-bf16: 2 warm-up + 4
 #               timed steps each (about 15 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
@@ -115,5 +118,27 @@ if [ $gpu = 0 ]; then
         --eval-every 1000000 --stats-every 0 --warmup 10
     done
   done
+fi
+# GPT-2 124M on the CPU: what a step costs per mode, at the largest batch of 1024 tokens that the
+# footprint benchmark says fits in this machine's memory (all three modes alike), 1 warm-up + 3 timed
+# steps, no convergence (--quick: batch 1, 1 + 1 steps).
+if [ $gpu = 0 ]; then
+  if [ $quick = 1 ]; then
+    gpt2_batch=1
+  else
+    dir=${out[1]:-$(scripts/results-dir.sh "$build" cpu)}
+    fp=$dir/footprint_training.csv
+    gpt2_batch=$( [ -f "$fp" ] && awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
+      $c["device"] == "cpu" && $c["model"] == "gpt2-124m" && $c["seq"] == 1024 && $c["mode"] ~ /^(fp32|amp-bf16|amp-fp16)$/ {
+        b = $c["max_batch"] + 0; if (!n++ || b < best) best = b } END { if (n) print best }' "$fp" )
+  fi
+  if [ -z "${gpt2_batch:-}" ] || [ "$gpt2_batch" -lt 1 ]; then
+    echo "train-all: gpt2-cpu skipped: no footprint_training.csv with a GPT-2 124M batch that fits (halflab-bench footprint writes it)" >&2
+  else
+    for m in fp32 amp-bf16 amp-fp16; do
+      run gpt2-cpu "$m" --device cpu --preset gpt2 --batch "$gpt2_batch" --steps "$(steps 4 2)" --warmup 1 \
+        --eval-every 1000000 --eval-samples 1 --stats-every 0
+    done
+  fi
 fi
 echo "train-all: done in $((SECONDS - start)) s" >&2

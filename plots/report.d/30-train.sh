@@ -95,6 +95,17 @@ if has gpt2-converge; then
   mode_table gpt2-converge
 fi
 
+if has gpt2-cpu; then
+  echo "### GPT-2 124M on this CPU (\`--preset gpt2\` at the largest batch that fits, 1 warm-up + 3 timed steps)"
+  echo
+  echo "$(config gpt2-cpu). What a training step of GPT-2 124M costs on this CPU per mode, at the largest batch of"
+  echo "1024 tokens the footprint benchmark says fits in its memory; no convergence run (the losses are those of the"
+  echo "first steps). The products run as in the small preset: fp32 on sgemm, bf16 on oneDNN's bf16 matmul where the"
+  echo "CPU has bf16 units, fp16 widened to fp32."
+  echo
+  mode_table gpt2-cpu
+fi
+
 if has tiny; then
   echo "### The tiny preset (sorting task, every mode)"
   echo
