@@ -36,6 +36,14 @@ for section in "## Numerics probes" "## GEMM and memory bandwidth" "## Memory fo
   "## PyTorch peer"; do
   grep -qF "$section" "$report" || fail "REPORT.md lacks the section '$section'"
 done
+# On a CPU the training section shows what a GPT-2 124M step costs there
+if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
+  grep -q '^### GPT-2 124M on this CPU' "$report" || fail "REPORT.md lacks the GPT-2 124M CPU step table"
+  for m in fp32 amp-bf16 amp-fp16; do
+    grep -q "^| $m | completed |" <(awk '/^### GPT-2 124M on this CPU/ { p = 1; next } /^##/ { p = 0 } p' "$report") ||
+      fail "the GPT-2 124M CPU table has no completed $m row"
+  done
+fi
 # The peer is optional (scripts/setup.sh --peers): without it the section must
 # say it was skipped and why; with it, show the measurement. CI installs the
 # peer and sets HALFLAB_REQUIRE_PEER=1, so a skipped peer fails there.
