@@ -13,6 +13,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vector_clones.h"
 #include "kernels/optim_kernels.h"
 #include "kernels/optim_math.h"
 
@@ -113,9 +114,32 @@ static int64_t sgd_range(const void *list, int t, int64_t lo, int64_t hi, const 
   return still;
 }
 
-static int64_t adamw_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+/* AdamW on n elements of f32 weights, gradients and moments with no fp16
+ * model copy (fp32 and the amp modes): hl_om_adamw per element, as in
+ * hl_om_adamw_at, in a loop the compiler vectorises (the arguments copied
+ * so that it sees them constant). Returns the updates the weights absorbed. */
+HL_VECTOR_CLONES static int64_t adamw_f32(float *restrict p, const float *restrict g, float *restrict m,
+                                          float *restrict v, int64_t n, const hl_adamw_args *args, float step_size,
+                                          float bc2_sqrt) {
+  const hl_adamw_args a = *args;
   int64_t still = 0;
-  for (int64_t i = lo; i < hi; i++) still += hl_om_adamw_at((const hl_optim_entry *)list + t, i, arg);
+  for (int64_t i = 0; i < n; i++) {
+    float mi = m[i], vi = v[i];
+    int moved;
+    const float before = p[i], after = hl_om_adamw(before, g[i], &mi, &vi, &a, step_size, bc2_sqrt, &moved);
+    m[i] = mi, v[i] = vi, p[i] = after;
+    still += moved && hl_f32_bits(after) == hl_f32_bits(before);
+  }
+  return still;
+}
+
+static int64_t adamw_range(const void *list, int t, int64_t lo, int64_t hi, const void *arg) {
+  const hl_optim_entry *e = (const hl_optim_entry *)list + t;
+  if (e->param_dtype == HL_F32 && !e->model)
+    return adamw_f32((float *)e->param + lo, (const float *)e->grad + lo, (float *)e->buf1 + lo, (float *)e->buf2 + lo,
+                     hi - lo, arg, e->step_size, e->bias_correction2_sqrt);
+  int64_t still = 0;
+  for (int64_t i = lo; i < hi; i++) still += hl_om_adamw_at(e, i, arg);
   return still;
 }
 
@@ -135,7 +159,21 @@ static size_t cpu_grad_norm_scratch(const hl_grad_view *g, int n) {
   return (size_t)view_chunk_count(g, n) * sizeof(double);
 }
 
+/* The sum of x^2 over n f32 values, in f64 (each square exact), in eight
+ * interleaved partial sums added in a fixed order: the compiler vectorises
+ * it, and the result depends only on the data, not on the ISA. */
+HL_VECTOR_CLONES static double sum_squares_f32(const float *restrict x, int64_t n) {
+  double lane[8] = {0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) lane[j] += (double)x[i + j] * (double)x[i + j];
+  for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i] * (double)x[i];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 static double norm_range(const hl_grad_view *v, int64_t lo, int64_t hi, int norm_type) {
+  if (norm_type == HL_NORM_L2 && v->dense && v->src_dtype == HL_F32)
+    return sum_squares_f32((const float *)v->src + lo, hi - lo);
   double acc = 0.0;
   for (int64_t i = lo; i < hi; i++) acc = hl_om_norm_combine(acc, hl_om_norm_term(hl_om_src_value(v, i), norm_type), norm_type);
   return acc;
@@ -143,24 +181,16 @@ static double norm_range(const hl_grad_view *v, int64_t lo, int64_t hi, int norm
 
 static void cpu_grad_norm(const hl_grad_view *g, int n, int norm_type, double max_norm, void *scratch, float *out) {
   double *partial = scratch;
-  int64_t count = 0, total = 0;
-  for (int t = 0; t < n; t++) total += g[t].numel;
-  /* the chunks, in order, without a list: chunk k of tensor t is partial[base_t + k] */
-  int64_t *base = malloc(((size_t)n + 1) * sizeof *base);
-  if (base) {
-    for (int t = 0; t < n; t++) {
-      base[t] = count;
-      count += (g[t].numel + kChunk - 1) / kChunk;
-    }
+  /* one partial per chunk, shared among the threads chunk by chunk (a
+   * tensor each would leave a thread waiting on the largest) */
+  int64_t count, total;
+  chunk *c = make_chunks(n, view_numel, g, &count, &total);
+  if (c) {
 #pragma omp parallel for schedule(static) if (total >= kParallelFrom)
-    for (int t = 0; t < n; t++) {
-      for (int64_t k = 0; k * kChunk < g[t].numel; k++) {
-        int64_t lo = k * kChunk, hi = lo + kChunk < g[t].numel ? lo + kChunk : g[t].numel;
-        partial[base[t] + k] = norm_range(&g[t], lo, hi, norm_type);
-      }
-    }
-    free(base);
+    for (int64_t k = 0; k < count; k++) partial[k] = norm_range(&g[c[k].tensor], c[k].lo, c[k].hi, norm_type);
+    free(c);
   } else {
+    count = 0;
     for (int t = 0; t < n; t++)
       for (int64_t lo = 0; lo < g[t].numel; lo += kChunk)
         partial[count++] = norm_range(&g[t], lo, lo + kChunk < g[t].numel ? lo + kChunk : g[t].numel, norm_type);

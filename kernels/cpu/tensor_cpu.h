@@ -24,13 +24,7 @@
 #include "kernels/tensor_kernels.h"
 #include "kernels/tensor_math.h"
 
-/* Clones by ISA feature, not arch=: an arch= clone is chosen only on that
- * very CPU model (a Sapphire Rapids never takes "arch=skylake-avx512"). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define HL_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define HL_VECTOR_CLONES
-#endif
+#include "kernels/cpu/vector_clones.h" /* HL_VECTOR_CLONES */
 
 /* Below this many elements a loop stays on one thread: an OpenMP fork and
  * join costs a few microseconds, about what 32K simple elements take. */
