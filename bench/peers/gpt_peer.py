@@ -107,7 +107,8 @@ SUMMARY_HEADER = ("name,mode,model,task,device,status,steps,steps_done,skipped,f
                   "fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,"
                   "timed_steps,tokens_per_s,samples_per_s,mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,"
                   "seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,seed,threads,omp_wait_policy,"
-                  "load_start,load_end,wall_s")
+                  "load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
+                  "autocast_cache_hit_rate")
 
 
 def usage_error(msg):
@@ -725,7 +726,7 @@ def main(argv):
            str(vocab), str(T), str(rows), str(accum), a.optimizer, "%.9g" % a.lr, a.schedule, "",
            c(a.init_scale) if scaled else "", "", str(threads if device == "cpu" else 0),
            policy if policy else "default", c(load_start), c(hlfiles.load_average()),
-           "%.3f" % (time.perf_counter() - t_start)]
+           "%.3f" % (time.perf_counter() - t_start), "", "", "", ""]  # halflab's cast-cache counts: not torch's
     if why:
         meta.set("why", why)
     meta.set("rows", "this run")
