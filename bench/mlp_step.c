@@ -21,6 +21,29 @@
  * optimizers are another issue's). Before anything is timed, one step of
  * each from the same weights is compared: loss and every gradient must
  * agree to 1e-4 relative, else the run stops with exit status 1 and no CSV.
+ *
+ * bf16 (CPU, where the core's bf16 products run on oneDNN's matmul): the
+ * same MLP through the core under bf16 autocast, against the arithmetic
+ * autocast gives it written by hand. Per step, as the core does it: the f32
+ * weights, biases and input cast to bf16 (the library's conversion,
+ * kernels/cpu/half_arrays.h); each linear a bf16 output holding the bias
+ * rows, onto which oneDNN's bf16 matmul accumulates (fp32 sums, one
+ * rounding to bf16, as the core's GEMM with beta 1); ReLU on the bf16
+ * values; the bf16 logits widened to f32 for the cross-entropy (fp32
+ * policy); its f32 gradient rounded to bf16 (the cast's backward); the
+ * backward's products bf16 x bf16 -> bf16 on oneDNN, the bias gradients
+ * summed in f32 and rounded to bf16; every gradient widened to f32 (the
+ * weights' casts' backward) for the same f32 SGD update. The direct side's
+ * matmul primitives are made before timing and called through oneDNN's own
+ * dnnl_primitive_execute (kernels/cpu/onednn_direct.h, as halflab-bench
+ * gemm's onednn-bf16 reference). Before timing, one forward and backward of
+ * each from the same weights: the loss within 2^-8 relative (bf16's unit
+ * roundoff) and every gradient within 2^-6 of its tensor's max |g| (4 bf16
+ * roundings: the two sides' f32 cross-entropy and bias sums differ in their
+ * last bits, which can move a bf16 rounding by one ulp), else exit 1.
+ * Where the core's bf16 products do not run on oneDNN (oneDNN not built in,
+ * HALFLAB_CPU_UNITS=portable, no AVX512-BF16 / AMX-BF16, or a GPU run) the
+ * bf16 rows are written as not run, with the reason.
  */
 #include <getopt.h>
 #include <math.h>
@@ -30,6 +53,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/engine/autocast.h"
 #include "core/engine/autograd.h"
 #include "cli/cli.h"
 #include "cli/csv.h"
@@ -37,7 +61,13 @@
 #include "core/engine/ops.h"
 #include "core/engine/tensor.h"
 #include "bench/bench.h"
+#include "formats/half.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/half_arrays.h"
+#include "kernels/cpu/onednn_gemm.h"
+#ifdef HL_HAVE_ONEDNN
+#include "kernels/cpu/onednn_direct.h"
+#endif
 #include "kernels/gemm.h"
 #include "kernels/tensor_kernels.h"
 
@@ -46,8 +76,10 @@ static const char usage[] =
     "\n"
     "One training step (forward, cross-entropy, backward, SGD) of an MLP 784-1024-1024-10, batch 256,\n"
     "fp32: the AMP core against the same arithmetic as direct sgemm calls (CPU) or direct cuBLAS and\n"
-    "kernel calls (CUDA), in the same run. Writes mlp_step.csv and mlp_step_targets.csv (goal on the\n"
-    "CPU: core / direct <= 1.25; on a GPU the ratio is reported).\n"
+    "kernel calls (CUDA), in the same run; and on the CPU under bf16 autocast: the core against the same\n"
+    "arithmetic as direct oneDNN bf16 matmuls and plain loops (where oneDNN runs the core's bf16\n"
+    "products). Writes mlp_step.csv and mlp_step_targets.csv (goal on the CPU: core / direct <= 1.25,\n"
+    "fp32 and bf16; on a GPU the fp32 ratio is reported).\n"
     "\n"
     "Options:\n"
     "  --batch N       batch size (default 256)\n"
@@ -83,23 +115,32 @@ static void sgd_device(const struct hl_tensor_kernels *k, float *p, float *g, in
 typedef struct {
   int batch;
   const hl_backend *be; /* NULL on the CPU */
+  bool bf16_autocast;   /* the forward under bf16 autocast; else fp32, no region */
   hl_tensor *x, *t, *w[LAYERS], *b[LAYERS];
   double loss;
 } core_mlp;
 
-static void core_step(void *p, long it) {
-  (void)it;
-  core_mlp *m = p;
-  hl_pool_push();
+static hl_tensor *core_loss(const core_mlp *m) {
   hl_tensor *h = m->x;
   for (int l = 0; l < LAYERS; l++) {
     h = hl_tmp(hl_linear(h, m->w[l], m->b[l]));
     if (l < LAYERS - 1) h = hl_tmp(hl_relu(h));
   }
-  hl_tensor *loss = hl_tmp(hl_cross_entropy(h, m->t));
+  return hl_tmp(hl_cross_entropy(h, m->t));
+}
+
+/* forward, loss and backward: the gradients in each parameter's .grad */
+static void core_forward_backward(core_mlp *m) {
+  hl_pool_push();
+  hl_tensor *loss = NULL;
+  if (!m->bf16_autocast) loss = core_loss(m);
+  else HL_AUTOCAST(HL_DEVICE_CPU, HL_BF16, true) { loss = core_loss(m); }
   if (!loss || !hl_backward(loss, NULL, false)) hl_fatal("mlp-step: core step failed: %s", hl_error());
   m->loss = hl_item(loss);
   hl_pool_pop();
+}
+
+static void core_update(core_mlp *m) {
   /* the update, then "zero_grad" as set-to-none: the next backward stores fresh gradients */
   for (int l = 0; l < LAYERS; l++) {
     hl_tensor *params[2] = {m->w[l], m->b[l]};
@@ -111,6 +152,12 @@ static void core_step(void *p, long it) {
       hl_zero_grad(params[k]);
     }
   }
+}
+
+static void core_step(void *p, long it) {
+  (void)it;
+  core_forward_backward(p);
+  core_update(p);
 }
 
 /* ------------------------------------------------- the direct version -- */
@@ -240,6 +287,172 @@ static void direct_step_device(void *p, long it) {
   m->loss = loss;
 }
 
+/* --------------------------------------------- the direct bf16 version -- */
+
+/* The oneDNN bf16 products of one step, as the core's mm/linear describe
+ * them to the GEMM (row-major; W^T and dY^T as transpose flags). */
+static hl_gemm_desc bf16_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                                 const void *b, int64_t ldb, float beta, void *c, int64_t ldc) {
+  hl_gemm_desc d;
+  memset(&d, 0, sizeof d);
+  d.trans_a = ta, d.trans_b = tb;
+  d.m = m, d.n = n, d.k = k, d.batch = 1;
+  d.a_type = d.b_type = d.c_type = HL_BF16;
+  d.compute = HL_COMPUTE_F32;
+  d.alpha = 1.0f, d.beta = beta;
+  d.a = a, d.lda = lda, d.b = b, d.ldb = ldb, d.c = c, d.ldc = ldc;
+  d.a_scale = d.b_scale = 1.0f;
+  return d;
+}
+
+/* forward: y = x W^T + y (y holds the bias rows) */
+static hl_gemm_desc forward_product(int l, int B, const void *x, const void *w, void *y) {
+  return bf16_product(false, true, B, fan_out[l], fan_in[l], x, fan_in[l], w, fan_in[l], 1.0f, y, fan_out[l]);
+}
+/* dW = dY^T x */
+static hl_gemm_desc weight_grad_product(int l, int B, const void *dy, const void *x, void *dw) {
+  return bf16_product(true, false, fan_out[l], fan_in[l], B, dy, fan_out[l], x, fan_in[l], 0.0f, dw, fan_in[l]);
+}
+/* dX = dY W */
+static hl_gemm_desc input_grad_product(int l, int B, const void *dy, const void *w, void *dx) {
+  return bf16_product(false, false, B, fan_in[l], fan_out[l], dy, fan_out[l], w, fan_in[l], 0.0f, dx, fan_in[l]);
+}
+
+/* Whether the core's bf16 step runs its products on oneDNN here, which the
+ * direct side calls; false and why not (oneDNN not built in,
+ * HALFLAB_CPU_UNITS=portable, no bf16 unit, a layout it lacks). */
+static bool bf16_step_runs(int B, char *why, size_t len) {
+  for (int l = 0; l < LAYERS; l++) {
+    hl_gemm_desc d[3] = {forward_product(l, B, NULL, NULL, NULL), weight_grad_product(l, B, NULL, NULL, NULL),
+                         input_grad_product(l, B, NULL, NULL, NULL)};
+    for (int k = 0; k < (l > 0 ? 3 : 2); k++) {
+      char what[200];
+      if (!hl_onednn_gemm_describe(&d[k], what, sizeof what)) {
+        snprintf(why, len, "the core's bf16 products do not run on oneDNN here: %s", what);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+#ifdef HL_HAVE_ONEDNN
+/* The library's f32 <-> bf16 array conversions, split among the threads as the core's copies are */
+enum { CONVERT_CHUNK = 16384 };
+
+static void narrow_bf16(const float *src, hl_bf16 *dst, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= 32768)
+  for (int64_t lo = 0; lo < n; lo += CONVERT_CHUNK)
+    hl_cpu_narrow_bf16(src + lo, dst + lo, (size_t)(n - lo < CONVERT_CHUNK ? n - lo : CONVERT_CHUNK));
+}
+
+static void widen_bf16(const hl_bf16 *src, float *dst, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= 32768)
+  for (int64_t lo = 0; lo < n; lo += CONVERT_CHUNK)
+    hl_cpu_widen_bf16(src + lo, dst + lo, (size_t)(n - lo < CONVERT_CHUNK ? n - lo : CONVERT_CHUNK));
+}
+
+typedef struct {
+  int batch;
+  int32_t *t;
+  float *x, *w[LAYERS], *b[LAYERS], *dw[LAYERS], *db[LAYERS]; /* f32: input, weights, their gradients */
+  hl_bf16 *xb, *wb[LAYERS], *bb[LAYERS];                      /* their bf16 casts, made every step */
+  hl_bf16 *a[LAYERS + 1];  /* a[0] = xb, a[1], a[2] the ReLUs' outputs, a[3] the logits */
+  hl_bf16 *d[LAYERS + 1];  /* the gradients of the same (d[0] unused: x needs none) */
+  hl_bf16 *dwb[LAYERS], *dbb[LAYERS]; /* the weight and bias gradients as the products and sums give them */
+  float *logits, *dlogits;            /* f32: the cross-entropy's input and gradient */
+  hl_onednn_direct fwd[LAYERS], dweight[LAYERS], dinput[LAYERS]; /* dinput[0] unused */
+  double loss;
+} direct_bf16_mlp;
+
+/* oneDNN's own calls only: the primitive on the buffers it was made for */
+static void run_product(hl_onednn_direct *r) {
+  dnnl_status_t st = dnnl_primitive_execute(r->primitive, r->stream, r->nargs, r->args);
+  if (st == dnnl_success) st = dnnl_stream_wait(r->stream);
+  if (st != dnnl_success)
+    hl_fatal("mlp-step: oneDNN matmul of the direct bf16 step (%s): %s", r->what, dnnl_status2str(st));
+}
+
+/* tensor_math.h's ReLU and its gradient on bf16 values (exact: nothing to round) */
+static inline hl_bf16 relu_bf16(hl_bf16 y) {
+  const float f = hl_bf16_to_f32(y);
+  return f > 0 || f != f ? y : 0;
+}
+
+static void direct_bf16_forward_backward(direct_bf16_mlp *m) {
+  const int B = m->batch;
+  /* autocast's casts: the input and every weight and bias to bf16 */
+  narrow_bf16(m->x, m->xb, (int64_t)B * IN);
+  for (int l = 0; l < LAYERS; l++) {
+    narrow_bf16(m->w[l], m->wb[l], (int64_t)fan_out[l] * fan_in[l]);
+    narrow_bf16(m->b[l], m->bb[l], fan_out[l]);
+  }
+  for (int l = 0; l < LAYERS; l++) {
+    const int n = fan_out[l];
+    hl_bf16 *y = m->a[l + 1];
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B; r++) memcpy(y + (size_t)r * n, m->bb[l], sizeof(hl_bf16) * (size_t)n);
+    run_product(&m->fwd[l]);
+    if (l < LAYERS - 1) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < (int64_t)B * n; i++) y[i] = relu_bf16(y[i]);
+    }
+  }
+  /* the cross-entropy in f32 on the widened logits (fp32 policy), its gradient rounded to bf16 (the cast's backward) */
+  widen_bf16(m->a[LAYERS], m->logits, (int64_t)B * OUT);
+  double loss = 0;
+  for (int r = 0; r < B; r++) {
+    const float *z = m->logits + r * OUT;
+    float mx = z[0], s = 0;
+    for (int c = 1; c < OUT; c++) mx = z[c] > mx ? z[c] : mx;
+    for (int c = 0; c < OUT; c++) s += expf(z[c] - mx);
+    const float lse = mx + logf(s);
+    loss += lse - z[m->t[r]];
+    for (int c = 0; c < OUT; c++) m->dlogits[r * OUT + c] = (expf(z[c] - lse) - (c == m->t[r])) / (float)B;
+  }
+  m->loss = loss / B;
+  narrow_bf16(m->dlogits, m->d[LAYERS], (int64_t)B * OUT);
+  for (int l = LAYERS - 1; l >= 0; l--) {
+    const int n = fan_out[l];
+    hl_bf16 *dy = m->d[l + 1];
+    if (l < LAYERS - 1) {
+      const hl_bf16 *y = m->a[l + 1];
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < (int64_t)B * n; i++) dy[i] = hl_bf16_to_f32(y[i]) > 0 ? dy[i] : 0;
+    }
+    run_product(&m->dweight[l]);
+    /* bias gradient: column sums in f32, rounded to bf16 once */
+#pragma omp parallel for schedule(static)
+    for (int c0 = 0; c0 < n; c0 += 256) {
+      const int w = n - c0 < 256 ? n - c0 : 256;
+      float acc[256] = {0};
+      for (int r = 0; r < B; r++)
+        for (int c = 0; c < w; c++) acc[c] += hl_bf16_to_f32(dy[(size_t)r * n + c0 + c]);
+      for (int c = 0; c < w; c++) m->dbb[l][c0 + c] = hl_f32_to_bf16(acc[c]);
+    }
+    if (l > 0) run_product(&m->dinput[l]);
+  }
+  /* the weights' casts' backward: the gradients in f32 */
+  for (int l = 0; l < LAYERS; l++) {
+    widen_bf16(m->dwb[l], m->dw[l], (int64_t)fan_out[l] * fan_in[l]);
+    widen_bf16(m->dbb[l], m->db[l], fan_out[l]);
+  }
+}
+
+static void direct_bf16_update(direct_bf16_mlp *m) {
+  for (int l = 0; l < LAYERS; l++) {
+    sgd(m->w[l], m->dw[l], (int64_t)fan_out[l] * fan_in[l]);
+    sgd(m->b[l], m->db[l], fan_out[l]);
+  }
+}
+
+static void direct_bf16_step(void *p, long it) {
+  (void)it;
+  direct_bf16_forward_backward(p);
+  direct_bf16_update(p);
+}
+#endif
+
 /* ---------------------------------------------------------- set-up -- */
 
 static float *host_copy(const hl_tensor *t) {
@@ -267,16 +480,40 @@ static float *copy_of(const bench_device *dev, const hl_tensor *t) {
   return p;
 }
 
-static void setup(const bench_device *dev, core_mlp *c, direct_mlp *d, int batch, uint64_t seed) {
-  const hl_device_kind where = dev->kind;
-  c->batch = d->batch = batch;
-  c->be = d->be = where == HL_DEVICE_CPU ? NULL : dev->be;
-  /* data: Philox normals (the same on every device), targets from the same stream family */
+/* The core's side: input, targets (also as a new host array), weights and
+ * biases (PyTorch's default Linear init), the same for every seed on every
+ * device (Philox). */
+static int32_t *core_setup(core_mlp *c, hl_device_kind where, int batch, uint64_t seed) {
+  c->batch = batch;
   c->x = hl_randn(HL_SHAPE(batch, IN), 0, 1, seed, 1000, HL_F32, where);
   int32_t *t = bench_host_alloc(sizeof(int32_t) * (size_t)batch, "targets");
   for (int r = 0; r < batch; r++) t[r] = (int32_t)((r * 7 + (int)seed) % OUT);
   c->t = hl_from_i32(HL_SHAPE(batch), t, HL_I32, where);
   if (!c->x || !c->t) hl_fatal("mlp-step: %s", hl_error());
+  for (int l = 0; l < LAYERS; l++) {
+    double bound = 1.0 / sqrt((double)fan_in[l]); /* PyTorch's default Linear init range */
+    c->w[l] = hl_rand(HL_SHAPE(fan_out[l], fan_in[l]), -bound, bound, seed, 2 * (uint64_t)l, HL_F32, where);
+    c->b[l] = hl_rand(HL_SHAPE(fan_out[l]), -bound, bound, seed, 2 * (uint64_t)l + 1, HL_F32, where);
+    if (!c->w[l] || !c->b[l] || !hl_set_requires_grad(c->w[l], true) || !hl_set_requires_grad(c->b[l], true))
+      hl_fatal("mlp-step: %s", hl_error());
+  }
+  return t;
+}
+
+static void core_free(core_mlp *c) {
+  for (int l = 0; l < LAYERS; l++) {
+    hl_release(c->w[l]);
+    hl_release(c->b[l]);
+  }
+  hl_release(c->x);
+  hl_release(c->t);
+}
+
+static void setup(const bench_device *dev, core_mlp *c, direct_mlp *d, int batch, uint64_t seed) {
+  const hl_device_kind where = dev->kind;
+  d->batch = batch;
+  c->be = d->be = where == HL_DEVICE_CPU ? NULL : dev->be;
+  int32_t *t = core_setup(c, where, batch, seed);
   if (where == HL_DEVICE_CPU) {
     d->t = t;
   } else {
@@ -293,11 +530,6 @@ static void setup(const bench_device *dev, core_mlp *c, direct_mlp *d, int batch
   d->x = copy_of(dev, c->x);
   d->a[0] = d->x;
   for (int l = 0; l < LAYERS; l++) {
-    double bound = 1.0 / sqrt((double)fan_in[l]); /* PyTorch's default Linear init range */
-    c->w[l] = hl_rand(HL_SHAPE(fan_out[l], fan_in[l]), -bound, bound, seed, 2 * (uint64_t)l, HL_F32, where);
-    c->b[l] = hl_rand(HL_SHAPE(fan_out[l]), -bound, bound, seed, 2 * (uint64_t)l + 1, HL_F32, where);
-    if (!c->w[l] || !c->b[l] || !hl_set_requires_grad(c->w[l], true) || !hl_set_requires_grad(c->b[l], true))
-      hl_fatal("mlp-step: %s", hl_error());
     d->w[l] = copy_of(dev, c->w[l]);
     d->b[l] = copy_of(dev, c->b[l]);
     d->dw[l] = buffer(dev, sizeof(float) * (size_t)fan_out[l] * fan_in[l], "gradients");
@@ -343,6 +575,106 @@ static void validate(core_mlp *c, direct_mlp *d, bench_launch direct) {
   }
 }
 
+#ifdef HL_HAVE_ONEDNN
+static hl_bf16 *bf16_buffer(int64_t n, const char *what) {
+  return bench_host_alloc(sizeof(hl_bf16) * (size_t)n, what);
+}
+
+/* One oneDNN primitive of the direct bf16 step, made on its buffers before timing */
+static void make_product(hl_onednn_direct *r, hl_gemm_desc d) {
+  char why[256];
+  if (!hl_onednn_direct_make(r, &d, why, sizeof why))
+    hl_fatal("mlp-step: the direct bf16 step's matmul (%lld x %lld x %lld): %s", (long long)d.m, (long long)d.n,
+             (long long)d.k, why);
+}
+
+/* The bf16 pair: the core (under bf16 autocast) and the direct side from
+ * the same weights as the fp32 pair, in copies of their own. CPU only. */
+static void setup_bf16(core_mlp *c, direct_bf16_mlp *d, int batch, uint64_t seed) {
+  c->bf16_autocast = true;
+  d->batch = batch;
+  d->t = core_setup(c, HL_DEVICE_CPU, batch, seed);
+  d->x = host_copy(c->x);
+  d->xb = d->a[0] = bf16_buffer((int64_t)batch * IN, "mlp-step bf16 input");
+  for (int l = 0; l < LAYERS; l++) {
+    const int64_t nw = (int64_t)fan_out[l] * fan_in[l], nb = fan_out[l], na = (int64_t)batch * fan_out[l];
+    d->w[l] = host_copy(c->w[l]);
+    d->b[l] = host_copy(c->b[l]);
+    d->dw[l] = bench_host_alloc(sizeof(float) * (size_t)nw, "gradients");
+    d->db[l] = bench_host_alloc(sizeof(float) * (size_t)nb, "gradients");
+    d->wb[l] = bf16_buffer(nw, "bf16 weights");
+    d->bb[l] = bf16_buffer(nb, "bf16 weights");
+    d->dwb[l] = bf16_buffer(nw, "bf16 gradients");
+    d->dbb[l] = bf16_buffer(nb, "bf16 gradients");
+    d->a[l + 1] = bf16_buffer(na, "bf16 activations");
+    d->d[l + 1] = bf16_buffer(na, "bf16 activations");
+  }
+  d->d[0] = NULL;
+  d->logits = bench_host_alloc(sizeof(float) * (size_t)batch * OUT, "logits");
+  d->dlogits = bench_host_alloc(sizeof(float) * (size_t)batch * OUT, "logits");
+  for (int l = 0; l < LAYERS; l++) {
+    make_product(&d->fwd[l], forward_product(l, batch, d->a[l], d->wb[l], d->a[l + 1]));
+    make_product(&d->dweight[l], weight_grad_product(l, batch, d->d[l + 1], d->a[l], d->dwb[l]));
+    if (l > 0) make_product(&d->dinput[l], input_grad_product(l, batch, d->d[l + 1], d->wb[l], d->d[l]));
+  }
+}
+
+static void free_bf16(core_mlp *c, direct_bf16_mlp *d) {
+  core_free(c);
+  for (int l = 0; l < LAYERS; l++) {
+    hl_onednn_direct_free(&d->fwd[l]);
+    hl_onednn_direct_free(&d->dweight[l]);
+    if (l > 0) hl_onednn_direct_free(&d->dinput[l]);
+    void *arrays[] = {d->w[l],  d->b[l],   d->dw[l],  d->db[l],     d->wb[l],
+                      d->bb[l], d->dwb[l], d->dbb[l], d->a[l + 1], d->d[l + 1]};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
+  }
+  free(d->x);
+  free(d->xb);
+  free(d->t);
+  free(d->logits);
+  free(d->dlogits);
+}
+
+/* One forward and backward of each from the same weights (then the same
+ * update): the loss within 2^-8 relative and every gradient within 2^-6 of
+ * its tensor's max |g| (the tolerances in the header), else exit 1. The
+ * worst differences found go to *loss_rel and *grad_rel. */
+static void validate_bf16(core_mlp *c, direct_bf16_mlp *d, double *loss_rel, double *grad_rel) {
+  const double loss_tol = ldexp(1.0, -8), grad_tol = ldexp(1.0, -6);
+  core_forward_backward(c);
+  direct_bf16_forward_backward(d);
+  *loss_rel = fabs(c->loss - d->loss) / fabs(d->loss);
+  if (!(*loss_rel <= loss_tol))
+    hl_fatal("mlp-step: bf16 validation failed: loss %.9g (core) vs %.9g (direct), %.3g relative (tolerance %.3g)",
+             c->loss, d->loss, *loss_rel, loss_tol);
+  *grad_rel = 0;
+  for (int l = 0; l < LAYERS; l++) {
+    const hl_tensor *params[2] = {c->w[l], c->b[l]};
+    const float *direct_grads[2] = {d->dw[l], d->db[l]};
+    for (int k = 0; k < 2; k++) {
+      const hl_tensor *g = hl_tensor_grad(params[k]);
+      if (!g) hl_fatal("mlp-step: bf16 validation: the core gave layer %d's %s no gradient", l, k ? "bias" : "weight");
+      float *v = host_copy(g);
+      double worst = 0, scale = 0;
+      for (int64_t i = 0; i < hl_numel(g); i++) {
+        worst = fmax(worst, fabs(v[i] - direct_grads[k][i]));
+        scale = fmax(scale, fabs(direct_grads[k][i]));
+      }
+      free(v);
+      const double r = scale > 0 ? worst / scale : worst;
+      if (!(r <= grad_tol))
+        hl_fatal("mlp-step: bf16 validation failed: layer %d %s gradient differs by %.3g of its max |g| "
+                 "(tolerance %.3g)",
+                 l, k ? "bias" : "weight", r, grad_tol);
+      *grad_rel = fmax(*grad_rel, r);
+    }
+  }
+  core_update(c);
+  direct_bf16_update(d);
+}
+#endif
+
 int bench_mlp_step_main(int argc, char **argv) {
   bench_common common = {.cli = hl_cli_common_defaults(usage)};
   long long batch = 256;
@@ -369,6 +701,24 @@ int bench_mlp_step_main(int argc, char **argv) {
   setup(&dev, &c, &d, (int)batch, common.cli.seed);
   bench_launch direct = gpu ? direct_step_device : direct_step;
   validate(&c, &d, direct);
+  /* bf16: where the core's bf16 products run on oneDNN, which the direct side calls */
+  char bf16_why[320] = "";
+  bool bf16 = false;
+  if (gpu)
+    snprintf(bf16_why, sizeof bf16_why, "the bf16 step is measured on the CPU (its direct side is oneDNN's matmul)");
+  else bf16 = bf16_step_runs((int)batch, bf16_why, sizeof bf16_why);
+  for (char *ch = bf16_why; *ch; ch++)
+    if (*ch == ',') *ch = ';'; /* one CSV cell */
+#ifdef HL_HAVE_ONEDNN
+  core_mlp cb = {0};
+  direct_bf16_mlp db;
+  memset(&db, 0, sizeof db);
+  double bf16_loss_rel = NAN, bf16_grad_rel = NAN;
+  if (bf16) {
+    setup_bf16(&cb, &db, (int)batch, common.cli.seed);
+    validate_bf16(&cb, &db, &bf16_loss_rel, &bf16_grad_rel);
+  }
+#endif
 
   bench_method m = bench_method_for(&dev, reps, common.cli.quick);
   bench_progress("mlp-step: timing the direct %s step", gpu ? "cuBLAS" : "sgemm");
@@ -376,34 +726,73 @@ int bench_mlp_step_main(int argc, char **argv) {
   bench_progress("mlp-step: timing the core's step");
   bench_timing tc = bench_time(&dev, &m, core_step, &c);
   const double ratio = tc.ms.median / td.ms.median;
+  bench_timing tdb = {0}, tcb = {0};
+#ifdef HL_HAVE_ONEDNN
+  if (bf16) {
+    bench_progress("mlp-step: timing the direct oneDNN bf16 step");
+    tdb = bench_time(&dev, &m, direct_bf16_step, &db);
+    bench_progress("mlp-step: timing the core's bf16 step");
+    tcb = bench_time(&dev, &m, core_step, &cb);
+  }
+#endif
+  const double ratio_bf16 = bf16 ? tcb.ms.median / tdb.ms.median : NAN;
   const double flops = 3.0 * 2.0 * (double)batch * ((double)IN * H1 + (double)H1 * H2 + (double)H2 * OUT);
 
-  if (gpu) printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, fp32, %s\n", IN, H1, H2, OUT, batch, dev.facts->name);
-  else printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, fp32, %d threads\n", IN, H1, H2, OUT, batch, omp_get_max_threads());
-  printf("%-8s %10s %10s %10s %9s\n", "impl", "min ms", "median ms", "max ms", "GFLOP/s");
-  const bench_timing *tt[2] = {&td, &tc};
-  const char *names[2] = {"direct", "core"};
+  if (gpu) printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, %s\n", IN, H1, H2, OUT, batch, dev.facts->name);
+  else printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, %d threads\n", IN, H1, H2, OUT, batch, omp_get_max_threads());
+  printf("%-8s %-9s %10s %10s %10s %9s\n", "impl", "precision", "min ms", "median ms", "max ms", "GFLOP/s");
+  const bench_timing *tt[4] = {&td, &tc, &tdb, &tcb};
+  const char *names[4] = {"direct", "core", "direct", "core"};
   hl_csv_rows rows = {0};
-  for (int i = 0; i < 2; i++) {
-    printf("%-8s %10.3f %10.3f %10.3f %9.1f\n", names[i], tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max,
-           flops / (tt[i]->ms.median * 1e6));
-    hl_csv_rows_add(&rows, "%s,%s,%lld,%d,%.4f,%.4f,%.4f,%d,%.2f,%.4f", names[i], dev.name, batch,
-                   omp_get_max_threads(), tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max, tt[i]->ms.n,
-                   flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / td.ms.median);
+  for (int i = 0; i < 4; i++) {
+    const bool is_bf16 = i >= 2;
+    const char *precision = is_bf16 ? "bf16" : "fp32";
+    if (is_bf16 && !bf16) { /* not run: the row says why, with no numbers */
+      hl_csv_rows_add(&rows, "%s,%s,%lld,%d,,,,,,,%s,not run: %s", names[i], dev.name, batch, omp_get_max_threads(),
+                      precision, bf16_why);
+      continue;
+    }
+    const double ref = is_bf16 ? tdb.ms.median : td.ms.median;
+    printf("%-8s %-9s %10.3f %10.3f %10.3f %9.1f\n", names[i], precision, tt[i]->ms.min, tt[i]->ms.median,
+           tt[i]->ms.max, flops / (tt[i]->ms.median * 1e6));
+    hl_csv_rows_add(&rows, "%s,%s,%lld,%d,%.4f,%.4f,%.4f,%d,%.2f,%.4f,%s,", names[i], dev.name, batch,
+                    omp_get_max_threads(), tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max, tt[i]->ms.n,
+                    flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / ref, precision);
   }
-  printf("core / direct: %.3f (median step times)\n", ratio);
+  printf("core / direct: %.3f (fp32; median step times)\n", ratio);
+  if (bf16) printf("core / direct: %.3f (bf16 autocast; median step times)\n", ratio_bf16);
+  else printf("bf16 step not run: %s\n", bf16_why);
   /* the wait policy decides how idle OpenMP workers share the cores (docs/core.md, "Threads") */
   const char *wait = getenv("OMP_WAIT_POLICY");
   hl_meta_set("omp_wait_policy", "%s", wait ? wait : "unset (libgomp spins after each parallel region)");
   hl_meta_set("method", "%s", bench_method_text(&dev, &m));
-  hl_meta_set("model", "MLP %d-%d-%d-%d relu, mean cross-entropy, SGD lr %g, fp32", IN, H1, H2, OUT, lr);
+  hl_meta_set("model", "MLP %d-%d-%d-%d relu, mean cross-entropy, SGD lr %g; fp32, and bf16 autocast (f32 weights)",
+              IN, H1, H2, OUT, lr);
   hl_meta_set("direct", "%s", gpu ? "cuBLAS through backend->gemm (fp32 compute, no tf32) and the tensor kernels called directly"
                                   : "cblas_sgemm (OpenBLAS) and plain loops");
+#ifdef HL_HAVE_ONEDNN
+  if (bf16) {
+    char core_gemm[200];
+    hl_gemm_desc probe = forward_product(0, (int)batch, NULL, NULL, NULL);
+    hl_onednn_gemm_describe(&probe, core_gemm, sizeof core_gemm);
+    hl_meta_set("direct_bf16",
+                "the casts by kernels/cpu/half_arrays.h's conversions; dnnl_primitive_execute called directly (%s; "
+                "bf16 x bf16 -> bf16 with fp32 sums; the bias as a sum post-op) and plain loops; the core's bf16 "
+                "products: %s",
+                db.fwd[0].what, core_gemm);
+    hl_meta_set("bf16_validation",
+                "one forward and backward from the same weights: loss %.3g relative (tolerance 2^-8); gradients %.3g "
+                "of max |g| at worst (tolerance 2^-6)",
+                bf16_loss_rel, bf16_grad_rel);
+  }
+#endif
+  if (!bf16) hl_meta_set("direct_bf16", "not run: %s", bf16_why);
   bench_rows_write(&rows, dir, "mlp_step.csv",
-                   "impl,device,batch,threads,time_ms_min,time_ms_median,time_ms_max,samples,gflops,ratio_to_direct");
+                   "impl,device,batch,threads,time_ms_min,time_ms_median,time_ms_max,samples,gflops,ratio_to_direct,"
+                   "precision,note");
   hl_csv_rows_free(&rows);
   bench_targets targets = {0};
-  char detail[256];
+  char detail[512];
   if (gpu) {
     /* issue 4's goal is the CPU's; on a GPU the same ratio is reported */
     snprintf(detail, sizeof detail, "core step %.3f ms vs direct cuBLAS %.3f ms: %.3fx", tc.ms.median, td.ms.median,
@@ -415,16 +804,25 @@ int bench_mlp_step_main(int argc, char **argv) {
     bench_target(&targets, &dev, "MLP step through the AMP core within 1.25x of the same step on sgemm directly",
                  td.ms.median / tc.ms.median, 1.0 / 1.25, detail);
   }
+  const char *bf16_target =
+      "MLP bf16-autocast step through the AMP core within 1.25x of the same arithmetic on oneDNN directly";
+  if (bf16) {
+    snprintf(detail, sizeof detail, "core bf16 step %.3f ms vs direct oneDNN bf16 %.3f ms: %.3fx (goal <= 1.25x)",
+             tcb.ms.median, tdb.ms.median, ratio_bf16);
+    bench_target(&targets, &dev, bf16_target, tdb.ms.median / tcb.ms.median, 1.0 / 1.25, detail);
+  } else {
+    bench_target_skip(&targets, &dev, bf16_target, bf16_why);
+  }
   bench_targets_write(&targets, dir, "mlp_step_targets.csv");
 
+#ifdef HL_HAVE_ONEDNN
+  if (bf16) free_bf16(&cb, &db);
+#endif
+  core_free(&c);
   for (int l = 0; l < LAYERS; l++) {
-    hl_release(c.w[l]);
-    hl_release(c.b[l]);
     float *arrays[] = {d.w[l], d.b[l], d.dw[l], d.db[l], d.a[l + 1], d.d[l + 1], d.g[l + 1]};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) buffer_free(&dev, arrays[i]);
   }
-  hl_release(c.x);
-  hl_release(c.t);
   buffer_free(&dev, d.x);
   buffer_free(&dev, d.t);
   void *scalars[] = {d.loss_dev, d.row_loss, d.lse, d.bad, d.one};

@@ -47,6 +47,11 @@
  * (the scale has been halved this many times without a finite step). */
 #define MAX_CONSECUTIVE_SKIPS 50
 
+double run_cast_cache_hit_rate(const run_result *r) {
+  const uint64_t lookups = r->autocast_cache_hits + r->autocast_cache_misses;
+  return lookups ? (double)r->autocast_cache_hits / (double)lookups : NAN;
+}
+
 const char *run_status_name(run_status s) {
   static const char *names[] = {"completed", "stopped", "interrupted", "diverged", "failed"};
   return names[s];
@@ -282,6 +287,7 @@ typedef struct {
   bool skipped;     /* the scaler skipped the update (inf / NaN gradients) */
   double step_s;
   eval_result ev;
+  uint64_t casts, cache_misses, cache_hits; /* autocast's counters over the step's forwards */
 } step_record;
 
 static loop_state loop_state_new(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
@@ -472,7 +478,13 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->lr = train_lr_at(o, step);
   if (!hl_optim_set_lr(t->opt, rec->lr)) hl_fatal("step %lld: %s", (long long)step, hl_error());
   rec->scale = hl_scaler_get_scale(t->scaler);
+  /* autocast's counters are per thread and never reset: the step's share is the difference */
+  const uint64_t casts0 = hl_autocast_conversions(), misses0 = hl_autocast_cache_misses(),
+                 hits0 = hl_autocast_cache_hits();
   for (int micro = 0; micro < o->accum; micro++) forward_backward(s, micro, rec);
+  rec->casts = hl_autocast_conversions() - casts0;
+  rec->cache_misses = hl_autocast_cache_misses() - misses0;
+  rec->cache_hits = hl_autocast_cache_hits() - hits0;
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
   if (hl_step_set_has(&o->inject, step)) inject_inf(s->m);
@@ -645,6 +657,9 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     s.times[r.steps_done] = rec.step_s * 1e3;
     r.steps_done++;
     r.skipped += rec.skipped;
+    r.autocast_casts += rec.casts;
+    r.autocast_cache_misses += rec.cache_misses;
+    r.autocast_cache_hits += rec.cache_hits;
     s.consecutive_skips = rec.skipped ? s.consecutive_skips + 1 : 0;
     r.last_loss = rec.loss_sum / o->accum;
     evaluate_when_due(&s, &rec, &r);

@@ -177,6 +177,18 @@ int main(int argc, char **argv) {
   printf("%-10s %-13s %7lld %9.4g %10.4g %9.4g %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
          (long long)(r.first_step + r.steps_done - 1), r.last_loss, r.eval_loss, r.eval_acc, (long long)r.skipped,
          r.step_ms_median, hl_format_bytes(r.mem_peak, mem, sizeof mem), run_status_name(r.status));
+  if (t.autocast != HL_DTYPE_NONE && r.steps_done > 0) {
+    /* what the cast cache saved: a weight used again in the same forward is converted once */
+    const double steps = (double)r.steps_done, rate = run_cast_cache_hit_rate(&r);
+    char rate_text[48];
+    if (isnan(rate)) snprintf(rate_text, sizeof rate_text, "- (no f32 weight was cast)");
+    else snprintf(rate_text, sizeof rate_text, "%.1f%%", 100 * rate);
+    printf("autocast %s casts per step: %.1f made (%.1f of weights, then cached; %.1f of activations and inputs, never cached), "
+           "%.1f answered by the cache; cache hit rate %s\n",
+           hl_dtype_name(t.autocast), (double)r.autocast_casts / steps, (double)r.autocast_cache_misses / steps,
+           (double)(r.autocast_casts - r.autocast_cache_misses) / steps, (double)r.autocast_cache_hits / steps,
+           rate_text);
+  }
   fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
           o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "");
   if (r.status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o.mode->name, r.why);

@@ -39,7 +39,8 @@ static const char summary_header[] =
     "final_scale,grad_zero_frac,fp16_underflow_frac,fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,"
     "absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,timed_steps,tokens_per_s,samples_per_s,"
     "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,"
-    "seed,threads,omp_wait_policy,load_start,load_end,wall_s";
+    "seed,threads,omp_wait_policy,load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
+    "autocast_cache_hit_rate";
 
 struct train_output {
   char dir[4096];
@@ -185,7 +186,18 @@ static void write_table(const char *dir, const char *name, const char *header, c
   if (!hl_csv_rows_write(rows, dir, name, header, mode, err, sizeof err)) hl_fatal("%s", err);
 }
 
-/* train_summary.csv: the rows of other runs (same header), then ours. */
+/* Columns that summary_header has after an older header it starts with
+ * (columns are only ever added at the end), or -1 when it does not. */
+static int columns_added_after(const char *older) {
+  const size_t n = strlen(older);
+  if (strncmp(summary_header, older, n) || summary_header[n] != ',') return -1;
+  int added = 0;
+  for (const char *c = summary_header + n; *c; c++) added += *c == ',';
+  return added;
+}
+
+/* train_summary.csv: the rows of other runs (same header, or an older one
+ * whose rows get empty cells for the newer columns), then ours. */
 static void upsert_summary(const char *dir, const char *name, const char *mode, const char *row) {
   char path[4400];
   snprintf(path, sizeof path, "%s/train_summary.csv", dir);
@@ -195,14 +207,18 @@ static void upsert_summary(const char *dir, const char *name, const char *mode, 
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
-    bool header = false, same = true;
+    bool header = false;
+    int added = 0; /* empty cells each older row gets */
+    char empty_cells[sizeof summary_header]; /* more commas than the header has */
+    memset(empty_cells, ',', sizeof empty_cells - 1);
+    empty_cells[sizeof empty_cells - 1] = '\0';
     while ((len = getline(&line, &lcap, f)) > 0) {
       if (line[0] == '#') continue;
       if (line[len - 1] == '\n') line[--len] = '\0';
       if (!header) {
         header = true;
-        same = !strcmp(line, summary_header);
-        if (!same) {
+        added = strcmp(line, summary_header) ? columns_added_after(line) : 0;
+        if (added < 0) {
           fprintf(stderr, "%s: %s has other columns (an older halflab?): its rows are dropped\n", TRAIN_PROG, path);
           break;
         }
@@ -211,7 +227,7 @@ static void upsert_summary(const char *dir, const char *name, const char *mode, 
       char key[256];
       snprintf(key, sizeof key, "%s,%s,", name, mode);
       if (!strncmp(line, key, strlen(key))) continue;
-      hl_csv_rows_add(&rows, "%s", line);
+      hl_csv_rows_add(&rows, "%s%s", line, empty_cells + sizeof empty_cells - 1 - added);
     }
     free(line);
     fclose(f);
@@ -237,7 +253,7 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
   char row[4096];
   snprintf(row, sizeof row,
            "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
-           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f",
+           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f,%llu,%llu,%llu,%s",
            o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
            run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
            (long long)r->skipped, output_cell(r->last_loss, b[0], 48), (long long)r->eval_step, output_cell(r->eval_loss, b[1], 48),
@@ -254,7 +270,8 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            output_cell(o->mode->scaling == HL_LOSS_SCALE_NONE ? NAN : o->init_scale, b[15], 48),
            (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
            policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),
-           hl_now_s() - w->t_start);
+           hl_now_s() - w->t_start, (unsigned long long)r->autocast_casts, (unsigned long long)r->autocast_cache_misses,
+           (unsigned long long)r->autocast_cache_hits, output_cell(run_cast_cache_hit_rate(r), b[18], 48));
   hl_csv_rows one = {0};
   hl_csv_rows_add(&one, "%s", row);
   snprintf(name, sizeof name, "%s_summary.csv", w->base);

@@ -223,10 +223,18 @@ typedef struct {
   int64_t profile_steps, profile_first_step;
   double profile_step_ms;
   uint64_t mem_peak;
+  /* autocast's casts in the training steps this process ran (evaluation,
+   * under no-grad, left out): conversions made, the weight casts among them
+   * the cache then kept (misses), and weight casts the cache answered */
+  uint64_t autocast_casts, autocast_cache_misses, autocast_cache_hits;
   run_status status;
   char why[256];
   int signal;
 } run_result;
+
+/* The cast cache's hit rate, hits / (hits + misses); NaN when no weight cast
+ * was asked for (no autocast, or weights already in the autocast dtype). */
+double run_cast_cache_hit_rate(const run_result *r);
 
 /* Installs the SIGINT / SIGTERM handlers: the loop stops at the next step
  * boundary, and a second signal ends the process at once. */

@@ -7,7 +7,10 @@
 # (--export-batches / --batches), same optimizer and schedule, same thread
 # count, in fp32, amp-bf16 and amp-fp16, the two implementations
 # alternating so that a change of load hits both, each under
-# OMP_WAIT_POLICY=passive and libgomp's default.
+# OMP_WAIT_POLICY=passive and libgomp's default. The peer's attention is
+# the form a user writes, F.scaled_dot_product_attention (--attention sdpa);
+# the parity tests (tests/peers/) keep the exact form. peer_step_times.csv
+# says which form each row timed (column attention).
 #
 #   full (ninja bench): 3 warm-up + 12 timed steps per run, both policies;
 #     about 5 minutes on 2 cores. PyTorch's amp-fp16 stops after 1 warm-up +
@@ -115,7 +118,7 @@ threads=${OMP_NUM_THREADS:-$(nproc)}
 eval_rows=8 # evaluation is not timed; its loss goes into the table
 train_common=(--device cpu --preset small --batch "$batch" --steps "$steps" --warmup "$warmup" --stats-every 0
               --eval-every "$steps" --eval-samples "$eval_rows")
-peer_common=(--device cpu --heads 6 --optimizer adamw --lr 3e-4 --schedule cosine --steps "$steps" --stats-every 0
+peer_common=(--device cpu --heads 6 --attention sdpa --optimizer adamw --lr 3e-4 --schedule cosine --steps "$steps" --stats-every 0
              --eval-every "$steps" --threads "$threads")
 runs=$scratch/peers
 mkdir -p "$runs"
@@ -152,7 +155,7 @@ fp16_note=""
 [ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: passive only, $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
 "$python" bench/peers/step_times.py --runs "$runs" --out "$scratch/peer_step_times.csv" --preset small \
   --load-before "$load_before" --load-after "$load_after" \
-  --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $steps steps ($warmup warm-up), same weights and batches$fp16_note"
+  --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $steps steps ($warmup warm-up), same weights and batches; PyTorch's attention: F.scaled_dot_product_attention$fp16_note"
 
 # the comparison is complete: it replaces the earlier one
 rm -rf "$out/peers.new"

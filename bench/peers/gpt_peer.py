@@ -35,9 +35,17 @@ still-scaled gradient becomes +inf, so the scaler sees it when it unscales.
 schedule (status "stopped"). Under autocast the products run in the low
 precision; softmax, layer norm and the loss run in fp32 (halflab's autocast
 policy, docs/core.md, which is CUDA autocast's; CPU autocast would leave
-softmax in bf16, so the code asks for fp32 explicitly). The attention is
-written out (scores, explicit causal mask, fp32 softmax), not
-scaled_dot_product_attention: the same arithmetic as halflab's, for parity.
+softmax in bf16, so the code asks for fp32 explicitly).
+
+--attention picks how the attention is written:
+  exact     (default) scores, an explicit causal mask, the fp32 softmax, the
+            product with v: the same arithmetic as halflab's, which the
+            parity tests (tests/peers/) rely on
+  sdpa      F.scaled_dot_product_attention(q, k, v, is_causal=True), the form
+            a user writes: torch picks a fused kernel (on the CPU its flash
+            attention, in the autocast dtype), which rounds differently; the
+            timing comparisons (compare_cpu.sh, gpu_compare.sh) use it
+The form that ran is in the CSV metadata (# attention:).
 
 One step, as halflab-train's loop: zero_grad; lr of the step; per micro-batch
 upload, forward + loss under autocast, loss.item(), (loss / accum) scaled,
@@ -82,6 +90,10 @@ import hlfiles  # noqa: E402
 
 PROG = "gpt_peer"
 MODES = ("fp32", "amp-bf16", "amp-fp16")
+# the attention's two forms (--attention), as the metadata line names them
+ATTENTION = {"exact": "exact: scores, explicit causal mask, fp32 softmax (halflab's arithmetic, for parity)",
+             "sdpa": "sdpa: torch.nn.functional.scaled_dot_product_attention(is_causal=True), the form a user writes "
+                     "(a fused kernel of torch's choice)"}
 MAX_CONSECUTIVE_SKIPS = 50  # halflab-train's rule for a scaled run that diverged
 # halflab-train's GradScaler factors: core/training/scaler.h's defaults, which it has no flag for
 GROWTH_FACTOR, BACKOFF_FACTOR = 2.0, 0.5
@@ -95,7 +107,8 @@ SUMMARY_HEADER = ("name,mode,model,task,device,status,steps,steps_done,skipped,f
                   "fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,"
                   "timed_steps,tokens_per_s,samples_per_s,mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,"
                   "seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,seed,threads,omp_wait_policy,"
-                  "load_start,load_end,wall_s")
+                  "load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
+                  "autocast_cache_hit_rate")
 
 
 def usage_error(msg):
@@ -130,6 +143,9 @@ def parse_args(argv):
     p.add_argument("--heads", type=int, help="attention heads (required: the weight file has no head count)")
     p.add_argument("--mode", default="fp32", help="fp32 (default), amp-bf16, amp-fp16")
     p.add_argument("--device", default="auto", help="auto (default: cuda when torch sees a GPU), cpu, cuda")
+    p.add_argument("--attention", default="exact",
+                   help="exact (default: scores, explicit mask, fp32 softmax, for parity) or sdpa "
+                        "(F.scaled_dot_product_attention, for timing)")
     p.add_argument("--optimizer", default="adamw", help="adamw (default) or sgd")
     p.add_argument("--lr", type=float, default=None, help="default 3e-3 for adamw, 0.1 for sgd (the tiny preset's)")
     p.add_argument("--momentum", type=float, default=0.0)
@@ -167,6 +183,8 @@ def parse_args(argv):
             usage_error("%s is required" % flag)
     if a.mode not in MODES:
         usage_error("--mode: '%s' is not one the peer runs (%s)" % (a.mode, ", ".join(MODES)))
+    if a.attention not in ATTENTION:
+        usage_error("--attention: '%s' (exact or sdpa)" % a.attention)
     if a.device not in ("auto", "cpu", "cuda"):
         usage_error("--device: '%s' (auto, cpu or cuda)" % a.device)
     if a.optimizer not in ("adamw", "sgd"):
@@ -248,9 +266,10 @@ def build_model_class(torch):
     F = torch.nn.functional
 
     class CausalSelfAttention(nn.Module):
-        def __init__(self, C, H, block):
+        def __init__(self, C, H, block, attention):
             super().__init__()
             self.H = H
+            self.sdpa = attention == "sdpa"
             self.c_attn = nn.Linear(C, 3 * C)
             self.c_proj = nn.Linear(C, C)
             self.register_buffer("allowed", torch.tril(torch.ones(block, block, dtype=torch.bool)), persistent=False)
@@ -262,6 +281,9 @@ def build_model_class(torch):
             q = q.view(B, T, H, D).transpose(1, 2)
             k = k.view(B, T, H, D).transpose(1, 2)
             v = v.view(B, T, H, D).transpose(1, 2)
+            if self.sdpa:  # what a user writes: torch's fused kernel, its own rounding
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))  # halflab: product, then the scale
             att = att.masked_fill(~self.allowed[:T, :T], float("-inf"))
             att = F.softmax(att.float(), dim=-1)  # fp32 under any autocast (CUDA's policy and halflab's)
@@ -278,10 +300,10 @@ def build_model_class(torch):
             return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
     class Block(nn.Module):
-        def __init__(self, C, H, block):
+        def __init__(self, C, H, block, attention):
             super().__init__()
             self.ln_1 = nn.LayerNorm(C, eps=1e-5)
-            self.attn = CausalSelfAttention(C, H, block)
+            self.attn = CausalSelfAttention(C, H, block, attention)
             self.ln_2 = nn.LayerNorm(C, eps=1e-5)
             self.mlp = MLP(C)
 
@@ -291,12 +313,12 @@ def build_model_class(torch):
             return x + self.mlp(self.ln_2(x.float()))
 
     class GPT(nn.Module):
-        def __init__(self, n_layer, n_head, n_embd, vocab, block):
+        def __init__(self, n_layer, n_head, n_embd, vocab, block, attention):
             super().__init__()
             self.transformer = nn.ModuleDict(dict(
                 wte=nn.Embedding(vocab, n_embd),
                 wpe=nn.Embedding(block, n_embd),
-                h=nn.ModuleList([Block(n_embd, n_head, block) for _ in range(n_layer)]),
+                h=nn.ModuleList([Block(n_embd, n_head, block, attention) for _ in range(n_layer)]),
                 ln_f=nn.LayerNorm(n_embd, eps=1e-5)))
 
         def forward(self, idx, targets):
@@ -452,7 +474,7 @@ def main(argv):
     dev = torch.device(device)
 
     GPT = build_model_class(torch)
-    model = GPT(layers, a.heads, C, vocab, block)
+    model = GPT(layers, a.heads, C, vocab, block, a.attention)
     names = [n for n, _ in model.named_parameters()]
     if set(names) != set(w):
         missing = sorted(set(names) - set(w))
@@ -516,6 +538,7 @@ def main(argv):
                       "amp-fp16": "amp-fp16: fp32 weights, torch.autocast float16, GradScaler"}[a.mode])
     meta.set("model", "GPT %d layers, %d heads, width %d, vocabulary %d, block %d; weights from %s" %
              (layers, a.heads, C, vocab, block, os.path.basename(a.init_weights)))
+    meta.set("attention", ATTENTION[a.attention])
     meta.set("data", "%s: %d micro-batches of %d x %d tokens (accum %d), %d held-out sequences" %
              (os.path.basename(a.batches), data.micro_batches, data.rows, data.T, data.accum, data.eval_rows))
     meta.set("batch", "%d x %d tokens per micro-batch, %d micro-batches per step" % (data.rows, data.T, data.accum))
@@ -703,7 +726,7 @@ def main(argv):
            str(vocab), str(T), str(rows), str(accum), a.optimizer, "%.9g" % a.lr, a.schedule, "",
            c(a.init_scale) if scaled else "", "", str(threads if device == "cpu" else 0),
            policy if policy else "default", c(load_start), c(hlfiles.load_average()),
-           "%.3f" % (time.perf_counter() - t_start)]
+           "%.3f" % (time.perf_counter() - t_start), "", "", "", ""]  # halflab's cast-cache counts: not torch's
     if why:
         meta.set("why", why)
     meta.set("rows", "this run")

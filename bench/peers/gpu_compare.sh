@@ -6,8 +6,10 @@
 # (warm-up steps left out, then the median of the timed steps, each from the
 # batch upload to the synchronised end of the update). Modes in order of
 # importance: fp32, amp-fp16 (halflab's dynamic scaler / torch's GradScaler),
-# amp-bf16. After each mode it rewrites peer_step_times.csv, so a run stopped
-# by a timeout keeps what it measured; one run answers both GPU goals:
+# amp-bf16. The peer's attention is F.scaled_dot_product_attention (--attention
+# sdpa), the form a user writes. After each mode it rewrites
+# peer_step_times.csv, so a run stopped by a timeout keeps what it measured;
+# one run answers both GPU goals:
 #   halflab amp-fp16 / halflab fp32 median step time (goal <= 0.5), and
 #   PyTorch amp-fp16 / halflab amp-fp16 (goal >= 1: halflab at least as fast).
 #
@@ -63,14 +65,14 @@ mkdir -p "$out/peers"
 
 if [ $full = 1 ]; then steps=70 warmup=20; else steps=10 warmup=3; fi  # the preset's, and its --quick
 # the gpt2 preset's settings, given to the peer explicitly (halflab-train picks them from the preset)
-peer_common=(--device cuda --heads 12 --optimizer adamw --lr 3e-4 --schedule cosine --steps "$steps" --warmup "$warmup"
+peer_common=(--device cuda --heads 12 --attention sdpa --optimizer adamw --lr 3e-4 --schedule cosine --steps "$steps" --warmup "$warmup"
              --eval-every 10 --stats-every 10)
 name=peers-cuda
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 summarise() {
   "$python" "$here/step_times.py" --runs "$out/peers" --out "$out/peer_step_times.csv" --preset gpt2 \
     --load-before "$load_before" --load-after "$(cut -d' ' -f1-3 /proc/loadavg)" \
-    --note "gpt2 preset (12 layers, 12 heads, width 768, vocabulary 50257, 8 x 1024 tokens), AdamW lr 3e-4, $steps steps ($warmup warm-up), same weights and batches"
+    --note "gpt2 preset (12 layers, 12 heads, width 768, vocabulary 50257, 8 x 1024 tokens), AdamW lr 3e-4, $steps steps ($warmup warm-up), same weights and batches; PyTorch's attention: F.scaled_dot_product_attention"
 }
 
 for mode in fp32 amp-fp16 amp-bf16; do

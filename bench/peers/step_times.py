@@ -10,8 +10,13 @@ compare_cpu.sh and gpu_compare.sh name their runs), and writes FILE
 with the minimum, median and maximum step time over the steps after the
 warm-up, computed the same way for both sides from their per-step rows, and
 the tokens per second at the median; --preset names the halflab-train preset
-the runs used (the preset column). The metadata keeps what each side computed
-with: halflab's cpu-features and blas lines, torch's torch_* lines. Prints the
+the runs used (the preset column), and the attention column the form of the
+attention each row timed: the peer's --attention (sdpa or exact, from its
+"# attention:" line; a peer CSV without one ran the exact form, its only form
+then), and exact for halflab, whose attention is written out (the peer's exact
+form is its arithmetic). The metadata keeps what each side computed
+with: halflab's cpu-features and blas lines, torch's torch_* lines and the
+peer's attention line. Prints the
 table and the ratios (PyTorch median / halflab median: above 1 means halflab
 is faster; and, where both exist, amp-bf16 / fp32 and amp-fp16 / fp32 per
 implementation). Standard library and numpy only: the peer's Python runs it.
@@ -28,11 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hlfiles  # noqa: E402
 
 HEADER = ("impl,device,preset,mode,omp_wait_policy,threads,tokens_per_step,steps,timed_steps,step_ms_min,step_ms_median,"
-          "step_ms_max,tokens_per_s,final_loss,eval_loss,load_start,load_end,run")
+          "step_ms_max,tokens_per_s,final_loss,eval_loss,load_start,load_end,run,attention")
 # metadata lines carried over from the runs' CSVs: (key in the run's CSV, implementation, key written)
 CARRIED = (("cpu-features", "halflab", "cpu-features"), ("blas", "halflab", "halflab_blas"),
            ("torch_blas", "pytorch", "torch_blas"), ("torch_onednn", "pytorch", "torch_onednn"),
-           ("torch_cpu_capability", "pytorch", "torch_cpu_capability"))
+           ("torch_cpu_capability", "pytorch", "torch_cpu_capability"), ("attention", "pytorch", "peer_attention"))
+# halflab's attention, as the metadata says it
+HALFLAB_ATTENTION = "exact: scores, explicit causal mask, fp32 softmax (its only form)"
 
 
 def meta_value(meta, key):
@@ -82,13 +89,15 @@ def main(argv):
             if who == impl and meta_value(meta, key):
                 carried.setdefault(out_key, meta_value(meta, key))
         policy = s["omp_wait_policy"] if s["device"] == "cpu" else "-"
+        # "sdpa: torch.nn...." -> "sdpa"; the peer wrote no such line before it had --attention
+        attention = (meta_value(meta, "attention").split(":", 1)[0] or "exact") if impl == "pytorch" else "exact"
         rows.append(dict(impl=impl, device=s["device"], preset=a.preset, mode=s["mode"], omp_wait_policy=policy,
                          threads=s["threads"], tokens_per_step="%d" % tokens, steps=s["steps_done"],
                          timed_steps=str(len(timed)), step_ms_min="%.4f" % timed.min(),
                          step_ms_median="%.4f" % med, step_ms_max="%.4f" % timed.max(),
                          tokens_per_s="%.6g" % (tokens / (med / 1e3)), final_loss=s["final_loss"],
                          eval_loss=s["eval_loss"], load_start=s["load_start"], load_end=s["load_end"],
-                         run=m.group(2)))
+                         run=m.group(2), attention=attention))
     if not rows:
         print("step_times: no comparison runs in %s" % a.runs, file=sys.stderr)
         return 1
@@ -98,6 +107,7 @@ def main(argv):
 
     meta = hlfiles.Meta("; ".join("%s: %s" % kv for kv in sorted(devices.items())), argv=["step_times.py"] + argv)
     meta.set("peer", torch_version or "no PyTorch run")
+    meta.set("halflab_attention", HALFLAB_ATTENTION)
     for _, _, out_key in CARRIED:
         if out_key in carried:
             meta.set(out_key, carried[out_key])
@@ -109,12 +119,12 @@ def main(argv):
         meta.set("note", a.note)
     hlfiles.write_table(a.out, meta, HEADER, [[r[c] for c in HEADER.split(",")] for r in rows])
 
-    print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s" % ("impl", "dev", "mode", "policy", "threads", "min_ms",
-                                                            "median_ms", "max_ms", "tokens/s"))
+    print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s  %s" % ("impl", "dev", "mode", "policy", "threads", "min_ms",
+                                                                "median_ms", "max_ms", "tokens/s", "attention"))
     for r in rows:
-        print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s" % (r["impl"], r["device"], r["mode"], r["omp_wait_policy"],
-                                                                r["threads"], r["step_ms_min"], r["step_ms_median"],
-                                                                r["step_ms_max"], r["tokens_per_s"]))
+        print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s  %s" % (
+            r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["threads"], r["step_ms_min"],
+            r["step_ms_median"], r["step_ms_max"], r["tokens_per_s"], r["attention"]))
     med = {(r["impl"], r["device"], r["mode"], r["omp_wait_policy"]): float(r["step_ms_median"]) for r in rows}
     for (impl, dev, mode, pol), v in sorted(med.items()):
         if impl != "halflab":

@@ -28,7 +28,7 @@ static _Thread_local region stack_[MAX_REGIONS];
 static _Thread_local int depth_, user_depth_;
 static _Thread_local cache_entry *cache_;
 static _Thread_local int cache_n_, cache_cap_;
-static _Thread_local uint64_t conversions_, hits_;
+static _Thread_local uint64_t conversions_, misses_, hits_;
 
 hl_dtype hl_autocast_default_dtype(hl_device_kind device) { return device == HL_DEVICE_CUDA ? HL_F16 : HL_BF16; }
 
@@ -78,6 +78,7 @@ hl_dtype hl_autocast_dtype(hl_device_kind device) {
 
 int hl_autocast_depth(void) { return user_depth_; }
 uint64_t hl_autocast_conversions(void) { return conversions_; }
+uint64_t hl_autocast_cache_misses(void) { return misses_; }
 uint64_t hl_autocast_cache_hits(void) { return hits_; }
 int hl_autocast_cache_size(void) { return cache_n_; }
 
@@ -126,6 +127,7 @@ hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to) {
   if (!r) return NULL;
   conversions_++;
   if (cacheable) {
+    misses_++; /* a weight cast the cache did not have (counted even when no room is left to keep it) */
     if (cache_n_ == cache_cap_) {
       int cap = cache_cap_ ? cache_cap_ * 2 : 16;
       cache_entry *c = realloc(cache_, sizeof *c * (size_t)cap);

@@ -59,9 +59,14 @@ hl_dtype hl_autocast_dtype(hl_device_kind device);
 hl_dtype hl_autocast_default_dtype(hl_device_kind device);
 int hl_autocast_depth(void); /* open regions on this thread */
 
-/* Counters for tests and teaching: conversions autocast actually ran (one
- * per cache miss or uncacheable cast), cache hits, entries now cached. */
+/* Counters for tests and teaching, per thread and never reset: conversions
+ * autocast actually ran (one per cache miss or uncacheable cast), the cache
+ * misses among them (weight casts made and cached), cache hits (weight
+ * casts answered from the cache), entries now cached. The cache's hit rate
+ * is hits / (hits + misses); conversions - misses are the casts it never
+ * keeps (activations, casts under no-grad). */
 uint64_t hl_autocast_conversions(void);
+uint64_t hl_autocast_cache_misses(void);
 uint64_t hl_autocast_cache_hits(void);
 int hl_autocast_cache_size(void);
 

@@ -142,6 +142,19 @@ if has tiny; then
       echo
     fi ;;
   esac
+  # autocast's cast cache per mode, where the summary has its columns (an older one has not)
+  cache=$(q '$c["name"] == "tiny" && ("autocast_cache_hit_rate" in c) && $c["autocast_cache_hit_rate"] != "" && $c["steps_done"] > 0 {
+       n = $c["steps_done"]
+       printf "- %s: %.1f conversions per step, %.1f of them f32 weights (then cached), %.1f answered by the cache: hit rate %.1f%%\n", \
+         $c["mode"], $c["autocast_casts"] / n, $c["autocast_cache_misses"] / n, $c["autocast_cache_hits"] / n, 100 * $c["autocast_cache_hit_rate"] }')
+  if [ -n "$cache" ]; then
+    echo "Autocast's cast cache in the training steps (a weight used again inside one autocast region is not converted"
+    echo "again; each micro-batch's forward is one region, and in this GPT every weight feeds one product per forward,"
+    echo "so the rate is 0 unless a weight is reused; docs/train.md, \"The cast cache\"):"
+    echo
+    echo "$cache"
+    echo
+  fi
   # fp16-noscale and fp16-pure at the tiny size, in words from the numbers
   ref=$(val tiny amp-fp16 eval_loss)
   for m in fp16-noscale fp16-pure; do

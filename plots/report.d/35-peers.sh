@@ -26,6 +26,8 @@ fi
 f=peer_step_times.csv
 # A CSV written before the preset column (the tiny preset was the only one then) reads as preset "-".
 preset='(("preset" in c) ? $c["preset"] : "-")'
+# One written before the attention column timed the peer's exact form, its only one then.
+attention='(("attention" in c) ? $c["attention"] : "exact")'
 
 if have peer_skipped.csv; then
   echo "_The latest comparison run was skipped ($(table peer_skipped.csv '{ print $c["reason"]; exit }'), $(meta peer_skipped.csv date)):"
@@ -38,16 +40,24 @@ echo "count; each side's step time is taken the same way (batch upload to the sy
 echo "summarised by the same script from its own per-step CSV. Run: $(meta $f note)."
 echo "Devices: $(meta $f device). Load average (1, 5, 15 min) $(meta $f load)."
 echo
+timed_forms=$(table $f '$c["impl"] == "pytorch" { print '"$attention"' }' | sort -u | paste -sd/ -)
+if [ -n "$timed_forms" ]; then
+  echo "PyTorch's attention as timed: **${timed_forms}** (column attention). \`sdpa\` is"
+  echo "\`F.scaled_dot_product_attention(is_causal=True)\`, the form a user writes, on a fused kernel of torch's choice;"
+  echo "\`exact\` is the written-out form halflab computes (scores, explicit causal mask, fp32 softmax), which the parity"
+  echo "test uses."
+  echo
+fi
 built_with=""
 for key in halflab_blas torch_blas torch_onednn torch_cpu_capability cpu-features; do
   v=$(meta $f "$key")
   if [ -n "$v" ]; then built_with+="- \`$key\`: $v"$'\n'; fi
 done
 if [ -n "$built_with" ]; then printf '%s\n' "$built_with"; fi
-echo "| implementation | device | preset | mode | OMP_WAIT_POLICY | threads | tokens/step | steps (timed) | min ms | median ms | max ms | tokens/s | final loss | eval loss |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-table $f '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"], $c["device"],
-         '"$preset"', $c["mode"], $c["omp_wait_policy"], $c["threads"], (("tokens_per_step" in c) ? $c["tokens_per_step"] : "-"),
+echo "| implementation | attention | device | preset | mode | OMP_WAIT_POLICY | threads | tokens/step | steps (timed) | min ms | median ms | max ms | tokens/s | final loss | eval loss |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+table $f '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"],
+         '"$attention"', $c["device"], '"$preset"', $c["mode"], $c["omp_wait_policy"], $c["threads"], (("tokens_per_step" in c) ? $c["tokens_per_step"] : "-"),
          $c["steps"], $c["timed_steps"], $c["step_ms_min"], $c["step_ms_median"], $c["step_ms_max"], $c["tokens_per_s"],
          ($c["final_loss"] == "" ? "-" : $c["final_loss"]), ($c["eval_loss"] == "" ? "-" : $c["eval_loss"]) }'
 echo

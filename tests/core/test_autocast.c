@@ -126,11 +126,12 @@ static void test_cast_cache(void **state) {
   hl_pool_push();
   hl_tensor *w = t32(HL_SHAPE(8, 8), 1), *x = t32(HL_SHAPE(4, 8), 2);
   OK(hl_set_requires_grad(w, true));
-  uint64_t conv0 = hl_autocast_conversions(), hits0 = hl_autocast_cache_hits();
+  uint64_t conv0 = hl_autocast_conversions(), misses0 = hl_autocast_cache_misses(), hits0 = hl_autocast_cache_hits();
   HL_AUTOCAST(CPU, HL_F16, true) {
     for (int i = 0; i < 3; i++) OK(hl_tmp(hl_mm(x, w)));
     /* the weight once, the activation (no grad) every time */
     assert_int_equal(hl_autocast_conversions() - conv0, 1 + 3);
+    assert_int_equal(hl_autocast_cache_misses() - misses0, 1);
     assert_int_equal(hl_autocast_cache_hits() - hits0, 2);
     assert_int_equal(hl_autocast_cache_size(), 1);
     HL_AUTOCAST(CPU, HL_F16, true) { OK(hl_tmp(hl_mm(x, w))); }
@@ -151,6 +152,104 @@ static void test_cast_cache(void **state) {
     OK(hl_tmp(hl_mm(x, w)));
     assert_int_equal(hl_autocast_conversions() - c, 2); /* converted again in a new region */
   }
+  hl_pool_pop();
+}
+
+/* autocast's three counters, read together */
+typedef struct {
+  uint64_t casts, misses, hits;
+} cast_counts;
+
+static cast_counts counts_now(void) {
+  return (cast_counts){hl_autocast_conversions(), hl_autocast_cache_misses(), hl_autocast_cache_hits()};
+}
+
+/* a macro, so that a failure names the caller's line */
+#define assert_counts_since(before, want_casts, want_misses, want_hits) \
+  do {                                                                 \
+    const cast_counts now_ = counts_now();                             \
+    assert_int_equal(now_.casts - (before).casts, (want_casts));       \
+    assert_int_equal(now_.misses - (before).misses, (want_misses));    \
+    assert_int_equal(now_.hits - (before).hits, (want_hits));          \
+  } while (0)
+
+/* A small known model: fc1, then fc2 applied REPEATS times with the same
+ * weights (an unrolled recurrence), then fc3, each followed by a relu but
+ * the last, and the mean cross-entropy. */
+enum { REPEATS = 3, SHARED_LAYERS = 3 };
+
+typedef struct {
+  hl_tensor *w[SHARED_LAYERS], *b[SHARED_LAYERS];
+} shared_mlp;
+
+static hl_tensor *shared_mlp_loss(const shared_mlp *m, hl_tensor *x, hl_tensor *targets) {
+  hl_tensor *h = hl_tmp(hl_relu(hl_tmp(hl_linear(x, m->w[0], m->b[0]))));
+  for (int r = 0; r < REPEATS; r++) h = hl_tmp(hl_relu(hl_tmp(hl_linear(h, m->w[1], m->b[1]))));
+  return hl_tmp(hl_cross_entropy(hl_tmp(hl_linear(h, m->w[2], m->b[2])), targets));
+}
+
+/* What the counters say for that model, step by step, under bf16 autocast.
+ * One forward asks for a cast of each weight and bias at each use: the first
+ * use of each of the 6 is a miss (cast, then cached), the REPEATS - 1 later
+ * uses of fc2's two a hit each; the other casts are never cached: the input
+ * x (no grad) to bf16, and the bf16 logits to f32 for cross_entropy (fp32
+ * policy); the hidden activations are bf16 already. Backward casts nothing
+ * through autocast (it runs with autocast off; the saved bf16 weights are
+ * the graph's). */
+static void test_cast_cache_counts_of_a_model(void **state) {
+  (void)state;
+  hl_pool_push();
+  const int64_t width[SHARED_LAYERS + 1] = {8, 16, 16, 4};
+  shared_mlp m;
+  for (int l = 0; l < SHARED_LAYERS; l++) {
+    const int64_t in = width[l], out = width[l == 1 ? 1 : l + 1];
+    m.w[l] = t32(HL_SHAPE(out, in), 10 + (uint64_t)l);
+    m.b[l] = t32(HL_SHAPE(out), 20 + (uint64_t)l);
+    OK(hl_set_requires_grad(m.w[l], true));
+    OK(hl_set_requires_grad(m.b[l], true));
+  }
+  hl_tensor *x = t32(HL_SHAPE(5, 8), 30);
+  hl_tensor *targets = hl_tmp(hl_from_i32(HL_SHAPE(5), (int32_t[]){0, 1, 2, 3, 0}, HL_I32, CPU));
+  OK(targets);
+  const uint64_t weights = 2 * SHARED_LAYERS, reuses = 2 * (REPEATS - 1), others = 2;
+
+  /* a training step: forward in a region, then backward */
+  cast_counts c0 = counts_now();
+  hl_tensor *loss = NULL;
+  HL_AUTOCAST(CPU, HL_BF16, true) {
+    loss = shared_mlp_loss(&m, x, targets);
+    assert_int_equal(hl_autocast_cache_size(), weights);
+  }
+  OK(loss);
+  assert_counts_since(c0, weights + others, weights, reuses);
+  const cast_counts after_forward = counts_now();
+  OK(hl_backward(loss, NULL, false));
+  assert_counts_since(after_forward, 0, 0, 0);
+  for (int l = 0; l < SHARED_LAYERS; l++) {
+    assert_int_equal(hl_tensor_grad(m.w[l])->dtype, HL_F32);
+    hl_zero_grad(m.w[l]);
+    hl_zero_grad(m.b[l]);
+  }
+
+  /* the next step's region starts with an empty cache: every weight is cast again */
+  c0 = counts_now();
+  HL_AUTOCAST(CPU, HL_BF16, true) { OK(shared_mlp_loss(&m, x, targets)); }
+  assert_counts_since(c0, weights + others, weights, reuses);
+
+  /* two forwards in one region (micro-batches accumulated inside it): the second finds every weight */
+  c0 = counts_now();
+  HL_AUTOCAST(CPU, HL_BF16, true) {
+    OK(shared_mlp_loss(&m, x, targets));
+    OK(shared_mlp_loss(&m, x, targets));
+  }
+  assert_counts_since(c0, weights + 2 * others, weights, reuses + (weights + reuses));
+
+  /* under no-grad (an evaluation) nothing is cached: every use of a weight is converted */
+  c0 = counts_now();
+  HL_NO_GRAD {
+    HL_AUTOCAST(CPU, HL_BF16, true) { OK(shared_mlp_loss(&m, x, targets)); }
+  }
+  assert_counts_since(c0, weights + reuses + others, 0, 0);
   hl_pool_pop();
 }
 
@@ -324,6 +423,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_regions),         cmocka_unit_test(test_policies),
       cmocka_unit_test(test_nested_disable),  cmocka_unit_test(test_cast_cache),
+      cmocka_unit_test(test_cast_cache_counts_of_a_model),
       cmocka_unit_test(test_backward_dtype),  cmocka_unit_test(test_custom_ops),
       cmocka_unit_test(test_decorator_and_threads), cmocka_unit_test(test_policy_table_matches_spec),
   };

@@ -74,22 +74,65 @@ static void test_examples_bad_input(void **state) {
   }
 }
 
+/* mlp_step.csv's four rows (direct and core, fp32 and bf16) and the two
+ * targets. The bf16 rows are measured exactly where the run's `# onednn:`
+ * line says the core's bf16 products run on oneDNN's matmul, else not run
+ * with a reason containing `reason` (NULL: any). */
+static void check_mlp_step(const char *dir, const char *out, const char *reason) {
+  hl_table *t = hl_table_read(hl_path(dir, "mlp_step.csv"));
+  assert_non_null(t);
+  assert_int_equal(t->nrows, 4);
+  const bool onednn = strstr(t->meta, "bf16 GEMMs on its matmul primitive") != NULL;
+  const bool bf16_runs = onednn && !reason;
+  for (int i = 0; i < 4; i++) assert_true(hl_table_num(t, i, "batch") == 16);
+  const char *impls[2] = {"direct", "core"};
+  for (int k = 0; k < 2; k++) {
+    const int f = hl_table_find(t, "impl", impls[k], "precision", "fp32", NULL);
+    const int b = hl_table_find(t, "impl", impls[k], "precision", "bf16", NULL);
+    assert_true(f >= 0 && b >= 0);
+    assert_true(hl_table_num(t, f, "time_ms_median") > 0 && hl_table_num(t, f, "ratio_to_direct") > 0);
+    assert_string_equal(hl_table_get(t, f, "note"), "");
+    if (bf16_runs) {
+      assert_true(hl_table_num(t, b, "time_ms_median") > 0 && hl_table_num(t, b, "ratio_to_direct") > 0);
+      assert_string_equal(hl_table_get(t, b, "note"), "");
+    } else {
+      /* not faked: no numbers, and why */
+      assert_string_equal(hl_table_get(t, b, "time_ms_median"), "");
+      assert_string_equal(hl_table_get(t, b, "ratio_to_direct"), "");
+      const char *note = hl_table_get(t, b, "note");
+      if (strncmp(note, "not run: ", 9) || (reason && !strstr(note, reason)))
+        fail_msg("the bf16 row's note should say why it did not run%s%s: '%s'", reason ? ": " : "",
+                 reason ? reason : "", note);
+    }
+  }
+  hl_table_free(t);
+  if (bf16_runs) assert_non_null(strstr(out, "(bf16 autocast; median step times)"));
+  else assert_non_null(strstr(out, "bf16 step not run: "));
+  hl_table *g = hl_table_read(hl_path(dir, "mlp_step_targets.csv"));
+  assert_non_null(g);
+  assert_int_equal(g->nrows, 2);
+  const char *bf16_status = hl_table_get(g, 1, "status");
+  assert_non_null(strstr(hl_table_get(g, 1, "target"), "bf16"));
+  if (bf16_runs) assert_true(!strcmp(bf16_status, "PASS") || !strcmp(bf16_status, "MISS"));
+  else assert_string_equal(bf16_status, "SKIP");
+  hl_table_free(g);
+}
+
 static void test_mlp_step(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
   hl_run_result r = hl_run_ok("'%s' mlp-step --batch 16 --reps 2 --quick --out '%s'", hl_test_prog("halflab-bench"), dir);
   assert_non_null(strstr(r.out, "core / direct:"));
+  check_mlp_step(dir, r.out, NULL);
   hl_run_free(&r);
-  hl_table *t = hl_table_read(hl_path(dir, "mlp_step.csv"));
-  assert_non_null(t);
-  assert_int_equal(t->nrows, 2);
-  for (int i = 0; i < 2; i++) {
-    assert_true(hl_table_num(t, i, "time_ms_median") > 0);
-    assert_true(hl_table_num(t, i, "batch") == 16);
-  }
-  assert_true(hl_table_find(t, "impl", "core", NULL) >= 0 && hl_table_find(t, "impl", "direct", NULL) >= 0);
-  hl_table_free(t);
-  assert_true(hl_file_exists(hl_path(dir, "mlp_step_targets.csv")));
+  hl_rmtree(dir);
+  free(dir);
+  /* without the CPU's bf16 units the core's bf16 products widen to sgemm: no bf16 pair to compare */
+  dir = hl_tmpdir();
+  r = hl_run_ok("HALFLAB_CPU_UNITS=portable '%s' mlp-step --batch 16 --reps 2 --quick --out '%s'",
+                hl_test_prog("halflab-bench"), dir);
+  check_mlp_step(dir, r.out, "HALFLAB_CPU_UNITS=portable");
+  hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
   /* bad input: exit 2, one line, nothing written */

@@ -42,7 +42,14 @@
  *     (growth x2 after --growth-interval clean steps, backoff x0.5 and skip
  *     on inf/NaN), and the runs keep their scales away from the edge where
  *     rounding would decide an overflow (the injected run stays at or below
- *     2^12; from 2^40 the scale backs off by 2^22 before a step is finite). */
+ *     2^12; from 2^40 the scale backs off by 2^22 before a step is finite).
+ *   The peer's two attention forms (--attention), fp32, 30 steps: sdpa
+ *     (F.scaled_dot_product_attention, what the timing runs use) against
+ *     exact (what the parity above uses): every loss and gradient norm within
+ *     1e-5 relative, as two fp32 implementations (measured 1.3e-7 and
+ *     2.0e-7: torch's fused kernel only sums in another order). Attention
+ *     without the causal mask differs by 1.4e-3 at step 1 and 2.6e-2 over the
+ *     30 steps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +60,9 @@
 
 #define STEPS 30
 #define TINY "--device cpu --batch 16 --eval-samples 32 --eval-every 10 --optimizer sgd"
-#define PEER_ARGS "--heads 4 --optimizer sgd --eval-every 10 --threads 2"
+#define PEER_COMMON "--heads 4 --optimizer sgd --eval-every 10 --threads 2"
+/* parity is checked on the exact form of the attention (halflab's arithmetic), named so */
+#define PEER_ARGS PEER_COMMON " --attention exact"
 /* a scale that doubles every 5 clean steps, and three injected steps: two in a row, one after regrowth */
 #define INJECT "--init-scale 1024 --growth-interval 5 --inject-nonfinite 7,8,19"
 
@@ -229,6 +238,7 @@ static void test_peer_csv(void **state) {
   assert_non_null(strstr(p->meta, "# device: cpu:"));
   assert_non_null(strstr(p->meta, "# threads: 2 (torch.set_num_threads"));
   assert_non_null(strstr(p->meta, "# date: "));
+  assert_non_null(strstr(p->meta, "# attention: exact: "));
   /* what torch computed with: the pinned version (scripts/peer-python.sh --pins), its BLAS, oneDNN, CPU kernels */
   hl_run_result pins = hl_run_ok("'%s' --pins", getenv("PEER_LOCATOR"));
   const char *pinned = strstr(pins.out, "torch==");
@@ -310,6 +320,29 @@ static void test_fp32_steps(void **state) {
   }
   hl_table_free(h);
   hl_table_free(p);
+}
+
+/* The form of the attention the timing runs use (sdpa) trains as the exact
+ * form the parity tests use, within fp32 rounding (tolerance above). */
+static void test_sdpa_matches_exact_fp32(void **state) {
+  (void)state;
+  must(hl_run("'%s' %s --init-weights %s --batches %s " PEER_COMMON " --attention sdpa --steps %d --name sdpa --out %s",
+              python, peer(), in("w.bin"), in("b.bin"), STEPS, dir),
+       "gpt_peer fp32 --attention sdpa");
+  hl_table *e = steps_of("peer", "parity", "fp32"), *s = steps_of("peer", "sdpa", "fp32");
+  if (!strstr(s->meta, "# attention: sdpa: ")) fail_msg("the sdpa run's metadata does not name its attention:\n%s", s->meta);
+  int at = 0;
+  const double loss = worst_column(e, s, "loss", &at);
+  print_message("fp32, sdpa against exact attention: worst relative loss difference %.3g at step %d (tolerance 1e-5)\n",
+                loss, at);
+  assert_true(loss <= 1e-5);
+  const double norm = worst_column(e, s, "grad_norm", &at);
+  print_message("fp32, sdpa against exact attention: worst relative gradient-norm difference %.3g at step %d "
+                "(tolerance 1e-5)\n",
+                norm, at);
+  assert_true(norm <= 1e-5);
+  hl_table_free(e);
+  hl_table_free(s);
 }
 
 static void test_bf16_steps(void **state) {
@@ -403,6 +436,7 @@ static void test_peer_bad_input(void **state) {
       {"--init-weights %s --batches %s --heads 3", "--heads 3 does not divide"},
       {"--init-weights %s --batches %s --heads 4 --steps 31", "--steps 31"},
       {"--init-weights %s --batches %s --heads 4 --mode fp16-pure", "--mode"},
+      {"--init-weights %s --batches %s --heads 4 --attention flash", "--attention"},
       {"--init-weights %s --batches %s --heads 4 --mode fp32 --init-scale 8", "need a mode with a loss scaler"},
       {"--init-weights %s --batches %s --heads 4 --mode amp-fp16 --steps 10 --inject-nonfinite 11",
        "past the last step"},
@@ -430,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_fp32_first_step),
       cmocka_unit_test(test_fp32_detects_a_changed_weight),
       cmocka_unit_test(test_fp32_steps),
+      cmocka_unit_test(test_sdpa_matches_exact_fp32),
       cmocka_unit_test(test_bf16_steps),
       cmocka_unit_test(test_fp16_steps),
       cmocka_unit_test(test_fp16_backoff_from_2e40),

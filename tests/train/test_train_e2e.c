@@ -439,6 +439,103 @@ static void test_mlp_recipes(void **state) {
   free(dir);
 }
 
+/* ------------------------------------------------------- the cast cache -- */
+
+static void must_run(hl_run_result r) {
+  if (r.status != 0) fail_msg("exit %d: %s", r.status, r.err);
+  hl_run_free(&r);
+}
+
+/* The summary's autocast columns for one run, per forward (micro-batch). */
+static void check_cast_counts(const char *dir, const char *name, const char *mode, double forwards, double misses,
+                              double uncached, double hits) {
+  hl_table *s = csv(dir, name, mode, "summary");
+  print_message("%s %s: %s casts, %s cache misses, %s hits, hit rate '%s' over %g forwards\n", name, mode,
+                hl_table_get(s, 0, "autocast_casts"), hl_table_get(s, 0, "autocast_cache_misses"),
+                hl_table_get(s, 0, "autocast_cache_hits"), hl_table_get(s, 0, "autocast_cache_hit_rate"), forwards);
+  assert_true(hl_table_num(s, 0, "autocast_cache_misses") == misses * forwards);
+  assert_true(hl_table_num(s, 0, "autocast_casts") == (misses + uncached) * forwards);
+  assert_true(hl_table_num(s, 0, "autocast_cache_hits") == hits * forwards);
+  if (misses + hits > 0) assert_true(hl_table_num(s, 0, "autocast_cache_hit_rate") == hits / (misses + hits));
+  else assert_true(empty(s, 0, "autocast_cache_hit_rate")); /* no weight cast asked for: no rate */
+  hl_table_free(s);
+}
+
+/* What the model's structure implies for autocast's casts (docs/train.md,
+ * "The cast cache"), evaluation left out. The tiny GPT under bf16 autocast,
+ * per forward: the weight and bias of each block's 4 linears (c_attn,
+ * attn.c_proj, mlp.c_fc, mlp.c_proj) and the tied head's token embedding,
+ * each a miss (cast, then cached); 4 casts per block that are never cached
+ * (ln_1's and ln_2's f32 outputs to bf16, the bf16 scores to f32 for the
+ * softmax, its f32 output to bf16 for the product with v) and 2 at the head
+ * (ln_f's output, the bf16 logits to f32 for the loss); no weight is used
+ * twice in a forward, so no hits. Each micro-batch's forward is its own
+ * region: --accum 2 casts every weight twice per step. The MLP: the weight
+ * and bias of each linear, its f32 input and its logits. */
+static void test_cast_cache_counts(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  const int steps = 3;
+  for (int accum = 1; accum <= 2; accum++) {
+    hl_run_result r;
+    run_ok(&r, SMALL " --steps %d --mode amp-bf16 --accum %d --name cast-accum%d --out %s", steps, accum, accum, dir);
+    char name[32];
+    snprintf(name, sizeof name, "cast-accum%d", accum);
+    hl_table *s = csv(dir, name, "amp-bf16", "summary");
+    const double layers = hl_table_num(s, 0, "layers");
+    hl_table_free(s);
+    assert_true(layers == 2); /* the tiny preset */
+    const double misses = 8 * layers + 1, uncached = 4 * layers + 2;
+    check_cast_counts(dir, name, "amp-bf16", steps * accum, misses, uncached, 0);
+    /* and the line at the end of the run, per step */
+    char want[160];
+    snprintf(want, sizeof want, "autocast bf16 casts per step: %.1f made (%.1f of weights, then cached; %.1f of",
+             (misses + uncached) * accum, misses * accum, uncached * accum);
+    if (!strstr(r.out, want)) fail_msg("stdout lacks '%s':\n%s", want, r.out);
+    assert_non_null(strstr(r.out, "0.0 answered by the cache; cache hit rate 0.0%"));
+    hl_run_free(&r);
+  }
+  run_ok(NULL, "--device cpu --model mlp --mode amp-bf16 --steps %d --batch 32 --eval-samples 64 --out %s", steps, dir);
+  hl_table *s = csv(dir, "mlp-tiny", "amp-bf16", "summary");
+  const double linears = hl_table_num(s, 0, "layers"); /* hidden layers + the output layer */
+  hl_table_free(s);
+  assert_true(linears == 3);
+  check_cast_counts(dir, "mlp-tiny", "amp-bf16", steps, 2 * linears, 2, 0);
+  /* without autocast nothing is cast, and there is no rate to give */
+  hl_run_result r;
+  run_ok(&r, SMALL " --steps %d --mode fp32 --out %s", steps, dir);
+  check_cast_counts(dir, "tiny", "fp32", steps, 0, 0, 0);
+  assert_null(strstr(r.out, "autocast"));
+  hl_run_free(&r);
+  /* an older halflab's train_summary.csv (without these columns at its end) keeps its rows, the new cells
+   * empty; one with other columns is replaced, with a line saying so */
+  must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){4}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
+                  hl_path(dir, "train_summary.csv")));
+  run_ok(NULL, SMALL " --steps 1 --mode amp-bf16 --name newer --out %s", dir);
+  hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
+  assert_non_null(all);
+  const int older = hl_table_find(all, "name", "older", NULL), newer = hl_table_find(all, "name", "newer", NULL);
+  assert_true(older >= 0 && newer >= 0);
+  assert_true(empty(all, older, "autocast_casts") && empty(all, older, "autocast_cache_hit_rate"));
+  assert_true(hl_table_num(all, older, "steps_done") == steps && hl_table_num(all, newer, "autocast_casts") > 0);
+  hl_table_free(all);
+  must_run(hl_run("sed -i '/^#/!s/^name,/label,/' '%s'", hl_path(dir, "train_summary.csv")));
+  r = hl_run_ok("%s " SMALL " --steps 1 --mode amp-bf16 --name newest --out %s", train(), dir);
+  assert_non_null(strstr(r.err, "has other columns (an older halflab?): its rows are dropped"));
+  hl_run_free(&r);
+  all = hl_table_read(hl_path(dir, "train_summary.csv"));
+  assert_int_equal(all->nrows, 1);
+  hl_table_free(all);
+  /* fp16 weights under fp16 autocast: no f32 weight to cast, so no cache lookups and no rate */
+  run_ok(NULL, SMALL " --steps %d --mode fp16-master --out %s", steps, dir);
+  s = csv(dir, "tiny", "fp16-master", "summary");
+  assert_true(hl_table_num(s, 0, "autocast_cache_misses") == 0 && hl_table_num(s, 0, "autocast_cache_hits") == 0);
+  assert_true(hl_table_num(s, 0, "autocast_casts") > 0 && empty(s, 0, "autocast_cache_hit_rate"));
+  hl_table_free(s);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void test_text(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
@@ -697,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_sigterm),
       cmocka_unit_test(test_peer_files),
       cmocka_unit_test(test_mlp_recipes),
+      cmocka_unit_test(test_cast_cache_counts),
       cmocka_unit_test(test_text),
       cmocka_unit_test(test_small_preset),
   };
