@@ -5,33 +5,35 @@
 # the PyTorch peer (bench/peers/gpt_peer.py), side by side in one run: same
 # initial weights (--save-init / --init-weights), same batches
 # (--export-batches / --batches), same optimizer and schedule, same thread
-# count, in fp32, amp-bf16 and amp-fp16, the two implementations
-# alternating so that a change of load hits both, each under
-# OMP_WAIT_POLICY=passive and libgomp's default. The peer's attention is
+# count, in fp32, amp-bf16 and amp-fp16, each under OMP_WAIT_POLICY=passive
+# and libgomp's default, three times over: the implementations, modes and
+# policies alternate within each round, so that a change of load hits every
+# side, and each figure is the median of the three runs' medians. The peer's attention is
 # the form a user writes, F.scaled_dot_product_attention (--attention sdpa);
 # the parity tests (tests/peers/) keep the exact form. peer_step_times.csv
 # says which form each row timed (column attention).
 #
-#   full (ninja bench): 3 warm-up + 12 timed steps per run, both policies;
-#     about 5 minutes on 2 cores. PyTorch's amp-fp16 stops after 1 warm-up +
-#     3 timed steps of the same schedule and runs under passive only: on a
-#     CPU without fp16 arithmetic (AVX512-FP16 / AMX-FP16) torch's fp16
-#     products take a slow path (about 27 s per step on the 2-core AMD EPYC
-#     development VM, against 0.5 s for bf16), and 15 such steps per policy
-#     would take 14 minutes.
-#   --quick (ninja bench-quick): smoke size, 1 warm-up + 2 timed steps of
-#     4 x 128 tokens, passive only; under a minute.
+#   full (ninja bench): 3 rounds of 2 warm-up + 6 timed steps per run, both
+#     policies; about 8 minutes on 2 cores. PyTorch's amp-fp16 stops after 1
+#     warm-up + 1 timed step of the same schedule and runs under passive
+#     only: on a CPU without fp16 arithmetic (AVX512-FP16 / AMX-FP16) torch's
+#     fp16 products take a slow path (about 27 s per step on the 2-core AMD
+#     EPYC development VM, against 0.5 s for bf16).
+#   --quick (ninja bench-quick): smoke size, one round of 1 warm-up + 2 timed
+#     steps of 4 x 128 tokens, passive only; under a minute.
 #
 # The peer's Python: $PEER_PYTHON, else what scripts/peer-python.sh prints.
 # Without it nothing measured earlier is touched: the reason is printed and
 # written to DIR/peer_skipped.csv (one row, column reason), and the script
 # exits 0. A completed comparison replaces, in DIR (default results/<machine>/
 # of the CPU, as halflab's programs name it):
-#   peers/train_peers-POLICY_MODE_*.csv   halflab-train's runs (own folder: its
-#   peers/peer_peers-POLICY_MODE_*.csv    train_summary.csv stays out of the
+#   peers/train_peers-POLICY-rN_MODE_*.csv  halflab-train's runs of round N (own folder: its
+#   peers/peer_peers-POLICY-rN_MODE_*.csv   train_summary.csv stays out of the
 #                                         training table), the peer's runs
 #   peer_step_times.csv                   min / median / max step time and
 #                                         tokens/s per implementation, mode, policy
+#   peer_targets.csv                      the targets: halflab's AMP steps
+#                                         against its fp32 step and PyTorch's
 # and removes peer_skipped.csv; it prints the ratios (PyTorch / halflab median;
 # above 1: halflab faster). Everything is measured in a scratch folder first,
 # so an interrupted run leaves the earlier results as they were.
@@ -107,11 +109,11 @@ fi
 
 # ---- lengths (see the header); the small preset's settings, given to the peer explicitly
 policies=(passive default)
-steps=15 warmup=3 batch=16
-torch_fp16_stop=4 torch_fp16_warmup=1 # PyTorch amp-fp16: 1 warm-up + 3 timed steps of the same schedule
+rounds=3 steps=8 warmup=2 batch=16
+torch_fp16_stop=2 torch_fp16_warmup=1 # PyTorch amp-fp16: 1 warm-up + 1 timed step of the same schedule
 if [ $quick = 1 ]; then
   policies=(passive)
-  steps=3 warmup=1 batch=4
+  rounds=1 steps=3 warmup=1 batch=4
   torch_fp16_stop=0
 fi
 threads=${OMP_NUM_THREADS:-$(nproc)}
@@ -126,27 +128,30 @@ mkdir -p "$runs"
   --export-steps "$steps" 2>/dev/null >/dev/null
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "compare_cpu: small preset, $batch x 128 tokens, $steps steps ($warmup warm-up) per run, $threads threads," \
-  "policies: ${policies[*]}; PyTorch: $python; load average before: $load_before" >&2
+echo "compare_cpu: small preset, $batch x 128 tokens, $rounds rounds of $steps steps ($warmup warm-up) per run," \
+  "$threads threads, policies: ${policies[*]}; PyTorch: $python; load average before: $load_before" >&2
 start=$SECONDS
+for round in $(seq "$rounds"); do
 for policy in "${policies[@]}"; do
   # libgomp reads the policy when the program starts
   if [ "$policy" = passive ]; then env=(OMP_WAIT_POLICY=passive); else env=(-u OMP_WAIT_POLICY); fi
   for mode in fp32 amp-bf16 amp-fp16; do
-    echo "compare_cpu: $policy $mode: halflab" >&2
+    name=peers-$policy-r$round
+    echo "compare_cpu: round $round $policy $mode: halflab" >&2
     env "${env[@]}" OMP_NUM_THREADS="$threads" "$train" "${train_common[@]}" --mode "$mode" \
-      --init-weights "$scratch/w.bin" --name "peers-$policy" --out "$runs" 2>"$scratch/log" >/dev/null ||
+      --init-weights "$scratch/w.bin" --name "$name" --out "$runs" 2>"$scratch/log" >/dev/null ||
       { cat "$scratch/log" >&2; exit 1; }
     length=(--warmup "$warmup")
     if [ "$mode" = amp-fp16 ] && [ "$torch_fp16_stop" -gt 0 ]; then
       [ "$policy" = passive ] || continue
       length=(--warmup "$torch_fp16_warmup" --stop-after "$torch_fp16_stop")
     fi
-    echo "compare_cpu: $policy $mode: PyTorch" >&2
+    echo "compare_cpu: round $round $policy $mode: PyTorch" >&2
     env "${env[@]}" "$python" bench/peers/gpt_peer.py "${peer_common[@]}" "${length[@]}" --mode "$mode" \
-      --init-weights "$scratch/w.bin" --batches "$scratch/b.bin" --name "peers-$policy" --out "$runs" \
+      --init-weights "$scratch/w.bin" --batches "$scratch/b.bin" --name "$name" --out "$runs" \
       2>"$scratch/log" >/dev/null || { cat "$scratch/log" >&2; exit 1; }
   done
+done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "compare_cpu: load average after: $load_after ($(nproc) CPUs); runs took $((SECONDS - start)) s" >&2
@@ -154,15 +159,18 @@ echo "compare_cpu: load average after: $load_after ($(nproc) CPUs); runs took $(
 fp16_note=""
 [ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: passive only, $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
 "$python" bench/peers/step_times.py --runs "$runs" --out "$scratch/peer_step_times.csv" --preset small \
+  --targets "$scratch/peer_targets.csv" \
   --load-before "$load_before" --load-after "$load_after" \
-  --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $steps steps ($warmup warm-up), same weights and batches; PyTorch's attention: F.scaled_dot_product_attention$fp16_note"
+  --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $rounds rounds of $steps steps ($warmup warm-up) per run, same weights and batches; PyTorch's attention: F.scaled_dot_product_attention$fp16_note"
 
 # the comparison is complete: it replaces the earlier one
 rm -rf "$out/peers.new"
 cp -r "$runs" "$out/peers.new"
 rm -rf "$out/peers"
 mv "$out/peers.new" "$out/peers"
-cp "$scratch/peer_step_times.csv" "$out/peer_step_times.csv.tmp"
-mv "$out/peer_step_times.csv.tmp" "$out/peer_step_times.csv"
+for f in peer_step_times.csv peer_targets.csv; do
+  cp "$scratch/$f" "$out/$f.tmp"
+  mv "$out/$f.tmp" "$out/$f"
+done
 rm -f "$out/peer_skipped.csv"
-echo "compare_cpu: wrote $out/peer_step_times.csv and $out/peers/" >&2
+echo "compare_cpu: wrote $out/peer_step_times.csv, $out/peer_targets.csv and $out/peers/" >&2

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """step_times.py — halflab vs PyTorch step times from one comparison run.
 
-    step_times.py --runs DIR --out FILE --preset NAME [--warmup N] [--load-before L --load-after L] [--note TEXT]
+    step_times.py --runs DIR --out FILE --preset NAME [--targets FILE] [--warmup N] [--load-before L --load-after L]
+                  [--note TEXT]
 
 Reads, in DIR, halflab-train's train_NAME_MODE_{steps,summary}.csv and the
 peer's peer_NAME_MODE_{steps,summary}.csv (NAME = peers-POLICY, as
-compare_cpu.sh and gpu_compare.sh name their runs), and writes FILE
-(peer_step_times.csv): one row per implementation, mode and OMP_WAIT_POLICY
-with the minimum, median and maximum step time over the steps after the
-warm-up, computed the same way for both sides from their per-step rows, and
-the tokens per second at the median; --preset names the halflab-train preset
+compare_cpu.sh and gpu_compare.sh name their runs; NAME = peers-POLICY-rN
+for round N of several), and writes FILE (peer_step_times.csv): one row per
+implementation, mode and OMP_WAIT_POLICY with the minimum, median and
+maximum step time over the steps after the warm-up, computed the same way
+for both sides from their per-step rows, and the tokens per second at the
+median. Over several rounds the median is the median of the rounds' own
+medians (column run_medians_ms lists them; min and max are over every timed
+step); --targets FILE writes the CPU targets (peer_targets.csv: halflab's
+amp-bf16 and amp-fp16 steps against its fp32 step and against PyTorch's,
+per policy, PASS when the ratio is at most the limit; a target whose path
+did not run is SKIP with the reason); --preset names the halflab-train preset
 the runs used (the preset column), and the attention column the form of the
 attention each row timed: the peer's --attention (sdpa or exact, from its
 "# attention:" line; a peer CSV without one ran the exact form, its only form
@@ -33,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hlfiles  # noqa: E402
 
 HEADER = ("impl,device,preset,mode,omp_wait_policy,threads,tokens_per_step,steps,timed_steps,step_ms_min,step_ms_median,"
-          "step_ms_max,tokens_per_s,final_loss,eval_loss,load_start,load_end,run,attention")
+          "step_ms_max,tokens_per_s,final_loss,eval_loss,load_start,load_end,run,attention,rounds,run_medians_ms")
 # metadata lines carried over from the runs' CSVs: (key in the run's CSV, implementation, key written)
 CARRIED = (("cpu-features", "halflab", "cpu-features"), ("blas", "halflab", "halflab_blas"),
            ("torch_blas", "pytorch", "torch_blas"), ("torch_onednn", "pytorch", "torch_onednn"),
@@ -49,6 +56,46 @@ def meta_value(meta, key):
     return ""
 
 
+# The CPU targets: (name, numerator, denominator, limit); each side is (impl, mode)
+TARGETS = (("amp-bf16 step <= 0.6x halflab's fp32 step", ("halflab", "amp-bf16"), ("halflab", "fp32"), 0.6),
+           ("amp-bf16 step <= 1.0x PyTorch's amp-bf16 step", ("halflab", "amp-bf16"), ("pytorch", "amp-bf16"), 1.0),
+           ("fp32 step <= 1.0x PyTorch's fp32 step", ("halflab", "fp32"), ("pytorch", "fp32"), 1.0),
+           ("amp-fp16 step <= 1.1x halflab's fp32 step", ("halflab", "amp-fp16"), ("halflab", "fp32"), 1.1),
+           ("amp-fp16 step <= 1.0x PyTorch's amp-fp16 step", ("halflab", "amp-fp16"), ("pytorch", "amp-fp16"), 1.0))
+
+
+def write_targets(path, meta, rows, onednn_line):
+    """peer_targets.csv: each target per OMP_WAIT_POLICY of the CPU rows."""
+    med = {(r["impl"], r["mode"], r["omp_wait_policy"]): r for r in rows if r["device"] == "cpu"}
+    policies = sorted({r["omp_wait_policy"] for r in rows if r["device"] == "cpu"})
+    # halflab's bf16 products ran on the CPU's bf16 units only where its oneDNN line says so
+    bf16_units = "bf16 GEMMs on its matmul" in onednn_line
+    out = []
+    for name, num, den, limit in TARGETS:
+        for pol in policies:
+            label = "%s (%s)" % (name, pol)
+            a, b = med.get(num + (pol,)), med.get(den + (pol,))
+            if "amp-bf16" in (num[1], den[1]) and not bf16_units:
+                out.append([label, "cpu", "", "%.4g" % limit, "SKIP", "bf16 products did not run on the CPU's bf16 units "
+                            "(%s): no target claimed for that path" % (onednn_line or "no # onednn: line")])
+                continue
+            if not a or not b:
+                missing = "%s %s" % (num if not a else den)
+                out.append([label, "cpu", "", "%.4g" % limit, "SKIP", "no %s run under %s" % (missing, pol)])
+                continue
+            ratio = float(a["step_ms_median"]) / float(b["step_ms_median"])
+            detail = "%s %s %.1f ms / %s %s %.1f ms (medians of %s and %s rounds)" % (
+                num[0], num[1], float(a["step_ms_median"]), den[0], den[1], float(b["step_ms_median"]), a["rounds"],
+                b["rounds"])
+            if den[0] == "pytorch":
+                detail += "; PyTorch's attention: %s" % b["attention"]
+            out.append([label, "cpu", "%.4f" % ratio, "%.4g" % limit, "PASS" if ratio <= limit else "MISS", detail])
+    meta.set("targets", "value = the first step time over the second (medians); PASS when value <= threshold")
+    hlfiles.write_table(path, meta, "target,device,value,threshold,status,detail", out)
+    for r in out:
+        print("%-4s  %s: %s" % (r[4], r[0], r[5]))
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="step_times", description=__doc__.split("\n")[0])
     p.add_argument("--runs", required=True)
@@ -58,9 +105,10 @@ def main(argv):
     p.add_argument("--load-before", default="")
     p.add_argument("--load-after", default="")
     p.add_argument("--note", default="")
+    p.add_argument("--targets", default=None, help="also write the CPU targets to this file")
     a = p.parse_args(argv)
 
-    rows, devices, torch_version, carried = [], {}, "", {}
+    runs, devices, torch_version, carried, onednn_line = [], {}, "", {}, ""
     for path in sorted(glob.glob(os.path.join(a.runs, "*_peers-*_steps.csv"))):
         base = os.path.basename(path)
         m = re.match(r"^(train|peer)_(peers-[A-Za-z0-9.-]+?)_(fp32|amp-bf16|amp-fp16|fp16-[a-z]+)_steps\.csv$", base)
@@ -85,19 +133,36 @@ def main(argv):
         devices.setdefault(impl, dev)
         if impl == "pytorch":
             torch_version = meta_value(meta, "halflab-peer")
+        elif meta_value(meta, "onednn"):
+            onednn_line = meta_value(meta, "onednn")
         for key, who, out_key in CARRIED:
             if who == impl and meta_value(meta, key):
                 carried.setdefault(out_key, meta_value(meta, key))
         policy = s["omp_wait_policy"] if s["device"] == "cpu" else "-"
         # "sdpa: torch.nn...." -> "sdpa"; the peer wrote no such line before it had --attention
         attention = (meta_value(meta, "attention").split(":", 1)[0] or "exact") if impl == "pytorch" else "exact"
-        rows.append(dict(impl=impl, device=s["device"], preset=a.preset, mode=s["mode"], omp_wait_policy=policy,
-                         threads=s["threads"], tokens_per_step="%d" % tokens, steps=s["steps_done"],
-                         timed_steps=str(len(timed)), step_ms_min="%.4f" % timed.min(),
-                         step_ms_median="%.4f" % med, step_ms_max="%.4f" % timed.max(),
-                         tokens_per_s="%.6g" % (tokens / (med / 1e3)), final_loss=s["final_loss"],
+        runs.append(dict(impl=impl, device=s["device"], mode=s["mode"], omp_wait_policy=policy, threads=s["threads"],
+                         tokens=tokens, steps=s["steps_done"], timed=timed, median=med, final_loss=s["final_loss"],
                          eval_loss=s["eval_loss"], load_start=s["load_start"], load_end=s["load_end"],
-                         run=m.group(2), attention=attention))
+                         run=re.sub(r"-r[0-9]+$", "", m.group(2)), round=m.group(2), attention=attention))
+    # one row per implementation, device, mode and policy, over its rounds (in the order they ran)
+    groups = {}
+    for r in sorted(runs, key=lambda r: r["round"]):
+        groups.setdefault((r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["run"]), []).append(r)
+    rows = []
+    for (impl, device, mode, policy, run), g in groups.items():
+        medians = [r["median"] for r in g]
+        med = float(np.median(medians))
+        timed = np.concatenate([r["timed"] for r in g])
+        first, last = g[0], g[-1]
+        rows.append(dict(impl=impl, device=device, preset=a.preset, mode=mode, omp_wait_policy=policy,
+                         threads=first["threads"], tokens_per_step="%d" % first["tokens"], steps=first["steps"],
+                         timed_steps=str(len(timed)), step_ms_min="%.4f" % timed.min(), step_ms_median="%.4f" % med,
+                         step_ms_max="%.4f" % timed.max(), tokens_per_s="%.6g" % (first["tokens"] / (med / 1e3)),
+                         final_loss=first["final_loss"], eval_loss=first["eval_loss"],
+                         load_start=first["load_start"], load_end=last["load_end"], run=run,
+                         attention=first["attention"], rounds=str(len(g)),
+                         run_medians_ms=";".join("%.1f" % x for x in medians)))
     if not rows:
         print("step_times: no comparison runs in %s" % a.runs, file=sys.stderr)
         return 1
@@ -118,6 +183,8 @@ def main(argv):
     if a.note:
         meta.set("note", a.note)
     hlfiles.write_table(a.out, meta, HEADER, [[r[c] for c in HEADER.split(",")] for r in rows])
+    if a.targets:
+        write_targets(a.targets, meta, rows, onednn_line)
 
     print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s  %s" % ("impl", "dev", "mode", "policy", "threads", "min_ms",
                                                                 "median_ms", "max_ms", "tokens/s", "attention"))

@@ -87,6 +87,16 @@ table $f '{ k = $c["impl"] SUBSEP $c["device"] SUBSEP '"$preset"' SUBSEP $c["omp
                  goal = m[k, "amp-fp16"] / m[k, "fp32"] <= 0.5 ? "amp-fp16 <= 0.5: **met**" : "amp-fp16 <= 0.5: **not met**"
                printf "| %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], p[3], p[4], ratio(k, "amp-bf16"), ratio(k, "amp-fp16"), goal } }'
 echo
+if have peer_targets.csv; then
+  echo "The CPU targets, from the same runs (each figure the median of the rounds' medians; PASS when the ratio is"
+  echo "at most the limit; a target whose path did not run here is SKIP, with the reason):"
+  echo
+  echo "| target | ratio | limit | status | detail |"
+  echo "|---|---|---|---|---|"
+  table peer_targets.csv '{ printf "| %s | %s | %s | **%s** | %s |\n", $c["target"], ($c["value"] == "" ? "-" : $c["value"]),
+                                 $c["threshold"], $c["status"], $c["detail"] }'
+  echo
+fi
 echo "On the CPU, \`default\` is libgomp's own wait policy (idle workers spin for a while before sleeping) and"
 echo "\`passive\` puts them to sleep at once: spinning wins on an idle machine and can lose many times over when other"
 echo "work competes for the cores (halflab-train and the peer both leave the variable to the environment)."
