@@ -176,6 +176,46 @@ static bool accumulate(hl_tensor **slot, hl_tensor *g, bool create_graph) {
   return true;
 }
 
+static bool meta_matches(const hl_meta *m, const hl_tensor *g) {
+  if (m->dtype != g->dtype || m->device != g->device || m->ndim != g->ndim) return false;
+  for (int i = 0; i < m->ndim; i++)
+    if (m->shape[i] != g->shape[i]) return false;
+  return true;
+}
+
+/* total += g placed at [start, start + g's length) along dim of total: the
+ * backward of a slice added straight into its input's accumulated gradient.
+ * Through slice_backward, each of the q, k and v slices of a fused
+ * projection wrote a zero tensor of the whole projection and copied its
+ * part in, and the three were then summed whole: three full-size writes and
+ * two full-size sums where one slice-sized sum each does. Only where the
+ * plain path would add in place (total ours alone, no create_graph); the
+ * values are the same, since outside the slice the plain path adds +0 (the
+ * one difference: a -0 there becomes +0 in the plain path, not here). */
+static bool accumulate_slice(hl_tensor *total, hl_tensor *g, const hl_node *node) {
+  const int dim = node->params.slice.dim;
+  const int64_t start = node->params.slice.start;
+  if (!exclusive(total) || !hl_is_contiguous(total) || total->grad_fn || total->dtype != g->dtype ||
+      total->device != g->device || total->ndim != g->ndim || !hl_backend_for(total->device)->tensor ||
+      !meta_matches(&node->in_meta[0], total))
+    return false;
+  hl_op_span span;
+  const bool timed = hl_op_span_begin(&span);
+  int64_t size4[HL_MAX_DIMS];
+  hl_size4(g->ndim, g->shape, size4);
+  hl_kview src = hl_kview_of(g, g->ndim, g->shape), dst = hl_kview_of(total, total->ndim, total->shape);
+  /* the slice of total: offset along dim, total's strides over g's shape */
+  dst.data = (char *)dst.data + start * total->stride[dim] * (int64_t)hl_dtype_size(total->dtype);
+  for (int k = 0; k < HL_MAX_DIMS; k++) {
+    const int od = k - (HL_MAX_DIMS - total->ndim);
+    dst.stride[k] = od >= 0 && g->shape[od] != 1 ? total->stride[od] : 0;
+  }
+  hl_backend_for(total->device)->tensor->binary(HL_BIN_ADD, &dst, &dst, &src, size4);
+  hl_tensor_mark_modified(total);
+  if (timed) hl_op_span_end(&span, "autograd.accumulate_slice", 3 * hl_tensor_nbytes(g));
+  return true;
+}
+
 /* A private contiguous copy without history. */
 static hl_tensor *clone_detached(const hl_tensor *g) {
   hl_op_span span;
@@ -217,13 +257,6 @@ static bool accumulate_leaf(hl_tensor *leaf, hl_tensor *g, bool create_graph) {
   if (!sum) return false;
   hl_release(leaf->grad);
   leaf->grad = sum;
-  return true;
-}
-
-static bool meta_matches(const hl_meta *m, const hl_tensor *g) {
-  if (m->dtype != g->dtype || m->device != g->device || m->ndim != g->ndim) return false;
-  for (int i = 0; i < m->ndim; i++)
-    if (m->shape[i] != g->shape[i]) return false;
   return true;
 }
 
@@ -346,6 +379,15 @@ static bool run_node(graph *g, const run_opts *o, int i) {
                                          "again",
                                          node->op->name);
   node->wanted = wanted_mask(g, o, node);
+  /* a slice whose input already has a gradient: add into that one's slice */
+  if (node->op->id == HL_OP_SLICE && !o->create_graph && hl_node_wants(node, 0) && node->next[0].node && grad) {
+    const int k = find(g, node->next[0].node);
+    if (k >= 0 && g->grad[k] && accumulate_slice(g->grad[k], grad, node)) {
+      hl_release(grad);
+      if (!o->retain_graph) hl_node_release_saved(node);
+      return true;
+    }
+  }
   hl_tensor *gin[HL_NODE_MAX_INPUTS] = {NULL};
   if (node->has_autocast) hl_autocast_push_state(&node->autocast);
   hl_pool_push();

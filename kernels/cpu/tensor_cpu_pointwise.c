@@ -259,21 +259,43 @@ void hl_cpu_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, con
 
 /* --------------------------------------------------------- causal mask -- */
 
+/* One row: columns [0, keep) copied, the rest set to fill. The element's
+ * bytes move as an unsigned integer of its size, so one loop serves every
+ * dtype of that size (the mask neither computes nor rounds) and the fill
+ * is a vector store, not a memcpy call per element. */
+#define MASK_ROW(BITS)                                                                                   \
+  static void mask_row_u##BITS(uint##BITS##_t *o, const uint##BITS##_t *x, int64_t keep, int64_t cols,  \
+                               uint##BITS##_t fill) {                                                    \
+    if (o != x) memcpy(o, x, (size_t)keep * sizeof *o);                                                  \
+    for (int64_t c = keep; c < cols; c++) o[c] = fill;                                                   \
+  }
+MASK_ROW(8)
+MASK_ROW(16)
+MASK_ROW(32)
+MASK_ROW(64)
+
 void hl_cpu_causal_mask(hl_dtype t, void *out, const void *x, int64_t batch, int64_t rows, int64_t cols,
                         double value) {
   const size_t es = hl_dtype_size(t);
   /* the masked value in the storage type, as its bytes */
-  unsigned char fill[8];
-  hl_cpu_fill(fill, t, 1, value);
+  union {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+  } fill = {0};
+  hl_cpu_fill(&fill, t, 1, value);
   const int64_t shift = cols - rows;
 #pragma omp parallel for schedule(static) if (batch * rows * cols >= HL_PAR_MIN)
   for (int64_t br = 0; br < batch * rows; br++) {
-    int64_t r = br % rows;
-    char *o = (char *)out + (size_t)(br * cols) * es;
-    const char *s = (const char *)x + (size_t)(br * cols) * es;
+    const int64_t r = br % rows, at = br * cols;
     int64_t keep = r + shift + 1; /* columns 0 .. r + shift stay */
     keep = keep < 0 ? 0 : (keep > cols ? cols : keep);
-    if (o != s) memcpy(o, s, (size_t)keep * es);
-    for (int64_t c = keep; c < cols; c++) memcpy(o + (size_t)c * es, fill, es);
+    switch (es) {
+      case 1: mask_row_u8((uint8_t *)out + at, (const uint8_t *)x + at, keep, cols, fill.u8); break;
+      case 2: mask_row_u16((uint16_t *)out + at, (const uint16_t *)x + at, keep, cols, fill.u16); break;
+      case 4: mask_row_u32((uint32_t *)out + at, (const uint32_t *)x + at, keep, cols, fill.u32); break;
+      default: mask_row_u64((uint64_t *)out + at, (const uint64_t *)x + at, keep, cols, fill.u64); break;
+    }
   }
 }

@@ -3,8 +3,10 @@
  * .grad alone, pruning, non-leaf inputs, no-grad mode, in-place
  * detection, graph lifetimes (no leaks, no deep recursion). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/engine/op_profile.h"
 #include "tests/core/core_test.h"
 
 static hl_tensor *w_(void) {
@@ -212,6 +214,87 @@ static void test_create_graph_leaf_grad(void **state) {
   hl_release(w);
 }
 
+/* The q/k/v split's backward: where the split tensor already holds a
+ * gradient, the engine adds each slice's gradient into that one's slice
+ * (autograd.accumulate_slice) instead of slice_backward's zeros-and-copy
+ * summed whole. Against the unfused composition — the same graph through
+ * hl_autograd_grad with create_graph, which takes slice_backward and
+ * recorded adds — the gradients are the same bits, per dtype, along the
+ * last dim and an inner one, with the split tensor also used whole (its
+ * gradient is there before any slice's) or not (the first slice's
+ * slice_backward makes it). */
+static hl_tensor *split_loss(hl_tensor *x, int dim, bool whole_too) {
+  hl_pool_push();
+  hl_tensor *qkv = hl_tmp(hl_mul_scalar(x, 1.5)); /* not a leaf, as a projection's output */
+  hl_tensor *part[3];
+  OK(hl_split(qkv, dim, 3, part));
+  hl_tensor *loss = NULL;
+  for (int i = 0; i < 3; i++) {
+    hl_tmp(part[i]);
+    hl_tensor *w = hl_tmp(hl_randn(hl_shape_of(part[i]->ndim, part[i]->shape), 0, 1, 90 + (uint64_t)i, 0,
+                                   x->dtype, HL_DEVICE_CPU));
+    hl_tensor *term = hl_tmp(hl_sum(hl_tmp(hl_mul(part[i], w))));
+    loss = loss ? hl_tmp(hl_add(loss, term)) : term;
+  }
+  if (whole_too) {
+    hl_tensor *w = hl_tmp(hl_randn(hl_shape_of(qkv->ndim, qkv->shape), 0, 1, 99, 0, x->dtype, HL_DEVICE_CPU));
+    loss = hl_tmp(hl_add(loss, hl_tmp(hl_sum(hl_tmp(hl_mul(qkv, w))))));
+  }
+  hl_retain(loss);
+  hl_pool_pop();
+  return loss;
+}
+
+static uint64_t profiled_calls(const char *op) {
+  hl_op_profile_entry e[64];
+  const int n = hl_op_profile_entries(e, 64);
+  uint64_t calls = 0;
+  for (int i = 0; i < n && i < 64; i++)
+    if (!strcmp(e[i].op, op)) calls += e[i].calls;
+  return calls;
+}
+
+static void test_split_backward_matches_unfused(void **state) {
+  (void)state;
+  const hl_dtype types[] = {HL_F32, HL_BF16, HL_F64};
+  for (int k = 0; k < 3; k++)
+    for (int dim = 1; dim <= 2; dim++)
+      for (int whole_too = 0; whole_too < 2; whole_too++) {
+        const hl_dtype t = types[k];
+        hl_tensor *x = hl_randn(HL_SHAPE(2, 6, 9), 0, 1, 77, 0, t, HL_DEVICE_CPU);
+        OK(hl_set_requires_grad(x, true));
+        const int64_t n = hl_numel(x);
+        double *fused = malloc(sizeof(double) * (size_t)n), *unfused = malloc(sizeof(double) * (size_t)n);
+        assert_true(fused && unfused);
+        /* fused: backward into x.grad, profiled to see the path taken */
+        hl_tensor *loss = split_loss(x, dim, whole_too);
+        hl_op_profile_reset();
+        hl_op_profile_resume(HL_PROFILE_BACKWARD, HL_DEVICE_CPU);
+        OK(hl_backward(loss, NULL, false));
+        hl_op_profile_pause();
+        assert_int_equal(profiled_calls("autograd.accumulate_slice"), whole_too ? 3 : 2);
+        assert_int_equal(profiled_calls("slice_backward"), whole_too ? 0 : 1);
+        hl_op_profile_reset();
+        hl_release(loss);
+        OK(hl_read_f64(hl_tensor_grad(x), fused));
+        hl_zero_grad(x);
+        /* unfused: the same graph, its gradient recorded */
+        loss = split_loss(x, dim, whole_too);
+        hl_tensor *g = NULL;
+        OK(hl_autograd_grad(&loss, 1, NULL, &x, 1, &g, (hl_grad_opts){.create_graph = true}));
+        OK(hl_read_f64(g, unfused));
+        hl_release(g);
+        hl_release(loss);
+        for (int64_t i = 0; i < n; i++)
+          if (memcmp(&fused[i], &unfused[i], sizeof(double)))
+            fail_msg("%s split along dim %d%s: element %lld %.17g, unfused %.17g", hl_dtype_name(t), dim,
+                     whole_too ? " (also used whole)" : "", (long long)i, fused[i], unfused[i]);
+        free(fused);
+        free(unfused);
+        hl_release(x);
+      }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backward_accumulates),
@@ -223,6 +306,7 @@ int main(void) {
       cmocka_unit_test(test_long_chain_frees_iteratively),
       cmocka_unit_test(test_higher_order_limits),
       cmocka_unit_test(test_create_graph_leaf_grad),
+      cmocka_unit_test(test_split_backward_matches_unfused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,6 +366,130 @@ static void test_half_rows_bit_for_bit(void **state) {
   }
 }
 
+/* causal_mask for every dtype it can be given, square and not (more keys
+ * than queries and fewer), in place and out of place, small and large
+ * enough to be split among threads: kept columns bit for bit the input,
+ * masked ones the fill value stored once in the dtype. */
+static void test_causal_mask_every_dtype(void **state) {
+  (void)state;
+  const int64_t shapes[][3] = {{3, 5, 5}, {2, 4, 9}, {2, 9, 4}, {1, 1, 1}, {2, 70, 600}, {1, 3, 1}};
+  const hl_dtype types[] = {HL_F64, HL_F32, HL_F16, HL_BF16, HL_I32, HL_I8};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        const hl_dtype t = types[k];
+        const size_t es = hl_dtype_size(t);
+        const int64_t B = shapes[si][0], R = shapes[si][1], C = shapes[si][2], n = B * R * C;
+        const double value = hl_dtype_is_float(t) ? -INFINITY : -7;
+        unsigned char *x = malloc((size_t)n * es), *copy = malloc((size_t)n * es), *o = malloc((size_t)n * es);
+        unsigned char fill[8];
+        assert_true(x && copy && o);
+        for (size_t i = 0; i < (size_t)n * es; i++) x[i] = (unsigned char)hl_philox_u32(61, 0, i);
+        memcpy(copy, x, (size_t)n * es);
+        hl_store_from_f64(fill, t, 0, value);
+        unsigned char *out = in_place ? x : o;
+        K()->causal_mask(t, out, x, B, R, C, value);
+        for (int64_t b = 0; b < B; b++)
+          for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) {
+              const size_t at = (size_t)((b * R + r) * C + c) * es;
+              const unsigned char *want = c <= r + (C - R) ? copy + at : fill;
+              if (memcmp(out + at, want, es))
+                fail_msg("causal_mask %s [%lld,%lld,%lld]%s: element (%lld,%lld,%lld) wrong", hl_dtype_name(t),
+                         (long long)B, (long long)R, (long long)C, in_place ? " in place" : "", (long long)b,
+                         (long long)r, (long long)c);
+            }
+        free(x);
+        free(copy);
+        free(o);
+      }
+}
+
+/* distance of v from the double reference r in ulps of dtype t at r */
+static double ulp_of(hl_dtype t, double r) {
+  const int p = t == HL_F16 ? 11 : t == HL_BF16 ? 8 : 24;
+  const int emin = t == HL_F16 ? -14 : -126;
+  const int e = r == 0 ? emin : (ilogb(r) < emin ? emin : ilogb(r));
+  return ldexp(1.0, e - (p - 1));
+}
+
+/* gelu as x / (1 + e^(-2u)) in long double: gelu_ref's 1 + tanh(u)
+ * cancels to 0 below x = -6.5 even in long double */
+static double gelu_sigmoid_ref(double x) {
+  const long double xl = x, u = 0.7978845608028654L * (xl + 0.044715L * xl * xl * xl);
+  return (double)(xl / (1 + expl(-2 * u)));
+}
+
+/* d/dx of 0.5 x (1 + tanh u) in long double */
+static double gelu_grad_ref(double x) {
+  const long double c = 0.7978845608028654L, a = 0.044715L, xl = x;
+  const long double u = c * (xl + a * xl * xl * xl), th = tanhl(u);
+  return (double)(0.5L * (1 + th) + 0.5L * xl * (1 - th * th) * c * (1 + 3 * a * xl * xl));
+}
+
+/* GELU and its gradient through the kernels (the vectorised clones the
+ * loader picks), f32 / f16 / bf16 inputs each rounded once from a grid on
+ * [-12, 12]: bit for bit tensor_math.h's scalar functions, which the CUDA
+ * kernels call too, and within the stated bounds of the fp64 reference.
+ * f32 forward: relative (8 + 8|u|) 2^-24, u's rounding amplified in the
+ * negative tail (test_gelu_math); f32 gradient: absolute
+ * 4 (1 + |x| u'(x)) 2^-24 (measured: at most 2.6 (1 + |x| u') 2^-24), the
+ * roundings of s and u amplified by 2 x u' in s + 2 x s (1 - s) u'; below x = -10.07 (|gelu| < 4e-38) e^(-2u)
+ * overflows and the forward is -0, hence an absolute 1e-37 on top. f16 / bf16: one
+ * rounding on top, at most one ulp of the type at the reference, plus the
+ * f32 bound. */
+static void test_gelu_kernels_against_reference(void **state) {
+  (void)state;
+  enum { N = 24001 };
+  float *xf = malloc(sizeof(float) * N), *of = malloc(sizeof(float) * N), *gf = malloc(sizeof(float) * N);
+  float *ones = malloc(sizeof(float) * N);
+  uint16_t *xh = malloc(2 * N), *oh = malloc(2 * N), *gh = malloc(2 * N), *oneh = malloc(2 * N);
+  assert_true(xf && of && gf && ones && xh && oh && gh && oneh);
+  const hl_dtype types[] = {HL_F32, HL_F16, HL_BF16};
+  for (size_t k = 0; k < 3; k++) {
+    const hl_dtype t = types[k];
+    double worst_f = 0, worst_g = 0;
+    for (int i = 0; i < N; i++) {
+      const double v = -12.0 + 24.0 * i / (N - 1);
+      xf[i] = t == HL_F32 ? (float)v : widen_from(t, t == HL_F16 ? hl_f64_to_f16(v) : hl_f64_to_bf16(v));
+      if (t != HL_F32) xh[i] = round_to(t, xf[i]); /* exact: xf[i] is a value of t */
+      ones[i] = 1.0f;
+      oneh[i] = round_to(t == HL_F32 ? HL_BF16 : t, 1.0f);
+    }
+    if (t == HL_F32) {
+      K()->unary(HL_UN_GELU, t, N, of, xf, 0);
+      K()->unary_grad(HL_GRAD_GELU, t, N, gf, ones, xf);
+    } else {
+      K()->unary(HL_UN_GELU, t, N, oh, xh, 0);
+      K()->unary_grad(HL_GRAD_GELU, t, N, gh, oneh, xh);
+      for (int i = 0; i < N; i++) of[i] = widen_from(t, oh[i]), gf[i] = widen_from(t, gh[i]);
+    }
+    for (int i = 0; i < N; i++) {
+      const float x = xf[i];
+      /* the scalar functions, rounded once */
+      const float want_f = t == HL_F32 ? hl_gelu_f32(x) : widen_from(t, round_to(t, hl_gelu_f32(x)));
+      const float want_g = t == HL_F32 ? hl_gelu_grad_f32(x) : widen_from(t, round_to(t, hl_gelu_grad_f32(x)));
+      if (of[i] != want_f || gf[i] != want_g)
+        fail_msg("gelu %s at x = %.9g: kernel %.9g / %.9g, scalar %.9g / %.9g", hl_dtype_name(t), x, of[i], gf[i],
+                 want_f, want_g);
+      const double u = 0.7978845608028654 * (x + 0.044715 * (double)x * x * x);
+      const double du = 0.7978845608028654 * (1 + 3 * 0.044715 * (double)x * x);
+      const double rf = gelu_sigmoid_ref(x), rg = gelu_grad_ref(x);
+      const double bound_f = (8 + 8 * fabs(u)) * 0x1p-24 * fabs(rf) + 1e-37 + (t == HL_F32 ? 0 : ulp_of(t, rf));
+      const double bound_g = 4 * (1 + fabs(x) * du) * 0x1p-24 + (t == HL_F32 ? 0 : ulp_of(t, rg));
+      const double ef = fabs(of[i] - rf), eg = fabs(gf[i] - rg);
+      if (ef > bound_f || eg > bound_g)
+        fail_msg("gelu %s at x = %.9g: error %.3g / %.3g over the bound %.3g / %.3g", hl_dtype_name(t), x, ef, eg,
+                 bound_f, bound_g);
+      if (ef / bound_f > worst_f) worst_f = ef / bound_f;
+      if (eg / bound_g > worst_g) worst_g = eg / bound_g;
+    }
+    print_message("gelu %s: worst error %.2f of the bound (forward), %.2f (gradient)\n", hl_dtype_name(t), worst_f,
+                  worst_g);
+  }
+  free(xf), free(of), free(gf), free(ones), free(xh), free(oh), free(gh), free(oneh);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
@@ -373,7 +497,8 @@ int main(void) {
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
       cmocka_unit_test(test_sum_is_deterministic),  cmocka_unit_test(test_softmax_layer_norm_rows),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
-      cmocka_unit_test(test_half_rows_bit_for_bit),
+      cmocka_unit_test(test_half_rows_bit_for_bit), cmocka_unit_test(test_causal_mask_every_dtype),
+      cmocka_unit_test(test_gelu_kernels_against_reference),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
