@@ -19,6 +19,8 @@
 #               3 timed steps: what a step costs on this CPU (about 25 minutes on 2 cores at batch 13)
 #   profile-small  the small preset's step op by op (--profile), fp32 and amp-bf16: 2 warm-up + 4
 #               timed steps each (about 15 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
+#   profile-small-portable  the same amp-bf16 run with HALFLAB_CPU_UNITS=portable: what a CPU without
+#               bf16 units gets
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
 # 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
 # shape, and the CPU's runs above on the GPU.
@@ -87,6 +89,15 @@ for m in fp32 amp-bf16; do
   run profile-small "$m" --device $device --preset small --steps "$(steps 6 3)" --warmup "$(steps 2 1)" \
     --batch "$(steps 16 4)" --stats-every 0 --eval-every 1000000 --eval-samples 8 --profile
 done
+
+# ... and amp-bf16 forced onto the portable paths (HALFLAB_CPU_UNITS=portable: bf16 products widened to fp32
+# for sgemm, conversions in plain C): the step a CPU without bf16 units gets
+if [ $gpu = 0 ]; then
+  echo "train-all: profile-small-portable amp-bf16 (HALFLAB_CPU_UNITS=portable)" >&2
+  HALFLAB_CPU_UNITS=portable "$train" --name profile-small-portable --mode amp-bf16 "${out[@]}" --device cpu \
+    --preset small --steps "$(steps 6 3)" --warmup "$(steps 2 1)" --batch "$(steps 16 4)" --stats-every 0 \
+    --eval-every 1000000 --eval-samples 8 --profile
+fi
 
 # GradScaler's dynamics: growth every 25 clean steps until fp16 overflows, then a back-off
 run scale amp-fp16 --device $device --steps "$(steps 600 60)" --eval-every "$(steps 50 20)" \

@@ -247,6 +247,14 @@ else
     th=$(meta "$(prof $m)" threads)
     echo "- $m: $(meta "$(prof $m)" profile_steps | sed 's/ (/ timed steps (/')${th:+; threads $th}."
   done
+  tp=$(val profile-small-portable amp-bf16 step_time_ms_median)
+  t32=$(val profile-small fp32 step_time_ms_median)
+  tb=$(val profile-small amp-bf16 step_time_ms_median)
+  if [ -n "$tp" ] && [ -n "$t32" ] && [ -n "$tb" ]; then
+    echo "- amp-bf16 forced onto the portable paths (\`HALFLAB_CPU_UNITS=portable\`: bf16 products widened to fp32 for"
+    echo "  sgemm, conversions in plain C; what a CPU without bf16 units gets): $(awk -v p="$tp" -v f="$t32" -v b="$tb" \
+      'BEGIN { printf "%.1f ms per step, %.2fx the fp32 step (%.1f ms) and %.2fx the amp-bf16 step on the bf16 units (%.1f ms)", p, p / f, f, p / b, b }')."
+  fi
   echo
   echo "Per op and phase, the time per step (self time: an op's wall clock, its kernel included, less the ops it ran"
   echo "inside it, such as autocast's casts, which are the \`to\` rows) and its share of the step; the top ops of"
