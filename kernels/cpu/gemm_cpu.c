@@ -12,12 +12,14 @@
  * pays neither malloc nor page faults for them. Those copies stay allocated
  * (at the size of the largest operands seen) until the thread exits.
  *
- * The conversions run in the calling thread, deliberately not in an OpenMP
- * region: this OpenBLAS runs its own pthreads, which spin a while after each
- * call, and OpenMP's workers spin after each region; interleaved on a
- * machine with few cores they steal each other's time slices. Measured on 2
- * cores at n = 1024: fp16 path 82% of sgemm's GFLOP/s with serial
- * conversions, 48-64% with OpenMP ones (bench/gemm.c reports the ratio).
+ * The conversions are shared among OpenMP threads in fixed blocks, a
+ * group of batch entries per pass (an attention product's many small
+ * matrices convert together, not row by row). That is the pool the OpenMP
+ * build of OpenBLAS, which halflab loads (kernels/cpu/blas.c), runs its
+ * sgemm on, so the two do not compete for cores. (With a pthreads OpenBLAS
+ * they did: serial conversions were faster then.) Measured on 2 cores,
+ * fp16 path / fp32 path at 1024^3: 0.80 with serial conversions, 0.99-1.03
+ * with these.
  *
  * Semantics the callers rely on, on either path (tests/gemm/test_gemm_cpu.c,
  * test_gemm_onednn.c):
@@ -89,18 +91,46 @@ static float *ws_get(int slot, size_t elems) {
   return ws_.p[slot];
 }
 
-/* rows x cols (row stride ld) of a stored half operand -> packed fp32 */
-static void widen(const uint16_t *src, hl_dtype t, int64_t rows, int64_t cols, int64_t ld, float *dst) {
-  for (int64_t r = 0; r < rows; r++) {
-    if (t == HL_F16) hl_cpu_widen_f16(src + r * ld, dst + r * cols, (size_t)cols);
-    else hl_cpu_widen_bf16(src + r * ld, dst + r * cols, (size_t)cols);
+/* A batch of half matrices in memory: `entries` matrices of rows x cols,
+ * row stride ld, entry stride `stride` */
+typedef struct {
+  int64_t entries, rows, cols, ld, stride;
+} half_layout;
+
+/* Conversions in blocks of this many elements, shared among the OpenMP
+ * threads (OpenBLAS's OpenMP build runs its sgemm on the same pool next):
+ * an attention product's 96 small matrices, or one large one, alike. */
+enum { kConvertBlock = 1 << 14 };
+/* At most this much of fp32 copies per group of batch entries (an entry
+ * larger than that is a group of its own) */
+static const int64_t kGroupBytes = 32 << 20;
+
+static void convert_run(bool to_f32, hl_dtype t, const void *src, void *dst, size_t n) {
+  if (to_f32) {
+    if (t == HL_F16) hl_cpu_widen_f16(src, dst, n);
+    else hl_cpu_widen_bf16(src, dst, n);
+  } else {
+    if (t == HL_F16) hl_cpu_narrow_f16(src, dst, n);
+    else hl_cpu_narrow_bf16(src, dst, n);
   }
 }
 
-static void narrow(const float *src, hl_dtype t, int64_t rows, int64_t cols, int64_t ld, uint16_t *dst) {
-  for (int64_t r = 0; r < rows; r++) {
-    if (t == HL_F16) hl_cpu_narrow_f16(src + r * cols, dst + r * ld, (size_t)cols);
-    else hl_cpu_narrow_bf16(src + r * cols, dst + r * ld, (size_t)cols);
+/* Between the stored half matrices (layout L) and packed fp32 copies, entry
+ * after entry (rows x cols each): to_f32 widens half -> fp32, else narrows
+ * fp32 -> half. Rows that lie end to end convert as one run. */
+static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half_layout L) {
+  const bool flat = L.ld == L.cols && (L.stride == L.rows * L.cols || L.entries == 1);
+  const int64_t per_row = flat ? L.entries * L.rows * L.cols : L.cols, runs = flat ? 1 : L.entries * L.rows;
+  const int64_t blocks_per_run = (per_row + kConvertBlock - 1) / kConvertBlock, blocks = runs * blocks_per_run;
+#pragma omp parallel for schedule(static) if (runs * per_row >= 4 * kConvertBlock)
+  for (int64_t b = 0; b < blocks; b++) {
+    const int64_t run = b / blocks_per_run, lo = (b % blocks_per_run) * kConvertBlock;
+    const int64_t n = per_row - lo < kConvertBlock ? per_row - lo : kConvertBlock;
+    const int64_t entry = flat ? 0 : run / L.rows, row = flat ? 0 : run % L.rows;
+    uint16_t *h = half + entry * L.stride + row * L.ld + lo;
+    float *f = packed + run * per_row + lo;
+    if (to_f32) convert_run(true, t, h, f, (size_t)n);
+    else convert_run(false, t, f, h, (size_t)n);
   }
 }
 
@@ -143,42 +173,75 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   const CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
   const int64_t batch = d->batch > 0 ? d->batch : 1;
+  if (d->compute == HL_COMPUTE_F64) {
+    for (int64_t i = 0; i < batch; i++)
+      hl_blas()->dgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha,
+                       (const double *)d->a + i * d->stride_a, (int)d->lda, (const double *)d->b + i * d->stride_b,
+                       (int)d->ldb, d->beta, (double *)d->c + i * d->stride_c, (int)d->ldc);
+    return;
+  }
   const int64_t a_rows = d->trans_a ? d->k : d->m, a_cols = d->trans_a ? d->m : d->k;
   const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
-  for (int64_t i = 0; i < batch; i++) {
-    if (d->compute == HL_COMPUTE_F64) {
-      hl_blas()->dgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha,
-                  (const double *)d->a + i * d->stride_a, (int)d->lda, (const double *)d->b + i * d->stride_b,
-                  (int)d->ldb, d->beta, (double *)d->c + i * d->stride_c, (int)d->ldc);
-      continue;
+  /* Half operands are widened into packed fp32 copies a group of batch
+   * entries at a time (one conversion pass over the group, shared among the
+   * threads), the group as large as keeps the copies under kGroupBytes; an
+   * operand every entry shares (batch stride 0) is widened once. */
+  const bool half_a = d->a_type != HL_F32, half_b = d->b_type != HL_F32, half_c = d->c_type != HL_F32;
+  const int64_t entry_bytes = 4 * ((half_a && d->stride_a ? a_rows * a_cols : 0) +
+                                   (half_b && d->stride_b ? b_rows * b_cols : 0) + (half_c ? d->m * d->n : 0));
+  int64_t group = entry_bytes ? kGroupBytes / entry_bytes : batch;
+  group = group < 1 ? 1 : group > batch ? batch : group;
+  const float *wa_shared = NULL, *wb_shared = NULL;
+  if (half_a && !d->stride_a) {
+    float *w = ws_get(0, (size_t)(a_rows * a_cols));
+    convert(true, d->a_type, (uint16_t *)d->a, w, (half_layout){1, a_rows, a_cols, d->lda, 0});
+    wa_shared = w;
+  }
+  if (half_b && !d->stride_b) {
+    float *w = ws_get(1, (size_t)(b_rows * b_cols));
+    convert(true, d->b_type, (uint16_t *)d->b, w, (half_layout){1, b_rows, b_cols, d->ldb, 0});
+    wb_shared = w;
+  }
+  for (int64_t first = 0; first < batch; first += group) {
+    const int64_t n = batch - first < group ? batch - first : group;
+    /* fp32 views of this group's operands: the data itself or the copies */
+    const float *a = (const float *)d->a + first * d->stride_a, *b = (const float *)d->b + first * d->stride_b;
+    float *c = (float *)d->c + first * d->stride_c;
+    int64_t lda = d->lda, ldb = d->ldb, ldc = d->ldc, sa = d->stride_a, sb = d->stride_b, sc = d->stride_c;
+    if (half_a) {
+      if (wa_shared) {
+        a = wa_shared;
+      } else {
+        float *w = ws_get(0, (size_t)(n * a_rows * a_cols));
+        convert(true, d->a_type, (uint16_t *)d->a + first * d->stride_a, w,
+                (half_layout){n, a_rows, a_cols, d->lda, d->stride_a});
+        a = w;
+      }
+      lda = a_cols, sa = d->stride_a ? a_rows * a_cols : 0;
     }
-    /* fp32 views of the operands: the data itself, or a widened copy */
-    const float *a = (const float *)d->a + i * d->stride_a;
-    const float *b = (const float *)d->b + i * d->stride_b;
-    float *c = (float *)d->c + i * d->stride_c;
-    int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
-    if (d->a_type != HL_F32) {
-      float *wa = ws_get(0, (size_t)(a_rows * a_cols));
-      widen((const uint16_t *)d->a + i * d->stride_a, d->a_type, a_rows, a_cols, d->lda, wa);
-      a = wa;
-      lda = (int)(a_cols > 0 ? a_cols : 1);
+    if (half_b) {
+      if (wb_shared) {
+        b = wb_shared;
+      } else {
+        float *w = ws_get(1, (size_t)(n * b_rows * b_cols));
+        convert(true, d->b_type, (uint16_t *)d->b + first * d->stride_b, w,
+                (half_layout){n, b_rows, b_cols, d->ldb, d->stride_b});
+        b = w;
+      }
+      ldb = b_cols, sb = d->stride_b ? b_rows * b_cols : 0;
     }
-    if (d->b_type != HL_F32) {
-      float *wb = ws_get(1, (size_t)(b_rows * b_cols));
-      widen((const uint16_t *)d->b + i * d->stride_b, d->b_type, b_rows, b_cols, d->ldb, wb);
-      b = wb;
-      ldb = (int)(b_cols > 0 ? b_cols : 1);
-    }
-    uint16_t *c_half = NULL;
-    if (d->c_type != HL_F32) {
-      c_half = (uint16_t *)d->c + i * d->stride_c;
-      c = ws_get(2, (size_t)(d->m * d->n));
+    uint16_t *c_half = half_c ? (uint16_t *)d->c + first * d->stride_c : NULL;
+    const half_layout Lc = {n, d->m, d->n, d->ldc, d->stride_c};
+    if (half_c) {
+      c = ws_get(2, (size_t)(n * d->m * d->n));
       /* beta == 0: sgemm does not read C, so neither do we */
-      if (d->beta != 0.0f) widen(c_half, d->c_type, d->m, d->n, d->ldc, c);
-      ldc = (int)d->n;
+      if (d->beta != 0.0f) convert(true, d->c_type, c_half, c, Lc);
+      ldc = d->n, sc = d->m * d->n;
     }
-    hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a, lda, b, ldb, d->beta, c, ldc);
-    if (c_half) narrow(c, d->c_type, d->m, d->n, d->ldc, c_half);
+    for (int64_t i = 0; i < n; i++)
+      hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a + i * sa, (int)lda,
+                       b + i * sb, (int)ldb, d->beta, c + i * sc, (int)ldc);
+    if (half_c) convert(false, d->c_type, c_half, c, Lc);
   }
 }
 

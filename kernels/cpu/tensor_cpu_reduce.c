@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"
 
 #define SUM_BLOCK 8192  /* elements per partial sum of a long row */
@@ -92,12 +93,47 @@ HL_FOR_FLOAT_TYPES(ROW_HELPERS)
 
 HL_FOR_FLOAT_TYPES(SUM_KERNEL)
 
+HL_VECTOR_CLONES static void add_row_f32(float *restrict acc, const float *restrict row, int64_t w) {
+  for (int64_t k = 0; k < w; k++) acc[k] += row[k];
+}
+
+/* Column sums of fp16/bf16 (a bias gradient in the amp modes): sum_F16 /
+ * sum_BF16's column path, the same chunks and the same order of additions,
+ * with each row segment widened by the CPU's conversion instructions first
+ * (exact), so that the additions vectorise: bit for bit the same sums. */
+static void col_sum_half(hl_dtype t, uint16_t *out, const uint16_t *x, int64_t outer, int64_t r, int64_t inner,
+                         float alpha) {
+  const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
+#pragma omp parallel for schedule(static) if (outer * r * inner >= HL_PAR_MIN)
+  for (int64_t oc = 0; oc < outer * nchunk; oc++) {
+    const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
+    float total[COL_CHUNK], block[COL_CHUNK], row[COL_CHUNK];
+    for (int64_t k = 0; k < w; k++) total[k] = 0;
+    for (int64_t j0 = 0; j0 < r; j0 += COL_BLOCK) {
+      for (int64_t k = 0; k < w; k++) block[k] = 0;
+      for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) {
+        const uint16_t *src = x + (o * r + j) * inner + c0;
+        if (t == HL_F16) hl_cpu_widen_f16(src, row, (size_t)w);
+        else hl_cpu_widen_bf16(src, row, (size_t)w);
+        add_row_f32(block, row, w);
+      }
+      add_row_f32(total, block, w);
+    }
+    for (int64_t k = 0; k < w; k++)
+      out[o * inner + c0 + k] = t == HL_F16 ? HL_ST_F16(alpha * total[k]) : HL_ST_BF16(alpha * total[k]);
+  }
+}
+
 void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner, double alpha) {
   switch (t) {
     case HL_F64: sum_F64(out, x, outer, r, inner, alpha); break;
     case HL_F32: sum_F32(out, x, outer, r, inner, (float)alpha); break;
-    case HL_F16: sum_F16(out, x, outer, r, inner, (float)alpha); break;
-    case HL_BF16: sum_BF16(out, x, outer, r, inner, (float)alpha); break;
+    case HL_F16:
+    case HL_BF16:
+      if (inner > 1) col_sum_half(t, out, x, outer, r, inner, (float)alpha);
+      else if (t == HL_F16) sum_F16(out, x, outer, r, inner, (float)alpha);
+      else sum_BF16(out, x, outer, r, inner, (float)alpha);
+      break;
     default: break;
   }
 }

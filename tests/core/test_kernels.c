@@ -213,6 +213,48 @@ static void test_sum_is_deterministic(void **state) {
   free(x);
 }
 
+/* fp16/bf16 column sums (a bias gradient in the amp modes): f32
+ * accumulation in blocks of 128 rows folded into a running total per
+ * column (kernels/cpu/tensor_cpu_reduce.c), rounded once; the same bits
+ * as that order written out here, for any thread count */
+static void test_half_column_sums(void **state) {
+  (void)state;
+  enum { OUTER = 2, R = 300, INNER = 600 };
+  static const hl_dtype types[] = {HL_F16, HL_BF16};
+  uint16_t *x = malloc(sizeof(uint16_t) * OUTER * R * INNER), got[OUTER * INNER], again[OUTER * INNER];
+  assert_non_null(x);
+  for (int ti = 0; ti < 2; ti++) {
+    const hl_dtype t = types[ti];
+    for (int64_t i = 0; i < OUTER * R * INNER; i++) {
+      const float v = hl_u32_to_unit_float(hl_philox_u32(9, 1, (uint64_t)i)) * 2.0f - 1.0f;
+      x[i] = t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+    }
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    K()->sum(t, got, x, OUTER, R, INNER, 0.5);
+    omp_set_num_threads(threads > 1 ? threads : 2);
+    K()->sum(t, again, x, OUTER, R, INNER, 0.5);
+    omp_set_num_threads(threads);
+    assert_memory_equal(got, again, sizeof got);
+    for (int o = 0; o < OUTER; o++)
+      for (int c = 0; c < INNER; c++) {
+        float total = 0;
+        for (int j0 = 0; j0 < R; j0 += 128) {
+          float block = 0;
+          for (int j = j0; j < R && j < j0 + 128; j++) {
+            const uint16_t h = x[((int64_t)o * R + j) * INNER + c];
+            block += t == HL_F16 ? hl_f16_to_f32(h) : hl_bf16_to_f32(h);
+          }
+          total += block;
+        }
+        const uint16_t want = t == HL_F16 ? hl_f32_to_f16(0.5f * total) : hl_f32_to_bf16(0.5f * total);
+        if (got[o * INNER + c] != want)
+          fail_msg("%s column sum [%d][%d] = 0x%04x, want 0x%04x", hl_dtype_name(t), o, c, got[o * INNER + c], want);
+      }
+  }
+  free(x);
+}
+
 static void test_softmax_layer_norm_rows(void **state) {
   (void)state;
   enum { R = 7, C = 37 };
@@ -495,7 +537,7 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
       cmocka_unit_test(test_f64_to_half_rounds_once), cmocka_unit_test(test_binary_rounds_once),
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
-      cmocka_unit_test(test_sum_is_deterministic),  cmocka_unit_test(test_softmax_layer_norm_rows),
+      cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_half_column_sums),  cmocka_unit_test(test_softmax_layer_norm_rows),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
       cmocka_unit_test(test_half_rows_bit_for_bit), cmocka_unit_test(test_causal_mask_every_dtype),
       cmocka_unit_test(test_gelu_kernels_against_reference),

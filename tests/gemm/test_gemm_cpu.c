@@ -43,6 +43,7 @@ typedef struct {
   int64_t m, n, k, batch;
   int64_t pad_a, pad_b, pad_c;  /* extra elements per stored row */
   int64_t gap;                  /* extra elements between batch entries */
+  bool shared_b;                /* one B for every batch entry (batch stride 0) */
   hl_dtype at, bt, ct;
   hl_gemm_compute compute;
   float alpha, beta;
@@ -54,9 +55,9 @@ static void check_case(const gemm_case *g) {
   const int64_t a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
   const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
   const int64_t lda = a_cols + g->pad_a, ldb = b_cols + g->pad_b, ldc = g->n + g->pad_c;
-  const int64_t sa = a_rows * lda + g->gap, sb = b_rows * ldb + g->gap, sc = g->m * ldc + g->gap;
+  const int64_t sa = a_rows * lda + g->gap, sb = g->shared_b ? 0 : b_rows * ldb + g->gap, sc = g->m * ldc + g->gap;
   void *a = filled(g->at, sa * g->batch, 1);
-  void *b = filled(g->bt, sb * g->batch, 2);
+  void *b = filled(g->bt, g->shared_b ? b_rows * ldb : sb * g->batch, 2);
   void *c = filled(g->ct, sc * g->batch, 3);
   void *c0 = malloc(hl_dtype_size(g->ct) * (size_t)(sc * g->batch > 0 ? sc * g->batch : 1));
   assert_non_null(c0);
@@ -144,6 +145,26 @@ static void test_strided_batches(void **state) {
                      .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.25f};
       check_case(&g);
     }
+}
+
+/* Half operands stored end to end (each batch's rows one run), a B every
+ * entry shares, and a batch whose fp32 copies exceed what one conversion
+ * pass holds (32 MiB: 9 entries of a 1024 x 1024 C go in two groups) */
+static void test_dense_batches_and_groups(void **state) {
+  (void)state;
+  for (int s = 1; s < 3; s++)
+    for (int t = 0; t < 4; t++) {
+      gemm_case g = {.ta = t & 1, .tb = t >> 1, .m = 33, .n = 17, .k = 40, .batch = 5, .at = storage[s], .bt = storage[s],
+                     .ct = storage[s], .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.5f};
+      check_case(&g);
+      g.shared_b = true;
+      check_case(&g);
+    }
+  gemm_case big = {.ta = false, .tb = true, .m = 1024, .n = 1024, .k = 16, .batch = 9, .at = HL_F16, .bt = HL_F16,
+                   .ct = HL_F16, .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.5f};
+  check_case(&big);
+  big.shared_b = true, big.at = big.bt = big.ct = HL_BF16;
+  check_case(&big);
 }
 
 static void test_mixed_types(void **state) {
@@ -317,7 +338,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
-      cmocka_unit_test(test_strided_batches),
+      cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
       cmocka_unit_test(test_large_half),
