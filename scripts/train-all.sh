@@ -15,8 +15,9 @@
 #               gradients flush to zero
 #   threads-*   the tiny fp32 step with 1 and 2 threads, OMP_WAIT_POLICY passive and libgomp's default
 #   gpt2-cpu    GPT-2 124M (--preset gpt2) in fp32, amp-bf16 and amp-fp16 at the largest batch of
-#               1024 tokens the footprint benchmark found to fit (footprint_training.csv), 1 warm-up +
-#               3 timed steps: what a step costs on this CPU (about 25 minutes on 2 cores at batch 13)
+#               1024 tokens the footprint benchmark found to fit (footprint_training.csv) that
+#               halflab-train's own check accepts, 1 warm-up + 3 timed steps: what a step costs on
+#               this CPU (about 25 minutes on 2 cores at batch 12)
 #   profile-small  the small preset's step op by op (--profile), fp32 and amp-bf16: 2 warm-up + 4
 #               timed steps each (about 15 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
 #   profile-small-portable  the same amp-bf16 run with HALFLAB_CPU_UNITS=portable: what a CPU without
@@ -24,17 +25,20 @@
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
 # 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
 # shape, and the CPU's runs above on the GPU.
-# --quick: the same runs, a few steps each (bench-quick). --out DIR: another folder.
+# --quick: the same runs, a few steps each (bench-quick). --out DIR: another folder. --only NAME:
+# only the runs of that group (e.g. --only gpt2-cpu), the others' results left as they are.
 set -euo pipefail
-usage="usage: scripts/train-all.sh BUILD_DIR [--quick] [--out DIR]"
+usage="usage: scripts/train-all.sh BUILD_DIR [--quick] [--out DIR] [--only NAME]"
 build=$(cd "${1:?$usage}" && pwd)
 shift
 quick=0
 out=()
+only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 ;;
     --out) out=(--out "$(mkdir -p "${2:?$usage}" && cd "$2" && pwd)"); shift ;;
+    --only) only=${2:?$usage}; shift ;;
     *) echo "train-all: unknown argument '$1' ($usage)" >&2; exit 2 ;;
   esac
   shift
@@ -45,9 +49,11 @@ train=$build/train/halflab-train
 
 modes="fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure"
 steps() { if [ $quick = 1 ]; then echo "$2"; else echo "$1"; fi; }
+wanted() { [ -z "$only" ] || [ "$only" = "$1" ]; } # NAME: is this group to run?
 run() { # NAME MODE ARGS...: one run, its table line on stdout
   local name=$1 mode=$2
   shift 2
+  wanted "$name" || return 0
   echo "train-all: $name $mode" >&2
   "$train" --name "$name" --mode "$mode" "${out[@]}" "$@"
 }
@@ -92,7 +98,7 @@ done
 
 # ... and amp-bf16 forced onto the portable paths (HALFLAB_CPU_UNITS=portable: bf16 products widened to fp32
 # for sgemm, conversions in plain C): the step a CPU without bf16 units gets
-if [ $gpu = 0 ]; then
+if [ $gpu = 0 ] && wanted profile-small-portable; then
   echo "train-all: profile-small-portable amp-bf16 (HALFLAB_CPU_UNITS=portable)" >&2
   HALFLAB_CPU_UNITS=portable "$train" --name profile-small-portable --mode amp-bf16 "${out[@]}" --device cpu \
     --preset small --steps "$(steps 6 3)" --warmup "$(steps 2 1)" --batch "$(steps 16 4)" --stats-every 0 \
@@ -121,6 +127,7 @@ done
 if [ $gpu = 0 ]; then
   for threads in 1 2; do
     for policy in passive default; do
+      wanted "threads-$threads-$policy" || wanted threads || continue
       env=(OMP_WAIT_POLICY=passive)
       [ $policy = default ] && env=(-u OMP_WAIT_POLICY)
       echo "train-all: threads-$threads-$policy" >&2
@@ -131,9 +138,9 @@ if [ $gpu = 0 ]; then
   done
 fi
 # GPT-2 124M on the CPU: what a step costs per mode, at the largest batch of 1024 tokens that the
-# footprint benchmark says fits in this machine's memory (all three modes alike), 1 warm-up + 3 timed
-# steps, no convergence (--quick: batch 1, 1 + 1 steps).
-if [ $gpu = 0 ]; then
+# footprint benchmark says fits in this machine's memory and halflab-train accepts (all three modes
+# alike), 1 warm-up + 3 timed steps, no convergence (--quick: batch 1, 1 + 1 steps).
+if [ $gpu = 0 ] && wanted gpt2-cpu; then
   if [ $quick = 1 ]; then
     gpt2_batch=1
   else
@@ -146,12 +153,28 @@ if [ $gpu = 0 ]; then
   if [ -z "${gpt2_batch:-}" ] || [ "$gpt2_batch" -lt 1 ]; then
     echo "train-all: gpt2-cpu skipped: no footprint_training.csv with a GPT-2 124M batch that fits (halflab-bench footprint writes it)" >&2
   else
-    for m in fp32 amp-bf16 amp-fp16; do
-      # at the edge of the memory by design: a run the OS stops is said, and the others still run
-      run gpt2-cpu "$m" --device cpu --preset gpt2 --batch "$gpt2_batch" --steps "$(steps 4 2)" --warmup 1 \
-        --eval-every 1000000 --eval-samples 1 --stats-every 0 ||
-        echo "train-all: gpt2-cpu $m at batch $gpt2_batch stopped (exit $?): no row for it in the report" >&2
+    # The footprint counts the training state against the memory free when it ran; halflab-train
+    # checks its own step (evaluation logits included) against what is free now and refuses a batch
+    # that does not fit (exit 2). amp-bf16 needs the most (its weight casts): it goes first, one
+    # sequence fewer at each refusal, and the others run at the batch it took.
+    err=$(mktemp)
+    for m in amp-bf16 fp32 amp-fp16; do
+      while :; do
+        rc=0
+        run gpt2-cpu "$m" --device cpu --preset gpt2 --batch "$gpt2_batch" --steps "$(steps 4 2)" --warmup 1 \
+          --eval-every 1000000 --eval-samples 1 --stats-every 0 2>"$err" || rc=$?
+        cat "$err" >&2
+        if [ $rc = 2 ] && grep -q "needs about" "$err" && [ "$gpt2_batch" -gt 1 ]; then
+          gpt2_batch=$((gpt2_batch - 1))
+          echo "train-all: gpt2-cpu: trying batch $gpt2_batch" >&2
+          continue
+        fi
+        # a run the OS stops is said, and the other modes still run
+        [ $rc = 0 ] || echo "train-all: gpt2-cpu $m at batch $gpt2_batch stopped (exit $rc): no row for it in the report" >&2
+        break
+      done
     done
+    rm -f "$err"
   fi
 fi
 echo "train-all: done in $((SECONDS - start)) s" >&2
