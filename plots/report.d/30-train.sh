@@ -123,6 +123,10 @@ if has tiny; then
     ok=$(awk -v l="$ml" -v f="$el" -v a="$ma" -v g="$acc" 'BEGIN { print (l != "" && a != "" && (l / f - 1 <= 0.02 && l / f - 1 >= -0.02) && (a - g <= 0.02 && g - a <= 0.02)) ? 1 : 0 }')
     check "$m within 2% of fp32's eval loss and 2 points of its accuracy" \
       "$(awk -v l="$ml" -v f="$el" -v a="$ma" -v g="$acc" 'BEGIN { printf "eval loss %.4f vs %.4f (%+.2f%%), accuracy %.2f%% vs %.2f%% (%+.2f points)", l, f, 100 * (l / f - 1), 100 * a, 100 * g, 100 * (a - g) }')" "$ok"
+    # the CPU's half-precision units must not cost accuracy: the amp modes stay within 0.5%
+    check "$m within 0.5% of fp32's eval loss (products and casts on the CPU's half-precision units)" \
+      "$(awk -v l="$ml" -v f="$el" 'BEGIN { printf "%+.3f%%", 100 * (l / f - 1) }')" \
+      "$(awk -v l="$ml" -v f="$el" 'BEGIN { d = l / f - 1; print (d <= 0.005 && d >= -0.005) ? 1 : 0 }')"
   done
   echo
   case "$(tmeta device)" in cpu*)
