@@ -236,17 +236,26 @@ static void direct_step(void *p, long it) {
 /* The same step on a GPU: cuBLAS through backend->gemm (row-major
  * descriptors of the CPU's cblas calls, fp32 accumulation without tf32, as
  * the core's mm/linear ask), the rest by the tensor kernels. */
-static void gemm(const direct_mlp *m, bool ta, bool tb, int64_t rows, int64_t cols, int64_t inner, const float *a,
-                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+/* One product of a step as the core's mm/linear describe it to the GEMM
+ * (row-major; W^T and dY^T as transpose flags), A, B and C of type t with
+ * fp32 accumulation: the fp32 step's on cuBLAS, the bf16 step's on oneDNN */
+static hl_gemm_desc product_desc(hl_dtype t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                                 int64_t lda, const void *b, int64_t ldb, float beta, void *c, int64_t ldc) {
   hl_gemm_desc d;
   memset(&d, 0, sizeof d);
   d.trans_a = ta, d.trans_b = tb;
-  d.m = rows, d.n = cols, d.k = inner, d.batch = 1;
-  d.a_type = d.b_type = d.c_type = HL_F32;
+  d.m = m, d.n = n, d.k = k, d.batch = 1;
+  d.a_type = d.b_type = d.c_type = t;
   d.compute = HL_COMPUTE_F32;
   d.alpha = 1.0f, d.beta = beta;
   d.a = a, d.lda = lda, d.b = b, d.ldb = ldb, d.c = c, d.ldc = ldc;
   d.a_scale = d.b_scale = 1.0f;
+  return d;
+}
+
+static void gemm(const direct_mlp *m, bool ta, bool tb, int64_t rows, int64_t cols, int64_t inner, const float *a,
+                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  const hl_gemm_desc d = product_desc(HL_F32, ta, tb, rows, cols, inner, a, lda, b, ldb, beta, c, ldc);
   m->be->gemm->gemm(&d);
 }
 
@@ -289,33 +298,18 @@ static void direct_step_device(void *p, long it) {
 
 /* --------------------------------------------- the direct bf16 version -- */
 
-/* The oneDNN bf16 products of one step, as the core's mm/linear describe
- * them to the GEMM (row-major; W^T and dY^T as transpose flags). */
-static hl_gemm_desc bf16_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                                 const void *b, int64_t ldb, float beta, void *c, int64_t ldc) {
-  hl_gemm_desc d;
-  memset(&d, 0, sizeof d);
-  d.trans_a = ta, d.trans_b = tb;
-  d.m = m, d.n = n, d.k = k, d.batch = 1;
-  d.a_type = d.b_type = d.c_type = HL_BF16;
-  d.compute = HL_COMPUTE_F32;
-  d.alpha = 1.0f, d.beta = beta;
-  d.a = a, d.lda = lda, d.b = b, d.ldb = ldb, d.c = c, d.ldc = ldc;
-  d.a_scale = d.b_scale = 1.0f;
-  return d;
-}
 
 /* forward: y = x W^T + y (y holds the bias rows) */
 static hl_gemm_desc forward_product(int l, int B, const void *x, const void *w, void *y) {
-  return bf16_product(false, true, B, fan_out[l], fan_in[l], x, fan_in[l], w, fan_in[l], 1.0f, y, fan_out[l]);
+  return product_desc(HL_BF16, false, true, B, fan_out[l], fan_in[l], x, fan_in[l], w, fan_in[l], 1.0f, y, fan_out[l]);
 }
 /* dW = dY^T x */
 static hl_gemm_desc weight_grad_product(int l, int B, const void *dy, const void *x, void *dw) {
-  return bf16_product(true, false, fan_out[l], fan_in[l], B, dy, fan_out[l], x, fan_in[l], 0.0f, dw, fan_in[l]);
+  return product_desc(HL_BF16, true, false, fan_out[l], fan_in[l], B, dy, fan_out[l], x, fan_in[l], 0.0f, dw, fan_in[l]);
 }
 /* dX = dY W */
 static hl_gemm_desc input_grad_product(int l, int B, const void *dy, const void *w, void *dx) {
-  return bf16_product(false, false, B, fan_in[l], fan_out[l], dy, fan_out[l], w, fan_in[l], 0.0f, dx, fan_in[l]);
+  return product_desc(HL_BF16, false, false, B, fan_in[l], fan_out[l], dy, fan_out[l], w, fan_in[l], 0.0f, dx, fan_in[l]);
 }
 
 /* Whether the core's bf16 step runs its products on oneDNN here, which the

@@ -164,6 +164,16 @@ static void scale_only(const hl_gemm_desc *d, int64_t batch) {
       }
 }
 
+/* Entries first .. first + n - 1 of a half operand (rows x cols, row
+ * stride ld, entry stride `stride`), widened into the calling thread's
+ * working copy `slot`, packed */
+static const float *widened_entries(int slot, hl_dtype t, const void *src, int64_t first, int64_t n, int64_t rows,
+                                    int64_t cols, int64_t ld, int64_t stride) {
+  float *w = ws_get(slot, (size_t)(n * rows * cols));
+  convert(true, t, (uint16_t *)src + first * stride, w, (half_layout){n, rows, cols, ld, stride});
+  return w;
+}
+
 void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
   if (d->k <= 0) {
@@ -192,16 +202,8 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   int64_t group = entry_bytes ? kGroupBytes / entry_bytes : batch;
   group = group < 1 ? 1 : group > batch ? batch : group;
   const float *wa_shared = NULL, *wb_shared = NULL;
-  if (half_a && !d->stride_a) {
-    float *w = ws_get(0, (size_t)(a_rows * a_cols));
-    convert(true, d->a_type, (uint16_t *)d->a, w, (half_layout){1, a_rows, a_cols, d->lda, 0});
-    wa_shared = w;
-  }
-  if (half_b && !d->stride_b) {
-    float *w = ws_get(1, (size_t)(b_rows * b_cols));
-    convert(true, d->b_type, (uint16_t *)d->b, w, (half_layout){1, b_rows, b_cols, d->ldb, 0});
-    wb_shared = w;
-  }
+  if (half_a && !d->stride_a) wa_shared = widened_entries(0, d->a_type, d->a, 0, 1, a_rows, a_cols, d->lda, 0);
+  if (half_b && !d->stride_b) wb_shared = widened_entries(1, d->b_type, d->b, 0, 1, b_rows, b_cols, d->ldb, 0);
   for (int64_t first = 0; first < batch; first += group) {
     const int64_t n = batch - first < group ? batch - first : group;
     /* fp32 views of this group's operands: the data itself or the copies */
@@ -209,25 +211,11 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     float *c = (float *)d->c + first * d->stride_c;
     int64_t lda = d->lda, ldb = d->ldb, ldc = d->ldc, sa = d->stride_a, sb = d->stride_b, sc = d->stride_c;
     if (half_a) {
-      if (wa_shared) {
-        a = wa_shared;
-      } else {
-        float *w = ws_get(0, (size_t)(n * a_rows * a_cols));
-        convert(true, d->a_type, (uint16_t *)d->a + first * d->stride_a, w,
-                (half_layout){n, a_rows, a_cols, d->lda, d->stride_a});
-        a = w;
-      }
+      a = wa_shared ? wa_shared : widened_entries(0, d->a_type, d->a, first, n, a_rows, a_cols, d->lda, d->stride_a);
       lda = a_cols, sa = d->stride_a ? a_rows * a_cols : 0;
     }
     if (half_b) {
-      if (wb_shared) {
-        b = wb_shared;
-      } else {
-        float *w = ws_get(1, (size_t)(n * b_rows * b_cols));
-        convert(true, d->b_type, (uint16_t *)d->b + first * d->stride_b, w,
-                (half_layout){n, b_rows, b_cols, d->ldb, d->stride_b});
-        b = w;
-      }
+      b = wb_shared ? wb_shared : widened_entries(1, d->b_type, d->b, first, n, b_rows, b_cols, d->ldb, d->stride_b);
       ldb = b_cols, sb = d->stride_b ? b_rows * b_cols : 0;
     }
     uint16_t *c_half = half_c ? (uint16_t *)d->c + first * d->stride_c : NULL;

@@ -6,36 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "formats/fatal.h"
 #include "tests/support/hltest.h"
 
-/* Runs fn in a child with stderr captured into buf; returns its exit status. */
-static int run_child(void (*fn)(void), char *buf, size_t len) {
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    hl_fatal_set_program("test-fatal");
-    fn();
-    _exit(99); /* fn did not stop: the parent reports it */
-  }
-  close(fds[1]);
-  size_t n = 0;
-  ssize_t got;
-  while (n + 1 < len && (got = read(fds[0], buf + n, len - 1 - n)) > 0) n += (size_t)got;
-  buf[n] = '\0';
-  close(fds[0]);
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+static int run_child(void (*fn)(void), char *buf, size_t len) { return hl_child_stderr(fn, "test-fatal", buf, len); }
 
 /* each call on the line after its line number, for the expected text */
 static const int fatal_call_line = __LINE__ + 1;

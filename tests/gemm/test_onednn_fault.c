@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "formats/fatal.h"
@@ -63,29 +62,9 @@ static bool onednn_runs_bf16(void) {
   return !u->portable && (u->avx512_bf16 || u->amx_bf16);
 }
 
-/* Runs fn in a child with stderr captured into buf; its exit status */
+/* fn in a child, its stderr in buf; its exit status (HL_CHILD_RETURNED: the GEMM returned) */
 static int run_child(void (*fn)(void), char *buf, size_t len) {
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  fflush(NULL);
-  const pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    hl_fatal_set_program("test-onednn-fault");
-    fn();
-    _exit(0); /* the GEMM returned: the parent reports it */
-  }
-  close(fds[1]);
-  size_t n = 0;
-  ssize_t got;
-  while (n + 1 < len && (got = read(fds[0], buf + n, len - 1 - n)) > 0) n += (size_t)got;
-  buf[n] = '\0';
-  close(fds[0]);
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return hl_child_stderr(fn, "test-onednn-fault", buf, len);
 }
 
 /* Does line `line` of kernels/cpu/onednn_gemm.c call `call`? (the source

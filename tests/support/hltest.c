@@ -4,6 +4,7 @@
 #include "core/base/error.h"
 #include "core/base/mem.h"
 #include "core/engine/tensor.h"
+#include "formats/fatal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -361,3 +362,27 @@ double *hl_tensor_values(const hl_tensor *t) {
 }
 
 uint64_t hl_cpu_live_bytes(void) { return hl_mem_get_stats(HL_DEVICE_CPU).current; }
+
+int hl_child_stderr(void (*fn)(void), const char *program, char *err, size_t len) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    hl_fatal_set_program(program);
+    fn();
+    _exit(HL_CHILD_RETURNED);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t got;
+  while (n + 1 < len && (got = read(fds[0], err + n, len - 1 - n)) > 0) n += (size_t)got;
+  err[n] = '\0';
+  close(fds[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

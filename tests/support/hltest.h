@@ -38,6 +38,13 @@ void hl_run_free(hl_run_result *r);
 void hl_expect_refused(const char *dir, int status, const char *words, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Runs fn in a forked child whose program name (formats/fatal.h) is
+ * `program`, its stderr captured into err (NUL-terminated); returns the
+ * child's exit status, HL_CHILD_RETURNED when fn returned, 128 + the signal
+ * when one ended it. For the paths that must stop the program. */
+enum { HL_CHILD_RETURNED = 99 };
+int hl_child_stderr(void (*fn)(void), const char *program, char *err, size_t len);
+
 /* Number of '\n' in s. */
 int hl_count_lines(const char *s);
 /* Whether a line of text contains both a and b (b NULL: a alone). */
