@@ -64,14 +64,8 @@ fi
 scratch=$(mktemp -d /tmp/halflab-peers.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
-# The machine's folder, as halflab's programs name it: ask halflab-train in a scratch folder.
-if [ -z "$out" ]; then
-  (cd "$scratch" && HALFLAB_RESULTS= "$train" --device cpu --steps 1 --batch 1 --eval-samples 1 --stats-every 0 >/dev/null 2>&1)
-  slug=$(ls "$scratch/results" 2>/dev/null | sed -n 1p)
-  [ -n "$slug" ] || { echo "compare_cpu: could not learn the results folder from halflab-train" >&2; exit 1; }
-  out=${HALFLAB_RESULTS:-results}/$slug
-  rm -rf "$scratch/results"
-fi
+# The machine's folder, as halflab's programs name it
+[ -n "$out" ] || out=$(scripts/results-dir.sh "$build" cpu)
 mkdir -p "$out"
 
 # REASON: said, and recorded in peer_skipped.csv with halflab's metadata

@@ -105,16 +105,6 @@ enum { kConvertBlock = 1 << 14 };
  * larger than that is a group of its own) */
 static const int64_t kGroupBytes = 32 << 20;
 
-static void convert_run(bool to_f32, hl_dtype t, const void *src, void *dst, size_t n) {
-  if (to_f32) {
-    if (t == HL_F16) hl_cpu_widen_f16(src, dst, n);
-    else hl_cpu_widen_bf16(src, dst, n);
-  } else {
-    if (t == HL_F16) hl_cpu_narrow_f16(src, dst, n);
-    else hl_cpu_narrow_bf16(src, dst, n);
-  }
-}
-
 /* Between the stored half matrices (layout L) and packed fp32 copies, entry
  * after entry (rows x cols each): to_f32 widens half -> fp32, else narrows
  * fp32 -> half. Rows that lie end to end convert as one run. */
@@ -129,8 +119,8 @@ static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half
     const int64_t entry = flat ? 0 : run / L.rows, row = flat ? 0 : run % L.rows;
     uint16_t *h = half + entry * L.stride + row * L.ld + lo;
     float *f = packed + run * per_row + lo;
-    if (to_f32) convert_run(true, t, h, f, (size_t)n);
-    else convert_run(false, t, f, h, (size_t)n);
+    if (to_f32) hl_cpu_widen(t, h, f, (size_t)n);
+    else hl_cpu_narrow(t, f, h, (size_t)n);
   }
 }
 

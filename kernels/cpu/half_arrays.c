@@ -140,3 +140,9 @@ void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n) {
 void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n) {
   paths_[1][hl_cpu_half_path_chosen(HL_BF16)].narrow(src, dst, n);
 }
+void hl_cpu_widen(hl_dtype t, const uint16_t *src, float *dst, size_t n) {
+  paths_[type_index(t)][hl_cpu_half_path_chosen(t)].widen(src, dst, n);
+}
+void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n) {
+  paths_[type_index(t)][hl_cpu_half_path_chosen(t)].narrow(src, dst, n);
+}

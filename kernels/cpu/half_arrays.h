@@ -31,6 +31,9 @@ void hl_cpu_widen_f16(const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n);
 void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
+/* The same for t = HL_F16 or HL_BF16 (the type a loop carries at run time) */
+void hl_cpu_widen(hl_dtype t, const uint16_t *src, float *dst, size_t n);
+void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n);
 
 typedef enum {
   HL_HALF_PATH_PORTABLE = 0, /* formats/half.h, one element at a time */

@@ -47,11 +47,9 @@ HL_VECTOR_CLONES static void copy_row(void *dst, hl_dtype dt, int64_t ds, const 
     memcpy(dst, src, (size_t)n * hl_dtype_size(dt));
   } else if (ds == 1 && ss == 1 && dt == HL_F32 && (st == HL_F16 || st == HL_BF16)) {
     /* contiguous conversions on the CPU's conversion path (half_arrays.h: bit for bit half.h's) */
-    if (st == HL_F16) hl_cpu_widen_f16(src, dst, (size_t)n);
-    else hl_cpu_widen_bf16(src, dst, (size_t)n);
+    hl_cpu_widen(st, src, dst, (size_t)n);
   } else if (ds == 1 && ss == 1 && st == HL_F32 && (dt == HL_F16 || dt == HL_BF16)) {
-    if (dt == HL_F16) hl_cpu_narrow_f16(src, dst, (size_t)n);
-    else hl_cpu_narrow_bf16(src, dst, (size_t)n);
+    hl_cpu_narrow(dt, src, dst, (size_t)n);
   } else if (dt == HL_F32 && st == HL_F16) {
     float *d = dst;
     const uint16_t *s = src;

@@ -18,16 +18,6 @@
 
 enum { HALF_BLOCK = 512 }; /* f32 elements per block: three blocks stay in L1 */
 
-static void widen_block(hl_dtype t, const void *src, float *dst, int64_t n) {
-  if (t == HL_F16) hl_cpu_widen_f16(src, dst, (size_t)n);
-  else hl_cpu_widen_bf16(src, dst, (size_t)n);
-}
-
-static void narrow_block(hl_dtype t, const float *src, void *dst, int64_t n) {
-  if (t == HL_F16) hl_cpu_narrow_f16(src, dst, (size_t)n);
-  else hl_cpu_narrow_bf16(src, dst, (size_t)n);
-}
-
 /* -------------------------------------------------------------- binary -- */
 
 /* One row of the innermost dim. a and b strides are 0 (broadcast) or 1 in
@@ -68,14 +58,14 @@ HL_FOR_FLOAT_TYPES(BINARY_ROW)
 static void binary_row_half(hl_binary_op op, hl_dtype t, uint16_t *o, const uint16_t *a, int64_t sa,
                             const uint16_t *b, int64_t sb, int64_t n) {
   float fa[HALF_BLOCK], fb[HALF_BLOCK], fo[HALF_BLOCK];
-  if (!sa) widen_block(t, a, fa, 1);
-  if (!sb) widen_block(t, b, fb, 1);
+  if (!sa) hl_cpu_widen(t, a, fa, 1);
+  if (!sb) hl_cpu_widen(t, b, fb, 1);
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    if (sa) widen_block(t, a + lo, fa, len);
-    if (sb) widen_block(t, b + lo, fb, len);
+    if (sa) hl_cpu_widen(t, a + lo, fa, (size_t)len);
+    if (sb) hl_cpu_widen(t, b + lo, fb, (size_t)len);
     binary_row_F32(op, fo, fa, sa, fb, sb, len);
-    narrow_block(t, fo, o + lo, len);
+    hl_cpu_narrow(t, fo, o + lo, (size_t)len);
   }
 }
 
@@ -186,9 +176,9 @@ static void unary_chunk_half(hl_unary_op op, hl_dtype t, uint16_t *o, const uint
   float f[HALF_BLOCK];
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    widen_block(t, x + lo, f, len);
+    hl_cpu_widen(t, x + lo, f, (size_t)len);
     unary_chunk_F32(op, f, f, len, p);
-    narrow_block(t, f, o + lo, len);
+    hl_cpu_narrow(t, f, o + lo, (size_t)len);
   }
 }
 
@@ -232,10 +222,10 @@ static void unary_grad_chunk_half(hl_unary_grad_op op, hl_dtype t, uint16_t *dx,
   float fdy[HALF_BLOCK], fx[HALF_BLOCK], fdx[HALF_BLOCK];
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    widen_block(t, dy + lo, fdy, len);
-    widen_block(t, x + lo, fx, len);
+    hl_cpu_widen(t, dy + lo, fdy, (size_t)len);
+    hl_cpu_widen(t, x + lo, fx, (size_t)len);
     unary_grad_chunk_F32(op, fdx, fdy, fx, len);
-    narrow_block(t, fdx, dx + lo, len);
+    hl_cpu_narrow(t, fdx, dx + lo, (size_t)len);
   }
 }
 

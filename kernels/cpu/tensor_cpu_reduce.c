@@ -113,8 +113,7 @@ static void col_sum_half(hl_dtype t, uint16_t *out, const uint16_t *x, int64_t o
       for (int64_t k = 0; k < w; k++) block[k] = 0;
       for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) {
         const uint16_t *src = x + (o * r + j) * inner + c0;
-        if (t == HL_F16) hl_cpu_widen_f16(src, row, (size_t)w);
-        else hl_cpu_widen_bf16(src, row, (size_t)w);
+        hl_cpu_widen(t, src, row, (size_t)w);
         add_row_f32(block, row, w);
       }
       add_row_f32(total, block, w);
