@@ -1,7 +1,8 @@
-/* csv.c — metadata and atomic CSV files. */
+/* csv.c — metadata, atomic CSV tables and logs written a whole line at a time. */
 #include "cli/csv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,13 +110,34 @@ const char *hl_meta_text(void) {
 }
 
 struct hl_csv {
-  FILE *f;
   hl_csv_mode mode;
   char path[4096];
   hl_atomic_file table; /* HL_CSV_TABLE: written as PATH.tmp, renamed when closed */
+  int fd;               /* logs: written a whole line per write(2) */
+  long long size;       /* logs: bytes of complete lines in the file */
   bool failed;
   int saved_errno;
+  char failure[4400];   /* what failed, for hl_csv_failure */
 };
+
+/* A log's line (or its metadata and header) as one write; after a failed or
+ * short write the file is cut back to its last complete line. */
+static bool log_write(hl_csv *c, const char *text, size_t len) {
+  if (c->failed) return false;
+  if (hl_write_all(c->fd, text, len)) {
+    c->size += (long long)len;
+    return true;
+  }
+  c->failed = true;
+  c->saved_errno = errno;
+  snprintf(c->failure, sizeof c->failure, "write to %s failed: %s", c->path, strerror(c->saved_errno));
+  if (ftruncate(c->fd, (off_t)c->size) != 0) { /* the half line stays: say so */
+    const size_t k = strlen(c->failure);
+    snprintf(c->failure + k, sizeof c->failure - k, " (and cutting it back to its last complete line: %s)",
+             strerror(errno));
+  }
+  return false;
+}
 
 hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
                     size_t errlen) {
@@ -125,29 +147,59 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
     return NULL;
   }
   c->mode = mode;
+  c->fd = -1;
   snprintf(c->path, sizeof c->path, "%s/%s", dir, name);
   bool fresh = true;
-  if (mode == HL_CSV_LOG_APPEND) {
+  if (mode == HL_CSV_TABLE) {
+    if (!hl_atomic_open(&c->table, c->path)) {
+      hl_atomic_describe(&c->table, errno, err, errlen);
+      free(c);
+      return NULL;
+    }
+  } else {
+    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode == HL_CSV_LOG_APPEND ? O_APPEND : O_TRUNC);
+    c->fd = open(c->path, flags, 0666);
     struct stat st;
-    fresh = !(stat(c->path, &st) == 0 && st.st_size > 0);
-  }
-  if (mode == HL_CSV_TABLE) c->f = hl_atomic_open(&c->table, c->path) ? c->table.f : NULL;
-  else c->f = fopen(c->path, mode == HL_CSV_LOG_APPEND ? "a" : "w");
-  if (!c->f) {
-    snprintf(err, errlen, "cannot write %s: %s", mode == HL_CSV_TABLE ? c->table.tmp : c->path, strerror(errno));
-    free(c);
-    return NULL;
+    if (c->fd >= 0 && fstat(c->fd, &st) != 0) close(c->fd), c->fd = -1;
+    if (c->fd < 0) {
+      snprintf(err, errlen, "open of %s failed: %s", c->path, strerror(errno));
+      free(c);
+      return NULL;
+    }
+    c->size = (long long)st.st_size;
+    fresh = st.st_size == 0;
   }
   if (fresh) {
-    fputs(hl_meta_text(), c->f);
-    fputs(header, c->f);
-    fputc('\n', c->f);
-    if (mode != HL_CSV_TABLE) fflush(c->f);
+    const char *meta = hl_meta_text();
+    const size_t nm = strlen(meta), nh = strlen(header);
+    char *text = malloc(nm + nh + 2);
+    if (!text) {
+      snprintf(err, errlen, "out of memory");
+      if (c->fd >= 0) close(c->fd);
+      else hl_atomic_discard(&c->table);
+      free(c);
+      return NULL;
+    }
+    memcpy(text, meta, nm);
+    memcpy(text + nm, header, nh);
+    text[nm + nh] = '\n';
+    bool ok = true;
+    if (mode == HL_CSV_TABLE) fwrite(text, 1, nm + nh + 1, c->table.f); /* errors are kept by the stream */
+    else ok = log_write(c, text, nm + nh + 1);
+    free(text);
+    if (!ok) {
+      snprintf(err, errlen, "%s", c->failure);
+      close(c->fd);
+      if (mode == HL_CSV_LOG) unlink(c->path); /* nothing of it was written: no empty file left */
+      free(c);
+      return NULL;
+    }
   }
   return c;
 }
 
-void hl_csv_row(hl_csv *c, const char *fmt, ...) {
+bool hl_csv_row(hl_csv *c, const char *fmt, ...) {
+  if (c->failed) return false;
   char line[8192];
   va_list ap;
   va_start(ap, fmt);
@@ -156,33 +208,48 @@ void hl_csv_row(hl_csv *c, const char *fmt, ...) {
   if (n < 0 || (size_t)n >= sizeof line - 1) {
     c->failed = true;
     c->saved_errno = EOVERFLOW;
-    return;
+    snprintf(c->failure, sizeof c->failure, "a row of %s is too long for its line buffer", c->path);
+    return false;
   }
   line[n] = '\n';
-  /* one write per line: an interrupted log never holds half a row */
-  if (fwrite(line, 1, (size_t)n + 1, c->f) != (size_t)n + 1 && !c->failed) {
-    c->failed = true;
-    c->saved_errno = errno;
-  }
-  if (c->mode != HL_CSV_TABLE) fflush(c->f);
+  if (c->mode != HL_CSV_TABLE) return log_write(c, line, (size_t)n + 1); /* one write per line: never half a row */
+  fwrite(line, 1, (size_t)n + 1, c->table.f);
+  return !ferror(c->table.f); /* the stream keeps the error; hl_csv_close reports it */
 }
+
+const char *hl_csv_failure(const hl_csv *c) { return c->failed ? c->failure : ""; }
 
 bool hl_csv_close(hl_csv *c, char *err, size_t errlen) {
   if (!c) return false;
   bool ok = !c->failed;
-  int e = c->saved_errno;
+  if (!ok) snprintf(err, errlen, "%s", c->failure);
   if (c->mode == HL_CSV_TABLE) {
     if (!ok) hl_atomic_discard(&c->table);
-    else if (!hl_atomic_commit(&c->table)) ok = false, e = errno;
+    else if (!hl_atomic_commit(&c->table)) {
+      ok = false;
+      hl_atomic_describe(&c->table, errno, err, errlen);
+    }
   } else {
-    if (fflush(c->f) != 0 && ok) ok = false, e = errno;
-    if (fclose(c->f) != 0 && ok) ok = false, e = errno;
+    /* a log ends on disk: a completed run renames it to its final name next */
+    if (ok && fsync(c->fd) != 0) {
+      ok = false;
+      snprintf(err, errlen, "fsync of %s failed: %s", c->path, strerror(errno));
+    }
+    if (close(c->fd) != 0 && ok) {
+      ok = false;
+      snprintf(err, errlen, "close of %s failed: %s", c->path, strerror(errno));
+    }
   }
-  if (!ok) snprintf(err, errlen, "writing %s failed: %s", c->mode == HL_CSV_TABLE ? c->table.tmp : c->path, strerror(e));
   free(c);
   return ok;
 }
 
+void hl_csv_abandon(hl_csv *c) {
+  if (!c) return;
+  if (c->mode == HL_CSV_TABLE) hl_atomic_discard(&c->table);
+  else close(c->fd);
+  free(c);
+}
 
 /* ---------------------------------------------------- rows held in memory -- */
 

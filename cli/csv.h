@@ -4,7 +4,10 @@
  *   then a header row and tidy rows with units in the column names.
  * Tables are written to NAME.tmp and renamed when complete, so a crash never
  * leaves half a file. Logs (per-step training rows) are written a whole line
- * at a time and flushed, so an interrupted run leaves only complete lines. */
+ * per write(2), and a write that fails or falls short is cut back to the
+ * last complete line, so an interrupted run or a full disk leaves only
+ * complete lines. Every failure names the file and the system's message for
+ * the errno of the call that failed. */
 #ifndef HL_CSV_H
 #define HL_CSV_H
 
@@ -30,7 +33,7 @@ const char *hl_meta_text(void);
 
 typedef enum {
   HL_CSV_TABLE,      /* NAME.tmp, renamed to NAME on close */
-  HL_CSV_LOG,        /* NAME, truncated, one flushed line per row */
+  HL_CSV_LOG,        /* NAME, truncated, one write(2) per row */
   HL_CSV_LOG_APPEND  /* NAME, appended (a resumed run); header written only if new */
 } hl_csv_mode;
 
@@ -39,10 +42,19 @@ typedef struct hl_csv hl_csv;
 /* NULL with a message in err (the path and strerror) on failure. */
 hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
                     size_t errlen);
-/* One row; the newline is added. */
-void hl_csv_row(hl_csv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Flush, close and (tables) rename into place. false with a message on any I/O error. */
+/* One row; the newline is added. false once the file has failed: a log's
+ * row is then not written (the file keeps its complete lines) and
+ * hl_csv_failure says why; a table's error may show only at hl_csv_close. */
+bool hl_csv_row(hl_csv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "write to PATH failed: No space left on device" after a failed row; "" before. */
+const char *hl_csv_failure(const hl_csv *c);
+/* Tables: flush, sync, close and rename into place. Logs: sync and close.
+ * false with a message (the call, the file, strerror) on any I/O error,
+ * an earlier failed row's included. */
 bool hl_csv_close(hl_csv *c, char *err, size_t errlen);
+/* Closes without a check or a sync (a log keeps what it has; a table's
+ * NAME.tmp is removed): for a run that is failing already. */
+void hl_csv_abandon(hl_csv *c);
 
 /* Result rows held in memory until a run is complete, then written as one
  * table: a run that fails before leaves no CSV behind. A row that cannot be
