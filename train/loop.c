@@ -664,6 +664,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     r.last_loss = rec.loss_sum / o->accum;
     evaluate_when_due(&s, &rec, &r);
     write_row(&s, &rec, &r);
+    output_keep(out, &r); /* what a failure's summary will say */
     show_progress(&s, &rec, &r);
     if (run_ends_after(&s, &rec, &r)) break;
     if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)

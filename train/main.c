@@ -153,8 +153,12 @@ int main(int argc, char **argv) {
   char outbuf[4096];
   const char *outdir = o.steps > 0 ? hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf) : NULL;
   if (outdir) profile_check_output(&o, outdir);
-  if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_usage_error("--save-init: %s", hl_error());
-  if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_usage_error("%s", err);
+  /* Runtime failures (exit 1) from here: a path that cannot be written at
+   * all is bad input, refused before any work.
+   * PROBE: hl_out_probe_file(o.save_init) / (o.export_batches) up front
+   * (issue 14's cli/output_guard.h) makes an unwritable path exit 2 there. */
+  if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
+  if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_fatal("%s", err);
   if (o.steps == 0) {
     setup_mode_free(&t);
     setup_model_free(&m);
@@ -162,14 +166,16 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  train_output *out = output_open(&o, outdir, dev, first_step - 1);
+  /* LOCK: hl_out_lock_take(outdir, "train_NAME_MODE") before the run's
+   * first file (issue 14's cli/output_guard.h; a held lock is exit 2 naming
+   * the holder), released after output_finish */
+  train_output *out = output_open(&o, &m, outdir, dev, first_step - 1);
   loop_install_signals();
   run_result r = loop_run(&o, d, &m, &t, dev, first_step, out);
-  if (r.status == RUN_FAILED) {
-    output_abort(out);
-    hl_fatal("%s", r.why);
-  }
-  output_finish(out, &o, &m, &r);
+  output_finish(out, &r); /* the files' names by the status: docs/train.md, "What a run leaves behind" */
+  const char *suffix = output_suffix(r.status);
+  if (r.status == RUN_FAILED)
+    hl_fatal("%s; the run's files are %s/train_%s_%s_*.csv%s", r.why, outdir, o.name, o.mode->name, suffix);
 
   char mem[32];
   printf("%-10s %-13s %7s %9s %10s %9s %8s %12s %12s  %s\n", "run", "mode", "steps", "loss", "eval_loss", "eval_acc",
@@ -189,8 +195,12 @@ int main(int argc, char **argv) {
            (double)(r.autocast_casts - r.autocast_cache_misses) / steps, (double)r.autocast_cache_hits / steps,
            rate_text);
   }
-  fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
-          o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "");
+  if (suffix[0])
+    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv%s (train_summary.csv holds completed runs only)\n",
+            TRAIN_PROG, outdir, o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "", suffix);
+  else
+    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
+            o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "");
   if (r.status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o.mode->name, r.why);
 
   setup_mode_free(&t);

@@ -1,16 +1,26 @@
-/* output.c — what a run writes (docs/train.md):
+/* output.c — what a run writes, and its files' life (docs/train.md, "What
+ * a run leaves behind"):
  *
- *   train_NAME_MODE_steps.csv    one row per step, each a whole flushed line
- *                                (cli/csv.h LOG mode), so an interrupted run
- *                                leaves complete lines; a resumed run keeps
- *                                the rows up to its checkpoint and appends
+ *   train_NAME_MODE_steps.csv    one row per step, each line one write(2)
+ *                                (cli/csv.h LOG mode); while the run goes it
+ *                                is train_NAME_MODE_steps.csv.inprogress
  *   train_NAME_MODE_hist.csv     gradient histograms at the --hist-steps
  *   train_NAME_MODE_summary.csv  the run in one row
- *   train_summary.csv            every run's summary row, one per (name,
- *                                mode), replaced when a run is repeated
  *   train_NAME_MODE_profile.csv  --profile (profile_csv.c)
- * Tables are written to NAME.tmp and renamed when complete.
- */
+ *   train_summary.csv            every completed run's summary row, one per
+ *                                (name, mode), replaced when a run is repeated
+ *
+ * The tables are written at the end. A completed (or diverged) run writes
+ * them under .inprogress names, then renames all of its files, the new
+ * train_summary.csv included, to their final names, keeping hard links to
+ * the files it replaces until the folder is synced: a rename that fails puts
+ * the earlier files back, so the final names always hold one run. A run
+ * that is interrupted (a signal, --stop-after) or fails (a non-finite loss
+ * in fp32, a runtime error, a write that fails) gives its files the suffix
+ * .interrupted or .failed instead, its status in its summary, and touches
+ * neither the final names nor train_summary.csv. Whatever ends a run also
+ * removes the .interrupted / .failed / .inprogress files an earlier attempt
+ * of the same NAME_MODE left. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -18,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/base/atomic_file.h"
@@ -42,14 +53,54 @@ static const char summary_header[] =
     "seed,threads,omp_wait_policy,load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
     "autocast_cache_hit_rate";
 
+/* ---------------------------------------------------------- the files -- */
+
+typedef enum { FILE_STEPS, FILE_HIST, FILE_SUMMARY, FILE_PROFILE, RUN_FILES } run_file;
+static const char *const file_kind[RUN_FILES] = {"steps", "hist", "summary", "profile"};
+
+/* Where one of the run's files is: its name's suffix. */
+typedef enum { AT_NONE = -1, AT_INPROGRESS, AT_FINAL, AT_INTERRUPTED, AT_FAILED, FILE_STATES } file_state;
+static const char *const state_suffix[FILE_STATES] = {".inprogress", "", ".interrupted", ".failed"};
+
 struct train_output {
   char dir[4096];
   char base[160]; /* train_NAME_MODE */
+  const train_opts *o;
+  const train_model *m;
   hl_device_kind dev;
   hl_csv *log;
   hl_csv_rows hist; /* without the mode cell, which the file's writer puts first */
   double load_start, t_start;
+  file_state at[RUN_FILES]; /* this run's files (AT_NONE: none written) */
+  bool staged_summary;      /* train_summary.csv.inprogress is this run's */
+  bool done;                /* its files have their names for good */
+  run_result kept;          /* the run so far, for the summary of a failure */
+  char why[1024];           /* the failure this output itself met */
 };
+
+static const char *run_path(const train_output *w, run_file k, file_state s, char *buf, size_t len) {
+  snprintf(buf, len, "%s/%s_%s.csv%s", w->dir, w->base, file_kind[k], state_suffix[s]);
+  return buf;
+}
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The one run whose files are not yet in place: what the exit handler
+ * finishes when the process stops on a runtime error (hl_fatal). */
+static train_output *unfinished;
+static void on_exit_unfinished(void);
+
+/* A write of this output failed: one line naming the file and the error,
+ * exit 1; the exit handler marks the run's files failed. */
+__attribute__((noreturn)) static void io_failure(train_output *w, const char *msg) {
+  snprintf(w->why, sizeof w->why, "%s", msg);
+  hl_fatal("%s", msg);
+}
+
+/* ------------------------------------------------------------ opening -- */
 
 static double load_average(void) {
   FILE *f = fopen("/proc/loadavg", "r");
@@ -67,13 +118,22 @@ static long long row_step(const char *line) {
   return comma ? strtoll(comma + 1, NULL, 10) : -1;
 }
 
-/* A resumed run: the log keeps its metadata (plus a line saying so), its
- * header and the rows up to `step`, rewritten atomically. */
-static void cut_log(const char *path, long long step) {
-  FILE *f = fopen(path, "r");
-  if (!f) return; /* nothing to keep: a fresh log */
+/* A resumed run's log: the rows of `src` up to `step`, after its metadata
+ * (plus a line saying so) and header, written whole as `dst` (src itself
+ * when it is the in-progress log; src is never changed otherwise). false
+ * with the failure in err. */
+static bool cut_log(const char *src, const char *dst, long long step, char *err, size_t len) {
+  FILE *f = fopen(src, "r");
+  if (!f) {
+    snprintf(err, len, "reading %s: %s", src, strerror(errno));
+    return false;
+  }
   hl_atomic_file a;
-  if (!hl_atomic_open(&a, path)) hl_fatal("cannot write %s: %s", a.tmp, strerror(errno));
+  if (!hl_atomic_open(&a, dst)) {
+    hl_atomic_describe(&a, errno, err, len);
+    fclose(f);
+    return false;
+  }
   FILE *o = a.f;
   char *line = NULL;
   size_t cap = 0;
@@ -97,10 +157,16 @@ static void cut_log(const char *path, long long step) {
   }
   free(line);
   fclose(f);
-  if (!hl_atomic_commit(&a)) hl_fatal("rewriting %s: %s: %s", path, a.call, strerror(errno));
+  if (!hl_atomic_commit(&a)) { /* the stream keeps every write's error for this */
+    hl_atomic_describe(&a, errno, err, len);
+    return false;
+  }
+  return true;
 }
 
-/* Rows of an earlier histogram file up to `step`, for a resumed run. */
+/* Rows of an earlier histogram file up to `step`, for a resumed run.
+ * CHECKPOINT: once the checkpoint records the histogram rows written so far
+ * (convention 3 of issue 14), they replace this file's. */
 static void carry_hist(train_output *w, const char *path, long long step) {
   FILE *f = fopen(path, "r");
   if (!f) return;
@@ -122,24 +188,61 @@ static void carry_hist(train_output *w, const char *path, long long step) {
   fclose(f);
 }
 
-train_output *output_open(const train_opts *o, const char *dir, hl_device_kind dev, int64_t resumed_step) {
+/* The log a resumed run continues: the newest (by mtime) of this NAME_MODE's
+ * in-progress, final, interrupted and failed logs; AT_NONE when none. */
+static file_state newest_log(const train_output *w) {
+  file_state best = AT_NONE;
+  struct timespec t = {0, 0};
+  for (int s = 0; s < FILE_STATES; s++) {
+    char path[4400];
+    struct stat st;
+    if (lstat(run_path(w, FILE_STEPS, (file_state)s, path, sizeof path), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (best == AT_NONE || st.st_mtim.tv_sec > t.tv_sec ||
+        (st.st_mtim.tv_sec == t.tv_sec && st.st_mtim.tv_nsec > t.tv_nsec)) {
+      best = (file_state)s;
+      t = st.st_mtim;
+    }
+  }
+  return best;
+}
+
+train_output *output_open(const train_opts *o, const train_model *m, const char *dir, hl_device_kind dev,
+                          int64_t resumed_step) {
   train_output *w = calloc(1, sizeof *w);
   if (!w) hl_fatal("out of host memory");
   snprintf(w->dir, sizeof w->dir, "%s", dir);
+  w->o = o;
+  w->m = m;
   w->dev = dev;
   snprintf(w->base, sizeof w->base, "train_%s_%s", o->name, o->mode->name);
+  for (int k = 0; k < RUN_FILES; k++) w->at[k] = AT_NONE;
   w->load_start = load_average();
   w->t_start = hl_now_s();
-  char name[256], path[4400], err[512];
-  snprintf(name, sizeof name, "%s_steps.csv", w->base);
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  w->kept.first_step = resumed_step + 1;
+  w->kept.eval_loss = w->kept.eval_acc = w->kept.last_loss = NAN;
+  char name[256], path[4400], err[4600];
+  snprintf(name, sizeof name, "%s_steps.csv%s", w->base, state_suffix[AT_INPROGRESS]);
+  run_path(w, FILE_STEPS, AT_INPROGRESS, path, sizeof path);
+  /* from here a failure leaves whatever the run made marked .failed */
+  unfinished = w;
+  static bool registered;
+  if (!registered) atexit(on_exit_unfinished);
+  registered = true;
+  bool continued = false;
   if (resumed_step > 0) {
-    cut_log(path, resumed_step);
-    snprintf(path, sizeof path, "%s/%s_hist.csv", dir, w->base);
-    carry_hist(w, path, resumed_step);
+    const file_state from = newest_log(w);
+    if (from != AT_NONE) {
+      char src[4400];
+      w->at[FILE_STEPS] = AT_INPROGRESS; /* maybe, once the cut is renamed into place */
+      if (!cut_log(run_path(w, FILE_STEPS, from, src, sizeof src), path, resumed_step, err, sizeof err))
+        io_failure(w, err);
+      carry_hist(w, run_path(w, FILE_HIST, from, src, sizeof src), resumed_step);
+      continued = true;
+    }
   }
-  w->log = hl_csv_open(dir, name, step_header, resumed_step > 0 ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err, sizeof err);
-  if (!w->log) hl_fatal("%s", err);
+  w->log = hl_csv_open(dir, name, step_header, continued ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err, sizeof err);
+  w->at[FILE_STEPS] = AT_INPROGRESS;
+  if (!w->log) io_failure(w, err);
   return w;
 }
 
@@ -149,8 +252,10 @@ void output_step_row(train_output *w, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  hl_csv_row(w->log, "%s", line);
+  if (!hl_csv_row(w->log, "%s", line)) io_failure(w, hl_csv_failure(w->log)); /* at once: the row is the record */
 }
+
+void output_keep(train_output *w, const run_result *r) { w->kept = *r; }
 
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale) {
   const grad_hist *h[2] = {unscaled, scaled};
@@ -180,12 +285,6 @@ const char *output_cell(double v, char *buf, size_t len) {
   return buf;
 }
 
-static void write_table(const char *dir, const char *name, const char *header, const hl_csv_rows *rows,
-                        const char *mode) {
-  char err[4400];
-  if (!hl_csv_rows_write(rows, dir, name, header, mode, err, sizeof err)) hl_fatal("%s", err);
-}
-
 /* Columns that summary_header has after an older header it starts with
  * (columns are only ever added at the end), or -1 when it does not. */
 static int columns_added_after(const char *older) {
@@ -196,62 +295,21 @@ static int columns_added_after(const char *older) {
   return added;
 }
 
-/* train_summary.csv: the rows of other runs (same header, or an older one
- * whose rows get empty cells for the newer columns), then ours. */
-static void upsert_summary(const char *dir, const char *name, const char *mode, const char *row) {
-  char path[4400];
-  snprintf(path, sizeof path, "%s/train_summary.csv", dir);
-  hl_csv_rows rows = {0};
-  FILE *f = fopen(path, "r");
-  if (f) {
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    bool header = false;
-    int added = 0; /* empty cells each older row gets */
-    char empty_cells[sizeof summary_header]; /* more commas than the header has */
-    memset(empty_cells, ',', sizeof empty_cells - 1);
-    empty_cells[sizeof empty_cells - 1] = '\0';
-    while ((len = getline(&line, &lcap, f)) > 0) {
-      if (line[0] == '#') continue;
-      if (line[len - 1] == '\n') line[--len] = '\0';
-      if (!header) {
-        header = true;
-        added = strcmp(line, summary_header) ? columns_added_after(line) : 0;
-        if (added < 0) {
-          fprintf(stderr, "%s: %s has other columns (an older halflab?): its rows are dropped\n", TRAIN_PROG, path);
-          break;
-        }
-        continue;
-      }
-      char key[256];
-      snprintf(key, sizeof key, "%s,%s,", name, mode);
-      if (!strncmp(line, key, strlen(key))) continue;
-      hl_csv_rows_add(&rows, "%s%s", line, empty_cells + sizeof empty_cells - 1 - added);
-    }
-    free(line);
-    fclose(f);
-  }
-  hl_csv_rows_add(&rows, "%s", row);
-  hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
-  write_table(dir, "train_summary.csv", summary_header, &rows, NULL);
-  hl_meta_set("rows", "this run");
-  hl_csv_rows_free(&rows);
+/* ------------------------------------------------------------- tables -- */
+
+static bool write_table(const train_output *w, const char *name, const char *header, const hl_csv_rows *rows,
+                        const char *mode, char *err, size_t len) {
+  return hl_csv_rows_write(rows, w->dir, name, header, mode, err, len);
 }
 
-void output_finish(train_output *w, const train_opts *o, const train_model *m, const run_result *r) {
-  char err[512];
-  if (!hl_csv_close(w->log, err, sizeof err)) hl_fatal("%s", err);
-  w->log = NULL;
-  char name[256];
-  snprintf(name, sizeof name, "%s_hist.csv", w->base);
-  write_table(w->dir, name, hist_header, &w->hist, o->mode->name);
-
+/* The run's row of the summary tables. */
+static void summary_row(const train_output *w, const run_result *r, char *row, size_t len) {
+  const train_opts *o = w->o;
+  const train_model *m = w->m;
   const char *policy = getenv("OMP_WAIT_POLICY");
   char b[24][48];
   const bool gpt = o->model == MODEL_GPT;
-  char row[4096];
-  snprintf(row, sizeof row,
+  snprintf(row, len,
            "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
            "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f,%llu,%llu,%llu,%s",
            o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
@@ -272,24 +330,270 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
            policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),
            hl_now_s() - w->t_start, (unsigned long long)r->autocast_casts, (unsigned long long)r->autocast_cache_misses,
            (unsigned long long)r->autocast_cache_hits, output_cell(run_cast_cache_hit_rate(r), b[18], 48));
+}
+
+static bool write_summary(const train_output *w, const run_result *r, file_state at, char *err, size_t len) {
+  char row[4096], name[256];
+  summary_row(w, r, row, sizeof row);
   hl_csv_rows one = {0};
   hl_csv_rows_add(&one, "%s", row);
-  snprintf(name, sizeof name, "%s_summary.csv", w->base);
+  snprintf(name, sizeof name, "%s_summary.csv%s", w->base, state_suffix[at]);
   if (r->why[0]) hl_meta_set("why", "%s", r->why);
-  write_table(w->dir, name, summary_header, &one, NULL);
+  const bool ok = write_table(w, name, summary_header, &one, NULL, err, len);
   hl_csv_rows_free(&one);
-  upsert_summary(w->dir, o->name, o->mode->name, row);
-  profile_write(o, w->dir, w->dev, r); /* last: its metadata lines are its own */
+  return ok;
+}
+
+/* train_summary.csv.inprogress: the rows of train_summary.csv for other
+ * runs (same header, or an older one whose rows get empty cells for the
+ * newer columns), then this run's. */
+static bool stage_train_summary(train_output *w, const char *row, char *err, size_t len) {
+  const train_opts *o = w->o;
+  char path[4400];
+  snprintf(path, sizeof path, "%s/train_summary.csv", w->dir);
+  hl_csv_rows rows = {0};
+  FILE *f = fopen(path, "r");
+  if (f) {
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t n;
+    bool header = false;
+    int added = 0; /* empty cells each older row gets */
+    char empty_cells[sizeof summary_header]; /* more commas than the header has */
+    memset(empty_cells, ',', sizeof empty_cells - 1);
+    empty_cells[sizeof empty_cells - 1] = '\0';
+    while ((n = getline(&line, &lcap, f)) > 0) {
+      if (line[0] == '#') continue;
+      if (line[n - 1] == '\n') line[--n] = '\0';
+      if (!header) {
+        header = true;
+        added = strcmp(line, summary_header) ? columns_added_after(line) : 0;
+        if (added < 0) {
+          fprintf(stderr, "%s: %s has other columns (an older halflab?): its rows are dropped\n", TRAIN_PROG, path);
+          break;
+        }
+        continue;
+      }
+      char key[256];
+      snprintf(key, sizeof key, "%s,%s,", o->name, o->mode->name);
+      if (!strncmp(line, key, strlen(key))) continue;
+      hl_csv_rows_add(&rows, "%s%s", line, empty_cells + sizeof empty_cells - 1 - added);
+    }
+    free(line);
+    fclose(f);
+  }
+  hl_csv_rows_add(&rows, "%s", row);
+  hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
+  w->staged_summary = true; /* from here, train_summary.csv.inprogress may be this run's */
+  const bool ok = write_table(w, "train_summary.csv.inprogress", summary_header, &rows, NULL, err, len);
+  hl_meta_set("rows", "this run");
+  hl_csv_rows_free(&rows);
+  return ok;
+}
+
+/* The tables of a run that ends, under the suffix of `at`: histograms,
+ * summary, profile (--profile) last, its metadata lines being its own.
+ * What an earlier attempt left under that suffix goes first, so that every
+ * table found there afterwards is this run's, even one whose write failed
+ * only at the folder's sync. */
+static bool write_tables(train_output *w, const run_result *r, file_state at, char *err, size_t len) {
+  char name[256], path[4400];
+  for (int k = FILE_HIST; k < RUN_FILES; k++) unlink(run_path(w, (run_file)k, at, path, sizeof path));
+  w->at[FILE_HIST] = at;
+  snprintf(name, sizeof name, "%s_hist.csv%s", w->base, state_suffix[at]);
+  if (!write_table(w, name, hist_header, &w->hist, w->o->mode->name, err, len)) return false;
+  w->at[FILE_SUMMARY] = at;
+  if (!write_summary(w, r, at, err, len)) return false;
+  snprintf(name, sizeof name, "%s_profile.csv%s", w->base, state_suffix[at]);
+  bool profiled = false;
+  w->at[FILE_PROFILE] = at;
+  const bool ok = profile_write(w->o, w->dir, name, w->dev, r, &profiled, err, len);
+  if (ok && !profiled) w->at[FILE_PROFILE] = AT_NONE;
+  return ok;
+}
+
+/* Removes what earlier attempts of this NAME_MODE left that this run's end
+ * supersedes: after a completed run, every .interrupted, .failed and
+ * .inprogress file; after an unfinished one, the files under its own suffix
+ * that are not its own (so that the set under that suffix is one run's) and
+ * the .inprogress tables of a run killed while it renamed them. */
+static void remove_stale(const train_output *w, file_state ended) {
+  for (int k = 0; k < RUN_FILES; k++)
+    for (int s = 0; s < FILE_STATES; s++) {
+      if (s == AT_FINAL || w->at[k] == (file_state)s) continue;
+      if (ended != AT_FINAL && s != ended && s != AT_INPROGRESS) continue;
+      char path[4400];
+      if (is_file(run_path(w, (run_file)k, (file_state)s, path, sizeof path))) unlink(path);
+    }
+}
+
+/* ------------------------------------------------------------- ending -- */
+
+/* One name of the completed run's rename phase. */
+typedef struct {
+  char final[4400], staged[4420], kept[4420]; /* kept: a hard link to the file final replaces */
+  bool has_new, had_old, done;
+} replacement;
+
+static void replacement_init(replacement *p, const char *dir, const char *final_name, bool has_new) {
+  snprintf(p->final, sizeof p->final, "%s/%s", dir, final_name);
+  snprintf(p->staged, sizeof p->staged, "%.4400s%s", p->final, state_suffix[AT_INPROGRESS]);
+  snprintf(p->kept, sizeof p->kept, "%.4096s/.%.256s.replaced", dir, final_name);
+  p->has_new = has_new;
+  p->had_old = p->done = false;
+}
+
+/* Puts back what the rename phase replaced: each new file returns to its
+ * staged name (the failure path then marks it failed), each earlier one to
+ * its final name; the links of the names not reached are dropped. */
+static void roll_back(replacement *p, int n) {
+  for (int i = n - 1; i >= 0; i--) {
+    if (p[i].done && p[i].has_new) rename(p[i].final, p[i].staged);
+    if (p[i].had_old) {
+      if (p[i].done) rename(p[i].kept, p[i].final);
+      else unlink(p[i].kept);
+    }
+  }
+}
+
+/* The completed run's files, staged under .inprogress names, all renamed
+ * to their final names. false (everything as it was before, the staged
+ * files still staged) with the failure in err. */
+static bool rename_into_place(train_output *w, bool profiled, char *err, size_t len) {
+  enum { N = RUN_FILES + 1 };
+  replacement p[N];
+  const run_file order[RUN_FILES] = {FILE_HIST, FILE_PROFILE, FILE_SUMMARY, FILE_STEPS};
+  for (int i = 0; i < RUN_FILES; i++) {
+    char name[256];
+    snprintf(name, sizeof name, "%s_%s.csv", w->base, file_kind[order[i]]);
+    /* a run without --profile leaves no profile of an earlier run beside its files */
+    replacement_init(&p[i], w->dir, name, order[i] != FILE_PROFILE || profiled);
+  }
+  replacement_init(&p[RUN_FILES], w->dir, "train_summary.csv", true); /* last: its row says the files are there */
+  for (int i = 0; i < N; i++) {
+    if (!is_file(p[i].final)) continue;
+    unlink(p[i].kept); /* one a killed run left */
+    /* a file system without hard links gets no way back: the renames still go ahead */
+    p[i].had_old = link(p[i].final, p[i].kept) == 0;
+  }
+  for (int i = 0; i < N; i++) {
+    int failed = 0;
+    if (p[i].has_new && rename(p[i].staged, p[i].final) != 0) failed = errno;
+    else if (!p[i].has_new && p[i].had_old && unlink(p[i].final) != 0) failed = errno;
+    if (failed) {
+      snprintf(err, len, "rename of %.4420s to %.4400s failed: %s", p[i].staged, p[i].final, strerror(failed));
+      roll_back(p, N);
+      return false;
+    }
+    p[i].done = true;
+  }
+  if (!hl_sync_folder_of(p[0].final)) {
+    snprintf(err, len, "fsync of the folder %s failed: %s", w->dir, strerror(errno));
+    roll_back(p, N);
+    return false;
+  }
+  for (int i = 0; i < N; i++)
+    if (p[i].had_old) unlink(p[i].kept);
+  for (int k = 0; k < RUN_FILES; k++) w->at[k] = k == FILE_PROFILE && !profiled ? AT_NONE : AT_FINAL;
+  w->staged_summary = false;
+  return true;
+}
+
+/* A completed (or diverged) run: every table staged, then the renames. */
+static bool end_completed(train_output *w, const run_result *r, char *err, size_t len) {
+  char row[4096];
+  summary_row(w, r, row, sizeof row);
+  /* LOCK: hl_out_lock_wait(w->dir, "train_summary.csv") here, released after
+   * rename_into_place: another run's upsert between the staging and the
+   * rename would be lost */
+  if (!stage_train_summary(w, row, err, len)) return false;
+  if (!write_tables(w, r, AT_INPROGRESS, err, len)) return false;
+  if (!rename_into_place(w, w->at[FILE_PROFILE] == AT_INPROGRESS, err, len)) return false;
+  remove_stale(w, AT_FINAL);
+  return true;
+}
+
+/* An interrupted, stopped or failed run: its tables written under the
+ * suffix, the log renamed to it, the folder synced. */
+static bool end_unfinished(train_output *w, const run_result *r, file_state at, char *err, size_t len) {
+  if (!write_tables(w, r, at, err, len)) return false;
+  char from[4400], to[4400];
+  run_path(w, FILE_STEPS, AT_INPROGRESS, from, sizeof from);
+  run_path(w, FILE_STEPS, at, to, sizeof to);
+  if (rename(from, to) != 0) {
+    snprintf(err, len, "rename of %s to %s failed: %s", from, to, strerror(errno));
+    return false;
+  }
+  w->at[FILE_STEPS] = at;
+  if (!hl_sync_folder_of(to)) {
+    snprintf(err, len, "fsync of the folder %s failed: %s", w->dir, strerror(errno));
+    return false;
+  }
+  remove_stale(w, at);
+  return true;
+}
+
+static file_state state_of(run_status s) {
+  switch (s) {
+  case RUN_COMPLETED:
+  case RUN_DIVERGED: return AT_FINAL; /* a divergence is the measurement */
+  case RUN_STOPPED:
+  case RUN_INTERRUPTED: return AT_INTERRUPTED;
+  default: return AT_FAILED;
+  }
+}
+
+const char *output_suffix(run_status s) { return state_suffix[state_of(s)]; }
+
+void output_finish(train_output *w, const run_result *r) {
+  char err[9400];
+  w->kept = *r;
+  if (!hl_csv_close(w->log, err, sizeof err)) {
+    w->log = NULL;
+    io_failure(w, err);
+  }
+  w->log = NULL;
+  const file_state at = state_of(r->status);
+  const bool ok = at == AT_FINAL ? end_completed(w, r, err, sizeof err) : end_unfinished(w, r, at, err, sizeof err);
+  if (!ok) io_failure(w, err);
+  w->done = true;
+  unfinished = NULL;
   hl_csv_rows_free(&w->hist);
   free(w);
 }
 
-void output_abort(train_output *w) {
-  if (!w) return;
-  char err[512];
-  if (w->log && !hl_csv_close(w->log, err, sizeof err)) fprintf(stderr, "%s: %s\n", TRAIN_PROG, err);
-  hl_csv_rows_free(&w->hist);
-  free(w);
+/* ------------------------------------------------- a run that stopped -- */
+
+/* The exit handler: the process is ending (hl_fatal) before the run's files
+ * got their names. Best effort and silent (the message that ended the run
+ * is the one line): the log keeps its complete lines; every file of the
+ * run moves to the .failed suffix; the summary says failed. */
+static void on_exit_unfinished(void) {
+  train_output *w = unfinished;
+  if (!w || w->done) return;
+  unfinished = NULL;
+  if (w->log) hl_csv_abandon(w->log);
+  w->log = NULL;
+  char path[4400], to[4400], err[4600];
+  if (w->staged_summary) unlink(strcat(strcpy(path, w->dir), "/train_summary.csv.inprogress"));
+  for (int k = 0; k < RUN_FILES; k++) {
+    if (k == FILE_SUMMARY || w->at[k] == AT_NONE || w->at[k] == AT_FAILED || w->at[k] == AT_FINAL) continue;
+    if (rename(run_path(w, (run_file)k, w->at[k], path, sizeof path),
+               run_path(w, (run_file)k, AT_FAILED, to, sizeof to)) == 0)
+      w->at[k] = AT_FAILED;
+  }
+  run_result r = w->kept;
+  r.status = RUN_FAILED;
+  if (w->why[0]) snprintf(r.why, sizeof r.why, "%.*s", (int)sizeof r.why - 1, w->why);
+  else if (!r.why[0]) snprintf(r.why, sizeof r.why, "a runtime error (its message went to stderr)");
+  /* a summary with another status than failed must not stay */
+  const file_state had = w->at[FILE_SUMMARY];
+  if (had != AT_NONE && had != AT_FAILED && had != AT_FINAL) unlink(run_path(w, FILE_SUMMARY, had, path, sizeof path));
+  unlink(run_path(w, FILE_SUMMARY, AT_FAILED, path, sizeof path));
+  write_summary(w, &r, AT_FAILED, err, sizeof err);
+  w->at[FILE_SUMMARY] = is_file(path) ? AT_FAILED : AT_NONE;
+  remove_stale(w, AT_FAILED);
+  hl_sync_folder_of(run_path(w, FILE_STEPS, AT_FAILED, path, sizeof path));
 }
 
 /* ------------------------------------------------------------ progress -- */

@@ -3,8 +3,8 @@
  * phase) sorted by time, then each phase's wall time and the part of it no
  * op or kernel accounts for, then the step time and its unattributed part
  * (docs/train.md, "Profile"). Written as a table (NAME.tmp renamed) when
- * the run ends as the summary is: a failed run leaves an earlier profile
- * as it was. */
+ * the run ends, under the name output.c gives it: a failed run leaves an
+ * earlier profile as it was. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,25 +20,21 @@
 static const char profile_header[] =
     "phase,op,kind,calls,calls_per_step,time_ms,ms_per_step,time_pct_of_step,bytes,gbytes_per_s";
 
-static void profile_path(const train_opts *o, const char *dir, char *path, size_t len) {
-  snprintf(path, len, "%s/train_%s_%s_profile.csv", dir, o->name, o->mode->name);
-}
-
-/* The table replaces NAME by renaming NAME.tmp over it: both must be free
- * for a file (absent, or a file; the folder's own permission is checked
- * with --out). */
+/* The table is written as NAME.tmp renamed to NAME, for NAME the final
+ * name, its .inprogress stage and the .interrupted and .failed names: each
+ * must be free for a file (absent, or a file; the folder's own permission
+ * is checked with --out). */
 void profile_check_output(const train_opts *o, const char *dir) {
   if (!o->profile) return;
-  char path[4400], tmp[4410];
-  profile_path(o, dir, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  const char *const paths[2] = {path, tmp};
-  for (int i = 0; i < 2; i++) {
+  static const char *const suffixes[] = {"", ".tmp", ".inprogress", ".inprogress.tmp", ".interrupted",
+                                         ".interrupted.tmp", ".failed", ".failed.tmp"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/train_%s_%s_profile.csv%s", dir, o->name, o->mode->name, suffixes[i]);
     struct stat st;
-    if (stat(paths[i], &st) == 0 && !S_ISREG(st.st_mode))
-      hl_usage_error("--profile: cannot write %s: it exists and is not a regular file", paths[i]);
-    if (stat(paths[i], &st) != 0 && errno != ENOENT)
-      hl_usage_error("--profile: cannot write %s: %s", paths[i], strerror(errno));
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+      hl_usage_error("--profile: cannot write %s: it exists and is not a regular file", path);
+    if (lstat(path, &st) != 0 && errno != ENOENT) hl_usage_error("--profile: cannot write %s: %s", path, strerror(errno));
   }
 }
 
@@ -66,8 +62,10 @@ static void add_row(hl_csv_rows *rows, const char *phase, const char *op, const 
                   step_ms > 0 ? 100.0 * ms / step_ms : 0.0, b[0], b[1]);
 }
 
-void profile_write(const train_opts *o, const char *dir, hl_device_kind dev, const run_result *r) {
-  if (!o->profile || r->profile_steps <= 0) return;
+bool profile_write(const train_opts *o, const char *dir, const char *name, hl_device_kind dev, const run_result *r,
+                   bool *wrote, char *err, size_t len) {
+  *wrote = false;
+  if (!o->profile || r->profile_steps <= 0) return true;
   const int n = hl_op_profile_entries(NULL, 0);
   hl_op_profile_entry *e = calloc((size_t)(n > 0 ? n : 1), sizeof *e);
   if (!e) hl_fatal("out of host memory for the profile");
@@ -124,8 +122,8 @@ void profile_write(const train_opts *o, const char *dir, hl_device_kind dev, con
                               "unattributed: the phase's or the step's time outside every op and kernel (the framework's "
                               "own work: graph bookkeeping, allocation, dispatch); step: the summed step_time_ms of the "
                               "profiled steps");
-  char name[256], err[4600];
-  snprintf(name, sizeof name, "train_%s_%s_profile.csv", o->name, o->mode->name);
-  if (!hl_csv_rows_write(&rows, dir, name, profile_header, NULL, err, sizeof err)) hl_fatal("%s", err);
+  const bool ok = hl_csv_rows_write(&rows, dir, name, profile_header, NULL, err, len);
   hl_csv_rows_free(&rows);
+  *wrote = ok;
+  return ok;
 }

@@ -16,7 +16,9 @@
  *              signals
  *   stats.c    gradient census (fp16 zero / subnormal / overflow), log2
  *              histograms, absorbed updates (stats.h: no tensors, unit-tested)
- *   output.c   the per-step log, histogram and summary CSVs, progress
+ *   output.c   the per-step log, histogram and summary CSVs, their names
+ *              through the run (in progress, final, interrupted, failed),
+ *              progress
  *   profile_csv.c  --profile's table of ops, phases and the step time
  */
 #ifndef HL_TRAIN_H
@@ -248,26 +250,38 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
 
 typedef struct train_output train_output;
 
-/* Opens the per-step log (truncated, or cut back to resumed_step rows when
- * resuming) and the histogram table. Exits 1 on an I/O error. */
-train_output *output_open(const train_opts *o, const char *dir, hl_device_kind dev, int64_t resumed_step);
+/* Opens the run's per-step log, train_NAME_MODE_steps.csv.inprogress:
+ * fresh, or, resuming after resumed_step, the rows up to it of the newest
+ * log of this NAME_MODE (in progress, final, interrupted or failed; that
+ * file is not changed). From here until output_finish, a process that ends
+ * on a runtime error (hl_fatal) leaves the run's files marked .failed.
+ * Exits 1 on an I/O error. */
+train_output *output_open(const train_opts *o, const train_model *m, const char *dir, hl_device_kind dev,
+                          int64_t resumed_step);
+/* One line of the log; a write that fails ends the run at once (exit 1,
+ * the file and the error named, the log's complete lines kept). */
 void output_step_row(train_output *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale);
-/* Writes the summary (its own file and the row in train_summary.csv) and
- * closes everything. */
-void output_finish(train_output *w, const train_opts *o, const train_model *m, const run_result *r);
-/* Failure: the log keeps its complete lines, the histograms and summary are
- * not written. */
-void output_abort(train_output *w);
+/* The run so far (after each step): what a failure's summary reports. */
+void output_keep(train_output *w, const run_result *r);
+/* Ends the run's files by its status (docs/train.md, "What a run leaves
+ * behind"): completed or diverged, the final names and the row in
+ * train_summary.csv; stopped or interrupted, the .interrupted suffix;
+ * failed, .failed. Frees w; exits 1 on an I/O error. */
+void output_finish(train_output *w, const run_result *r);
+/* The suffix a run of that status leaves on its files ("" when final). */
+const char *output_suffix(run_status s);
 /* A CSV cell: empty when not measured (NaN), else %.9g. */
 const char *output_cell(double v, char *buf, size_t len);
 
-/* --profile: refuses (exit 2) a profile CSV that could not replace what is
- * at its path; nothing is created. */
+/* --profile: refuses (exit 2) a profile CSV that could not be written at
+ * any of its names; nothing is created. */
 void profile_check_output(const train_opts *o, const char *dir);
-/* --profile: train_NAME_MODE_profile.csv from core/engine/op_profile.h's
- * table over r's profiled steps (exit 1 on an I/O error). */
-void profile_write(const train_opts *o, const char *dir, hl_device_kind dev, const run_result *r);
+/* --profile: DIR/NAME from core/engine/op_profile.h's table over r's
+ * profiled steps; *wrote says whether there was one to write. false with
+ * the failure in err. */
+bool profile_write(const train_opts *o, const char *dir, const char *name, hl_device_kind dev, const run_result *r,
+                   bool *wrote, char *err, size_t len);
 
 /* A progress line on stderr when it is a terminal. */
 void output_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

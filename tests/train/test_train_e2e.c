@@ -3,8 +3,9 @@
  * columns as the mode implies); a run resumed from its checkpoint is bit
  * for bit the uninterrupted one; --inject-nonfinite skips exactly those
  * steps and the scale backs off; a non-finite loss in fp32 fails with the
- * step named; SIGINT and SIGTERM (real signals) stop a run with complete
- * CSV lines and a summary; bad input is one line, exit 2 and no file; the
+ * step named, its files marked .failed; SIGINT and SIGTERM (real signals)
+ * stop a run with complete CSV lines and a summary, marked .interrupted;
+ * a stopped run and a killed one (its .inprogress log) resumed; bad input is one line, exit 2 and no file; the
  * peers' files (--save-init / --init-weights, --export-batches); the MLP
  * with accumulation, clipping and the gradient penalty; --text; the small
  * preset on its generated text; --list-params and --trace-ops; --profile
@@ -30,12 +31,24 @@ static const char *train(void) { return hl_test_prog("halflab-train"); }
 /* A short tiny-GPT run: small batches, evaluation every 5 steps. */
 #define SMALL "--device cpu --batch 16 --eval-samples 32 --eval-every 5"
 
-static hl_table *csv(const char *dir, const char *name, const char *mode, const char *kind) {
+/* train_NAME_MODE_KIND.csv, or with a suffix (".interrupted", ".failed",
+ * ".inprogress"): docs/train.md, "What a run leaves behind". */
+static hl_table *csv_at(const char *dir, const char *name, const char *mode, const char *kind, const char *suffix) {
   char f[256];
-  snprintf(f, sizeof f, "train_%s_%s_%s.csv", name, mode, kind);
+  snprintf(f, sizeof f, "train_%s_%s_%s.csv%s", name, mode, kind, suffix);
   hl_table *t = hl_table_read(hl_path(dir, f));
   if (!t) fail_msg("%s: missing or malformed", f);
   return t;
+}
+
+static hl_table *csv(const char *dir, const char *name, const char *mode, const char *kind) {
+  return csv_at(dir, name, mode, kind, "");
+}
+
+static bool run_file_exists(const char *dir, const char *name, const char *mode, const char *kind, const char *suffix) {
+  char f[256];
+  snprintf(f, sizeof f, "train_%s_%s_%s.csv%s", name, mode, kind, suffix);
+  return hl_file_exists(hl_path(dir, f));
 }
 
 static bool empty(const hl_table *t, int r, const char *col) { return hl_table_get(t, r, col)[0] == '\0'; }
@@ -141,6 +154,12 @@ static const char *exact_cols[] = {"loss", "eval_loss", "eval_acc", "lr", "scale
                                    "fp16_underflow_frac", "fp16_underflow_scaled_frac", "absorbed_frac",
                                    "fp16_absorbed_frac"};
 
+static void must_rename(const char *dir, const char *from, const char *to) {
+  char a[4200];
+  snprintf(a, sizeof a, "%s", hl_path(dir, from));
+  if (rename(a, hl_path(dir, to)) != 0) fail_msg("rename %s: %s", a, strerror(errno));
+}
+
 static void test_resume_bit_identical(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
@@ -149,14 +168,27 @@ static void test_resume_bit_identical(void **state) {
   const char *common = SMALL " --mode amp-fp16 --growth-interval 3 --inject-nonfinite 4 --steps 12";
   run_ok(NULL, "%s --name full --checkpoint %s --out %s", common, hl_path(dir, "full.ckpt"), dir);
   run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"), dir);
-  hl_table *s = csv(dir, "split", "amp-fp16", "summary");
+  /* a stopped run is not complete: its files are marked, the final names and train_summary.csv left alone */
+  hl_table *s = csv_at(dir, "split", "amp-fp16", "summary", ".interrupted");
   assert_string_equal(hl_table_get(s, 0, "status"), "stopped");
   assert_true(hl_table_num(s, 0, "steps_done") == 6);
   hl_table_free(s);
-  /* resumed twice: the second time the log is cut back to the checkpoint's 6 rows before appending */
-  for (int k = 0; k < 2; k++)
+  assert_false(run_file_exists(dir, "split", "amp-fp16", "steps", ""));
+  hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
+  assert_int_equal(all->nrows, 1); /* "full" only */
+  hl_table_free(all);
+  /* resumed twice: the first continues the .interrupted log, the second the completed one, each cut back to the
+   * checkpoint's 6 rows before appending; completing removes the .interrupted files */
+  for (int k = 0; k < 2; k++) {
     run_ok(NULL, "%s --name split --resume %s --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"),
            hl_path(dir, "resumed.ckpt"), dir);
+    const char *kinds[] = {"steps", "hist", "summary"};
+    for (int i = 0; i < 3; i++) {
+      assert_true(run_file_exists(dir, "split", "amp-fp16", kinds[i], ""));
+      assert_false(run_file_exists(dir, "split", "amp-fp16", kinds[i], ".interrupted"));
+      assert_false(run_file_exists(dir, "split", "amp-fp16", kinds[i], ".inprogress"));
+    }
+  }
   hl_table *a = csv(dir, "full", "amp-fp16", "steps"), *b = csv(dir, "split", "amp-fp16", "steps");
   assert_int_equal(a->nrows, 12);
   assert_int_equal(b->nrows, 12);
@@ -170,7 +202,6 @@ static void test_resume_bit_identical(void **state) {
   assert_true(hl_table_num(b, 3, "skipped") == 1);
   assert_true(hl_table_num(b, 11, "scale") != 65536); /* the scale moved across the checkpoint */
   assert_non_null(strstr(b->meta, "# resumed: after step 6"));
-  hl_table_free(a);
   hl_table_free(b);
   /* the final state, byte for byte */
   size_t la, lb;
@@ -180,6 +211,17 @@ static void test_resume_bit_identical(void **state) {
   assert_true(la == lb && memcmp(fa, fb, la) == 0);
   free(fa);
   free(fb);
+  /* a run killed with kill -9 leaves its .inprogress log: the resume continues that one when it is the newest */
+  run_ok(NULL, "%s --name killed --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "k6.ckpt"), dir);
+  must_rename(dir, "train_killed_amp-fp16_steps.csv.interrupted", "train_killed_amp-fp16_steps.csv.inprogress");
+  run_ok(NULL, "%s --name killed --resume %s --out %s", common, hl_path(dir, "k6.ckpt"), dir);
+  hl_table *k = csv(dir, "killed", "amp-fp16", "steps");
+  assert_int_equal(k->nrows, 12);
+  for (int r = 0; r < 12; r++) assert_string_equal(hl_table_get(k, r, "loss"), hl_table_get(a, r, "loss"));
+  hl_table_free(k);
+  assert_false(run_file_exists(dir, "killed", "amp-fp16", "steps", ".inprogress"));
+  assert_false(run_file_exists(dir, "killed", "amp-fp16", "summary", ".interrupted"));
+  hl_table_free(a);
   /* a checkpoint of another mode's model (fp16 weights here) is refused, and nothing is written */
   hl_run_result r = hl_run("%s " SMALL " --mode fp16-master --steps 12 --resume %s --out %s/x", train(),
                            hl_path(dir, "six.ckpt"), dir);
@@ -227,11 +269,19 @@ static void test_fp32_nonfinite_fails(void **state) {
   assert_int_equal(r.status, 1);
   if (hl_count_lines(r.err) != 1 || !strstr(r.err, "non-finite loss") || !strstr(r.err, "at step 4"))
     fail_msg("stderr: %s", r.err);
-  hl_table *t = csv(dir, "tiny", "fp32", "steps"); /* complete lines up to the failing step */
+  /* a failed run's files are marked .failed: complete lines up to the failing step, the status in the summary */
+  hl_table *t = csv_at(dir, "tiny", "fp32", "steps", ".failed");
   assert_int_equal(t->nrows, 4);
   assert_false(isfinite(hl_table_num(t, 3, "loss")));
   hl_table_free(t);
-  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_summary.csv")));
+  t = csv_at(dir, "tiny", "fp32", "summary", ".failed");
+  assert_string_equal(hl_table_get(t, 0, "status"), "failed");
+  assert_true(hl_table_num(t, 0, "steps_done") == 4);
+  hl_table_free(t);
+  assert_true(run_file_exists(dir, "tiny", "fp32", "hist", ".failed"));
+  assert_false(run_file_exists(dir, "tiny", "fp32", "steps", ""));
+  assert_false(run_file_exists(dir, "tiny", "fp32", "steps", ".inprogress"));
+  assert_false(run_file_exists(dir, "tiny", "fp32", "summary", ""));
   assert_false(hl_file_exists(hl_path(dir, "train_summary.csv")));
   hl_run_free(&r);
   /* without a scaler in a low-precision mode the divergence is the measurement: status diverged */
@@ -263,7 +313,7 @@ static void stop_with(int sig) {
   char *dir = hl_tmpdir();
   char out[4096], steps[8192];
   snprintf(out, sizeof out, "%s/out", dir);
-  snprintf(steps, sizeof steps, "%s/train_tiny_amp-fp16_steps.csv", out);
+  snprintf(steps, sizeof steps, "%s/train_tiny_amp-fp16_steps.csv.inprogress", out); /* while it runs */
   fflush(NULL);
   const pid_t pid = fork();
   assert_true(pid >= 0);
@@ -283,18 +333,23 @@ static void stop_with(int sig) {
   }
   assert_true(WIFEXITED(st));
   assert_int_equal(WEXITSTATUS(st), 128 + sig);
+  assert_false(hl_file_exists(steps));
+  snprintf(steps, sizeof steps, "%s/train_tiny_amp-fp16_steps.csv.interrupted", out);
   hl_table *t = hl_table_read(steps); /* NULL on a half line */
   assert_non_null(t);
   assert_true(t->nrows >= 4 && t->nrows < 100000);
   const double last = hl_table_num(t, t->nrows - 1, "step");
   for (int r = 0; r < t->nrows; r++) assert_true(hl_table_num(t, r, "step") == r + 1);
   hl_table_free(t);
-  hl_table *s = csv(out, "tiny", "amp-fp16", "summary");
+  hl_table *s = csv_at(out, "tiny", "amp-fp16", "summary", ".interrupted");
   assert_string_equal(hl_table_get(s, 0, "status"), "interrupted");
   assert_true(hl_table_num(s, 0, "steps_done") == last);
   hl_table_free(s);
-  assert_true(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_hist.csv")));
-  assert_false(hl_file_exists(hl_path(out, "train_tiny_amp-fp16_summary.csv.tmp")));
+  assert_true(run_file_exists(out, "tiny", "amp-fp16", "hist", ".interrupted"));
+  /* nothing under the final names, no train_summary.csv row, no temporary file */
+  assert_false(run_file_exists(out, "tiny", "amp-fp16", "summary", ""));
+  assert_false(run_file_exists(out, "tiny", "amp-fp16", "summary", ".interrupted.tmp"));
+  assert_false(hl_file_exists(hl_path(out, "train_summary.csv")));
   hl_rmtree(dir);
   free(dir);
 }
@@ -743,13 +798,12 @@ static void test_profile(void **state) {
   assert_non_null(strstr(s->meta, "# profile_steps: 2 (steps 1 to 2"));
   hl_table_free(s);
 
-  /* without --profile no profile is written, and an earlier one is left as it was */
-  size_t n0, n1;
-  char *before = hl_read_file(hl_path(dir, "train_tiny_fp32_profile.csv"), &n0);
+  /* without --profile no profile is written */
   run_ok(NULL, SMALL " --steps 2 --mode fp32 --name plain --out %s", dir);
   assert_false(hl_file_exists(hl_path(dir, "train_plain_fp32_profile.csv")));
-  run_ok(NULL, SMALL " --steps 2 --mode fp32 --out %s", dir);
-  /* a failed run (a non-finite loss in fp32) writes no profile either */
+  /* a failed run (a non-finite loss in fp32) leaves the completed run's profile as it was; its own is marked */
+  size_t n0, n1;
+  char *before = hl_read_file(hl_path(dir, "train_tiny_fp32_profile.csv"), &n0);
   hl_run_result r = hl_run("%s " SMALL " --mode fp32 --steps 6 --inject-nonfinite 3 --profile --out %s", train(), dir);
   assert_int_equal(r.status, 1);
   hl_run_free(&r);
@@ -757,6 +811,12 @@ static void test_profile(void **state) {
   assert_true(n0 == n1 && !memcmp(before, after, n0));
   free(before);
   free(after);
+  assert_true(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv.failed")));
+  /* a completed run without --profile leaves no earlier run's profile beside its own files; nor the failed files */
+  run_ok(NULL, SMALL " --steps 2 --mode fp32 --out %s", dir);
+  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv")));
+  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv.failed")));
+  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_steps.csv.failed")));
   hl_rmtree(dir);
   free(dir);
 }
