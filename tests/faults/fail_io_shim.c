@@ -9,13 +9,15 @@
  *   HL_FAIL_AT=N              fail the Nth call of that kind (from 1; unset or 0: none)
  *   HL_FAIL_ERRNO=ENOSPC|EIO|EDQUOT|EROFS|<number>   the errno it fails with (default ENOSPC)
  *   HL_FAIL_STICKY=1          every later call of that kind fails too (a disk that stays full)
+ *   HL_FAIL_SHORT=1           the first failing write writes half its bytes and returns that
+ *                             count (a short write, as a disk filling up gives), the errno
+ *                             coming with the next call; use it with HL_FAIL_STICKY=1
  *   HL_FAIL_COUNT_TO=FILE     at exit, write "write N\nfsync N\nrename N\n" (the calls seen)
  *   HL_FAIL_REPORT_TO=FILE    at the (first) failure, write the path of the file it failed
  *                             (the folder resolved; for rename, the source)
  *
- * A failed write writes nothing and returns -1 (a full disk also gives short
- * writes first; halflab's writers treat a short write as the error that
- * follows it). glibc's stdio calls the kernel without going through write(),
+ * A failed write writes nothing and returns -1, unless HL_FAIL_SHORT asks
+ * for the short write a filling disk gives first. glibc's stdio calls the kernel without going through write(),
  * so only writers that call write(2) themselves are seen: that is every file
  * halflab writes for itself (core/base/atomic_file.h's stream, cli/csv.h's
  * log), which is the point of the suite. Not installed; built for tests/faults. */
@@ -41,7 +43,7 @@ static struct {
   size_t under_len;
   int fail_call;  /* -1: none */
   long fail_at;
-  bool sticky;
+  bool sticky, short_write;
   int fail_errno;
   const char *count_to, *report_to;
   long seen[CALLS];
@@ -89,6 +91,8 @@ static void init(void) {
   shim.fail_errno = errno_named(getenv("HL_FAIL_ERRNO"));
   const char *sticky = getenv("HL_FAIL_STICKY");
   shim.sticky = sticky && !strcmp(sticky, "1");
+  const char *short_write = getenv("HL_FAIL_SHORT");
+  shim.short_write = short_write && !strcmp(short_write, "1");
   shim.count_to = getenv("HL_FAIL_COUNT_TO");
   if (shim.count_to && !*shim.count_to) shim.count_to = NULL;
   if (shim.count_to) atexit(write_counts);
@@ -151,6 +155,11 @@ ssize_t write(int fd, const void *buf, size_t count) {
   init();
   char file[PATH_MAX];
   if (shim.active && fd > 2 && fd_watched(fd, file) && fails_now(CALL_WRITE, file)) {
+    static bool shortened;
+    if (shim.short_write && !shortened && count > 1) {
+      shortened = true;
+      return shim.real_write(fd, buf, count / 2);
+    }
     errno = shim.fail_errno;
     return -1;
   }

@@ -1,7 +1,7 @@
 /* test_faults_files.c — suite faults: every write, fsync and rename a run
  * makes on its output folder, failed in turn (fail_io_shim.c, LD_PRELOAD),
- * with ENOSPC (a disk that stays full: every later write fails too) and
- * with EIO (that one call). A dry run counts the calls first. Each case
+ * with ENOSPC (a disk that fills: a short write, then the error, and every
+ * later write failing too) and with EIO (that one call). A dry run counts the calls first. Each case
  * starts from a copy of a folder holding a completed run of the same
  * command, and must end with:
  *   - exit status 1 and one line on stderr, naming the file whose call
@@ -13,8 +13,9 @@
  *     (when the disk let it be written) with status failed, its log whole;
  *   - halflab-numerics, halflab-bench: each table the earlier one
  *     byte-identical or a whole new one (a table is their unit).
- * halflab-train takes every N (a run with --profile and --checkpoint, and a
- * run resumed from a stopped one's checkpoint); numerics and bench a seeded
+ * halflab-train takes every N (a run with --profile and --checkpoint, a run
+ * resumed from a stopped one's checkpoint, --save-init and --export-batches
+ * with --steps 0); numerics and bench a seeded
  * sample of each call's N, as the output says. Then a run that fails on its
  * own (a non-finite loss: --optimizer sgd --lr 1e30, --inject-nonfinite in
  * fp32) after a completed one in the same folder leaves that one's files
@@ -214,8 +215,10 @@ static bool one_case(const scenario *s, const char *template_dir, const char *di
   expand(cmd, sizeof cmd, s->run, dir);
   snprintf(report, sizeof report, "%s.failed-file", dir);
   remove(report);
-  snprintf(env, sizeof env, "HL_FAIL_CALL=%s HL_FAIL_AT=%ld HL_FAIL_ERRNO=%s HL_FAIL_STICKY=%d HL_FAIL_REPORT_TO='%s'",
-           call_names[call], nth, err_name, sticky, report);
+  /* a disk that fills: a short write, then the error, then every later write failing */
+  snprintf(env, sizeof env,
+           "HL_FAIL_CALL=%s HL_FAIL_AT=%ld HL_FAIL_ERRNO=%s HL_FAIL_STICKY=%d HL_FAIL_SHORT=%d HL_FAIL_REPORT_TO='%s'",
+           call_names[call], nth, err_name, sticky, sticky && call == CALL_WRITE, report);
   hl_run_result r = run_shimmed(dir, env, cmd);
   char why[8400] = "";
   char *failed_file = hl_read_file(report, NULL);
@@ -297,9 +300,11 @@ static void run_scenario(const scenario *s, int most) {
   uint64_t seed = 14;
   int cases = 0, ok = 0;
   char taken[256] = "";
+  bool sampled = false;
   for (int call = 0; call < CALLS; call++) {
     long which[4096];
     const int k = sample(n[call], most ? most : 4096, &seed, which);
+    sampled |= k < n[call];
     size_t t = strlen(taken);
     snprintf(taken + t, sizeof taken - t, "%s%s %d of %ld", t ? ", " : "", call_names[call], k, n[call]);
     for (int i = 0; i < k; i++) {
@@ -309,7 +314,7 @@ static void run_scenario(const scenario *s, int most) {
     }
   }
   print_message("faults: files: %s: %s calls failed (%s), ENOSPC and EIO each: %d cases, %d held\n", s->what, taken,
-                most ? "a seeded sample of each, the first and last included" : "every one", cases, ok);
+                sampled ? "a seeded sample (seed 14) of each, the first and last included" : "every one", cases, ok);
   tried += cases;
   held += ok;
   hl_rmtree(root);
@@ -342,6 +347,18 @@ static void test_train_resumed_every_write(void **state) {
            train, train);
   snprintf(run, sizeof run, "%s " TINY " --name resumed --resume DIR/stop.ckpt --out DIR", train);
   const scenario s = {"halflab-train --resume", true, setup, run};
+  run_scenario(&s, 0);
+}
+
+/* The peers' files: written whole or not at all, a failure exit 1 (a
+ * runtime failure, not bad input); the same bytes every time, so the
+ * earlier ones must stay byte for byte. */
+static void test_train_peer_files(void **state) {
+  (void)state;
+  char run[4096];
+  snprintf(run, sizeof run, "%s " TINY " --steps 0 --save-init DIR/w.bin --export-batches DIR/b.bin",
+           hl_test_prog("halflab-train"));
+  const scenario s = {"halflab-train --save-init --export-batches", true, run, run};
   run_scenario(&s, 0);
 }
 
@@ -419,6 +436,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_failed_after_completed),
       cmocka_unit_test(test_train_every_write),
       cmocka_unit_test(test_train_resumed_every_write),
+      cmocka_unit_test(test_train_peer_files),
       cmocka_unit_test(test_numerics_tables),
       cmocka_unit_test(test_bench_tables),
   };
