@@ -417,7 +417,8 @@ bool data_export_batches(const train_data *d, const train_opts *o, const char *p
   token_batch_free(&e);
   hl_crc_put_trailer(&w);
   if (!hl_atomic_commit(&a)) {
-    snprintf(err, len, "--export-batches: writing '%s' failed (%s): %s", path, a.call, strerror(errno));
+    char why[9000];
+    snprintf(err, len, "--export-batches: %s", hl_atomic_describe(&a, errno, why, sizeof why));
     return false;
   }
   return true;

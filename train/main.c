@@ -207,8 +207,8 @@ int main(int argc, char **argv) {
   setup_model_free(&m);
   data_free(d);
   if (r.status == RUN_INTERRUPTED) {
-    fprintf(stderr, "%s: stopped by signal %d after step %lld; the CSVs hold every completed step\n", TRAIN_PROG,
-            r.signal, (long long)(r.first_step + r.steps_done - 1));
+    fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
+            r.signal, (long long)(r.first_step + r.steps_done - 1), suffix);
     return 128 + r.signal;
   }
   return 0;

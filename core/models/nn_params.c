@@ -282,8 +282,10 @@ bool hl_params_save(const hl_param_list *l, const char *path) {
     free(v);
   }
   hl_crc_put_trailer(&w);
-  if (!hl_atomic_commit(&a))
-    return hl_fail_bool("save: %s of %s failed: %s", a.call, a.call[0] == 'r' ? path : a.tmp, strerror(errno));
+  if (!hl_atomic_commit(&a)) {
+    char why[9000];
+    return hl_fail_bool("save: %s", hl_atomic_describe(&a, errno, why, sizeof why));
+  }
   return true;
 }
 

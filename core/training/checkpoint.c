@@ -162,9 +162,12 @@ static bool write_atomically(const char *path, const unsigned char *data, size_t
     return hl_fail_bool("%s: open(\"%s\"): %s; the previous checkpoint (if any) is untouched", what, a.tmp,
                         strerror(errno));
   fwrite(data, 1, len, a.f); /* a short write leaves the stream's error flag, which commit reports */
-  if (!hl_atomic_commit(&a))
-    return hl_fail_bool("%s: %s(\"%s\"): %s; the previous checkpoint (if any) is untouched", what, a.call, path,
-                        strerror(errno));
+  if (!hl_atomic_commit(&a)) {
+    char why[9000];
+    const bool in_place = a.failed_file == a.folder; /* only the folder's sync failed */
+    return hl_fail_bool("%s: %s; %s", what, hl_atomic_describe(&a, errno, why, sizeof why),
+                        in_place ? "the new checkpoint is in place, whole" : "the previous checkpoint (if any) is untouched");
+  }
   return true;
 }
 
