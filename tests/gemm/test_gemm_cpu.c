@@ -2,7 +2,7 @@
  * double-precision reference computed here, element by element.
  *
  * Covered: every transpose combination, padded leading dimensions, strided
- * batches, alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
+ * batches (on one thread and shared among two), alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
  * rounded once), mixed operand types, fp64, empty shapes, and the reasons
  * supports() gives for what the CPU cannot run.
  *
@@ -12,6 +12,7 @@
  * alpha/beta steps); an fp16/bf16 output adds one rounding to the output
  * format, u = 2^-11 / 2^-8 of the magnitude. */
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,26 @@ typedef struct {
 
 /* Runs one case and checks every element of C, and that the padding
  * around C was not touched. */
+static void check_case_on(const gemm_case *g);
+
+/* A batch runs one of two ways (kernels/cpu/gemm_cpu.c): entries shared out
+ * among the OpenMP threads one per thread, or, on one thread, entry after
+ * entry with OpenBLAS sharing each product. Both are checked, whatever the
+ * machine's core count. */
 static void check_case(const gemm_case *g) {
+  if (g->batch < 2) {
+    check_case_on(g);
+    return;
+  }
+  const int threads = omp_get_max_threads();
+  for (int t = 1; t <= 2; t++) {
+    omp_set_num_threads(t);
+    check_case_on(g);
+  }
+  omp_set_num_threads(threads);
+}
+
+static void check_case_on(const gemm_case *g) {
   const int64_t a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
   const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
   const int64_t lda = a_cols + g->pad_a, ldb = b_cols + g->pad_b, ldc = g->n + g->pad_c;
@@ -165,6 +185,24 @@ static void test_dense_batches_and_groups(void **state) {
   check_case(&big);
   big.shared_b = true, big.at = big.bt = big.ct = HL_BF16;
   check_case(&big);
+}
+
+/* A product whose A and C copies alone exceed 32 MiB (GPT-2's logits) runs in
+ * blocks of C's rows, B widened once: 4100 x 2100 rows go in two blocks of
+ * unequal size, A plain and transposed, C read (beta) and padded */
+static void test_row_blocks(void **state) {
+  (void)state;
+  for (int s = 1; s < 3; s++)
+    for (int ta = 0; ta < 2; ta++) {
+      gemm_case g = {.ta = ta, .tb = s == 2, .m = 4100, .n = 2100, .k = 24, .batch = 1, .pad_a = 3, .pad_c = 5,
+                     .at = storage[s], .bt = storage[s], .ct = storage[s], .compute = HL_COMPUTE_F32,
+                     .alpha = 1.0f, .beta = 0.5f};
+      check_case(&g);
+    }
+  /* fp32 C, half A: only A's copy is blocked */
+  gemm_case g = {.ta = false, .tb = false, .m = 9000, .n = 40, .k = 1000, .batch = 1, .at = HL_F16, .bt = HL_F16,
+                 .ct = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 2.0f, .beta = 0.0f};
+  check_case(&g);
 }
 
 static void test_mixed_types(void **state) {
@@ -339,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
+      cmocka_unit_test(test_row_blocks),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
       cmocka_unit_test(test_large_half),
