@@ -125,21 +125,23 @@ int main(int argc, char **argv) {
   if (!setup_mode(&o, &m, &t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
 
   int64_t first_step = 1;
-  if (o.resume) {
+  run_totals resumed_totals, *resumed = NULL;
+  const char *hist_rows = NULL;
+  size_t hist_len = 0;
+  if (o.resumed) { /* its definition matched the command line while parsing */
     hl_train_state st = {.params = m.trainable, .n_params = m.n_trainable, .optims = &t.opt, .n_optims = 1,
                          .scaler = t.scaler};
-    if (!hl_checkpoint_load(o.resume, &st)) hl_usage_error("--resume: %s", hl_error());
-    if (st.rng_seed != o.seed)
-      hl_usage_error("--resume: %s was written by a run with --seed %llu (this one has %llu): its data would differ",
-                     o.resume, (unsigned long long)st.rng_seed, (unsigned long long)o.seed);
-    if (o.stop_after && st.step >= o.stop_after)
-      hl_usage_error("--resume: %s is at step %lld, not before --stop-after %lld", o.resume, (long long)st.step,
-                     (long long)o.stop_after);
-    if (st.step >= o.steps)
-      hl_usage_error("--resume: %s is at step %lld; --steps %lld leaves nothing to do", o.resume, (long long)st.step,
-                     (long long)o.steps);
+    if (!hl_checkpoint_apply(o.resumed, &st)) hl_usage_error("--resume: %s", hl_error());
+    size_t len = 0;
+    const char *totals = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_TOTALS, &len);
+    if (!totals || !run_totals_parse(totals, len, o.steps, &resumed_totals) || resumed_totals.steps != st.step)
+      hl_usage_error("--resume %s: the checkpoint's summary totals are missing or cannot be read", o.resume);
+    resumed = &resumed_totals;
+    hist_rows = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_HIST, &hist_len);
+    if (!hist_rows) hl_usage_error("--resume %s: the checkpoint holds no histogram rows", o.resume);
     first_step = st.step + 1;
     hl_meta_set("resumed", "from %s after step %lld", o.resume, (long long)st.step);
+    hl_meta_set("resume-overrides", "%s", o.resume_overrides);
   }
 
   if (o.dump_grads) { /* refused now rather than after the first step: nothing is written yet */
@@ -163,8 +165,14 @@ int main(int argc, char **argv) {
   }
 
   train_output *out = output_open(&o, outdir, dev, first_step - 1);
+  if (o.resumed) {
+    output_hist_restore(out, hist_rows, hist_len);
+    hl_checkpoint_close(o.resumed); /* the rows are copied: the file's bytes go */
+    o.resumed = NULL;
+  }
   loop_install_signals();
-  run_result r = loop_run(&o, d, &m, &t, dev, first_step, out);
+  run_result r = loop_run(&o, d, &m, &t, dev, first_step, resumed, out);
+  if (resumed) free(resumed_totals.step_ms);
   if (r.status == RUN_FAILED) {
     output_abort(out);
     hl_fatal("%s", r.why);

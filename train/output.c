@@ -89,6 +89,9 @@ static void cut_log(const char *path, long long step) {
       const char *eol = cmd ? strchr(cmd, '\n') : NULL;
       fprintf(o, "# resumed: after step %lld by%.*s\n", step, cmd && eol ? (int)(eol - cmd - 10) : 0,
               cmd ? cmd + 10 : "");
+      const char *overrides = strstr(hl_meta_text(), "# resume-overrides: "); /* main.c's, from the options */
+      const char *end = overrides ? strchr(overrides, '\n') : NULL;
+      if (overrides && end) fprintf(o, "%.*s\n", (int)(end - overrides), overrides);
       fputs(line, o);
       header = true;
       continue;
@@ -98,28 +101,6 @@ static void cut_log(const char *path, long long step) {
   free(line);
   fclose(f);
   if (!hl_atomic_commit(&a)) hl_fatal("rewriting %s: %s: %s", path, a.call, strerror(errno));
-}
-
-/* Rows of an earlier histogram file up to `step`, for a resumed run. */
-static void carry_hist(train_output *w, const char *path, long long step) {
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  bool header = false;
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[0] == '#') continue;
-    if (!header) {
-      header = true;
-      continue;
-    }
-    if (line[n - 1] == '\n') line[n - 1] = '\0';
-    const char *rest = strchr(line, ','); /* kept without the mode cell */
-    if (rest && row_step(line) <= step) hl_csv_rows_add(&w->hist, "%s", rest + 1);
-  }
-  free(line);
-  fclose(f);
 }
 
 train_output *output_open(const train_opts *o, const char *dir, hl_device_kind dev, int64_t resumed_step) {
@@ -133,11 +114,7 @@ train_output *output_open(const train_opts *o, const char *dir, hl_device_kind d
   char name[256], path[4400], err[512];
   snprintf(name, sizeof name, "%s_steps.csv", w->base);
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (resumed_step > 0) {
-    cut_log(path, resumed_step);
-    snprintf(path, sizeof path, "%s/%s_hist.csv", dir, w->base);
-    carry_hist(w, path, resumed_step);
-  }
+  if (resumed_step > 0) cut_log(path, resumed_step); /* the histogram rows come from the checkpoint */
   w->log = hl_csv_open(dir, name, step_header, resumed_step > 0 ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err, sizeof err);
   if (!w->log) hl_fatal("%s", err);
   return w;
@@ -169,6 +146,32 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
     if (h[k]->nonfinite)
       hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
                       (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
+  }
+}
+
+char *output_hist_rows(const train_output *w, size_t *len) {
+  size_t total = 0;
+  for (int i = 0; i < w->hist.n; i++) total += strlen(w->hist.rows[i]) + 1;
+  char *text = malloc(total + 1), *at = text;
+  if (!text) return NULL;
+  for (int i = 0; i < w->hist.n; i++) {
+    const size_t n = strlen(w->hist.rows[i]);
+    memcpy(at, w->hist.rows[i], n);
+    at[n] = '\n';
+    at += n + 1;
+  }
+  *at = '\0';
+  *len = total;
+  return text;
+}
+
+void output_hist_restore(train_output *w, const char *rows, size_t len) {
+  const char *p = rows, *end = rows + len;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    hl_csv_rows_add(&w->hist, "%.*s", (int)(eol - p), p);
+    p = eol + 1;
   }
 }
 
