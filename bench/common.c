@@ -216,8 +216,10 @@ static void lock_table(const char *dir, const char *name) {
     if (!strcmp(locked_[i], name)) return;
   if (n_locked_ == BENCH_MAX_TABLES) hl_fatal("more than %d tables in one run", BENCH_MAX_TABLES);
   char err[4400];
-  if (!hl_out_lock_take(dir, name, err, sizeof err))
-    hl_usage_error("--out: %s%s", err, errno == EWOULDBLOCK ? ": wait for it, or give another --out" : "");
+  if (!hl_out_lock_take(dir, name, err, sizeof err)) {
+    if (errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+    hl_usage_error("--out: %s: wait for it, or give another --out", err);
+  }
   snprintf(locked_[n_locked_++], sizeof locked_[0], "%s", name);
 }
 

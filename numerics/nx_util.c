@@ -28,8 +28,10 @@ void nx_lock_table(const nx_ctx *c, const char *name) {
     if (!strcmp(locked[i], name)) return;
   if (n_locked == MAX_TABLES) hl_fatal("more than %d tables in one run", MAX_TABLES);
   char err[4400];
-  if (!hl_out_lock_take(c->outdir, name, err, sizeof err))
-    hl_usage_error("--out: %s%s", err, errno == EWOULDBLOCK ? ": wait for it, or give another --out" : "");
+  if (!hl_out_lock_take(c->outdir, name, err, sizeof err)) {
+    if (errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+    hl_usage_error("--out: %s: wait for it, or give another --out", err);
+  }
   snprintf(locked[n_locked++], sizeof locked[0], "%s", name);
 }
 

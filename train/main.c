@@ -130,9 +130,8 @@ static hl_out_lock *lock_run(const train_opts *o, const char *outdir) {
   char name[128], err[4400];
   snprintf(name, sizeof name, "train_%s_%s", o->name, o->mode->name);
   hl_out_lock *l = hl_out_lock_take(outdir, name, err, sizeof err);
-  if (!l)
-    hl_usage_error("--out: %s%s", err,
-                   errno == EWOULDBLOCK ? ": wait for it, or give another --name" : "");
+  if (!l && errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+  if (!l) hl_usage_error("--out: %s: wait for it, or give another --name", err);
   return l;
 }
 
