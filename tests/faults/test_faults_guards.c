@@ -315,12 +315,12 @@ static int n_targets(const char *dir, target t[3]) {
   if (geteuid() == 0) {
     chmod(dir, 0777); /* nobody must reach the folder, and may make files in it but for read-only/ */
     runner = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-    hl_run_result r = hl_run("%s '%s' --version", runner, train());
+    hl_run_result r = hl_run("%s '%s' --version && %s test -w '%s'", runner, train(), runner, dir);
     const bool works = r.status == 0;
     hl_run_free(&r);
     if (!works) {
       print_message("faults: guards: the read-only folder cases are not tried: running as root, and nobody "
-                    "(setpriv) cannot run %s\n", train());
+                    "(setpriv) cannot run %s or write in %s\n", train(), dir);
       return 2;
     }
   }
