@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/output_guard.h"
 #include "core/base/error.h"
 #include "core/training/checkpoint.h"
 #include "train/train.h"
@@ -588,6 +589,18 @@ static void resolve_name(const given *g, const run_preset *p, train_opts *o) {
   snprintf(o->name, sizeof o->name, "%s%s%s", p->gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset, task_suffix);
 }
 
+/* Inputs that must be regular files, looked at before anything opens them:
+ * opening a FIFO would block, and a device or a folder is not data. */
+static void check_inputs(const train_opts *o) {
+  const struct {
+    const char *option, *path;
+  } inputs[] = {{"--text", o->text_path}, {"--init-weights", o->init_weights}, {"--resume", o->resume}};
+  char err[4400];
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+    if (inputs[i].path && !hl_input_regular_file(inputs[i].path, err, sizeof err))
+      hl_usage_error("%s: %s", inputs[i].option, err);
+}
+
 /* ------------------------------------------------------------- parse -- */
 
 void train_parse_options(int argc, char **argv, train_opts *o) {
@@ -612,6 +625,9 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   hl_checkpoint *resumed = NULL;
   run_definition saved = {0};
   if (g.resume) {
+    /* a FIFO would block the open, a folder or device is no checkpoint */
+    char err[4400];
+    if (!hl_input_regular_file(g.resume, err, sizeof err)) hl_usage_error("--resume: %s", err);
     resumed = resume_open(g.resume, &saved);
     take_checkpoint_values(&saved, g.resume, seed_given, &g);
   }
@@ -625,6 +641,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   resolve_lengths(&g, &p, o);
   resolve_peers(&g, &p, o);
   resolve_name(&g, &p, o);
+  check_inputs(o);
   if (resumed) {
     o->resumed = resumed;
     o->resumed_step = hl_checkpoint_step(resumed);

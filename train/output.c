@@ -23,6 +23,7 @@
 #include "core/base/atomic_file.h"
 #include "cli/cli.h"
 #include "cli/csv.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "cli/timer.h"
 #include "train/train.h"
@@ -281,7 +282,13 @@ void output_finish(train_output *w, const train_opts *o, const train_model *m, c
   if (r->why[0]) hl_meta_set("why", "%s", r->why);
   write_table(w->dir, name, summary_header, &one, NULL);
   hl_csv_rows_free(&one);
+  /* runs of other names may finish into this folder at the same time: the
+   * read-modify-write of train_summary.csv is theirs one at a time */
+  char lock_err[4400];
+  hl_out_lock *summary_lock = hl_out_lock_wait(w->dir, "train_summary.csv", lock_err, sizeof lock_err);
+  if (!summary_lock) hl_fatal("%s", lock_err);
   upsert_summary(w->dir, o->name, o->mode->name, row);
+  hl_out_lock_release(summary_lock);
   profile_write(o, w->dir, w->dev, r); /* last: its metadata lines are its own */
   hl_csv_rows_free(&w->hist);
   free(w);
