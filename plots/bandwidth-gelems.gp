@@ -32,6 +32,7 @@ set xtics nomirror
 set ytics nomirror
 set yrange [0:*]
 set key outside bottom center horizontal nobox noopaque samplen 3
+set bmargin 7
 mib(b) = b / 1048576.0
 # the header and the rows where an awk condition holds (columns by name: $c["variant"]);
 # plotting only those keeps each line unbroken

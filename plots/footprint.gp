@@ -61,7 +61,7 @@ g_hs = 0.06
 sumparts = "(column('weights_bytes') + column('master_bytes') + column('gradients_bytes') + column('moments_bytes') + column('weight_casts_bytes') + column('activations_bytes'))"
 do for [out=1:2] {
   if (out == 1) { eval png(W, H); set output dir.'/footprint.png' } else { eval svg(W, H); set output dir.'/footprint.svg' }
-  set multiplot title sprintf("Memory footprint of GPT-2 124M (124,439,808 parameters, tied head; optimizer %s)\n%s", opt, desc)
+  set multiplot title sprintf("Memory footprint of GPT-2 124M (124,439,808 parameters, tied head); optimizer: %s\n%s", opt, desc)
   set border 3
   set xtics nomirror
   set ytics nomirror

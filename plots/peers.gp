@@ -19,7 +19,7 @@ if (!file_exists(tin)) {
 }
 desc = device_of(tin)
 # the run's note, folded to the title's width
-note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g' | fold -s -w 125", tin))
+note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g' | fold -s -w 100", tin))
 load = system(sprintf("sed -n 's/^# load: //p' '%s' | head -1", tin))
 
 # One line per (device, mode, policy): label, halflab median/min/max, PyTorch median/min/max, ratio.
