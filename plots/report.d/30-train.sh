@@ -279,6 +279,12 @@ else
   tp=$(val profile-small-portable amp-bf16 step_time_ms_median)
   t32=$(val profile-small fp32 step_time_ms_median)
   tb=$(val profile-small amp-bf16 step_time_ms_median)
+  th16=$(val profile-small amp-fp16 step_time_ms_median)
+  if [ -n "$th16" ] && [ -n "$t32" ]; then
+    echo "- amp-fp16 (fp16 products widened to fp32 for sgemm and rounded once, as on any CPU without fp16 matrix units;"
+    echo "  its per-op table is $(prof amp-fp16)): $(awk -v h="$th16" -v f="$t32" \
+      'BEGIN { printf "%.1f ms per step, %.2fx the fp32 step (%.1f ms)", h, h / f, f }')."
+  fi
   if [ -n "$tp" ] && [ -n "$t32" ] && [ -n "$tb" ]; then
     echo "- amp-bf16 forced onto the portable paths (\`HALFLAB_CPU_UNITS=portable\`: bf16 products widened to fp32 for"
     echo "  sgemm, conversions in plain C; what a CPU without bf16 units gets): $(awk -v p="$tp" -v f="$t32" -v b="$tb" \
