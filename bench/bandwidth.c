@@ -272,7 +272,9 @@ static uint64_t plan_run(bench_device *dev, bw_options *o, char *device_notice, 
 static void start_run(bw_run *run, const bw_options *o, const char *device_notice) {
   const bench_device *dev = run->dev;
   const bool gpu = run->gpu, quick = o->common.cli.quick;
-  run->outdir = hl_cli_outdir(o->common.cli.out, dev->kind, run->outbuf, sizeof run->outbuf);
+  run->outdir = bench_outdir(o->common.cli.out, dev->kind,
+                             BENCH_TABLES("bandwidth.csv", "bandwidth_host.csv", "bandwidth_targets.csv"), run->outbuf,
+                             sizeof run->outbuf);
   fputs(device_notice, stderr);
   run->peaks = bench_peaks_for(dev->facts, dev->kind);
   run->method = bench_method_for(dev, o->reps, quick);

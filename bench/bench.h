@@ -128,10 +128,20 @@ void *bench_alloc(const bench_device *d, size_t bytes, const char *what);
 void bench_free(const bench_device *d, void *p);
 void *bench_host_alloc(size_t bytes, const char *what);
 
+/* ------------------------------------------------------ output folder -- */
+/* The output folder (cli.h's hl_cli_outdir: proven writable, then made),
+ * and a lock on each table of `tables` (NULL-terminated) in it, held to the
+ * end of the process (cli/output_guard.h): a second run writing one of them
+ * is refused (exit 2) naming the first's PID. Called once every input has
+ * been accepted, before any measurement. */
+const char *bench_outdir(const char *requested, hl_device_kind kind, const char *const *tables, char *buf, size_t len);
+#define BENCH_TABLES(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 /* ---------------------------------------------------------- rows -- */
 /* Result rows (cli/csv.h's hl_csv_rows) are kept until the run is complete
  * and validated, then written at once: a failed run leaves no CSV behind.
- * Writes DIR/NAME (atomic table) with header and rows; exit 1 on failure. */
+ * Writes DIR/NAME (atomic table) with header and rows; exit 1 on failure.
+ * NAME is one of bench_outdir's tables (else it is locked now). */
 void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header);
 
 /* ---------------------------------------------------------- targets -- */

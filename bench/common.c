@@ -1,4 +1,5 @@
 /* common.c — see bench.h. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/csv.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "bench/bench.h"
 
@@ -202,10 +204,36 @@ void *bench_host_alloc(size_t bytes, const char *what) {
   return p;
 }
 
+/* ------------------------------------------------------ output folder -- */
+
+/* The tables this process holds locks on (released at exit by output_guard). */
+enum { BENCH_MAX_TABLES = 16 };
+static char locked_[BENCH_MAX_TABLES][256];
+static int n_locked_;
+
+static void lock_table(const char *dir, const char *name) {
+  for (int i = 0; i < n_locked_; i++)
+    if (!strcmp(locked_[i], name)) return;
+  if (n_locked_ == BENCH_MAX_TABLES) hl_fatal("more than %d tables in one run", BENCH_MAX_TABLES);
+  char err[4400];
+  if (!hl_out_lock_take(dir, name, err, sizeof err)) {
+    if (errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+    hl_usage_error("--out: %s: wait for it, or give another --out", err);
+  }
+  snprintf(locked_[n_locked_++], sizeof locked_[0], "%s", name);
+}
+
+const char *bench_outdir(const char *requested, hl_device_kind kind, const char *const *tables, char *buf, size_t len) {
+  const char *dir = hl_cli_outdir(requested, kind, buf, len);
+  for (const char *const *t = tables; *t; t++) lock_table(dir, *t);
+  return dir;
+}
+
 /* ---------------------------------------------------------- rows -- */
 
 void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header) {
   char err[4400];
+  lock_table(dir, name); /* a table bench_outdir was not told of: locked before it is written */
   if (!hl_csv_rows_write(r, dir, name, header, NULL, err, sizeof err)) hl_fatal("%s", err);
 }
 

@@ -629,7 +629,8 @@ int bench_footprint_main(int argc, char **argv) {
   else if (!r.steps) snprintf(r.no_steps, sizeof r.no_steps, "the core's %s tensor kernels are not in this build", r.dev.name);
   r.memory = o.memory ? o.memory : r.dev.facts->free_mem;
   require_memory(&r);
-  r.outdir = hl_cli_outdir(common.cli.out, r.dev.kind, r.outbuf, sizeof r.outbuf);
+  r.outdir = bench_outdir(common.cli.out, r.dev.kind, BENCH_TABLES("footprint_params.csv", "footprint_training.csv"),
+                          r.outbuf, sizeof r.outbuf);
   record_metadata(&r);
   warm_up(&r);
   measure_parameters(&r, common.cli.seed);

@@ -659,7 +659,8 @@ static void plan_run(gemm_run *run, const gemm_options *o, char *variant_notice,
  * until now, the peaks and the timing method */
 static void start_run(gemm_run *run, const gemm_options *o, const char *device_notice, const char *variant_notice) {
   const bench_device *dev = run->dev;
-  run->outdir = hl_cli_outdir(o->common.cli.out, dev->kind, run->outbuf, sizeof run->outbuf);
+  run->outdir = bench_outdir(o->common.cli.out, dev->kind, BENCH_TABLES("gemm.csv", "gemm_targets.csv"), run->outbuf,
+                               sizeof run->outbuf);
   fputs(device_notice, stderr);
   fputs(variant_notice, stderr);
   run->peaks = bench_peaks_for(dev->facts, dev->kind);

@@ -192,7 +192,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
                        (uint64_t)(2 * gm) * (uint64_t)kmax * 8 + (1u << 20));
 
   char outbuf[4096];
-  const char *outdir = hl_cli_outdir(c->cli.out, d->kind, outbuf, sizeof outbuf);
+  const char *outdir = bench_outdir(c->cli.out, d->kind, BENCH_TABLES("gemm_accuracy.csv"), outbuf, sizeof outbuf);
   fputs(notice, stderr);
   hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
               "sum rounded to the accumulation format after each addition; cublas: %d x %d outputs by the device's "

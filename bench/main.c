@@ -34,9 +34,19 @@ static void usage(FILE *f) {
           "--help, --version\n");
 }
 
+/* "gemm, bandwidth, mlp-step or footprint" */
+static const char *subcommand_list(void) {
+  static char list[256];
+  size_t k = 0;
+  for (int i = 0; i < NSUB && k < sizeof list; i++)
+    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i == 0 ? "" : i + 1 < NSUB ? ", " : " or ",
+                          subcommands[i].name);
+  return list;
+}
+
 int main(int argc, char **argv) {
   hl_cli_init("halflab-bench", argc, argv);
-  if (argc < 2) hl_usage_error("no subcommand given (gemm or bandwidth)");
+  if (argc < 2) hl_usage_error("no subcommand given (%s)", subcommand_list());
   const char *sub = argv[1];
   if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
     usage(stdout);
@@ -49,5 +59,5 @@ int main(int argc, char **argv) {
   for (int i = 0; i < NSUB; i++)
     if (!strcmp(sub, subcommands[i].name)) return subcommands[i].main(argc - 1, argv + 1);
   if (sub[0] == '-') hl_usage_error("'%s' before the subcommand: options follow it (halflab-bench gemm %s)", sub, sub);
-  hl_usage_error("unknown subcommand '%s' (expected gemm or bandwidth)", sub);
+  hl_usage_error("unknown subcommand '%s' (expected %s)", sub, subcommand_list());
 }

@@ -688,7 +688,8 @@ int bench_mlp_step_main(int argc, char **argv) {
   if (gpu && (!dev.be->tensor || !dev.be->gemm))
     hl_fatal("mlp-step: the %s backend of this build lacks tensor or GEMM kernels", dev.name);
   char dirbuf[4096];
-  const char *dir = hl_cli_outdir(common.cli.out, dev.kind, dirbuf, sizeof dirbuf);
+  const char *dir = bench_outdir(common.cli.out, dev.kind, BENCH_TABLES("mlp_step.csv", "mlp_step_targets.csv"), dirbuf,
+                                sizeof dirbuf);
 
   core_mlp c = {0};
   direct_mlp d = {0};

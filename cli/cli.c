@@ -11,10 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/csv.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "version.h"
 
@@ -131,29 +130,22 @@ hl_device_kind hl_cli_device(const char *request, char *notice, size_t len) {
   return k;
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return ENAMETOOLONG;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return errno;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return errno;
-  struct stat st;
-  if (stat(tmp, &st) != 0) return errno;
-  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
-  return 0;
-}
-
-const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len) {
+static const char *outdir_name(const char *requested, hl_device_kind kind, char *buf, size_t len) {
   const char *root = getenv("HALFLAB_RESULTS"); /* bench-quick points this away from results/ */
   if (requested && *requested) snprintf(buf, len, "%s", requested);
   else snprintf(buf, len, "%s/%s", root && *root ? root : "results", hl_device_slug(kind));
-  int e = mkdir_p(buf);
-  if (e) hl_usage_error("--out: cannot create folder '%s': %s", buf, strerror(e));
-  if (access(buf, W_OK | X_OK) != 0) hl_usage_error("--out: folder '%s' is not writable: %s", buf, strerror(errno));
+  return buf;
+}
+
+const char *hl_cli_outdir_check(const char *requested, hl_device_kind kind, char *buf, size_t len) {
+  char err[4400];
+  if (!hl_out_probe_dir(outdir_name(requested, kind, buf, len), false, err, sizeof err)) hl_usage_error("--out: %s", err);
+  return buf;
+}
+
+const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len) {
+  char err[4400];
+  if (!hl_out_probe_dir(outdir_name(requested, kind, buf, len), true, err, sizeof err)) hl_usage_error("--out: %s", err);
   return buf;
 }
 

@@ -92,9 +92,15 @@ hl_device_kind hl_cli_device(const char *request, char *notice, size_t len);
 
 /* The output folder: `requested`, or <root>/<machine> for the device, where
  * <root> is $HALFLAB_RESULTS when set and non-empty, else results/ (relative
- * to the working directory). Created if missing; exits 2 when it cannot be
- * created or written. */
+ * to the working directory). Proven writable by a probe file (output_guard.h:
+ * root passes access() where nothing can be made), then created if missing;
+ * exits 2 when it cannot be created or written, having made nothing. */
 const char *hl_cli_outdir(const char *requested, hl_device_kind kind, char *buf, size_t len);
+/* The same check without making anything: a folder that does not exist
+ * yet passes when its nearest existing ancestor is a folder files can be
+ * made in. For a program that checks more input after the output folder
+ * and creates it (hl_cli_outdir) only once all of it passed. */
+const char *hl_cli_outdir_check(const char *requested, hl_device_kind kind, char *buf, size_t len);
 
 /* "124,439,808" */
 const char *hl_format_thousands(uint64_t v, char *buf, size_t len);

@@ -59,6 +59,12 @@ typedef struct {
   int64_t ldc, stride_c;
   /* fp8 only: per-tensor scales (dequantised product = a_scale * b_scale * A*B) */
   float a_scale, b_scale;
+  /* Optional (NULL: none): n values of bias_type, one per column of C, added
+   * to every row of every entry before C is rounded to its type:
+   * C = alpha op(A) op(B) + bias. Only with beta == 0, and only where the
+   * backend's row_bias says it takes one. */
+  const void *bias;
+  hl_dtype bias_type;
 } hl_gemm_desc;
 
 struct hl_gemm_kernels {
@@ -70,6 +76,9 @@ struct hl_gemm_kernels {
   /* What gemm() runs for a supported d, in words without commas (the
    * benchmarks' implementation column): the library, its call and mode. */
   void (*describe)(const hl_gemm_desc *d, char *out, size_t len);
+  /* gemm() takes a row bias (d->bias). Where it does not, the caller writes
+   * the bias into C and runs the product with beta = 1. */
+  bool row_bias;
 };
 
 static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {

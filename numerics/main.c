@@ -76,6 +76,22 @@ static void choose_devices(const char *request, nx_ctx *c, char *notice, size_t 
   }
 }
 
+/* The tables each subcommand writes (its usage text lists them), locked
+ * before it starts. */
+static void lock_tables(const nx_ctx *c, subcommand sub, bool formats_value) {
+  static const char *const tables[SUB_ALL][5] = {
+      [SUB_FORMATS] = {"formats.csv"},
+      [SUB_OVERFLOW] = {"overflow.csv", "overflow_trajectory.csv"},
+      [SUB_ABSORPTION] = {"absorption.csv", "absorption_sweep.csv", "lost_update.csv", "harmonic.csv"},
+      [SUB_SUBNORMAL] = {"subnormal_ladder.csv", "loss_scale.csv", "loss_scale_distribution.csv", "ftz.csv"},
+      [SUB_TOUR] = {"tour.csv"},
+  };
+  for (int s = 0; s < SUB_ALL; s++)
+    if (sub == SUB_ALL || sub == (subcommand)s)
+      for (int i = 0; i < 5 && tables[s][i]; i++) nx_lock_table(c, tables[s][i]);
+  if (formats_value) nx_lock_table(c, "formats_value.csv");
+}
+
 int main(int argc, char **argv) {
   hl_cli_init("halflab-numerics", argc, argv);
   enum { OPT_VALUE = 256, OPT_COUNT };
@@ -134,6 +150,7 @@ int main(int argc, char **argv) {
   hl_device_kind primary = c.dev[c.ndev - 1]; /* the GPU names the folder when it is used */
   char outdir[4096];
   c.outdir = hl_cli_outdir(common.out, primary, outdir, sizeof outdir);
+  lock_tables(&c, sub, sub == SUB_FORMATS && value_s);
   fputs(notice, stderr);
   hl_meta_set_devices(c.dev, c.ndev);
   hl_meta_set("seed", "%llu", (unsigned long long)c.seed);

@@ -41,6 +41,12 @@ int nx_tour(const nx_ctx *c);
 const char *nx_dev_name(const nx_ctx *c, int d);   /* "cpu", "cuda" (CSV device column) */
 const char *nx_dev_label(const nx_ctx *c, int d);  /* "cpu (Intel Xeon ...)" for headings */
 
+/* Locks table NAME of the output folder for the rest of the run
+ * (cli/output_guard.h): another run writing it is refused, exit 2 naming
+ * its PID. main.c locks every table of the subcommand before it starts;
+ * nx_csv_open locks any other before writing it. */
+void nx_lock_table(const nx_ctx *c, const char *name);
+
 /* A CSV table in the output folder; I/O failure is fatal (exit 1). */
 hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header);
 void nx_csv_close(hl_csv *f);

@@ -1,5 +1,6 @@
 /* nx_util.c — CSV files, value formatting and device comparison for the
  * subcommands of halflab-numerics. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "numerics/nx.h"
 
@@ -18,8 +20,24 @@ const char *nx_dev_label(const nx_ctx *c, int d) {
   return buf[d];
 }
 
+void nx_lock_table(const nx_ctx *c, const char *name) {
+  enum { MAX_TABLES = 32 };
+  static char locked[MAX_TABLES][64]; /* released at exit by output_guard */
+  static int n_locked;
+  for (int i = 0; i < n_locked; i++)
+    if (!strcmp(locked[i], name)) return;
+  if (n_locked == MAX_TABLES) hl_fatal("more than %d tables in one run", MAX_TABLES);
+  char err[4400];
+  if (!hl_out_lock_take(c->outdir, name, err, sizeof err)) {
+    if (errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+    hl_usage_error("--out: %s: wait for it, or give another --out", err);
+  }
+  snprintf(locked[n_locked++], sizeof locked[0], "%s", name);
+}
+
 hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header) {
   char err[4200];
+  nx_lock_table(c, name);
   hl_csv *f = hl_csv_open(c->outdir, name, header, HL_CSV_TABLE, err, sizeof err);
   if (!f) hl_fatal("%s", err);
   return f;

@@ -2,9 +2,11 @@
 # the effective update fl(1 + u) - 1 against the intended u, on log-log axes,
 # for fp32, fp16 and bf16. Updates that vanish entirely are drawn on the row
 # at the bottom. Reads absorption_sweep.csv; writes absorption.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 in = dir.'/absorption_sweep.csv'
-if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
+if (!file_exists(in)) {
   print sprintf("absorption.gp: %s not found: no chart (run halflab-numerics absorption)", in)
   exit
 }
@@ -16,13 +18,13 @@ set datafile commentschars '#'
 set datafile columnheaders
 
 array id[3] = ["fp32", "fp16", "bf16"]
-array color[3] = ['#000000', '#D55E00', '#0072B2']
+array color[3] = [c_fp32, c_fp16, c_bf16]
 array half_eps[3] = [2**-24, 2**-11, 2**-8]   # updates up to this are lost at 1 (u = epsilon/2 is a tie, to even)
 array lost_row[3] = [2**-33.5, 2**-34.5, 2**-35.5]
 
-set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
+eval png(1280, 800)
 set output dir.'/absorption.png'
-set title sprintf("1 + u in each format: the update that survives, fl(1 + u) - 1, against the intended u\n{/*0.8 %s; u from 2^{-30} to 1; the bottom rows mark updates lost entirely}", desc)
+set title sprintf("1 + u in each format: the update that survives, fl(1 + u) - 1, against the intended u\n{%s; u from 2^{-30} to 1; the bottom rows mark updates lost entirely}", desc)
 set xlabel 'intended update u'
 set ylabel 'effective update fl(1 + u) - 1'
 set logscale xy 2
@@ -36,7 +38,7 @@ set grid back lc rgb '#dddddd'
 set border 3
 set xtics nomirror
 set ytics nomirror
-set key top left box opaque spacing 1.2 width 1
+set key top left nobox noopaque spacing 1.2 width 1
 
 set arrow 1 from graph 0, first 2**-32.8 to graph 1, first 2**-32.8 nohead lw 1 lc rgb '#bbbbbb' back
 set label 1 'lost: fl(1 + u) = 1' at graph 0.99, first 2**-32.2 right tc rgb '#444444'
@@ -53,7 +55,7 @@ plot x with lines dt 2 lw 1.5 lc rgb '#999999' title 'nothing lost (effective = 
      for [i=1:3] in using (column("update")):(is(id[i]) && column("effective_update") == 0 ? lost_row[i] : 1/0) \
        with points pt 7 ps 0.5 lc rgb color[i] notitle
 
-set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
+eval svg(1280, 800)
 set output dir.'/absorption.svg'
 replot
 unset output

@@ -3,6 +3,8 @@
 # results/<machine>/bandwidth.csv, fp32 solid and fp16 dashed (the same bytes
 # per second: the lines of one machine should lie together), one colour per
 # machine. Writes RESULTS_ROOT/compare-bandwidth.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 root = ARG1
 machines = system(sprintf("for d in '%s'/*/; do [ -f \"$d/bandwidth.csv\" ] && basename \"$d\"; done | tr '\\n' ' '", root))
 if (words(machines) < 2) {
@@ -10,13 +12,14 @@ if (words(machines) < 2) {
   exit
 }
 rows(file, cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, file)
-array color[8] = ['#D55E00', '#0072B2', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#999999']
+array color[8]
+do for [i=1:8] { color[i] = cat_color(i) }
 
 set datafile separator ','
 set datafile columnheaders
-set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
+eval png(1280, 800)
 set output root.'/compare-bandwidth.png'
-set title "Triad bandwidth across machines (BabelStream bytes, median GB/s)\n{/*0.8 solid: fp32; dashed: fp16}"
+set title "Triad bandwidth across machines (BabelStream bytes, median GB/s)\n{solid: fp32; dashed: fp16}"
 set xlabel 'array size (MiB, each of the three arrays)'
 set ylabel 'GB/s (10^9 bytes/s)'
 set logscale x 2
@@ -26,7 +29,7 @@ set grid back lc rgb '#dddddd'
 set border 3
 set xtics nomirror
 set ytics nomirror
-set key bottom right box opaque spacing 1.2
+set key outside bottom center horizontal nobox noopaque samplen 3
 cmd = ''
 do for [i=1:words(machines)] {
   f = root.'/'.word(machines, i).'/bandwidth.csv'
@@ -37,7 +40,7 @@ do for [i=1:words(machines)] {
                     f, c, word(machines, i))
 }
 eval('plot '.cmd)
-set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
+eval svg(1280, 800)
 set output root.'/compare-bandwidth.svg'
 replot
 unset output

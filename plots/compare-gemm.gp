@@ -2,6 +2,8 @@
 # every results/<machine>/gemm.csv, fp16 (fp32 accumulate, solid) and fp32
 # (dashed) TFLOP/s over the square sweep, one colour per machine, log axes.
 # Writes RESULTS_ROOT/compare-gemm.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 root = ARG1
 machines = system(sprintf("for d in '%s'/*/; do [ -f \"$d/gemm.csv\" ] && basename \"$d\"; done | tr '\\n' ' '", root))
 if (words(machines) < 2) {
@@ -9,13 +11,14 @@ if (words(machines) < 2) {
   exit
 }
 rows(file, cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, file)
-array color[8] = ['#D55E00', '#0072B2', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#999999']
+array color[8]
+do for [i=1:8] { color[i] = cat_color(i) }
 
 set datafile separator ','
 set datafile columnheaders
-set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
+eval png(1280, 800)
 set output root.'/compare-gemm.png'
-set title "GEMM throughput across machines, n x n x n (median TFLOP/s)\n{/*0.8 solid: fp16 with fp32 accumulation; dashed: fp32}"
+set title "GEMM throughput across machines, n x n x n (median TFLOP/s)\n{solid: fp16 with fp32 accumulation; dashed: fp32}"
 set xlabel 'matrix size n'
 set ylabel 'TFLOP/s'
 set logscale x 2
@@ -25,7 +28,7 @@ set grid back lc rgb '#dddddd'
 set border 3
 set xtics nomirror
 set ytics nomirror
-set key top left box opaque spacing 1.2
+set key outside bottom center horizontal nobox noopaque samplen 3
 cmd = ''
 do for [i=1:words(machines)] {
   f = root.'/'.word(machines, i).'/gemm.csv'
@@ -36,7 +39,7 @@ do for [i=1:words(machines)] {
                     f, c, word(machines, i))
 }
 eval('plot '.cmd)
-set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
+eval svg(1280, 800)
 set output root.'/compare-gemm.svg'
 replot
 unset output

@@ -10,6 +10,8 @@
 # measured peak as a diamond next to the analytic dash.
 # Reads footprint_params.csv and footprint_training.csv; writes
 # footprint.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 pin = dir.'/footprint_params.csv'
 tin = dir.'/footprint_training.csv'
@@ -41,56 +43,59 @@ MiB = 1048576.0
 GiB = 1073741824.0
 array part[6] = ['weights_bytes', 'master_bytes', 'gradients_bytes', 'moments_bytes', 'weight_casts_bytes', 'activations_bytes']
 array part_name[6] = ['weights', 'fp32 master weights', 'gradients', 'optimizer moments', 'weight casts (autocast)', 'activations']
-array part_color[6] = ['#0072B2', '#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00']
+# parts of memory are not precisions: the second set of colours (style.gp)
+array part_color[6] = ['#56B4E9', '#332288', '#E69F00', '#44AA99', '#882255', '#DDCC77']
 
 set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
+W = 1900
+H = 900
+g_cols = 3
+g_L = 0.06
+g_R = 0.99
+g_B = 0.26
+g_T = 0.78
+g_hs = 0.06
+sumparts = "(column('weights_bytes') + column('master_bytes') + column('gradients_bytes') + column('moments_bytes') + column('weight_casts_bytes') + column('activations_bytes'))"
 do for [out=1:2] {
-  if (out == 1) {
-    set terminal pngcairo size 1800,760 enhanced font 'Sans,11'
-    set output dir.'/footprint.png'
-  } else {
-    set terminal svg size 1800,760 enhanced font 'Sans,11' background rgb 'white'
-    set output dir.'/footprint.svg'
-  }
-  set multiplot layout 1,3 title sprintf("Memory footprint of GPT-2 124M (124,439,808 parameters, tied head)\n{/*0.85 %s}", desc) \
-      margins 0.05, 0.99, 0.24, 0.86 spacing 0.06, 0.1
+  if (out == 1) { eval png(W, H); set output dir.'/footprint.png' } else { eval svg(W, H); set output dir.'/footprint.svg' }
+  set multiplot title sprintf("Memory footprint of GPT-2 124M (124,439,808 parameters, tied head); optimizer: %s\n%s", opt, desc)
   set border 3
   set xtics nomirror
   set ytics nomirror
   set grid ytics back lc rgb '#dddddd'
-  set style fill solid 0.85 border lc rgb '#333333'
+  set style fill solid 1.0 border lc rgb '#333333'
   set boxwidth 0.8
+  unset key
 
-  # ---- parameters per policy
-  set title "Parameter bytes per weight policy"
+  # ---- parameters per policy: three ways of counting, in greys (colour is kept for the parts)
+  eval cell(1, 1)
+  set title "Parameter bytes per weight policy\ndark to light: analytic, allocator, ".(ind eq 'rss' ? 'RSS' : 'cudaMemGetInfo')
   set ylabel 'MiB'
   set yrange [0:*]
+  set offsets 0, 0, graph 0.1, 0
   set style data histograms
   set style histogram clustered gap 1
-  set key top right
-  plot rows(pin, gpt2) using (column('analytic_bytes') / MiB):xtic(strcol('policy')) lc rgb '#0072B2' title 'analytic', \
-       '' using (column('allocator_bytes') / MiB) lc rgb '#56B4E9' title 'accounting allocator', \
-       '' using (column('independent_bytes') / MiB) lc rgb '#E69F00' title ind_name, \
-       '' using ($0 - 0.27):(column('analytic_bytes') / MiB):(sprintf('%.1f', column('analytic_bytes') / MiB)) \
-          with labels offset 0, 0.7 font ',10' notitle
+  plot rows(pin, gpt2) using (column('analytic_bytes') / MiB):xtic(strcol('policy')) lc rgb '#4D4D4D' notitle, \
+       '' using (column('allocator_bytes') / MiB) lc rgb '#999999' notitle, \
+       '' using (column('independent_bytes') / MiB) lc rgb '#DDDDDD' notitle, \
+       '' using ($0):(column('analytic_bytes') / MiB):(sprintf('%.1f', column('analytic_bytes') / MiB)) \
+          with labels offset 0, 0.9 notitle
 
   # ---- training state per mode (analytic), and the measured step
   set style histogram rowstacked
   set ylabel 'GiB'
   set xtics rotate by -30
   do for [panel=1:2] {
+    eval cell(panel + 1, 1)
     cond = panel == 1 ? main : meas
     if (panel == 1) {
-      set title sprintf("Training state per mode, batch %s x %s tokens, %s\n{/*0.85 dash: estimated step peak; red: %.1f GiB of memory; above: the largest batch that fits}", \
-                        batch, seq, opt, memory / GiB)
-      # one legend for both state panels, under them
-      set key at screen 0.68, screen 0.07 center horizontal maxrows 2 reverse Left width 1 font ',10' samplen 2
+      set title sprintf("Training state per mode, batch %s x %s\nabove: the largest batch within %.1f GiB (red)", \
+                        batch, seq, memory / GiB)
     } else {
-      set title sprintf("The measured step, batch %s x %s tokens (allocator)\n{/*0.85 bars and dash: analytic; diamond: the allocator's measured peak}", mbatch, mseq)
-      unset key
+      set title sprintf("The measured step, batch %s x %s\nabove: the allocator's peak (GiB)", mbatch, mseq)
     }
     if (panel == 2 && nmeas == 0) {
       set title "The measured step"
@@ -102,21 +107,31 @@ do for [out=1:2] {
     } else {
       cmd = ''
       do for [k=1:6] {
-        cmd = cmd.sprintf("%s rows(tin, '%s') using (column('%s') / GiB)%s lc rgb '%s' title '%s'", \
-                          k == 1 ? '' : ',', cond, part[k], k == 1 ? ":xtic(strcol('mode'))" : '', part_color[k], part_name[k])
+        cmd = cmd.sprintf("%s rows(tin, '%s') using (column('%s') / GiB)%s lc rgb '%s' notitle", \
+                          k == 1 ? '' : ',', cond, part[k], k == 1 ? ":xtic(strcol('mode'))" : '', part_color[k])
       }
-      cmd = cmd.sprintf(", rows(tin, '%s') using ($0 - 0.45):(column('peak_bytes') / GiB):(0.9):(0) with vectors nohead lw 3 lc rgb '#000000' title 'estimated peak'", cond)
+      cmd = cmd.sprintf(", rows(tin, '%s') using ($0 - 0.45):(column('peak_bytes') / GiB):(0.9):(0) with vectors nohead lw 4 lc rgb '#000000' notitle", cond)
+      # labels above the bar, its peak dash and (measured) the diamond, whichever is highest
+      top = sprintf("(((%s > column('peak_bytes')) ? %s : column('peak_bytes')) / GiB)", sumparts, sumparts)
       if (panel == 1) {
-        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('peak_bytes') / GiB):(sprintf('batch %%d', column('max_batch'))) with labels offset 0, 0.8 font ',10' notitle", cond)
-        cmd = cmd.sprintf(", %g with lines lw 2 lc rgb '#CC0000' title sprintf('memory %%.1f GiB', %g)", memory / GiB, memory / GiB)
+        cmd = cmd.sprintf(", rows(tin, '%s') using 0:%s:(sprintf('%%d', column('max_batch'))) with labels offset 0, 1 notitle", cond, top)
+        cmd = cmd.sprintf(", %g with lines lw 2.5 lc rgb '#CC0000' notitle", memory / GiB)
       } else {
-        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') / GiB) with points pt 13 ps 2 lc rgb '#CC0000' title 'allocator peak (measured)'", cond)
-        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') / GiB):(sprintf('%%.2f', column('alloc_peak_bytes') / GiB)) with labels offset 0, 1.2 font ',10' tc rgb '#CC0000' notitle", cond)
+        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') / GiB) with points pt 13 ps 3 lc rgb '#CC0000' notitle", cond)
+        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') > column('peak_bytes') && column('alloc_peak_bytes') > %s ? column('alloc_peak_bytes') / GiB : %s):(sprintf('%%.2f', column('alloc_peak_bytes') / GiB)) with labels offset 0, 1.2 notitle", cond, sumparts, top)
       }
       set yrange [0:*]
+      set offsets 0, 0, graph 0.12, 0
       eval('plot '.cmd)
     }
   }
+  unset xtics
+  # one legend for the state panels
+  do for [k=1:6] { ls_ = sprintf("with boxes fs solid 1 border lc rgb '#333333' lc rgb '%s'", part_color[k]); lt_ = part_name[k]; eval legend_add }
+  ls_ = "with lines lw 4 lc rgb '#000000'"; lt_ = 'estimated peak of a step'; eval legend_add
+  ls_ = "with lines lw 2.5 lc rgb '#CC0000'"; lt_ = sprintf('memory %.1f GiB', memory / GiB); eval legend_add
+  if (nmeas > 0) { ls_ = "with points pt 13 ps 3 lc rgb '#CC0000'"; lt_ = "allocator's measured peak"; eval legend_add }
+  eval legend_strip(0.09)
   unset multiplot
   unset label
   unset arrow

@@ -4,15 +4,17 @@
 # oneDNN runs it on the CPU's bf16 units; the OpenBLAS and oneDNN lines
 # there are the references the fp32 and bf16 paths are held to.
 # Reads gemm.csv; writes gemm-speedup.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 in = dir.'/gemm.csv'
-if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
+if (!file_exists(in)) {
   print sprintf("gemm-speedup.gp: %s not found: no chart (run halflab-bench gemm)", in)
   exit
 }
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 # n, variant, TFLOP/s over fp32's at that n (square study), by column name
-join = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { t[$c[\"m\"], $c[\"variant\"]] = $c[\"tflops\"]; if (!($c[\"m\"] in seen)) { seen[$c[\"m\"]] = 1; ns[++n] = $c[\"m\"] } v[$c[\"variant\"]] = 1 } END { print \"n,variant,speedup\"; for (x in v) for (i = 1; i <= n; i++) if ((ns[i], \"fp32\") in t && (ns[i], x) in t && x != \"fp32\") printf \"%%s,%%s,%%.6g\\n\", ns[i], x, t[ns[i], x] / t[ns[i], \"fp32\"] }' '%s'", in)
+join = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { t[$c[\"m\"], $c[\"variant\"]] = $c[\"tflops\"]; u[$c[\"m\"], $c[\"variant\"]] = ($c[\"time_ms_median\"] > 1.25 * $c[\"time_ms_min\"]); if (!($c[\"m\"] in seen)) { seen[$c[\"m\"]] = 1; ns[++n] = $c[\"m\"] } v[$c[\"variant\"]] = 1 } END { print \"n,variant,speedup,disturbed\"; for (x in v) for (i = 1; i <= n; i++) if ((ns[i], \"fp32\") in t && (ns[i], x) in t && x != \"fp32\") printf \"%%s,%%s,%%.6g,%%d\\n\", ns[i], x, t[ns[i], x] / t[ns[i], \"fp32\"], u[ns[i], x] || u[ns[i], \"fp32\"] }' '%s'", in)
 present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
 
 set datafile separator ','
@@ -20,35 +22,55 @@ set datafile columnheaders
 
 array id[8] = ["tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16", "bf16-widened"]
 array label[8] = ["tf32 / fp32", "fp16 (fp32 acc) / fp32", "fp16 (fp16 acc) / fp32", "bf16 / fp32", "fp8 / fp32", \
-                  "OpenBLAS direct / fp32 path", "oneDNN bf16 direct / fp32 path", "bf16 CPU fallback / fp32 path"]
-array color[8] = ['#999999', '#D55E00', '#E69F00', '#0072B2', '#009E73', '#CC79A7', '#56B4E9', '#7F7F00']
+                  "OpenBLAS direct / fp32 path", "oneDNN bf16 direct / fp32 path", "bf16 fallback (widened) / fp32 path"]
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
-set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
-set output dir.'/gemm-speedup.png'
-set title sprintf("Speed-up over fp32 at the same size n x n x n (ratio of median TFLOP/s)\n{/*0.8 %s}", desc)
-set xlabel 'matrix size n'
-set ylabel 'TFLOP/s relative to fp32 (1 = same speed)'
-set logscale x 2
-set logscale y 2
-set format y '%g'
-set grid back lc rgb '#dddddd'
-set border 3
-set xtics nomirror
-set ytics nomirror
-set key top left box opaque spacing 1.2 width 1
-
-cmd = ''
-do for [i=1:|id|] {
-  if (has(id[i])) {
-    cmd = cmd.sprintf("%s join using (column('n')):(strcol('variant') eq '%s' ? column('speedup') : 1/0) with linespoints pt 7 ps 0.8 lw 2 lc rgb '%s' title '%s'", \
-                      cmd eq '' ? '' : ',', id[i], color[i], label[i])
+# the joined table in a scratch file (removed at the end): read three times below
+joinfile = system("mktemp /tmp/halflab-gemm-speedup.XXXXXX")
+dummy = system(sprintf("%s > '%s'", join[3:], joinfile))
+join = joinfile
+# the range of the ratios the axis must show (points still disturbed by other work left out)
+rng(f) = real(system(sprintf("awk -F, 'NR > 1 && !$4 { v = $3 + 0; if (m == \"\" || %s) m = v } END { print m + 0 }' %s", f, "'".joinfile."'")))
+lo = rng('v < m')
+hi = rng('v > m')
+lo = (lo <= 0 || lo > 1) ? 1 : lo
+hi = hi < 1 ? 1 : hi
+ndist = int(system(sprintf("awk -F, 'NR > 1 && $4 { n++ } END { print n + 0 }' %s", "'".joinfile."'")))
+array ratio_tics[17] = [0.1, 0.125, 0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32]
+W = 1400
+H = 900
+g_L = 0.09
+g_R = 0.97
+g_B = 0.19
+g_T = 0.84
+do for [out=1:2] {
+  if (out == 1) { eval png(W, H); set output dir.'/gemm-speedup.png' } else { eval svg(W, H); set output dir.'/gemm-speedup.svg' }
+  set multiplot title sprintf("Speed-up over fp32 at the same size n x n x n (ratio of median TFLOP/s)\n%s%s", desc, \
+      ndist > 0 ? sprintf("; open grey rings: %d points still disturbed by other work (median > 1.25x minimum), outside the axis range if they must be", ndist) : "")
+  eval cell(1, 1)
+  set xlabel 'matrix size n'
+  set ylabel 'TFLOP/s relative to fp32 (1 = same speed)'
+  set logscale x 2
+  set logscale y 2
+  set yrange [lo / 1.15:hi * 1.15]
+  set ytics ()
+  do for [i=1:17] { if (ratio_tics[i] >= lo / 1.15 && ratio_tics[i] <= hi * 1.15) { set ytics add (sprintf('%g', ratio_tics[i]) ratio_tics[i]) } }
+  set grid xtics ytics back lc rgb '#dddddd'
+  unset key
+  cmd = ''
+  do for [i=1:|id|] {
+    if (has(id[i])) {
+      cmd = cmd.sprintf("%s join using (column('n')):(strcol('variant') eq '%s' ? column('speedup') : 1/0) with linespoints pt %d ps 1.3 lw 2.5 dt %d lc rgb '%s' notitle", \
+                        cmd eq '' ? '' : ',', id[i], variant_pt(id[i]), variant_dash(id[i]), fcolor(id[i]))
+      cmd = cmd.sprintf(", join using (column('n')):(strcol('variant') eq '%s' && column('disturbed') > 0 ? column('speedup') : 1/0) with points pt 6 ps 3 lw 2 lc rgb '#999999' notitle", id[i])
+      ls_ = sprintf("with linespoints pt %d ps 1.3 lw 2.5 dt %d lc rgb '%s'", variant_pt(id[i]), variant_dash(id[i]), fcolor(id[i])); lt_ = label[i]; eval legend_add
+    }
   }
+  if (cmd eq '') { print "gemm-speedup.gp: no variant beside fp32 in the square study: no chart"; dummy = system("rm -f '".joinfile."'"); exit }
+  eval('plot '.cmd.", 1 with lines lw 2 lc rgb c_fp32 notitle")
+  ls_ = "with lines lw 2 lc rgb c_fp32"; lt_ = "fp32 itself (= 1)"; eval legend_add
+  eval legend_strip(0.07)
+  unset multiplot
 }
-if (cmd eq '') { print "gemm-speedup.gp: no variant beside fp32 in the square study: no chart"; exit }
-eval('plot '.cmd.", 1 with lines lw 1.5 lc rgb '#000000' title 'fp32 itself (= 1)'")
-
-set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
-set output dir.'/gemm-speedup.svg'
-replot
 unset output
+dummy = system("rm -f '".joinfile."'")

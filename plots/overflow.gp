@@ -2,9 +2,11 @@
 # seed's 4096 x 16) after each element, for the seven ways of summing that
 # halflab-numerics overflow measures, with fp16's largest value marked.
 # Reads overflow_trajectory.csv; writes overflow.png and overflow.svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 in = dir.'/overflow_trajectory.csv'
-if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
+if (!file_exists(in)) {
   print sprintf("overflow.gp: %s not found: no chart (run halflab-numerics overflow)", in)
   exit
 }
@@ -30,9 +32,19 @@ negative = value[1:1] eq "-"
 array id[7] = ["fp32", "fp16_pairwise", "fp32_acc_fp16_result", "fp16_kahan", "bf16_pairwise", "fp16_sequential", "bf16_sequential"]
 array name[7] = ["fp32 accumulator", "fp16 pairwise (tree)", "fp16 data, fp32 accumulator, fp16 result", \
                  "fp16 Kahan-compensated", "bf16 pairwise (tree)", "fp16 sequential", "bf16 sequential"]
-array color[7] = ['#000000', '#0072B2', '#CC79A7', '#009E73', '#56B4E9', '#D55E00', '#E69F00']
-array dash[7] = [1, 2, 4, 5, 3, 1, 1]
-array width[7] = [6, 3, 3, 3, 2, 3, 3]
+array color[7]
+do for [i=1:7] { color[i] = fcolor(id[i]) }
+array dash[7] = [1, 2, 4, 5, 2, 1, 1]
+array width[7] = [3, 3, 3, 3, 3, 3, 3]
+array point[7] = [7, 9, 5, 11, 9, 7, 7]
+# a strategy whose every finite running sum is exact (adds x value) lies on the
+# one diagonal: drawn once, with the list of them, rather than as five lines on top of each other
+exact_on_diag(s) = system(sprintf("awk -F, -v d=%s -v s=%s '$1 == d && $4 == s && $6 !~ /(inf|nan)/ && $6 + 0 != $5 * $3 { bad = 1 } END { print bad ? 0 : 1 }' '%s'", dev, s, in)) eq "1"
+array exact[7]
+diag_names = ''
+do for [i=1:7] { exact[i] = exact_on_diag(id[i]); if (exact[i]) { diag_names = diag_names."\n  ".name[i] } }
+# the element where a strategy's sum first became inf, and first NaN (0: never)
+first_of(s, what) = int(real(system(sprintf("awk -F, -v d=%s -v s=%s '$1 == d && $4 == s && $6 ~ /%s/ && !f { f = $5 } END { print f + 0 }' '%s'", dev, s, what, in))))
 
 # one row above the curves for each strategy that reaches inf or NaN
 count_rows(s, what) = int(system(sprintf("grep -c '^%s,[^,]*,[^,]*,%s,[^,]*,-\\?%s$' '%s'", dev, s, what, in)))
@@ -46,7 +58,9 @@ do for [i=1:7] {
   if (ninf + nnan > 0) {
     nrow = nrow + 1
     row[i] = nrow
-    event[i] = ninf > 0 ? (nnan > 0 ? "inf, then NaN" : "inf") : "NaN"
+    fi = first_of(id[i], 'inf')
+    fn = first_of(id[i], 'nan')
+    event[i] = ninf > 0 ? (nnan > 0 ? sprintf("inf at element %d, NaN from %d", fi, fn) : sprintf("inf from element %d", fi)) : sprintf("NaN from element %d", fn)
   }
 }
 band = top * 1.06
@@ -54,9 +68,9 @@ step = top * 0.055
 row_y(i) = band + (row[i] - 0.5) * step
 ytop = nrow > 0 ? band + nrow * step + top * 0.02 : top * 1.08
 
-set terminal pngcairo size 1280,800 enhanced font 'Sans,12'
+eval png(1280, 800)
 set output dir.'/overflow.png'
-set title sprintf("Summing %s copies of %s: the running sum after each element, seven ways\n{/*0.8 %s; fp16 holds at most 65504 and rounds to inf from 65520}", count, value, desc)
+set title sprintf("Summing %s copies of %s: the running sum after each element, seven ways\n%s; fp16 holds at most 65504 and rounds to inf from 65520", count, value, desc)
 set xlabel 'elements added'
 set ylabel negative ? 'running sum (magnitude)' : 'running sum'
 set xrange [0:count + 0]
@@ -66,7 +80,7 @@ tic = 10**floor(log10(top / 5.0))
 tic = tic * (top / 5.0 / tic >= 5 ? 5 : top / 5.0 / tic >= 2 ? 2 : 1)
 set ytics 0, tic, top   # none in the rows for inf and NaN
 set grid back lc rgb '#dddddd'
-set key at graph 0.98, graph 0.36 right top box opaque spacing 1.2 width 1 samplen 5
+unset key   # each line is labelled where it runs
 set border 3
 set xtics nomirror
 set ytics nomirror
@@ -84,6 +98,22 @@ if (nrow > 0) {
   }
 }
 
+# the exact diagonal, labelled with the strategies on it: those that stay finite, and those until their inf
+fin_names = ''
+inf_names = ''
+comma = ', '
+do for [i=1:7] {
+  if (exact[i] && row[i] == 0) {
+    fin_names = fin_names.(fin_names eq '' ? '' : comma).name[i]
+  }
+  if (exact[i] && row[i] > 0) {
+    inf_names = inf_names.(inf_names eq '' ? '' : comma).name[i]
+  }
+}
+if (fin_names.inf_names ne '') {
+  set label 20 sprintf("on the black line, the exact sum (adds x %s):%s%s", value, fin_names eq '' ? '' : "\n  ".fin_names, \
+      inf_names eq '' ? '' : "\n  until their inf: ".inf_names) at graph 0.02, graph 0.72 left tc rgb c_fp32
+}
 # where a sequential sum gets stuck (from overflow.csv, when present)
 summary = dir.'/overflow.csv'
 stuck(s, col) = system(sprintf("test -f '%s' && grep -m1 '^%s,%s,%s,%s,' '%s' | cut -d, -f%d", \
@@ -109,12 +139,18 @@ finite(s) = is(s) && strcol("running_sum") ne "inf" && strcol("running_sum") ne 
 nonfinite(s) = is(s) && !finite(s)
 is_nan(s) = is(s) && (strcol("running_sum") eq "nan" || strcol("running_sum") eq "-nan")
 
-plot for [i=1:7] in using (column("adds")):(finite(id[i]) ? abs(column("running_sum")) : 1/0) \
-       with lines lw width[i] dt dash[i] lc rgb color[i] title name[i], \
-     for [i=1:7] in using (column("adds")):(nonfinite(id[i]) ? row_y(i) : 1/0):(is_nan(id[i]) ? 2 : 9) \
-       with points pt variable ps 2 lw 2 lc rgb color[i] notitle
+# the diagonal once; the strategies off it as lines; one marker per strategy where its sum first left the finite range
+first_bad(s) = is(s) && !finite(s) && column("adds") == (first_of(s, 'inf') > 0 ? first_of(s, 'inf') : first_of(s, 'nan'))
+array first_bad_at[7]
+do for [i=1:7] { first_bad_at[i] = first_of(id[i], 'inf') > 0 ? first_of(id[i], 'inf') : first_of(id[i], 'nan') }
+plot in using (column("adds")):(finite(id[1]) ? abs(column("running_sum")) : 1/0) with lines lw 3 lc rgb c_fp32 \
+       notitle, \
+     for [i=2:7] in using (column("adds")):(!exact[i] && finite(id[i]) ? abs(column("running_sum")) : 1/0) \
+       with lines lw width[i] dt dash[i] lc rgb color[i] notitle, \
+     for [i=1:7] in using (column("adds")):(first_bad_at[i] > 0 && is(id[i]) && column("adds") == first_bad_at[i] ? row_y(i) : 1/0) \
+       with points pt point[i] ps 2.5 lw 2 lc rgb color[i] notitle
 
-set terminal svg size 1280,800 enhanced font 'Sans,12' background rgb 'white'
+eval svg(1280, 800)
 set output dir.'/overflow.svg'
 replot
 unset output

@@ -9,14 +9,17 @@
 # per step (log scale): how far the two implementations drift apart.
 # Reads peer_step_times.csv and the per-step CSVs under peers/; writes
 # peers.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 tin = dir.'/peer_step_times.csv'
-if (system(sprintf("test -f '%s' && echo 1 || echo 0", tin)) eq "0") {
+if (!file_exists(tin)) {
   print sprintf("peers.gp: %s not found: no chart (run bench/peers/compare_cpu.sh or, on a GPU, bench/peers/gpu_compare.sh)", tin)
   exit
 }
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", tin))
-note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", tin))
+desc = device_of(tin)
+# the run's note, folded to the title's width
+note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g' | fold -s -w 100", tin))
 load = system(sprintf("sed -n 's/^# load: //p' '%s' | head -1", tin))
 
 # One line per (device, mode, policy): label, halflab median/min/max, PyTorch median/min/max, ratio.
@@ -24,7 +27,8 @@ pairs = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i]
 
 # The loss runs: for each mode, the first comparison run (peers-NAME) that both sides wrote.
 array mode[3] = ['fp32', 'amp-bf16', 'amp-fp16']
-array mcolor[3] = ['#0072B2', '#009E73', '#D55E00']
+array mcolor[3] = [c_fp32, c_bf16, c_fp16]
+array mpt[3] = [7, 5, 9]
 run_of(m) = system(sprintf("for f in '%s'/peers/train_peers-*_%s_steps.csv; do [ -f \"$f\" ] || continue; r=${f##*/train_}; r=${r%%_%s_steps.csv}; [ -f '%s'/peers/peer_${r}_%s_steps.csv ] && { echo $r; break; }; done", dir, m, m, dir, m))
 array run[3]
 array dsrc[3]
@@ -41,84 +45,111 @@ set datafile commentschars '#'
 top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step_ms_max\"] > m { m = $c[\"step_ms_max\"] } END { print m + 0 }' '%s'", tin)))
 bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_ms_min\"] < m { m = $c[\"step_ms_min\"] } END { print m + 0 }' '%s'", tin)))
 
+W = 1900
+H = 880
+g_cols = 3
+g_rows = 1
+g_L = 0.08
+g_R = 0.985
+g_B = 0.27
+g_T = 0.72
+g_hs = 0.065
 do for [out=1:2] {
-  if (out == 1) {
-    set terminal pngcairo size 1800,680 enhanced font 'Sans,11'
-    set output dir.'/peers.png'
-  } else {
-    set terminal svg size 1800,680 enhanced font 'Sans,11' background rgb 'white'
-    set output dir.'/peers.svg'
-  }
-  set multiplot layout 1,3 title sprintf("halflab vs PyTorch: the same GPT, weights and batches\n{/*0.8 %s}\n{/*0.8 %s%s}", \
-      desc, note, load eq '' ? '' : '; load average '.load) margins 0.06, 0.99, 0.17, 0.80 spacing 0.06, 0.1
+  if (out == 1) { eval png(W, H); set output dir.'/peers.png' } else { eval svg(W, H); set output dir.'/peers.svg' }
+  set multiplot title sprintf("halflab vs PyTorch: the same GPT, weights and batches\n%s\n%s%s", \
+      desc, note, load eq '' ? '' : '; load average '.load)
   set border 3
   set xtics nomirror
   set ytics nomirror
   set grid ytics back lc rgb '#dddddd'
+  unset key
 
   # ---- step time per mode
-  set title "Training step time: median; whiskers fastest to slowest step\n{/*0.85 number: PyTorch / halflab, above 1 = halflab faster}"
-  set ylabel 'ms per step (log)'
+  eval cell(1, 1)
+  set title "Step time per mode and wait policy\nwhiskers: fastest to slowest step; number: PyTorch / halflab"
+  set ylabel 'ms per step (log scale)'
   set xlabel ''
   unset logscale
   set logscale y
   set xrange [*:*]
   set style data histograms
-  set style histogram errorbars gap 1.5 lw 1.2
-  set style fill solid 0.85 border lc rgb '#333333'
+  set style histogram errorbars gap 1.5 lw 1.5
+  set style fill solid 0.9 border lc rgb '#333333'
   set boxwidth 0.9
-  set key top left
   set datafile columnheaders
-  set yrange [bottom / 2:top * 6]
-  set xtics font ',9'  # six or more mode / policy pairs side by side
+  # whiskers and labels inside the axes: the range spans them with room for the labels
+  set yrange [bottom / 1.5:top * 4]
+  log_lo = bottom / 1.5
+  log_hi = top * 4
+  eval log125_ytics
   # the ratio only where both sides ran (NaN != NaN marks a missing one)
-  plot pairs using 3:4:5:xtic(strcol(1)."\n".strcol(2)) lc rgb '#0072B2' title 'halflab', \
-       '' using 6:7:8 lc rgb '#E69F00' title 'PyTorch', \
-       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * 1.6 : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
-          with labels font ',10' notitle
+  set xtics rotate by -35 left
+  plot pairs using 3:4:5:xtic(strcol(1)." ".strcol(2)) lc rgb '#7F7F7F' title 'halflab', \
+       '' using 6:7:8 fs pattern 2 lc rgb '#333333' title 'PyTorch', \
+       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * 1.45 : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
+          with labels notitle
   unset logscale y
-  set xtics font ''
+  set ytics autofreq
+  set xtics norotate
   unset style data
   set style data lines
+  set style fill solid 1 noborder
 
   # ---- loss curves
-  set title 'Training loss per step (same batches; halflab solid, PyTorch dashed)'
+  eval cell(2, 1)
+  set title "Training loss per step\nhalflab solid, PyTorch dashed"
   set ylabel 'loss (mean cross-entropy)'
   set xlabel 'step'
   set yrange [*:*]
   set autoscale x
-  set key top right
   if (nloss > 0) {
     cmd = ''
     do for [i=1:3] {
       if (run[i] ne '') {
-        cmd = cmd.sprintf("%s'%s' using 'step':'loss' with lines lw 2 lc rgb '%s' title 'halflab %s', '%s' using 'step':'loss' with lines lw 2 dt 2 lc rgb '#000000' title 'PyTorch %s'", \
-            cmd eq '' ? '' : ', ', hfile(i), mcolor[i], mode[i], pfile(i), mode[i])
+        cmd = cmd.sprintf("%s'%s' using 'step':'loss' with linespoints pt %d ps 1.2 lw 2.5 lc rgb '%s' notitle, '%s' using 'step':'loss' with linespoints pt %d ps 2 lw 2.5 dt 2 lc rgb '%s' notitle", \
+            cmd eq '' ? '' : ', ', hfile(i), mpt[i], mcolor[i], pfile(i), mpt[i] - 1, mcolor[i])
       }
     }
     eval('plot '.cmd)
 
     # ---- relative difference
-    set title "Relative loss difference |halflab - PyTorch| / halflab\n{/*0.85 (equal losses drawn at 10^{-10})}"
-    set ylabel 'relative difference (log)'
+    eval cell(3, 1)
+    set title "|halflab - PyTorch| / halflab, per step\nequal losses on the bottom row"
+    set ylabel 'relative difference'
     set logscale y
-    set yrange [1e-10:1]
+    set yrange [3e-11:1]
+    set ytics 1e-10, 100, 1
     set format y '10^{%T}'
+    set label 1 'equal' at graph 0.01, first 1e-10 offset 0, 0.7 left tc rgb c_note
+    set label 2 'fp32 unit roundoff 2^{-24}' at graph 0.99, first 2**-24 offset 0, 0.7 right tc rgb c_fp32
+    set label 3 'fp16 unit roundoff 2^{-11}' at graph 0.99, first 2**-11 offset 0, 0.7 right tc rgb c_fp16
+    set label 4 'bf16 unit roundoff 2^{-8}' at graph 0.99, first 2**-8 offset 0, 0.7 right tc rgb c_bf16
     cmd = ''
     do for [i=1:3] {
       if (run[i] ne '') {
         dsrc[i] = diff(i)
-        cmd = cmd.sprintf("%sdsrc[%d] using 1:2 with points pt 7 ps 0.5 lc rgb '%s' title '%s'", cmd eq '' ? '' : ', ', i, mcolor[i], mode[i])
+        cmd = cmd.sprintf("%sdsrc[%d] using 1:2 with points pt %d ps 1.6 lc rgb '%s' notitle", cmd eq '' ? '' : ', ', i, mpt[i], mcolor[i])
       }
     }
-    eval('plot '.cmd.", 2**-24 with lines dt 3 lc rgb '#666666' title 'fp32 unit roundoff 2^{-24}', 2**-11 with lines dt 2 lc rgb '#bbbbbb' title 'fp16 unit roundoff 2^{-11}', 2**-8 with lines dt 3 lc rgb '#999999' title 'bf16 unit roundoff 2^{-8}'")
+    eval('plot '.cmd.", 2**-24 with lines dt 3 lw 2 lc rgb c_fp32 notitle, 2**-11 with lines dt 3 lw 2 lc rgb c_fp16 notitle, 2**-8 with lines dt 3 lw 2 lc rgb c_bf16 notitle")
+    unset label
     unset logscale y
     set format y '%g'
   } else {
     set title 'No per-step loss of both implementations in peers/'
-    unset key
     plot 1/0 notitle
+    eval cell(3, 1)
     plot 1/0 notitle
   }
+  # one legend for the three panels
+  ls_ = "with boxes lc rgb '#7F7F7F' fs solid 0.9 border lc rgb '#333333'"; lt_ = 'halflab (left)'; eval legend_add
+  ls_ = "with boxes lc rgb '#333333' fs pattern 2"; lt_ = 'PyTorch (left)'; eval legend_add
+  do for [i=1:3] {
+    if (run[i] ne '') {
+      ls_ = sprintf("with linespoints pt %d ps 1.2 lw 2.5 lc rgb '%s'", mpt[i], mcolor[i]); lt_ = 'halflab '.mode[i]; eval legend_add
+      ls_ = sprintf("with linespoints pt %d ps 2 lw 2.5 dt 2 lc rgb '%s'", mpt[i] - 1, mcolor[i]); lt_ = 'PyTorch '.mode[i]; eval legend_add
+    }
+  }
+  eval legend_strip(0.07)
   unset multiplot
 }

@@ -20,3 +20,18 @@ chart() {
     printf '_Chart %s.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._\n\n' "$1"
   fi
 }
+
+# whether the folder's runs were on a GPU: its CSVs name a cuda device ("# device: cuda: ...")
+# or hold cuda rows; captions describe GPU behaviour only then
+on_gpu() {
+  local f
+  for f in "$dir"/*.csv; do
+    [ -e "$f" ] || continue
+    grep -q '^# device: cuda' "$f" && return 0
+    grep -q '^cuda,' "$f" && return 0
+  done
+  return 1
+}
+
+# AWK-EXPRESSION: evaluate with awk and print (numbers from the report's own CSVs)
+calc() { awk "BEGIN { print $1 }"; }

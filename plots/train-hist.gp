@@ -3,16 +3,19 @@
 # Training" (ICLR 2018), from our own runs: the share of weight-gradient
 # elements per power of two of |g| (log2 bins; exact zeros in their own bar
 # on the left), at the middle histogram step of each run group.
-#   grey   fp32: the gradients as they are (what fp16 would do to them)
-#   blue   amp-fp16: the same gradients times the loss scale, as its fp16
-#          backward carries them
-#   orange fp16-noscale: its gradients as computed in fp16 without scaling
+#   grey bars           fp32: the gradients as they are (what fp16 would do to them)
+#   vermillion outline  amp-fp16: the same gradients times the loss scale, as its
+#                       fp16 backward carries them
+#   vermillion dashed   fp16-noscale: its gradients as computed in fp16 without scaling
+# Only fp32's bars are filled: outlines over them do not blend into a third colour.
 # Shaded: flushed to zero (below 2^-25), subnormal (2^-24 .. 2^-14),
 # overflow (65520 and above). Reads train_NAME_MODE_hist.csv; writes
 # train-hist.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 groups = ''
-do for [g in 'tiny gpt2-converge underflow absorb'] {
+do for [g in 'tiny gpt2-converge absorb underflow'] {   # the order of train-loss and train-underflow
   if (system(sprintf("test -f '%s/train_%s_fp32_hist.csv' && echo 1 || echo 0", dir, g)) eq "1") {
     groups = groups.' '.g
   }
@@ -29,9 +32,11 @@ have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq 
 midstep(g) = system(sprintf("awk -F, '/^#/ || /^mode,/ { next } { print $2 }' '%s' | sort -un | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'", file(g, 'fp32')))
 # rows of one step and one kind of gradients: (log2_lo + 0.5, percent); the exact zeros at x = zx
 rows(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v s=%s -v k=%s -v zx=%d '/^#/ || /^mode,/ { next } $2 == s && $3 == k && $8 !~ /nonfinite/ { print (length($5) ? $5 + 0.5 : zx), 100 * $7 }' '%s'", step, kind, zx, file(g, m))
+# the same as an outline: the tops of the bins joined, down to the floor where a run of bins ends
+# (a filled bar would blend with fp32's, an outline per bin would hatch it)
+outline(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v s=%s -v k=%s -v zx=%d '/^#/ || /^mode,/ { next } $2 == s && $3 == k && $8 !~ /nonfinite/ { b = length($5) ? $5 + 0 : zx - 0.5; p[b] = 100 * $7; if (n == 0 || b < lo) lo = b; if (n == 0 || b > hi) hi = b; n++ } END { if (!n) exit; for (b = lo; b <= hi + 0.5; b += 0.5) { if (!(b in p)) continue; if (started && b != prev + 1) { print prev + 1, 1e-6; print blank } if (!started || b != prev + 1) print b, 1e-6; print b, p[b]; print b + 1, p[b]; prev = b; started = 1 } print prev + 1, 1e-6 }' '%s'", step, kind, zx, file(g, m))
 scaleof(g, m, step) = system(sprintf("awk -F, -v s=%s '/^#/ || /^mode,/ { next } $2 == s && $3 ~ /^scaled/ { print $4; exit }' '%s'", step, file(g, m)))
-what(g) = g eq 'tiny' ? "tiny GPT, AdamW" : g eq 'gpt2-converge' ? "GPT-2 124M shape" : \
-          g eq 'underflow' ? "demonstration: SGD, init x 0.05, 4096 tokens" : g eq 'absorb' ? "demonstration: SGD, lr 0.001" : g
+what(g) = group_title(g)
 
 # the x range: from below the smallest bin of any chart's file (a multiple of 8) to 2^24
 lo = int(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ || /^mode,/ || !length($5) { next } $5 < m { m = $5 } END { print m + 0 }'", \
@@ -43,54 +48,65 @@ zx = xmin + 2
 set datafile separator ','
 set datafile commentschars '#'
 
+W = 700 * ng + 100
+H = 900
+g_cols = ng
+g_L = 0.07
+g_R = 0.98
+g_B = 0.29
+g_T = 0.75
+g_hs = 0.05
 do for [out=1:2] {
-  if (out == 1) {
-    set terminal pngcairo size 700 * ng + 100, 680 enhanced font 'Sans,11'
-    set output dir.'/train-hist.png'
-  } else {
-    set terminal svg size 700 * ng + 100, 680 enhanced font 'Sans,11' background rgb 'white'
-    set output dir.'/train-hist.svg'
-  }
-  set multiplot layout 1, ng title sprintf("Weight gradients against fp16's range: share of elements per power of two of |g|\n{/*0.85 %s}", desc) \
-      margins 0.06, 0.98, 0.25, 0.85 spacing 0.05, 0.1
+  if (out == 1) { eval png(W, H); set output dir.'/train-hist.png' } else { eval svg(W, H); set output dir.'/train-hist.svg' }
+  set multiplot title sprintf("Weight gradients against fp16's range: share of elements per power of two of |g|\n%s", desc)
   set border 3
   set xtics nomirror
   set ytics nomirror
   set xrange [xmin:xmax]
   set logscale y
-  set yrange [1e-5:100]
+  set yrange [1e-5:300]
   set format y '10^{%L}'
+  set ytics 1e-5, 10, 100
   set xtics ("exact 0" zx) rotate by -30
   do for [e=-16:-128:-16] { if (e > xmin + 6 && e != -16) { set xtics add (sprintf('2^{%d}', e) e) } }
   set xtics add ('2^{-24}' -24, '2^{-14}' -14, '2^{0}' 0, '2^{16}' 16)
   set grid ytics back lc rgb '#eeeeee'
-  set style fill transparent solid 0.45 noborder
   set boxwidth 1.0
-  set obj 1 rect from zx + 1.5, graph 0 to -25, graph 1 fc rgb '#d9d9d9' fs solid 0.5 noborder behind
-  set obj 2 rect from -25, graph 0 to -14, graph 1 fc rgb '#fde0b2' fs solid 0.6 noborder behind
-  set obj 3 rect from 16, graph 0 to xmax, graph 1 fc rgb '#f4b6a8' fs solid 0.6 noborder behind
-  set label 1 "fp16: 0" at -44, graph 0.96 center font ',10' tc rgb '#555555' front
-  set label 2 "subnormal" at -19.5, graph 0.96 center font ',10' tc rgb '#a0522d' front
-  set label 3 "normal" at 1, graph 0.96 center font ',10' tc rgb '#555555' front
-  set label 4 "inf" at 20, graph 0.96 center font ',10' tc rgb '#b22222' front
-  set xlabel 'log_2 |g|'
+  set obj 1 rect from zx + 1.5, graph 0 to -25, graph 1 fc rgb '#eeeeee' fs solid 1 noborder behind
+  set obj 2 rect from -25, graph 0 to -14, graph 1 fc rgb '#fdeccc' fs solid 1 noborder behind
+  set obj 3 rect from 16, graph 0 to xmax, graph 1 fc rgb '#f6cfc6' fs solid 1 noborder behind
+  set label 1 "fp16: 0" at -44, graph 0.95 center tc rgb c_note front
+  set label 2 "sub-\nnormal" at -19.5, graph 0.93 center tc rgb '#8a4b14' front
+  set label 3 "normal" at 1, graph 0.95 center tc rgb c_note front
+  set label 4 "inf" at 20, graph 0.95 center tc rgb '#b22222' front
+  set xlabel '|g|, one bin per power of two'
+  unset key
+  have_amp = 0
+  have_noscale = 0
   do for [gi=1:ng] {
+    eval cell(gi, 1)
     g = word(groups, gi)
     st = midstep(g)
-    set title sprintf("%s, step %s", what(g), st)
+    set title sprintf("%s\nstep %s", what(g), st)
     set ylabel gi == 1 ? 'share of gradient elements (%)' : ''
-    set key below font ',10' samplen 2 maxrows 3
-    cmd = sprintf("\"%s\" using 1:2 with boxes lc rgb '#555555' title 'fp32: gradients as computed'", rows(g, 'fp32', st, 'unscaled'))
+    cmd = sprintf("\"%s\" using 1:2 with boxes fs solid 1 noborder lc rgb '#AAAAAA' notitle", rows(g, 'fp32', st, 'unscaled'))
     if (have(g, 'amp-fp16')) {
-      cmd = cmd.sprintf(", \"%s\" using 1:2 with boxes lc rgb '#0072B2' title 'amp-fp16: x scale %s, as its backward carries them'", rows(g, 'amp-fp16', st, 'scaled'), scaleof(g, 'amp-fp16', st))
+      have_amp = 1
+      amp_scale = scaleof(g, 'amp-fp16', st)
+      cmd = cmd.sprintf(", \"%s\" using 1:2 with lines lw 3 lc rgb c_fp16 notitle", outline(g, 'amp-fp16', st, 'scaled'))
     }
     if (have(g, 'fp16-noscale')) {
-      cmd = cmd.sprintf(", \"%s\" using 1:2 with boxes lc rgb '#E69F00' lw 2 fs empty border lc rgb '#E69F00' title 'fp16-noscale: as computed in fp16'", rows(g, 'fp16-noscale', st, 'unscaled'))
+      have_noscale = 1
+      cmd = cmd.sprintf(", \"%s\" using 1:2 with lines lw 3 dt 2 lc rgb '#8a3200' notitle", outline(g, 'fp16-noscale', st, 'unscaled'))
     }
     eval('plot '.cmd)
   }
-  unset multiplot
   unset obj
+  ls_ = "with boxes fs solid 1 noborder lc rgb '#AAAAAA'"; lt_ = 'fp32: gradients as computed'; eval legend_add
+  if (have_amp) { ls_ = "with lines lw 3 lc rgb c_fp16"; lt_ = 'amp-fp16: times its loss scale, as its backward carries them'; eval legend_add }
+  if (have_noscale) { ls_ = "with lines lw 3 dt 2 lc rgb '#8a3200'"; lt_ = 'fp16-noscale: as computed in fp16'; eval legend_add }
+  eval legend_strip(0.07)
+  unset multiplot
   unset label
 }
 unset output

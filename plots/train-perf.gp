@@ -5,9 +5,11 @@
 # fourth panel: the tiny fp32 step with 1 and 2 threads, OpenMP's passive
 # wait policy against libgomp's default, with the machine's load average.
 # Reads train_summary.csv; writes train-perf.png and .svg.
+here = system(sprintf("dirname '%s'", ARG0))
+load here.'/style.gp'
 dir = ARG1
 in = dir.'/train_summary.csv'
-if (system(sprintf("test -f '%s' && echo 1 || echo 0", in)) eq "0") {
+if (!file_exists(in)) {
   print sprintf("train-perf.gp: %s not found: no chart (run scripts/train-all.sh)", in)
   exit
 }
@@ -33,54 +35,64 @@ MiB = 1048576.0
 set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
-array color[7] = ['#000000', '#0072B2', '#56B4E9', '#E69F00', '#009E73', '#CC79A7', '#D55E00']
-modecolor(m) = m eq 'fp32' ? 0x000000 : m eq 'amp-fp16' ? 0x0072B2 : m eq 'amp-bf16' ? 0x56B4E9 : m eq 'fp16-noscale' ? 0xE69F00 : \
-               m eq 'fp16-static' ? 0x009E73 : m eq 'fp16-master' ? 0xCC79A7 : 0xD55E00
+ok(st) = st eq 'completed'
+# a run that stopped early: its few timed steps (the first ones included) are no measure of the mode
+flag(st) = ok(st) ? '' : sprintf("\n(%s)", st)
 
+# two panels a row: the ratio labels need the width of a bar each
+W = 1600
+H = np > 2 ? 1300 : 760
+g_cols = 2
+g_rows = np > 2 ? 2 : 1
+g_L = 0.08
+g_R = 0.98
+g_B = np > 2 ? 0.11 : 0.2
+g_T = np > 2 ? 0.86 : 0.74
+g_hs = 0.1
+g_vs = 0.17
 do for [out=1:2] {
-  if (out == 1) {
-    set terminal pngcairo size 480 * np + 80, 620 enhanced font 'Sans,11'
-    set output dir.'/train-perf.png'
-  } else {
-    set terminal svg size 480 * np + 80, 620 enhanced font 'Sans,11' background rgb 'white'
-    set output dir.'/train-perf.svg'
-  }
-  set multiplot layout 1, np title sprintf("halflab-train, %s preset: cost per precision mode (median step after the warm-up; labels: ratio to fp32)\n{/*0.85 %s}", group, desc) \
-      margins 0.05, 0.99, 0.2, 0.82 spacing 0.06, 0.1
+  if (out == 1) { eval png(W, H); set output dir.'/train-perf.png' } else { eval svg(W, H); set output dir.'/train-perf.svg' }
+  set multiplot title sprintf("halflab-train, %s preset: cost per precision mode (median step after the warm-up; labels: ratio to fp32)\n%s; colour: the mode's precision family; hatched: a run that did not complete, its timings from the steps it ran", group, desc)
   set border 3
-  set xtics nomirror rotate by -35
+  set xtics nomirror rotate by -40 left
   set ytics nomirror
   set grid ytics back lc rgb '#dddddd'
-  set style fill solid 0.85 noborder
   set boxwidth 0.7
   set yrange [0:*]
-  set offsets 0, 0, graph 0.12, 0
+  set offsets 0.5, 0.5, graph 0.16, 0
   unset key
+  set xlabel ''
 
+  eval cell(1, 1)
   set title 'step time'
   set ylabel 'ms per step (median)'
-  plot rows(sel) using 0:'step_time_ms_median':(modecolor(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable, \
-       '' using 0:'step_time_ms_median':(sprintf('%.2fx', column('step_time_ms_median') / t32)) with labels offset 0, 0.7 font ',10'
+  plot rows(sel) using 0:(ok(strcol('status')) ? column('step_time_ms_median') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
+       '' using 0:(ok(strcol('status')) ? 1/0 : column('step_time_ms_median')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
+       '' using 0:'step_time_ms_median':(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 1.4
 
+  eval cell(2, 1)
   set title 'throughput'
   set ylabel 'tokens per second'
-  plot rows(sel) using 0:'tokens_per_s':(modecolor(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable, \
-       '' using 0:'tokens_per_s':(sprintf('%.2fx', column('tokens_per_s') / r32)) with labels offset 0, 0.7 font ',10'
+  set format y '%.0f'
+  plot rows(sel) using 0:(ok(strcol('status')) ? column('tokens_per_s') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
+       '' using 0:(ok(strcol('status')) ? 1/0 : column('tokens_per_s')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
+       '' using 0:'tokens_per_s':(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 1.4
+  set format y '%g'
 
-  set title "peak memory\n{/*0.85 the accounting allocator: weights, optimizer state, activations, gradients}"
+  eval cell(1, 2)
+  set title "peak memory (accounting allocator)"
   set ylabel 'MiB'
-  plot rows(sel) using 0:(column('mem_peak_bytes') / MiB):(modecolor(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable, \
-       '' using 0:(column('mem_peak_bytes') / MiB):(sprintf('%.2fx', column('mem_peak_bytes') / m32)) with labels offset 0, 0.7 font ',10'
+  plot rows(sel) using 0:(ok(strcol('status')) ? column('mem_peak_bytes') / MiB : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
+       '' using 0:(ok(strcol('status')) ? 1/0 : column('mem_peak_bytes') / MiB):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
+       '' using 0:(column('mem_peak_bytes') / MiB):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 1.4
 
   if (nthreads > 0) {
-    set title "the tiny fp32 step: threads and OpenMP's wait policy\n{/*0.85 labels: ms; the 1-minute load average at the start}"
-    set ylabel 'ms per step (median, log scale)'
-    set logscale y
-    set yrange [*:*]
-    set offsets 0, 0, 0, 0
-    plot trows using 0:'step_time_ms_median':xtic(substr(strcol('name'), 9, 99)) with boxes lc rgb '#0072B2', \
-         '' using 0:'step_time_ms_median':(sprintf('%.1f ms\nload %.1f', column('step_time_ms_median'), column('load_start'))) with labels offset 0, 1.2 font ',10'
-    unset logscale y
+    eval cell(2, 2)
+    # a linear axis from 0: the bars' heights are the comparison
+    set title "the tiny fp32 step: threads and OpenMP wait policy"
+    set ylabel 'ms per step (median)'
+    plot trows using 0:'step_time_ms_median':xtic(sprintf('%s thr., %s', strcol('threads'), strcol('omp_wait_policy'))) with boxes fs solid 0.9 noborder lc rgb c_fp32, \
+         '' using 0:'step_time_ms_median':(sprintf("%.1f ms\nload %.1f", column('step_time_ms_median'), column('load_start'))) with labels offset 0, 1.6
   }
   unset multiplot
 }

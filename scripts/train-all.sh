@@ -18,8 +18,8 @@
 #               1024 tokens the footprint benchmark found to fit (footprint_training.csv) that
 #               halflab-train's own check accepts, 1 warm-up + 3 timed steps: what a step costs on
 #               this CPU (about 25 minutes on 2 cores at batch 12)
-#   profile-small  the small preset's step op by op (--profile), fp32 and amp-bf16: 2 warm-up + 4
-#               timed steps each (about 15 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
+#   profile-small  the small preset's step op by op (--profile), fp32, amp-bf16 and amp-fp16: 2 warm-up + 4
+#               timed steps each (about 20 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
 #   profile-small-portable  the same amp-bf16 run with HALFLAB_CPU_UNITS=portable: what a CPU without
 #               bf16 units gets
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
@@ -90,8 +90,9 @@ for m in $modes; do
   run tiny "$m" --device $device --steps "$(steps 600 60)" --eval-every "$(steps 50 20)"
 done
 
-# The small preset's step op by op: where fp32's and amp-bf16's time goes (REPORT.md's per-op table)
-for m in fp32 amp-bf16; do
+# The small preset's step op by op: where fp32's and amp-bf16's time goes (REPORT.md's per-op table),
+# and amp-fp16's (fp16 products widened for sgemm on a CPU: its table is in its own CSV)
+for m in fp32 amp-bf16 amp-fp16; do
   run profile-small "$m" --device $device --preset small --steps "$(steps 6 3)" --warmup "$(steps 2 1)" \
     --batch "$(steps 16 4)" --stats-every 0 --eval-every 1000000 --eval-samples 8 --profile
 done

@@ -154,10 +154,14 @@ static bool read_text(train_data *d, const char *path, char *err, size_t len) {
     fclose(f);
     return false;
   }
+  errno = 0;
   d->text_len = (int64_t)fread(d->text, 1, (size_t)st.st_size, f);
-  const bool bad = ferror(f) || d->text_len != (int64_t)st.st_size;
+  if (ferror(f)) /* the file is fine, the system failed to read it: a runtime failure */
+    hl_fatal("--text: reading '%s' failed after %lld of %lld bytes: %s", path, (long long)d->text_len,
+             (long long)st.st_size, strerror(errno ? errno : EIO));
+  const bool bad = d->text_len != (int64_t)st.st_size;
   fclose(f);
-  if (bad) {
+  if (bad) { /* shorter than it was a moment ago */
     snprintf(err, len, "--text: reading '%s' failed after %lld of %lld bytes", path, (long long)d->text_len,
              (long long)st.st_size);
     return false;

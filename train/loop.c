@@ -239,18 +239,10 @@ static bool is_hist_step(const train_opts *o, int64_t s) {
   return false;
 }
 
-static void save_checkpoint(const train_opts *o, train_model *m, train_mode *t, int64_t step) {
-  hl_train_state st = {.params = m->trainable, .n_params = m->n_trainable, .optims = &t->opt, .n_optims = 1,
-                       .scaler = t->scaler, .step = step, .rng_seed = o->seed, .rng_offset = (uint64_t)step};
-  hl_range_push("checkpoint");
-  if (!hl_checkpoint_save(o->checkpoint, &st)) hl_fatal("--checkpoint: %s", hl_error());
-  hl_range_pop();
-}
-
 /* The statistics columns of a row, and of the summary's means: exact zeros,
  * fp16 underflow unscaled and scaled, fp16 zeros unscaled and scaled,
  * absorbed updates, absorbed in fp16. */
-enum { STAT_COLUMNS = 7 };
+enum { STAT_COLUMNS = RUN_STAT_COLUMNS };
 
 /* What the loop keeps from step to step. */
 typedef struct {
@@ -265,11 +257,13 @@ typedef struct {
   double items, tokens; /* per step: sequences or samples; tokens (NaN for the MLP) */
   host_batch h;
   stat_buffers sb;      /* allocated when some step takes statistics */
-  double *times;        /* ms per step done */
-  int consecutive_skips;
+  double *times;        /* ms per step of the whole run (a resumed run's earlier ones from its checkpoint) */
+  int64_t n_times;
+  int64_t consecutive_skips;
   double last_progress; /* when the progress line was last printed */
   double stats_sum[STAT_COLUMNS];
-  int stats_cnt[STAT_COLUMNS];
+  int64_t stats_cnt[STAT_COLUMNS];
+  char *definition;     /* --checkpoint: the run's definition (resume.c) */
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
 } loop_state;
 
@@ -303,13 +297,14 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
     s.sb.after = malloc(sizeof(float) * (size_t)m->numel);
     if (!s.sb.grad || !s.sb.before || !s.sb.after) hl_fatal("out of host memory for the gradient statistics");
   }
-  const int64_t total = o->steps - first_step + 1;
-  s.times = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
+  s.times = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
   if (!s.times) hl_fatal("out of host memory");
+  if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   return s;
 }
 
 static void loop_state_free(loop_state *s) {
+  free(s->definition);
   free(s->times);
   free(s->sb.grad);
   free(s->sb.before);
@@ -319,7 +314,46 @@ static void loop_state_free(loop_state *s) {
 
 static bool takes_statistics(const loop_state *s, int64_t step) {
   const train_opts *o = s->o;
-  return (o->stats_every > 0 && (step % o->stats_every == 0 || step == s->first_step)) || is_hist_step(o, step);
+  /* step 1, not the first of this process: a resumed run measures the steps the uninterrupted one does */
+  return (o->stats_every > 0 && (step % o->stats_every == 0 || step == 1)) || is_hist_step(o, step);
+}
+
+/* ---- checkpoints */
+
+/* The summary's totals so far (the times point into the loop's array). */
+static run_totals totals_of(const loop_state *s, const run_result *r) {
+  run_totals t = {.steps = s->n_times, .skipped = r->skipped, .consecutive_skips = s->consecutive_skips,
+                  .last_loss = r->last_loss, .eval_loss = r->eval_loss, .eval_acc = r->eval_acc,
+                  .eval_step = r->eval_step, .stats_n = r->stats_n, .mem_peak = r->mem_peak,
+                  .autocast_casts = r->autocast_casts, .autocast_cache_misses = r->autocast_cache_misses,
+                  .autocast_cache_hits = r->autocast_cache_hits, .step_ms = s->times};
+  memcpy(t.stats_sum, s->stats_sum, sizeof t.stats_sum);
+  memcpy(t.stats_cnt, s->stats_cnt, sizeof t.stats_cnt);
+  return t;
+}
+
+/* The state after `step` with the run's definition, the summary's totals
+ * and the histogram rows so far (resume.c): everything a resumed run needs
+ * to continue as this one would. */
+static void save_checkpoint(const loop_state *s, const run_result *r, int64_t step) {
+  const run_totals totals = totals_of(s, r);
+  char *totals_text = run_totals_format(&totals);
+  size_t hist_len = 0;
+  char *hist = output_hist_rows(s->out, &hist_len);
+  if (!totals_text || !hist) hl_fatal("out of host memory");
+  const hl_checkpoint_field fields[3] = {
+      {RESUME_FIELD_DEFINITION, s->definition, strlen(s->definition)},
+      {RESUME_FIELD_TOTALS, totals_text, strlen(totals_text)},
+      {RESUME_FIELD_HIST, hist, hist_len},
+  };
+  hl_train_state st = {.params = s->m->trainable, .n_params = s->m->n_trainable, .optims = &s->t->opt, .n_optims = 1,
+                       .scaler = s->t->scaler, .step = step, .rng_seed = s->o->seed, .rng_offset = (uint64_t)step,
+                       .fields = fields, .n_fields = 3};
+  hl_range_push("checkpoint");
+  if (!hl_checkpoint_save(s->o->checkpoint, &st)) hl_fatal("--checkpoint: %s", hl_error());
+  hl_range_pop();
+  free(totals_text);
+  free(hist);
 }
 
 /* ---- the timed step */
@@ -586,8 +620,8 @@ static bool run_ends_after(const loop_state *s, const step_record *rec, run_resu
   }
   if (s->consecutive_skips >= MAX_CONSECUTIVE_SKIPS) {
     r->status = RUN_DIVERGED;
-    snprintf(r->why, sizeof r->why, "%d consecutive steps skipped for inf/NaN (last at step %lld, scale %g)",
-             s->consecutive_skips, (long long)step, hl_scaler_get_scale(s->t->scaler));
+    snprintf(r->why, sizeof r->why, "%lld consecutive steps skipped for inf/NaN (last at step %lld, scale %g)",
+             (long long)s->consecutive_skips, (long long)step, hl_scaler_get_scale(s->t->scaler));
     return true;
   }
   if (s->o->stop_after && step == s->o->stop_after && step < s->o->steps) {
@@ -608,7 +642,7 @@ static void finish_run(loop_state *s, run_result *r) {
     r->signal = stop_signal;
   }
   if (o->checkpoint && r->steps_done > 0 && r->status <= RUN_INTERRUPTED)
-    save_checkpoint(o, s->m, s->t, r->first_step + r->steps_done - 1);
+    save_checkpoint(s, r, r->first_step + r->steps_done - 1);
   output_progress_end();
 }
 
@@ -620,8 +654,9 @@ static void summarize(const loop_state *s, run_result *r) {
   double *means[STAT_COLUMNS] = {&r->grad_zero, &r->underflow, &r->underflow_scaled, &r->fp16_zero,
                                  &r->fp16_zero_scaled, &r->absorbed, &r->fp16_absorbed};
   for (int k = 0; k < STAT_COLUMNS; k++) *means[k] = s->stats_cnt[k] ? s->stats_sum[k] / s->stats_cnt[k] : NAN;
-  const int64_t skip = o->warmup < r->steps_done ? o->warmup : 0;
-  r->timed_n = (int)(r->steps_done - skip);
+  /* the whole run's steps, a resumed run's earlier ones included */
+  const int64_t skip = o->warmup < s->n_times ? o->warmup : 0;
+  r->timed_n = (int)(s->n_times - skip);
   if (r->timed_n > 0) {
     const hl_stats st = hl_stats_of(s->times + skip, r->timed_n);
     r->step_ms_min = st.min;
@@ -632,13 +667,32 @@ static void summarize(const loop_state *s, run_result *r) {
   }
 }
 
+/* A resumed run starts from its checkpoint's totals. */
+static void take_totals(loop_state *s, run_result *r, const run_totals *t) {
+  if (t->steps > s->o->steps) hl_fatal("--resume: the checkpoint's totals hold %lld steps, more than --steps", (long long)t->steps);
+  memcpy(s->times, t->step_ms, sizeof(double) * (size_t)t->steps);
+  s->n_times = t->steps;
+  s->consecutive_skips = t->consecutive_skips;
+  memcpy(s->stats_sum, t->stats_sum, sizeof s->stats_sum);
+  memcpy(s->stats_cnt, t->stats_cnt, sizeof s->stats_cnt);
+  r->skipped = t->skipped;
+  r->last_loss = t->last_loss;
+  r->eval_loss = t->eval_loss, r->eval_acc = t->eval_acc, r->eval_step = t->eval_step;
+  r->stats_n = (int)t->stats_n;
+  r->mem_peak = t->mem_peak;
+  r->autocast_casts = t->autocast_casts;
+  r->autocast_cache_misses = t->autocast_cache_misses;
+  r->autocast_cache_hits = t->autocast_cache_hits;
+}
+
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
-                    int64_t first_step, train_output *out) {
+                    int64_t first_step, const run_totals *resumed, train_output *out) {
   run_result r;
   memset(&r, 0, sizeof r);
   r.first_step = first_step;
   r.eval_loss = r.eval_acc = r.last_loss = NAN;
   loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
+  if (resumed) take_totals(&s, &r, resumed);
   for (int64_t step = first_step; step <= o->steps; step++) {
     if (stop_signal) {
       r.status = RUN_INTERRUPTED;
@@ -654,7 +708,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     train_step(&s, &rec);
     if (r.profile_steps++ == 0) r.profile_first_step = step;
     r.profile_step_ms += rec.step_s * 1e3;
-    s.times[r.steps_done] = rec.step_s * 1e3;
+    s.times[s.n_times++] = rec.step_s * 1e3;
     r.steps_done++;
     r.skipped += rec.skipped;
     r.autocast_casts += rec.casts;
@@ -668,7 +722,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     show_progress(&s, &rec, &r);
     if (run_ends_after(&s, &rec, &r)) break;
     if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
-      save_checkpoint(o, m, t, step);
+      save_checkpoint(&s, &r, step);
   }
   finish_run(&s, &r);
   summarize(&s, &r);

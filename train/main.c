@@ -1,20 +1,25 @@
 /* main.c — halflab-train: full AMP training runs (docs/train.md).
  *
- * Order of work, so that bad input changes nothing: options; data (a text
- * file read and checked); the device; the memory a step needs against what
- * the device has; the model, optimizer and scaler (and a checkpoint or
- * weight file, refused whole when it does not match); only then files. */
+ * Order of work, so that bad input changes nothing: options (inputs that
+ * must be regular files looked at); data (a text file read and checked);
+ * the device; the memory a step needs against what the device has; every
+ * output path proven writable (cli/output_guard.h), nothing made yet; the
+ * run's lock when its --out folder exists; the model, optimizer and scaler
+ * (and a checkpoint or weight file, refused whole when it does not match);
+ * only then the --out folder made, the lock taken if not yet, and files. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/training/checkpoint.h"
 #include "cli/cli.h"
 #include "cli/csv.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler_ranges.h"
@@ -96,6 +101,40 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
                                                  : "not built (no ranges)");
 }
 
+/* The output files, each proven writable now (a probe file in its folder;
+ * the file itself is neither made nor truncated). A file whose folder is
+ * the --out folder still to be made is covered by --out's own check. */
+static void check_output_files(const train_opts *o, const char *outdir) {
+  const struct {
+    const char *option, *path;
+  } files[] = {{"--checkpoint", o->checkpoint},
+               {"--save-init", o->save_init},
+               {"--export-batches", o->export_batches},
+               {"--dump-grads", o->dump_grads}};
+  struct stat st;
+  const bool outdir_to_make = outdir && stat(outdir, &st) != 0;
+  char err[4400], folder[4096];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    if (!files[i].path) continue;
+    snprintf(folder, sizeof folder, "%s", files[i].path);
+    char *slash = strrchr(folder, '/');
+    if (slash) *slash = '\0';
+    if (outdir_to_make && slash && !strcmp(folder, outdir)) continue;
+    if (!hl_out_probe_file(files[i].path, err, sizeof err)) hl_usage_error("%s: %s", files[i].option, err);
+  }
+}
+
+/* The lock on this run's files (train_NAME_MODE_*) in the --out folder:
+ * a second run of the same --name and --mode into it is refused. */
+static hl_out_lock *lock_run(const train_opts *o, const char *outdir) {
+  char name[128], err[4400];
+  snprintf(name, sizeof name, "train_%s_%s", o->name, o->mode->name);
+  hl_out_lock *l = hl_out_lock_take(outdir, name, err, sizeof err);
+  if (!l && errno != EWOULDBLOCK) hl_fatal("%s", err); /* the folder passed its probe: a runtime failure */
+  if (!l) hl_usage_error("--out: %s: wait for it, or give another --name", err);
+  return l;
+}
+
 int main(int argc, char **argv) {
   hl_cli_init(TRAIN_PROG, argc, argv);
   train_opts o;
@@ -113,6 +152,13 @@ int main(int argc, char **argv) {
   char notice[1024];
   const hl_device_kind dev = pick_device(&o, notice, sizeof notice);
   require_memory(&o, d, dev);
+  /* every output path proven writable before any work; nothing made yet */
+  char outbuf[4096];
+  const char *outdir = o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
+  check_output_files(&o, outdir);
+  if (outdir) profile_check_output(&o, outdir);
+  struct stat out_st;
+  hl_out_lock *run_lock = outdir && stat(outdir, &out_st) == 0 ? lock_run(&o, outdir) : NULL;
   fputs(notice, stderr);
   describe_run(&o, d, dev);
 
@@ -125,38 +171,30 @@ int main(int argc, char **argv) {
   if (!setup_mode(&o, &m, &t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
 
   int64_t first_step = 1;
-  if (o.resume) {
+  run_totals resumed_totals, *resumed = NULL;
+  const char *hist_rows = NULL;
+  size_t hist_len = 0;
+  if (o.resumed) { /* its definition matched the command line while parsing */
     hl_train_state st = {.params = m.trainable, .n_params = m.n_trainable, .optims = &t.opt, .n_optims = 1,
                          .scaler = t.scaler};
-    if (!hl_checkpoint_load(o.resume, &st)) hl_usage_error("--resume: %s", hl_error());
-    if (st.rng_seed != o.seed)
-      hl_usage_error("--resume: %s was written by a run with --seed %llu (this one has %llu): its data would differ",
-                     o.resume, (unsigned long long)st.rng_seed, (unsigned long long)o.seed);
-    if (o.stop_after && st.step >= o.stop_after)
-      hl_usage_error("--resume: %s is at step %lld, not before --stop-after %lld", o.resume, (long long)st.step,
-                     (long long)o.stop_after);
-    if (st.step >= o.steps)
-      hl_usage_error("--resume: %s is at step %lld; --steps %lld leaves nothing to do", o.resume, (long long)st.step,
-                     (long long)o.steps);
+    if (!hl_checkpoint_apply(o.resumed, &st)) hl_usage_error("--resume: %s", hl_error());
+    size_t len = 0;
+    const char *totals = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_TOTALS, &len);
+    if (!totals || !run_totals_parse(totals, len, o.steps, &resumed_totals) || resumed_totals.steps != st.step)
+      hl_usage_error("--resume %s: the checkpoint's summary totals are missing or cannot be read", o.resume);
+    resumed = &resumed_totals;
+    hist_rows = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_HIST, &hist_len);
+    if (!hist_rows) hl_usage_error("--resume %s: the checkpoint holds no histogram rows", o.resume);
     first_step = st.step + 1;
     hl_meta_set("resumed", "from %s after step %lld", o.resume, (long long)st.step);
+    hl_meta_set("resume-overrides", "%s", o.resume_overrides);
   }
 
-  if (o.dump_grads) { /* refused now rather than after the first step: nothing is written yet */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", o.dump_grads);
-    char *slash = strrchr(dir, '/');
-    if (slash) slash[slash == dir ? 1 : 0] = '\0';
-    if (access(slash ? dir : ".", W_OK) != 0)
-      hl_usage_error("--dump-grads: cannot write into %s: %s", slash ? dir : ".", strerror(errno));
+  /* every input accepted: from here on a failure is a runtime failure (exit 1) */
+  if (outdir) {
+    outdir = hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf);
+    if (!run_lock) run_lock = lock_run(&o, outdir);
   }
-  char outbuf[4096];
-  const char *outdir = o.steps > 0 ? hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf) : NULL;
-  if (outdir) profile_check_output(&o, outdir);
-  /* Runtime failures (exit 1) from here: a path that cannot be written at
-   * all is bad input, refused before any work.
-   * PROBE: hl_out_probe_file(o.save_init) / (o.export_batches) up front
-   * (issue 14's cli/output_guard.h) makes an unwritable path exit 2 there. */
   if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
   if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_fatal("%s", err);
   if (o.steps == 0) {
@@ -166,12 +204,15 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  /* LOCK: hl_out_lock_take(outdir, "train_NAME_MODE") before the run's
-   * first file (issue 14's cli/output_guard.h; a held lock is exit 2 naming
-   * the holder), released after output_finish */
   train_output *out = output_open(&o, &m, outdir, dev, first_step - 1);
+  if (o.resumed) {
+    output_hist_restore(out, hist_rows, hist_len);
+    hl_checkpoint_close(o.resumed); /* the rows are copied: the file's bytes go */
+    o.resumed = NULL;
+  }
   loop_install_signals();
-  run_result r = loop_run(&o, d, &m, &t, dev, first_step, out);
+  run_result r = loop_run(&o, d, &m, &t, dev, first_step, resumed, out);
+  if (resumed) free(resumed_totals.step_ms);
   output_finish(out, &r); /* the files' names by the status: docs/train.md, "What a run leaves behind" */
   const char *suffix = output_suffix(r.status);
   if (r.status == RUN_FAILED)
@@ -206,6 +247,7 @@ int main(int argc, char **argv) {
   setup_mode_free(&t);
   setup_model_free(&m);
   data_free(d);
+  hl_out_lock_release(run_lock);
   if (r.status == RUN_INTERRUPTED) {
     fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
             r.signal, (long long)(r.first_step + r.steps_done - 1), suffix);

@@ -1,14 +1,18 @@
 /* options.c — halflab-train's command line: presets, every flag, and the
  * checks that refuse bad input (one line, exit 2) before anything is
- * allocated or written. */
+ * allocated or written; with --resume, the checkpoint's values for the
+ * options not given and the refusal of those given otherwise (resume.c). */
 #include <getopt.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/output_guard.h"
 #include "core/base/error.h"
+#include "core/training/checkpoint.h"
 #include "train/train.h"
 
 static const char usage[] =
@@ -61,7 +65,9 @@ static const char usage[] =
     "  --warmup N            first steps left out of the timing summary (tiny: 5; small: 5; gpt2: 20)\n"
     "  --checkpoint FILE     save the run's state at the end (and every --checkpoint-every N steps)\n"
     "  --stop-after K        stop after step K of the --steps schedule (with --checkpoint: resume it later)\n"
-    "  --resume FILE         continue a run from its checkpoint, bit for bit\n"
+    "  --resume FILE         continue a run from its checkpoint, bit for bit: options not given take the\n"
+    "                        checkpoint's values; one given otherwise is refused, but --steps, --stats-every\n"
+    "                        and --hist-steps (recorded as resume-overrides)\n"
     "\n"
     "Measurements:\n"
     "  --stats-every N       gradient census and absorbed updates every N steps (tiny: 1; small, gpt2: 10)\n"
@@ -284,6 +290,113 @@ static void take_value(const train_option *opt, const char *arg, given *g) {
   }
 }
 
+/* ------------------------------------------------------- --resume -- */
+
+static const train_option *option_named(const char *name) {
+  for (int i = 0; i < N_TRAIN_OPTIONS; i++)
+    if (!strcmp(train_options[i].name, name)) return &train_options[i];
+  return NULL;
+}
+
+/* Whether the command line gave the option (nothing_given's marks). */
+static bool was_given(const train_option *opt, const given *g) {
+  const char *field = (const char *)g + opt->field;
+  switch (opt->kind) {
+    case ARG_FLAG: return *(const bool *)field;
+    case ARG_TEXT: return *(const char *const *)field != NULL;
+    case ARG_INT: return *(const long long *)field >= 0;
+    default: return *(const double *)field >= 0;
+  }
+}
+
+static bool is_choice(const char *name) {
+  static const char *const choices[] = {"model", "preset", "task", "mode", "optimizer", "schedule"};
+  for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
+    if (!strcmp(name, choices[i])) return true;
+  return false;
+}
+
+/* The checkpoint's value of every option not given. A choice or a number
+ * given otherwise is refused here already, before the checks between
+ * options could name a consequence of it instead (--init-scale under
+ * --mode fp32); lists and paths are compared once resolved (resume_check). */
+static void take_checkpoint_values(const run_definition *saved, const char *path, bool seed_given, given *g) {
+  /* an option of the definition that the checkpoint's run does not have (--clip-norm, --momentum under adamw) */
+  for (int i = 0; i < N_TRAIN_OPTIONS; i++) {
+    const train_option *opt = &train_options[i];
+    if (!was_given(opt, g) || !run_definition_key(opt->name) || run_definition_overridable(opt->name) ||
+        run_definition_get(saved, opt->name))
+      continue;
+    char value[64];
+    const char *field = (const char *)g + opt->field;
+    if (opt->kind == ARG_TEXT) snprintf(value, sizeof value, "%s", *(const char *const *)field);
+    else if (opt->kind == ARG_INT) snprintf(value, sizeof value, "%lld", *(const long long *)field);
+    else snprintf(value, sizeof value, "%g", *(const double *)field);
+    hl_usage_error("--resume %s: %s is not set in the checkpoint, %s on the command line", path, opt->name, value);
+  }
+  for (int i = 0; i < saved->n; i++) {
+    const char *key = saved->key[i], *value = saved->value[i];
+    if (!strcmp(key, "seed")) {
+      const uint64_t seed = (uint64_t)hl_parse_int("--seed", value, 0, HL_CLI_SEED_MAX);
+      if (!seed_given) g->common.seed = seed;
+      else if (seed != g->common.seed)
+        hl_usage_error("--resume %s: seed is %s in the checkpoint, %llu on the command line", path, value,
+                       (unsigned long long)g->common.seed);
+      continue;
+    }
+    const train_option *opt = option_named(key);
+    if (!opt) continue; /* text-contents: resume_check */
+    if (!was_given(opt, g) && !strcmp(key, "hist-steps") && g->steps >= 0) {
+      /* a new --steps: the histogram steps past it go (resume_check lists the change) */
+      static char kept[1024];
+      size_t at = 0;
+      for (const char *p = value; *p;) {
+        char *end;
+        const long long step = strtoll(p, &end, 10);
+        if (step <= g->steps && at < sizeof kept)
+          at += (size_t)snprintf(kept + at, sizeof kept - at, "%s%lld", at ? "," : "", step);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break; /* not a list: take_value says so below */
+      }
+      if (at) take_value(opt, kept, g);
+      continue;
+    }
+    if (!was_given(opt, g)) {
+      take_value(opt, value, g);
+      continue;
+    }
+    if (run_definition_overridable(key) || (opt->kind == ARG_TEXT && !is_choice(key))) continue;
+    given saved_value = nothing_given();
+    take_value(opt, value, &saved_value);
+    const size_t at = opt->field;
+    char mine[64];
+    bool differs;
+    if (opt->kind == ARG_TEXT) {
+      const char *a = *(const char **)((char *)&saved_value + at), *b = *(const char **)((char *)g + at);
+      differs = strcmp(a, b) != 0;
+      snprintf(mine, sizeof mine, "%s", b);
+    } else if (opt->kind == ARG_INT) {
+      const long long a = *(long long *)((char *)&saved_value + at), b = *(long long *)((char *)g + at);
+      differs = a != b;
+      snprintf(mine, sizeof mine, "%lld", b);
+    } else {
+      const double a = *(double *)((char *)&saved_value + at), b = *(double *)((char *)g + at);
+      differs = a != b;
+      snprintf(mine, sizeof mine, "%.17g", b);
+      for (int digits = 1; digits < 17; digits++) { /* the shortest form that is b */
+        char shorter[64];
+        snprintf(shorter, sizeof shorter, "%.*g", digits, b);
+        if (strtod(shorter, NULL) == b) {
+          snprintf(mine, sizeof mine, "%s", shorter);
+          break;
+        }
+      }
+    }
+    if (differs)
+      hl_usage_error("--resume %s: %s is %s in the checkpoint, %s on the command line", path, key, value, mine);
+  }
+}
+
 /* -------------------------------------------------- after parsing -- */
 /* The values with their presets filled in and the checks between options,
  * section by section in this order, so that a command line with several
@@ -476,6 +589,18 @@ static void resolve_name(const given *g, const run_preset *p, train_opts *o) {
   snprintf(o->name, sizeof o->name, "%s%s%s", p->gpt ? "" : "mlp-", custom_shape ? "custom" : o->preset, task_suffix);
 }
 
+/* Inputs that must be regular files, looked at before anything opens them:
+ * opening a FIFO would block, and a device or a folder is not data. */
+static void check_inputs(const train_opts *o) {
+  const struct {
+    const char *option, *path;
+  } inputs[] = {{"--text", o->text_path}, {"--init-weights", o->init_weights}, {"--resume", o->resume}};
+  char err[4400];
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+    if (inputs[i].path && !hl_input_regular_file(inputs[i].path, err, sizeof err))
+      hl_usage_error("%s: %s", inputs[i].option, err);
+}
+
 /* ------------------------------------------------------------- parse -- */
 
 void train_parse_options(int argc, char **argv, train_opts *o) {
@@ -483,8 +608,10 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   fill_longopts(longopts);
   given g = nothing_given();
   int c;
+  bool seed_given = false;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    seed_given |= c == HL_CLI_OPT_SEED;
     if (hl_cli_common_option(&g.common, c, optarg)) continue;
     if (c == ':') hl_usage_error("option '%s' needs a value", argv[optind - 1]);
     if (c < 1 || c > N_TRAIN_OPTIONS) {
@@ -495,6 +622,16 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
 
+  hl_checkpoint *resumed = NULL;
+  run_definition saved = {0};
+  if (g.resume) {
+    /* a FIFO would block the open, a folder or device is no checkpoint */
+    char err[4400];
+    if (!hl_input_regular_file(g.resume, err, sizeof err)) hl_usage_error("--resume: %s", err);
+    resumed = resume_open(g.resume, &saved);
+    take_checkpoint_values(&saved, g.resume, seed_given, &g);
+  }
+
   memset(o, 0, sizeof *o);
   copy_plain_values(&g, o);
   const run_preset p = resolve_model_and_preset(&g, o);
@@ -504,4 +641,11 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   resolve_lengths(&g, &p, o);
   resolve_peers(&g, &p, o);
   resolve_name(&g, &p, o);
+  check_inputs(o);
+  if (resumed) {
+    o->resumed = resumed;
+    o->resumed_step = hl_checkpoint_step(resumed);
+    resume_check(o, &saved);
+    run_definition_free(&saved);
+  }
 }

@@ -34,6 +34,7 @@
 #include "core/base/atomic_file.h"
 #include "cli/cli.h"
 #include "cli/csv.h"
+#include "cli/output_guard.h"
 #include "core/base/device.h"
 #include "cli/timer.h"
 #include "train/train.h"
@@ -149,6 +150,9 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
       const char *eol = cmd ? strchr(cmd, '\n') : NULL;
       fprintf(o, "# resumed: after step %lld by%.*s\n", step, cmd && eol ? (int)(eol - cmd - 10) : 0,
               cmd ? cmd + 10 : "");
+      const char *overrides = strstr(hl_meta_text(), "# resume-overrides: "); /* main.c's, from the options */
+      const char *end = overrides ? strchr(overrides, '\n') : NULL;
+      if (overrides && end) fprintf(o, "%.*s\n", (int)(end - overrides), overrides);
       fputs(line, o);
       header = true;
       continue;
@@ -162,30 +166,6 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
     return false;
   }
   return true;
-}
-
-/* Rows of an earlier histogram file up to `step`, for a resumed run.
- * CHECKPOINT: once the checkpoint records the histogram rows written so far
- * (convention 3 of issue 14), they replace this file's. */
-static void carry_hist(train_output *w, const char *path, long long step) {
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  bool header = false;
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[0] == '#') continue;
-    if (!header) {
-      header = true;
-      continue;
-    }
-    if (line[n - 1] == '\n') line[n - 1] = '\0';
-    const char *rest = strchr(line, ','); /* kept without the mode cell */
-    if (rest && row_step(line) <= step) hl_csv_rows_add(&w->hist, "%s", rest + 1);
-  }
-  free(line);
-  fclose(f);
 }
 
 /* The log a resumed run continues: the newest (by mtime) of this NAME_MODE's
@@ -229,14 +209,13 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
   if (!registered) atexit(on_exit_unfinished);
   registered = true;
   bool continued = false;
-  if (resumed_step > 0) {
+  if (resumed_step > 0) { /* the histogram rows come from the checkpoint (output_hist_restore) */
     const file_state from = newest_log(w);
     if (from != AT_NONE) {
       char src[4400];
       w->at[FILE_STEPS] = AT_INPROGRESS; /* maybe, once the cut is renamed into place */
       if (!cut_log(run_path(w, FILE_STEPS, from, src, sizeof src), path, resumed_step, err, sizeof err))
         io_failure(w, err);
-      carry_hist(w, run_path(w, FILE_HIST, from, src, sizeof src), resumed_step);
       continued = true;
     }
   }
@@ -274,6 +253,32 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
     if (h[k]->nonfinite)
       hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
                       (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
+  }
+}
+
+char *output_hist_rows(const train_output *w, size_t *len) {
+  size_t total = 0;
+  for (int i = 0; i < w->hist.n; i++) total += strlen(w->hist.rows[i]) + 1;
+  char *text = malloc(total + 1), *at = text;
+  if (!text) return NULL;
+  for (int i = 0; i < w->hist.n; i++) {
+    const size_t n = strlen(w->hist.rows[i]);
+    memcpy(at, w->hist.rows[i], n);
+    at[n] = '\n';
+    at += n + 1;
+  }
+  *at = '\0';
+  *len = total;
+  return text;
+}
+
+void output_hist_restore(train_output *w, const char *rows, size_t len) {
+  const char *p = rows, *end = rows + len;
+  while (p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    hl_csv_rows_add(&w->hist, "%.*s", (int)(eol - p), p);
+    p = eol + 1;
   }
 }
 
@@ -503,14 +508,16 @@ static bool rename_into_place(train_output *w, bool profiled, char *err, size_t 
 static bool end_completed(train_output *w, const run_result *r, char *err, size_t len) {
   char row[4096];
   summary_row(w, r, row, sizeof row);
-  /* LOCK: hl_out_lock_wait(w->dir, "train_summary.csv") here, released after
-   * rename_into_place: another run's upsert between the staging and the
-   * rename would be lost */
-  if (!stage_train_summary(w, row, err, len)) return false;
-  if (!write_tables(w, r, AT_INPROGRESS, err, len)) return false;
-  if (!rename_into_place(w, w->at[FILE_PROFILE] == AT_INPROGRESS, err, len)) return false;
-  remove_stale(w, AT_FINAL);
-  return true;
+  /* runs of other names may finish into this folder at the same time: the
+   * read-modify-write of train_summary.csv, from its staging to its rename,
+   * is theirs one at a time */
+  hl_out_lock *summary_lock = hl_out_lock_wait(w->dir, "train_summary.csv", err, len);
+  if (!summary_lock) return false;
+  const bool ok = stage_train_summary(w, row, err, len) && write_tables(w, r, AT_INPROGRESS, err, len) &&
+                  rename_into_place(w, w->at[FILE_PROFILE] == AT_INPROGRESS, err, len);
+  hl_out_lock_release(summary_lock);
+  if (ok) remove_stale(w, AT_FINAL);
+  return ok;
 }
 
 /* An interrupted, stopped or failed run: its tables written under the

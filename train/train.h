@@ -14,6 +14,9 @@
  *              parameter listing
  *   loop.c     the training step, evaluation, statistics, checkpoints,
  *              signals
+ *   resume.c   what a checkpoint records of the run beside the state: the
+ *              run's definition (checked against the command line on
+ *              --resume) and the summary's running totals
  *   stats.c    gradient census (fp16 zero / subnormal / overflow), log2
  *              histograms, absorbed updates (stats.h: no tensors, unit-tested)
  *   output.c   the per-step log, histogram and summary CSVs, their names
@@ -77,6 +80,11 @@ typedef struct {
   const char *checkpoint;
   int checkpoint_every;
   const char *resume;
+  /* --resume: the checkpoint, read, checked whole and held against the
+   * command line while parsing (a mismatch exits 2 there); applied by main */
+  struct hl_checkpoint *resumed;
+  int64_t resumed_step;
+  char resume_overrides[512]; /* the overrides taken ("none"), for the metadata */
   int64_t steps;
   int64_t stop_after;  /* 0: run to --steps */
   int64_t warmup;      /* steps left out of the timing summary */
@@ -103,7 +111,9 @@ typedef struct {
 } train_opts;
 
 /* Parses argv into o; exits 2 with one line on any bad input, 0 after
- * --help / --version. Files named by the options are not opened here. */
+ * --help / --version. Files named by the options are not opened here, but
+ * for --resume's checkpoint: options not given take its values, and one
+ * given that differs from it (but the overrides, resume.c) is refused. */
 void train_parse_options(int argc, char **argv, train_opts *o);
 const char *train_task_name(task_kind t);
 /* The learning rate of a step (from 1) under the run's schedule. */
@@ -203,6 +213,66 @@ void setup_list_params(const train_opts *o, const train_data *d, FILE *out);
  * what failed. */
 bool setup_device_runs(const train_opts *o, hl_device_kind dev, char *why, size_t len);
 
+/* -------------------------------------------------------------- resume -- */
+
+/* The run's definition: every option that decides what the run computes,
+ * as "option value" pairs (the option's own name and a value it reads
+ * back exactly), in a fixed order, plus the text file's contents. */
+#define RUN_DEFINITION_MAX 64
+typedef struct {
+  int n;
+  const char *key[RUN_DEFINITION_MAX], *value[RUN_DEFINITION_MAX];
+  char *text; /* holds the strings */
+} run_definition;
+
+/* "key value\n" lines of o's definition (malloc'd); NULL when out of memory. */
+char *run_definition_format(const train_opts *o);
+/* Splits the text into pairs; false when it is not such text. */
+bool run_definition_parse(const char *text, size_t len, run_definition *d);
+const char *run_definition_get(const run_definition *d, const char *key); /* NULL: not there */
+void run_definition_free(run_definition *d);
+/* Whether the option (by name, without "--") can be part of a definition. */
+bool run_definition_key(const char *key);
+/* Options that a resumed run may change: --steps, --stats-every, --hist-steps. */
+bool run_definition_overridable(const char *key);
+/* The checkpoint's name for its fields. */
+#define RESUME_FIELD_DEFINITION "train/definition"
+#define RESUME_FIELD_TOTALS "train/totals"
+#define RESUME_FIELD_HIST "train/hist-rows"
+/* --resume FILE: the checkpoint read and checked, and its definition; exits
+ * 2 naming the file when it cannot be read, is not sound, is of another
+ * format version or is not halflab-train's. */
+struct hl_checkpoint *resume_open(const char *path, run_definition *saved);
+/* After parsing: o's definition against the checkpoint's; a difference is
+ * refused (exit 2: "--resume FILE: KEY is A in the checkpoint, B on the
+ * command line") unless the key is overridable, and then it is listed in
+ * o->resume_overrides. */
+void resume_check(train_opts *o, const run_definition *saved);
+
+/* The summary's running totals over every step of the run, resumed or not:
+ * saved in the checkpoint, so that a resumed run's summary is the
+ * uninterrupted run's. */
+#define RUN_STAT_COLUMNS 7
+typedef struct {
+  int64_t steps;        /* steps 1 .. steps are counted */
+  int64_t skipped;
+  int64_t consecutive_skips;
+  double last_loss;
+  double eval_loss, eval_acc;
+  int64_t eval_step;
+  double stats_sum[RUN_STAT_COLUMNS];
+  int64_t stats_cnt[RUN_STAT_COLUMNS], stats_n;
+  uint64_t mem_peak;
+  uint64_t autocast_casts, autocast_cache_misses, autocast_cache_hits;
+  double *step_ms;      /* [steps]: every step's time, for the median */
+} run_totals;
+
+/* As text (malloc'd, exact: hex floats); NULL when out of memory. */
+char *run_totals_format(const run_totals *t);
+/* Back from text, step_ms malloc'd with room for `capacity` steps; false
+ * when the text is not such text or holds more steps. */
+bool run_totals_parse(const char *text, size_t len, int64_t capacity, run_totals *t);
+
 /* ---------------------------------------------------------------- loop -- */
 
 typedef enum { RUN_COMPLETED = 0, RUN_STOPPED, RUN_INTERRUPTED, RUN_DIVERGED, RUN_FAILED } run_status;
@@ -243,8 +313,10 @@ double run_cast_cache_hit_rate(const run_result *r);
 void loop_install_signals(void);
 
 struct train_output;
+/* resumed: the checkpoint's totals (its steps, first_step - 1, of them);
+ * NULL for a fresh run. */
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
-                    int64_t first_step, struct train_output *out);
+                    int64_t first_step, const run_totals *resumed, struct train_output *out);
 
 /* -------------------------------------------------------------- output -- */
 
@@ -262,12 +334,16 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
  * the file and the error named, the log's complete lines kept). */
 void output_step_row(train_output *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale);
+/* The histogram rows so far, '\n'-terminated each (malloc'd; *len its
+ * size), for a checkpoint; and those rows given back to a resumed run. */
+char *output_hist_rows(const train_output *w, size_t *len);
+void output_hist_restore(train_output *w, const char *rows, size_t len);
 /* The run so far (after each step): what a failure's summary reports. */
 void output_keep(train_output *w, const run_result *r);
 /* Ends the run's files by its status (docs/train.md, "What a run leaves
  * behind"): completed or diverged, the final names and the row in
- * train_summary.csv; stopped or interrupted, the .interrupted suffix;
- * failed, .failed. Frees w; exits 1 on an I/O error. */
+ * train_summary.csv (under its lock); stopped or interrupted, the
+ * .interrupted suffix; failed, .failed. Frees w; exits 1 on an I/O error. */
 void output_finish(train_output *w, const run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);

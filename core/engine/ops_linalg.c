@@ -49,7 +49,8 @@ static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
  * a and b are [.., m, k] / [.., k, n] with the out's batch dims or none
  * (shared by every batch entry: stride 0). Batch dims of any strides: the
  * outer one is a loop, the inner one the GEMM's strided batch. */
-static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b, hl_tensor *out, float beta) {
+static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b, hl_tensor *out, float beta,
+                     const hl_tensor *bias) {
   const struct hl_gemm_kernels *gk = c->backend->gemm;
   if (!gk)
     return hl_fail_bool("%s: the %s backend has no GEMM kernels in this build yet", c->op->name,
@@ -92,6 +93,10 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   d.stride_b = b1;
   d.stride_c = o1;
   d.a_scale = d.b_scale = 1.0f;
+  if (bias) {
+    d.bias = hl_tensor_data(bias);
+    d.bias_type = bias->dtype;
+  }
   char why[256];
   if (!gk->supports(&d, why, sizeof why)) return hl_fail_bool("%s: GEMM %s x %s not supported: %s", c->op->name,
                                                               hl_desc(a), hl_desc(b), why);
@@ -102,7 +107,12 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   if (k == 0) {
     /* an empty sum: C = beta C, without relying on the libraries' k = 0
      * handling. out is contiguous here (a fresh output or a view of one). */
-    if (beta == 0.0f) c->k->fill(hl_tensor_data(out), out->dtype, hl_numel(out), 0.0);
+    if (beta == 0.0f && !bias) c->k->fill(hl_tensor_data(out), out->dtype, hl_numel(out), 0.0);
+    /* with a bias, C = the bias in every row: the backend's k = 0 case */
+    for (int64_t i = 0; bias && i < B0; i++) {
+      d.c = (char *)hl_tensor_data(out) + i * o0 * (int64_t)hl_dtype_size(out->dtype);
+      gk->gemm(&d);
+    }
     return true;
   }
   const int64_t es = (int64_t)hl_dtype_size(out->dtype);
@@ -180,7 +190,7 @@ static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
   shape[a->ndim - 1] = b->shape[b->ndim - 1];
   hl_tensor *out = hl_op_output(&c, a->ndim, shape, c.dtype);
   if (!out) return hl_op_abort(&c);
-  if (!gemm_run(&c, a, b, out, 0.0f)) return hl_op_abort_output(&c, out);
+  if (!gemm_run(&c, a, b, out, 0.0f, NULL)) return hl_op_abort_output(&c, out);
   hl_node *node;
   if (!hl_record(&c, out, matmul_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
@@ -250,8 +260,11 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   shape[x->ndim - 1] = nout;
   hl_tensor *out = hl_op_output(&c, x->ndim, shape, c.dtype);
   if (!out) return hl_op_abort(&c);
-  if (bias) {
-    /* out = bias in every row, then the GEMM accumulates onto it */
+  /* A backend that takes a row bias gets it with the product (the CPU's
+   * widening path then adds it in its fp32 copy of C); otherwise out = bias
+   * in every row, and the GEMM accumulates onto it */
+  const bool bias_in_gemm = bias && c.backend->gemm && c.backend->gemm->row_bias && bias->stride[0] == 1;
+  if (bias && !bias_in_gemm) {
     int64_t size4[HL_MAX_DIMS] = {1, 1, rows, nout};
     hl_kview d = {hl_tensor_data(out), out->dtype, {0, 0, nout, 1}};
     hl_kview s = {hl_tensor_data(bias), bias->dtype, {0, 0, 0, bias->stride[0]}};
@@ -261,7 +274,7 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   hl_tensor *x2 = hl_tensor_view_of(x, 2, (int64_t[]){rows, in}, (int64_t[]){in > 0 ? in : 1, 1}, x->offset);
   hl_tensor *wt = hl_tensor_view_of(w, 2, (int64_t[]){in, nout}, (int64_t[]){w->stride[1], w->stride[0]}, w->offset);
   hl_tensor *o2 = hl_tensor_view_of(out, 2, (int64_t[]){rows, nout}, (int64_t[]){nout, 1}, 0);
-  bool ran = x2 && wt && o2 && gemm_run(&c, x2, wt, o2, bias ? 1.0f : 0.0f);
+  bool ran = x2 && wt && o2 && gemm_run(&c, x2, wt, o2, bias && !bias_in_gemm ? 1.0f : 0.0f, bias_in_gemm ? bias : NULL);
   hl_release(x2);
   hl_release(wt);
   hl_release(o2);

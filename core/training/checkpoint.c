@@ -9,6 +9,7 @@
  *   32  P bytes  records: u32 type, u32 name length, name, body
  *                  tensor: u32 dtype, u32 ndim, i64 dims[ndim], u64 bytes, data
  *                  int:    i64        real: f64        text: u64 length, bytes
+ *                the caller's fields are text records named "field/NAME"
  *   32+P u32     CRC-32 (IEEE) of bytes [0, 32 + P)
  *   36+P 8 bytes end marker "HLCKEND\n"
  */
@@ -77,11 +78,12 @@ static void put_real(buffer *b, const char *name, double v) {
   record_head(b, REC_REAL, name);
   put(b, &v, sizeof v);
 }
-static void put_text(buffer *b, const char *name, const char *text) {
+static void put_bytes(buffer *b, const char *name, const void *data, size_t len) {
   record_head(b, REC_TEXT, name);
-  put_u64(b, strlen(text));
-  put(b, text, strlen(text));
+  put_u64(b, len);
+  put(b, data, len);
 }
+static void put_text(buffer *b, const char *name, const char *text) { put_bytes(b, name, text, strlen(text)); }
 /* the tensor's bits, from any device (contiguous tensors only) */
 static void put_tensor(buffer *b, const char *name, const hl_tensor *t) {
   record_head(b, REC_TENSOR, name);
@@ -110,6 +112,13 @@ static bool check_state_shape(const hl_train_state *st, const char *what) {
   }
   for (int k = 0; k < st->n_optims; k++)
     if (!st->optims[k]) return hl_fail_bool("%s: optimizer %d is NULL", what, k);
+  if (st->n_fields < 0 || (st->n_fields > 0 && !st->fields)) return hl_fail_bool("%s: bad field list", what);
+  for (int i = 0; i < st->n_fields; i++) {
+    const hl_checkpoint_field *f = &st->fields[i];
+    if (!f->name || !*f->name || (f->len && !f->data)) return hl_fail_bool("%s: field %d has no name or no data", what, i);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(st->fields[j].name, f->name)) return hl_fail_bool("%s: two fields are named \"%s\"", what, f->name);
+  }
   return true;
 }
 
@@ -199,6 +208,16 @@ bool hl_checkpoint_save(const char *path, const hl_train_state *st) {
   put_int(&b, "train/step", st->step);
   put_int(&b, "rng/seed", (int64_t)st->rng_seed);
   put_int(&b, "rng/offset", (int64_t)st->rng_offset);
+  for (int i = 0; i < st->n_fields; i++) {
+    char *field_name = malloc(strlen(st->fields[i].name) + 7);
+    if (!field_name) {
+      b.failed = true;
+      break;
+    }
+    sprintf(field_name, "field/%s", st->fields[i].name);
+    put_bytes(&b, field_name, st->fields[i].data, st->fields[i].len);
+    free(field_name);
+  }
   if (b.failed) {
     free(b.data);
     return hl_fail_bool("%s: out of host memory building the checkpoint", what);
@@ -238,16 +257,19 @@ typedef struct {
   double r;
 } record;
 
-typedef struct {
+struct hl_checkpoint {
   unsigned char *file;
   size_t size;
   record *rec;
   uint64_t n;
-} parsed;
+  char *path;
+};
+typedef struct hl_checkpoint parsed;
 
 static void parsed_free(parsed *p) {
   free(p->file);
   free(p->rec);
+  free(p->path);
 }
 
 static bool take(const unsigned char **p, const unsigned char *end, void *out, size_t n) {
@@ -275,7 +297,7 @@ static bool check_frame(const char *path, const unsigned char *data, size_t size
   if (order != kByteOrder)
     return hl_fail_bool("%s: \"%s\" was written on a machine of the other byte order", what, path);
   if (version != HL_CHECKPOINT_VERSION)
-    return hl_fail_bool("%s: \"%s\" has format version %u; this build reads version %d", what, path, version,
+    return hl_fail_bool("%s: \"%s\": checkpoint format version %u, this halflab reads version %d", what, path, version,
                         HL_CHECKPOINT_VERSION);
   if (payload > SIZE_MAX - kHeader - kTrailer)
     return hl_fail_bool("%s: \"%s\" is corrupted: its header claims %llu payload bytes", what, path,
@@ -495,45 +517,90 @@ static void apply_optim(const parsed *f, int k, hl_optim *o) {
   hl_optim_zero_grad(o);
 }
 
+hl_checkpoint *hl_checkpoint_open(const char *path) {
+  if (!path || !*path) return hl_fail("checkpoint_load: no path");
+  parsed *f = malloc(sizeof *f);
+  if (!f) return hl_fail("checkpoint_load: out of host memory");
+  bool ok = read_file(path, f); /* sets every member */
+  if (ok && !(f->path = malloc(strlen(path) + 1))) ok = hl_fail_bool("checkpoint_load: out of host memory");
+  if (!ok) {
+    hl_checkpoint_close(f);
+    return NULL;
+  }
+  strcpy(f->path, path);
+  return f;
+}
+
+void hl_checkpoint_close(hl_checkpoint *c) {
+  if (!c) return;
+  parsed_free(c);
+  free(c);
+}
+
+const void *hl_checkpoint_get_field(const hl_checkpoint *c, const char *name, size_t *len) {
+  char *full = malloc(strlen(name) + 7);
+  if (!full) return NULL;
+  sprintf(full, "field/%s", name);
+  const record *r = find(c, full, REC_TEXT);
+  free(full);
+  if (!r) return NULL;
+  if (len) *len = (size_t)r->bytes;
+  return r->data ? (const void *)r->data : (const void *)""; /* an empty field is there, not missing */
+}
+
+int64_t hl_checkpoint_step(const hl_checkpoint *c) {
+  const record *r = find(c, "train/step", REC_INT);
+  return r ? r->i : -1;
+}
+
 bool hl_checkpoint_verify(const char *path) {
   if (!path || !*path) return hl_fail_bool("checkpoint_verify: no path");
-  parsed f;
-  bool ok = read_file(path, &f);
-  parsed_free(&f);
-  return ok;
+  hl_checkpoint *c = hl_checkpoint_open(path);
+  hl_checkpoint_close(c);
+  return c != NULL;
 }
 
 bool hl_checkpoint_load(const char *path, hl_train_state *st) {
+  if (!path || !*path) return hl_fail_bool("checkpoint_load: no path");
+  if (!check_state_shape(st, "checkpoint_load")) return false;
+  hl_checkpoint *c = hl_checkpoint_open(path);
+  if (!c) return false;
+  const bool ok = hl_checkpoint_apply(c, st);
+  hl_checkpoint_close(c);
+  return ok;
+}
+
+bool hl_checkpoint_apply(const hl_checkpoint *f, hl_train_state *st) {
   const char *what = "checkpoint_load";
-  if (!path || !*path) return hl_fail_bool("%s: no path", what);
+  if (!f) return hl_fail_bool("%s: no checkpoint", what);
   if (!check_state_shape(st, what)) return false;
-  parsed f;
-  bool ok = read_file(path, &f);
+  const char *path = f->path;
+  bool ok = true;
   char name[512];
   /* everything checked before anything changes */
   int64_t model_records = 0;
-  for (uint64_t k = 0; ok && k < f.n; k++) model_records += f.rec[k].name_len > 6 && !memcmp(f.rec[k].name, "model/", 6);
-  if (ok && model_records != st->n_params)
+  for (uint64_t k = 0; k < f->n; k++) model_records += f->rec[k].name_len > 6 && !memcmp(f->rec[k].name, "model/", 6);
+  if (model_records != st->n_params)
     ok = hl_fail_bool("%s: \"%s\" holds %lld model parameters, the model has %d", what, path, (long long)model_records,
                       st->n_params);
   for (int i = 0; ok && i < st->n_params; i++) {
     snprintf(name, sizeof name, "model/%s", hl_tensor_name(st->params[i]));
-    ok = check_tensor(&f, path, name, st->params[i]);
+    ok = check_tensor(f, path, name, st->params[i]);
   }
-  for (int k = 0; ok && k < st->n_optims; k++) ok = check_optim(&f, path, k, st->optims[k]);
-  const record *step = ok ? find(&f, "train/step", REC_INT) : NULL;
-  const record *seed = ok ? find(&f, "rng/seed", REC_INT) : NULL;
-  const record *offset = ok ? find(&f, "rng/offset", REC_INT) : NULL;
+  for (int k = 0; ok && k < st->n_optims; k++) ok = check_optim(f, path, k, st->optims[k]);
+  const record *step = ok ? find(f, "train/step", REC_INT) : NULL;
+  const record *seed = ok ? find(f, "rng/seed", REC_INT) : NULL;
+  const record *offset = ok ? find(f, "rng/offset", REC_INT) : NULL;
   if (ok && (!step || !seed || !offset)) ok = hl_fail_bool("%s: \"%s\" has no step counter or random-stream position", what, path);
   hl_scaler_state sst = {0};
   if (ok && st->scaler && hl_scaler_is_enabled(st->scaler)) {
-    const record *present = find(&f, "scaler/present", REC_INT);
+    const record *present = find(f, "scaler/present", REC_INT);
     if (!present) {
       ok = hl_fail_bool("%s: \"%s\" holds no scaler state", what, path);
     } else if (present->i) {
-      const record *r[5] = {find(&f, "scaler/scale", REC_REAL), find(&f, "scaler/growth_factor", REC_REAL),
-                            find(&f, "scaler/backoff_factor", REC_REAL), find(&f, "scaler/growth_interval", REC_INT),
-                            find(&f, "scaler/growth_tracker", REC_INT)};
+      const record *r[5] = {find(f, "scaler/scale", REC_REAL), find(f, "scaler/growth_factor", REC_REAL),
+                            find(f, "scaler/backoff_factor", REC_REAL), find(f, "scaler/growth_interval", REC_INT),
+                            find(f, "scaler/growth_tracker", REC_INT)};
       for (int j = 0; j < 5; j++)
         if (!r[j]) ok = false;
       if (!ok) hl_fail_bool("%s: \"%s\" has an incomplete scaler state", what, path);
@@ -553,13 +620,12 @@ bool hl_checkpoint_load(const char *path, hl_train_state *st) {
   if (ok) {
     for (int i = 0; i < st->n_params; i++) {
       snprintf(name, sizeof name, "model/%s", hl_tensor_name(st->params[i]));
-      restore_tensor(st->params[i], find(&f, name, REC_TENSOR));
+      restore_tensor(st->params[i], find(f, name, REC_TENSOR));
     }
-    for (int k = 0; k < st->n_optims; k++) apply_optim(&f, k, st->optims[k]);
+    for (int k = 0; k < st->n_optims; k++) apply_optim(f, k, st->optims[k]);
     st->step = step->i;
     st->rng_seed = (uint64_t)seed->i;
     st->rng_offset = (uint64_t)offset->i;
   }
-  parsed_free(&f);
   return ok;
 }

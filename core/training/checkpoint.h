@@ -1,12 +1,22 @@
 /* checkpoint.h — saving and resuming a training run: the model's
  * parameters (by name), the optimizers' state, the scaler's state, the step
- * counter and the position of the random stream, in one file.
+ * counter, the position of the random stream and the caller's own named
+ * fields (a program's run definition, its summary's running totals), in one
+ * file.
  *
  *   hl_train_state st = {.params = params, .n_params = n, .optims = &opt, .n_optims = 1,
  *                        .scaler = scaler, .step = step, .rng_seed = seed, .rng_offset = step};
  *   if (!hl_checkpoint_save("run.ckpt", &st)) hl_fatal("%s", hl_error());
  *   ...
  *   if (!hl_checkpoint_load("run.ckpt", &st)) hl_fatal("%s", hl_error());   // st.step etc. restored
+ *
+ * A program that must check the file against its command line before it
+ * builds anything opens it first, reads its fields, and applies it later:
+ *
+ *   hl_checkpoint *c = hl_checkpoint_open("run.ckpt");          // read and checked whole
+ *   size_t n; const char *def = hl_checkpoint_get_field(c, "run/definition", &n);
+ *   ...                                                         // compare, build the model
+ *   hl_checkpoint_apply(c, &st); hl_checkpoint_close(c);
  *
  * Resuming continues bit-identically: every tensor is stored as its exact
  * bits (its own dtype), the scale and tracker exactly, the optimizers'
@@ -36,7 +46,17 @@
 extern "C" {
 #endif
 
-#define HL_CHECKPOINT_VERSION 1
+/* 2: the caller's fields (hl_checkpoint_field). A file of another version
+ * is refused by its number. */
+#define HL_CHECKPOINT_VERSION 2
+
+/* A caller's named bytes, saved beside the state and given back as they
+ * were (the library does not read them). */
+typedef struct {
+  const char *name; /* unique, non-empty */
+  const void *data;
+  size_t len;
+} hl_checkpoint_field;
 
 typedef struct {
   hl_tensor *const *params; /* the model: named, contiguous, unique names */
@@ -46,14 +66,30 @@ typedef struct {
   hl_scaler *scaler; /* may be NULL */
   int64_t step;      /* training steps done */
   uint64_t rng_seed, rng_offset;
+  const hl_checkpoint_field *fields; /* saved by hl_checkpoint_save; may be NULL */
+  int n_fields;
 } hl_train_state;
 
 bool hl_checkpoint_save(const char *path, const hl_train_state *st);
 /* Restores params, optims and scaler in place and sets st->step,
- * st->rng_seed and st->rng_offset. */
+ * st->rng_seed and st->rng_offset (open + apply + close). */
 bool hl_checkpoint_load(const char *path, hl_train_state *st);
 /* Reads and checks the file's integrity only (nothing is applied). */
 bool hl_checkpoint_verify(const char *path);
+
+/* A checkpoint read into memory and checked whole (frame, version,
+ * checksum, every record); NULL with hl_error() when it is not sound. */
+typedef struct hl_checkpoint hl_checkpoint;
+hl_checkpoint *hl_checkpoint_open(const char *path);
+void hl_checkpoint_close(hl_checkpoint *c);
+/* The caller's field `name` as saved (valid until close; *len its size);
+ * NULL when the file has none. */
+const void *hl_checkpoint_get_field(const hl_checkpoint *c, const char *name, size_t *len);
+/* The step counter the file holds (-1 when it has none). */
+int64_t hl_checkpoint_step(const hl_checkpoint *c);
+/* hl_checkpoint_load's checks and restore, from an opened file: nothing
+ * changes unless everything matches. */
+bool hl_checkpoint_apply(const hl_checkpoint *c, hl_train_state *st);
 
 #ifdef __cplusplus
 }

@@ -12,14 +12,27 @@
  * pays neither malloc nor page faults for them. Those copies stay allocated
  * (at the size of the largest operands seen) until the thread exits.
  *
- * The conversions are shared among OpenMP threads in fixed blocks, a
- * group of batch entries per pass (an attention product's many small
- * matrices convert together, not row by row). That is the pool the OpenMP
- * build of OpenBLAS, which halflab loads (kernels/cpu/blas.c), runs its
- * sgemm on, so the two do not compete for cores. (With a pthreads OpenBLAS
- * they did: serial conversions were faster then.) Measured on 2 cores,
- * fp16 path / fp32 path at 1024^3: 0.80 with serial conversions, 0.99-1.03
- * with these.
+ * A call runs one of three ways:
+ *   - a batch of small entries (an attention product's heads): the entries
+ *     are shared out among the OpenMP threads, each entry converted and
+ *     multiplied by one thread with a single-threaded sgemm, so its copies
+ *     stay in that core's cache and no thread waits for another between
+ *     entries (entries_in_parallel says when);
+ *   - otherwise a group of batch entries per pass: the conversions shared
+ *     among the threads in fixed blocks, then OpenBLAS shares each sgemm.
+ *     That is the pool the OpenMP build of OpenBLAS, which halflab loads
+ *     (kernels/cpu/blas.c), runs on, so the two do not compete for cores
+ *     (with a pthreads OpenBLAS they did). Measured on 2 cores, fp16 path /
+ *     fp32 path at 1024^3: 0.80 with serial conversions, 0.99-1.03 with
+ *     these;
+ *   - an entry whose copies would exceed kGroupBytes (GPT-2's logits) in
+ *     blocks of C's rows, so the copies stay bounded.
+ *
+ * A row bias (linear's) rides in the fp32 copy of a half C: each row of the
+ * copy starts as the bias, and sgemm accumulates onto it (beta = 1), so the
+ * sum is rounded once and no half C is written only to be widened again.
+ * Where C is fp32, or oneDNN runs the product, the bias is written into C
+ * first.
  *
  * Semantics the callers rely on, on either path (tests/gemm/test_gemm_cpu.c,
  * test_gemm_onednn.c):
@@ -30,6 +43,7 @@
  *     beta == 0, C not read), whatever lda and ldb say;
  *   - operand types may differ (e.g. fp16 A and B, fp32 C).
  */
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +79,14 @@ static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
 }
 
 /* ---- per-thread fp32 working copies (A, B, C), grown as needed */
+/* Slots: 0-2 the A, B and C copies of the entries a thread works on, 3-4
+ * the A and B copies every entry shares (batch stride 0), which the calling
+ * thread makes once and the others read */
+enum { kSlots = 6 };
+enum { kSlotBias = 5 }; /* a half bias, widened once per call */
 typedef struct {
-  float *p[3];
-  size_t cap[3];
+  float *p[kSlots];
+  size_t cap[kSlots];
 } workspace;
 
 static _Thread_local workspace ws_;
@@ -76,7 +95,7 @@ static pthread_once_t ws_once_ = PTHREAD_ONCE_INIT;
 
 static void ws_release(void *w) {
   workspace *ws = w;
-  for (int i = 0; i < 3; i++) free(ws->p[i]), ws->p[i] = NULL, ws->cap[i] = 0;
+  for (int i = 0; i < kSlots; i++) free(ws->p[i]), ws->p[i] = NULL, ws->cap[i] = 0;
 }
 static void ws_make_key(void) { pthread_key_create(&ws_key_, ws_release); }
 
@@ -112,7 +131,7 @@ static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half
   const bool flat = L.ld == L.cols && (L.stride == L.rows * L.cols || L.entries == 1);
   const int64_t per_row = flat ? L.entries * L.rows * L.cols : L.cols, runs = flat ? 1 : L.entries * L.rows;
   const int64_t blocks_per_run = (per_row + kConvertBlock - 1) / kConvertBlock, blocks = runs * blocks_per_run;
-#pragma omp parallel for schedule(static) if (runs * per_row >= 4 * kConvertBlock)
+#pragma omp parallel for schedule(static) if (runs * per_row >= 4 * kConvertBlock && !omp_in_parallel())
   for (int64_t b = 0; b < blocks; b++) {
     const int64_t run = b / blocks_per_run, lo = (b % blocks_per_run) * kConvertBlock;
     const int64_t n = per_row - lo < kConvertBlock ? per_row - lo : kConvertBlock;
@@ -164,15 +183,177 @@ static const float *widened_entries(int slot, hl_dtype t, const void *src, int64
   return w;
 }
 
+/* C = bias in every row, in C's own type (a half bias is exact in it when
+ * the types agree, as autocast makes them) */
+static void bias_into_c(const hl_gemm_desc *d, int64_t batch) {
+  for (int64_t i = 0; i < batch; i++)
+    for (int64_t r = 0; r < d->m; r++)
+      for (int64_t col = 0; col < d->n; col++)
+        hl_gemm_store(d->c, d->c_type, i * d->stride_c + r * d->ldc + col, hl_gemm_load(d->bias, d->bias_type, col));
+}
+
+/* The bias in fp32: the data itself, or widened once into the calling
+ * thread's slot (read by every thread of the call) */
+static const float *bias_f32(const hl_gemm_desc *d) {
+  if (!d->bias) return NULL;
+  if (d->bias_type == HL_F32) return d->bias;
+  float *w = ws_get(kSlotBias, (size_t)d->n);
+  if (d->bias_type == HL_F16 || d->bias_type == HL_BF16) hl_cpu_widen(d->bias_type, d->bias, w, (size_t)d->n);
+  else
+    for (int64_t j = 0; j < d->n; j++) w[j] = (float)hl_gemm_load(d->bias, d->bias_type, j);
+  return w;
+}
+
+/* rows x n of fp32 C (row stride ldc), each row set to the bias */
+static void bias_rows(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias) {
+#pragma omp parallel for schedule(static) if (rows * n >= 4 * kConvertBlock && !omp_in_parallel())
+  for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, bias, sizeof(float) * (size_t)n);
+}
+
+/* A half C's fp32 copy before the product (rows x n, packed): the bias in
+ * every row, or C widened when beta reads it, or nothing */
+static void c_copy_in(const hl_gemm_desc *d, const float *bias, uint16_t *c_half, float *c, half_layout Lc) {
+  if (bias) {
+    for (int64_t e = 0; e < Lc.entries; e++) bias_rows(c + e * Lc.rows * Lc.cols, Lc.rows, Lc.cols, Lc.cols, bias);
+  } else if (d->beta != 0.0f) {
+    convert(true, d->c_type, c_half, c, Lc);
+  }
+}
+
+/* fp32 views of one batch entry's operands: the data itself or the calling
+ * thread's widened copies (the shared ones made beforehand) */
+typedef struct {
+  const float *a, *b;
+  float *c;
+  int64_t lda, ldb, ldc;
+} entry_views;
+
+/* Entry i on the calling thread alone: widen what is half into its own
+ * working copies, one sgemm (single-threaded: OpenBLAS's OpenMP build runs
+ * serially inside a parallel region), round C back. */
+static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shared, const float *wb_shared,
+                          const float *bias) {
+  const int64_t a_rows = d->trans_a ? d->k : d->m, a_cols = d->trans_a ? d->m : d->k;
+  const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
+  entry_views v = {(const float *)d->a + i * d->stride_a, (const float *)d->b + i * d->stride_b,
+                   (float *)d->c + i * d->stride_c, d->lda, d->ldb, d->ldc};
+  if (d->a_type != HL_F32) {
+    v.a = wa_shared ? wa_shared : widened_entries(0, d->a_type, d->a, i, 1, a_rows, a_cols, d->lda, d->stride_a);
+    v.lda = a_cols;
+  }
+  if (d->b_type != HL_F32) {
+    v.b = wb_shared ? wb_shared : widened_entries(1, d->b_type, d->b, i, 1, b_rows, b_cols, d->ldb, d->stride_b);
+    v.ldb = b_cols;
+  }
+  uint16_t *c_half = d->c_type != HL_F32 ? (uint16_t *)d->c + i * d->stride_c : NULL;
+  const half_layout Lc = {1, d->m, d->n, d->ldc, 0};
+  if (c_half) {
+    v.c = ws_get(2, (size_t)(d->m * d->n));
+    c_copy_in(d, bias, c_half, v.c, Lc);
+    v.ldc = d->n;
+  }
+  hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
+                   (int)d->m, (int)d->n, (int)d->k, d->alpha, v.a, (int)v.lda, v.b, (int)v.ldb, bias ? 1.0f : d->beta,
+                   v.c, (int)v.ldc);
+  if (c_half) convert(false, d->c_type, c_half, v.c, Lc);
+}
+
+/* Bytes of the fp32 copies one batch entry needs (an operand every entry
+ * shares is not counted: it is widened once) */
+static int64_t entry_bytes_of(const hl_gemm_desc *d) {
+  const int64_t a_elems = d->a_type != HL_F32 && d->stride_a ? d->m * d->k : 0;
+  const int64_t b_elems = d->b_type != HL_F32 && d->stride_b ? d->k * d->n : 0;
+  return 4 * (a_elems + b_elems + (d->c_type != HL_F32 ? d->m * d->n : 0));
+}
+
+/* An entry whose A and C copies alone would exceed kGroupBytes (GPT-2's
+ * logits: 12288 x 50257 per product, 2.5 GB in fp32) runs in blocks of C's
+ * rows: A's rows (or, transposed, its columns) and C's rows of one block
+ * widened at a time, B widened once for all of them. The copies then stay
+ * near kGroupBytes, and each block is still a product large enough for
+ * OpenBLAS to share. */
+enum { kMinBlockRows = 256 };
+
+static void entry_in_row_blocks(const hl_gemm_desc *d, int64_t i, const float *wb_shared, const float *bias) {
+  const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
+  const bool half_a = d->a_type != HL_F32, half_c = d->c_type != HL_F32;
+  const float *b = (const float *)d->b + i * d->stride_b;
+  int64_t ldb = d->ldb;
+  if (d->b_type != HL_F32) {
+    b = wb_shared ? wb_shared : widened_entries(4, d->b_type, d->b, i, 1, b_rows, b_cols, d->ldb, d->stride_b);
+    ldb = b_cols;
+  }
+  const int64_t row_bytes = 4 * ((half_a ? d->k : 0) + (half_c ? d->n : 0));
+  int64_t rows = kGroupBytes / row_bytes;
+  rows = rows < kMinBlockRows ? kMinBlockRows : rows;
+  const size_t a_size = hl_dtype_size(d->a_type), c_size = hl_dtype_size(d->c_type);
+  for (int64_t r = 0; r < d->m; r += rows) {
+    const int64_t mb = d->m - r < rows ? d->m - r : rows;
+    /* this block's A: rows r.. of A, or columns r.. of the stored A^T */
+    const char *a_src = (const char *)d->a + (size_t)(i * d->stride_a + (d->trans_a ? r : r * d->lda)) * a_size;
+    char *c_dst = (char *)d->c + (size_t)(i * d->stride_c + r * d->ldc) * c_size;
+    const float *a = (const float *)a_src;
+    int64_t lda = d->lda;
+    if (half_a) {
+      const int64_t a_rows = d->trans_a ? d->k : mb, a_cols = d->trans_a ? mb : d->k;
+      a = widened_entries(0, d->a_type, a_src, 0, 1, a_rows, a_cols, d->lda, 0);
+      lda = a_cols;
+    }
+    float *c = (float *)c_dst;
+    int64_t ldc = d->ldc;
+    const half_layout Lc = {1, mb, d->n, d->ldc, 0};
+    if (half_c) {
+      c = ws_get(2, (size_t)(mb * d->n));
+      c_copy_in(d, bias, (uint16_t *)c_dst, c, Lc);
+      ldc = d->n;
+    }
+    hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
+                     (int)mb, (int)d->n, (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c,
+                     (int)ldc);
+    if (half_c) convert(false, d->c_type, (uint16_t *)c_dst, c, Lc);
+  }
+}
+
+/* A batch of entries too small to share among the threads one by one (an
+ * attention product's heads: 128 x 128 x 64 each in the small preset) runs
+ * one entry per thread at a time instead: each entry's copies stay in its
+ * core's cache, and no thread waits for the others between entries. Above
+ * kShareEntry multiply-adds an entry is large enough for OpenBLAS to share,
+ * which it then does, unless there are entries enough to keep every thread
+ * busy on its own. Measured on 2 cores, the small preset's attention
+ * products (16 calls of 6 heads): see docs/core.md, "Threads". */
+static const double kShareEntry = 1 << 24;
+
+static bool entries_in_parallel(const hl_gemm_desc *d, int64_t batch) {
+  const int threads = omp_get_max_threads();
+  if (threads < 2 || batch < threads || omp_in_parallel()) return false;
+  return batch >= 4 * threads || (double)d->m * (double)d->n * (double)d->k <= kShareEntry;
+}
+
 void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
   if (d->k <= 0) {
-    scale_only(d, d->batch > 0 ? d->batch : 1);
+    /* an empty sum: C = beta C, or (beta = 0) the bias when there is one */
+    if (d->bias) bias_into_c(d, d->batch > 0 ? d->batch : 1);
+    else scale_only(d, d->batch > 0 ? d->batch : 1);
     return;
   }
   const CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
   const int64_t batch = d->batch > 0 ? d->batch : 1;
+  if (d->bias && (d->c_type == HL_F32 || d->c_type == HL_F64)) {
+    /* an fp32 or fp64 C takes the bias in place, then the product onto it */
+    hl_gemm_desc onto = *d;
+    onto.bias = NULL, onto.beta = 1.0f;
+    if (d->c_type == HL_F64 || d->bias_type == HL_F64) {
+      bias_into_c(d, batch);
+    } else {
+      const float *bias = bias_f32(d);
+      for (int64_t i = 0; i < batch; i++) bias_rows((float *)d->c + i * d->stride_c, d->m, d->n, d->ldc, bias);
+    }
+    hl_cpu_gemm_blas(&onto);
+    return;
+  }
   if (d->compute == HL_COMPUTE_F64) {
     for (int64_t i = 0; i < batch; i++)
       hl_blas()->dgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha,
@@ -182,18 +363,28 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   }
   const int64_t a_rows = d->trans_a ? d->k : d->m, a_cols = d->trans_a ? d->m : d->k;
   const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
-  /* Half operands are widened into packed fp32 copies a group of batch
-   * entries at a time (one conversion pass over the group, shared among the
-   * threads), the group as large as keeps the copies under kGroupBytes; an
-   * operand every entry shares (batch stride 0) is widened once. */
   const bool half_a = d->a_type != HL_F32, half_b = d->b_type != HL_F32, half_c = d->c_type != HL_F32;
-  const int64_t entry_bytes = 4 * ((half_a && d->stride_a ? a_rows * a_cols : 0) +
-                                   (half_b && d->stride_b ? b_rows * b_cols : 0) + (half_c ? d->m * d->n : 0));
+  const float *bias = bias_f32(d);
+  /* an operand every entry shares (batch stride 0) is widened once */
+  const float *wa_shared = NULL, *wb_shared = NULL;
+  if (half_a && !d->stride_a) wa_shared = widened_entries(3, d->a_type, d->a, 0, 1, a_rows, a_cols, d->lda, 0);
+  if (half_b && !d->stride_b) wb_shared = widened_entries(4, d->b_type, d->b, 0, 1, b_rows, b_cols, d->ldb, 0);
+  if (entries_in_parallel(d, batch)) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < batch; i++) entry_product(d, i, wa_shared, wb_shared, bias);
+    return;
+  }
+  if (entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows) {
+    for (int64_t i = 0; i < batch; i++) entry_in_row_blocks(d, i, wb_shared, bias);
+    return;
+  }
+  /* Otherwise half operands are widened into packed fp32 copies a group of
+   * batch entries at a time (one conversion pass over the group, shared
+   * among the threads), the group as large as keeps the copies under
+   * kGroupBytes; each entry's sgemm is shared among the threads by OpenBLAS. */
+  const int64_t entry_bytes = entry_bytes_of(d);
   int64_t group = entry_bytes ? kGroupBytes / entry_bytes : batch;
   group = group < 1 ? 1 : group > batch ? batch : group;
-  const float *wa_shared = NULL, *wb_shared = NULL;
-  if (half_a && !d->stride_a) wa_shared = widened_entries(0, d->a_type, d->a, 0, 1, a_rows, a_cols, d->lda, 0);
-  if (half_b && !d->stride_b) wb_shared = widened_entries(1, d->b_type, d->b, 0, 1, b_rows, b_cols, d->ldb, 0);
   for (int64_t first = 0; first < batch; first += group) {
     const int64_t n = batch - first < group ? batch - first : group;
     /* fp32 views of this group's operands: the data itself or the copies */
@@ -212,19 +403,34 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     const half_layout Lc = {n, d->m, d->n, d->ldc, d->stride_c};
     if (half_c) {
       c = ws_get(2, (size_t)(n * d->m * d->n));
-      /* beta == 0: sgemm does not read C, so neither do we */
-      if (d->beta != 0.0f) convert(true, d->c_type, c_half, c, Lc);
+      /* beta == 0 and no bias: sgemm does not read C, so neither do we */
+      c_copy_in(d, bias, c_half, c, Lc);
       ldc = d->n, sc = d->m * d->n;
     }
     for (int64_t i = 0; i < n; i++)
       hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a + i * sa, (int)lda,
-                       b + i * sb, (int)ldb, d->beta, c + i * sc, (int)ldc);
+                       b + i * sb, (int)ldb, bias ? 1.0f : d->beta, c + i * sc, (int)ldc);
     if (half_c) convert(false, d->c_type, c_half, c, Lc);
   }
 }
 
 static void cpu_gemm(const hl_gemm_desc *d) {
-  if (d->m > 0 && d->n > 0 && d->k > 0 && hl_onednn_gemm(d)) return;
+  const bool product = d->m > 0 && d->n > 0 && d->k > 0;
+  if (d->bias && d->c_type != HL_F32 && product) {
+    /* oneDNN takes the bias as C's starting value (beta = 1); the widening
+     * path carries it in its fp32 copy of C */
+    hl_gemm_desc onto = *d;
+    onto.bias = NULL, onto.beta = 1.0f;
+    char why[8];
+    const bool f16 = d->a_type == HL_F16 || d->b_type == HL_F16;
+    if (!f16 && hl_onednn_gemm_describe(&onto, why, sizeof why)) {
+      bias_into_c(d, d->batch > 0 ? d->batch : 1);
+      if (hl_onednn_gemm(&onto)) return;
+      hl_cpu_gemm_blas(&onto);
+      return;
+    }
+  }
+  if (!d->bias && product && hl_onednn_gemm(d)) return;
   hl_cpu_gemm_blas(d);
 }
 
@@ -254,4 +460,5 @@ const struct hl_gemm_kernels hl_cpu_gemm_kernels = {
     .supports = cpu_gemm_supports,
     .gemm = cpu_gemm,
     .describe = cpu_gemm_describe,
+    .row_bias = true,
 };

@@ -272,4 +272,7 @@ void cuda_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
 
 }  // namespace
 
-extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm, cuda_gemm_describe};
+/* row_bias false: the core writes a linear's bias into C and runs beta = 1
+ * (cuBLASLt's bias epilogue is not used yet) */
+extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm, cuda_gemm_describe,
+                                                                false};

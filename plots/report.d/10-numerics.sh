@@ -17,8 +17,13 @@ AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x
 
 echo "## Numerics probes (\`halflab-numerics\`)"
 echo
-echo "Every number here was computed by the probe kernels on the device named in its column (the GPU with its own"
-echo "fp16/bf16 instructions); the \`gpu\` test suite checks that the GPU's bits equal the CPU's."
+if on_gpu; then
+  echo "Every number here was computed by the probe kernels on the device named in its column (the GPU with its own"
+  echo "fp16/bf16 instructions); the \`gpu\` test suite checks that the GPU's bits equal the CPU's."
+else
+  echo "Every number here was computed by the probe kernels on this CPU (the \`cpu\` column), in halflab's own"
+  echo "correctly rounded fp16/bf16 arithmetic."
+fi
 echo
 
 if have tour.csv; then

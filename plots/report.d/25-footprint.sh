@@ -46,8 +46,16 @@ if [ -f "$dir/footprint_training.csv" ]; then
   echo "### Training state per mode"
   echo
   echo "Optimizer: $opt. Analytic bytes (core/models/nn.h, checked against the allocator by the unit tests); \"peak\" is the"
-  echo "step's estimated allocator peak (weights, optimizer state, and the fullest moment of forward and backward:"
-  echo "the components are not all alive at once). \"largest batch\" fits the peak into $mem."
+  echo "step's estimated allocator peak (weights, optimizer state, and the fullest moment of forward and backward)."
+  echo "\"largest batch\" fits the peak into $mem."
+  # the peak against the sum of the parts listed, from the same rows
+  table footprint_training.csv '
+    $c["measured"] == "no" { sum = $c["weights_bytes"] + $c["master_bytes"] + $c["gradients_bytes"] + $c["moments_bytes"] + $c["weight_casts_bytes"] + $c["activations_bytes"]
+      if (sum <= 0) next; r = 100 * ($c["peak_bytes"] / sum - 1); n++; if (r > 0) above++; if (n == 1 || r < lo) lo = r; if (n == 1 || r > hi) hi = r }
+    END { if (!n) exit
+      if (above == n) printf "Every peak exceeds the sum of its parts (by %.1f%% to %.1f%%): the step'"'"'s transient tensors (backward'"'"'s activation gradients and scratch buffers) come on top of what the columns list.\n", lo, hi
+      else if (above == 0) printf "Every peak is below the sum of its parts (by %.1f%% to %.1f%%): the parts are not all alive at once.\n", -hi, -lo
+      else printf "%d of the %d peaks exceed the sum of their parts (from %+.1f%% to %+.1f%%): where a peak is above it, transient tensors come on top of the parts; where below, not all parts are alive at once.\n", above, n, lo, hi }'
   echo
   echo "| model | mode | batch x seq | weights | master | gradients | moments | weight casts | activations | peak | largest batch |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -87,7 +95,8 @@ if [ -f "$dir/footprint.png" ]; then
   echo
   echo "Left: parameter bytes per weight policy, three ways. Middle: the training state per mode, stacked; the black"
   echo "dash is the estimated peak of a step, the red line the memory the largest batch (above each bar) was fitted"
-  echo "to. Right: the measured step — analytic bars and dash, the allocator's measured peak as a red diamond."
+  echo "to. Right: the measured step — analytic bars and dash, the allocator's measured peak as a red diamond (its"
+  echo "value above the bar). The parts keep one colour in both panels; the left panel's three ways are greys."
   echo
 else
   echo '_Chart footprint.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._'

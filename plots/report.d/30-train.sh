@@ -45,12 +45,15 @@ mode_table() { # GROUP: the mode table against fp32
          dl = (el != \"\" && f[c[\"eval_loss\"]] != \"\") ? sprintf(\"%+.2f%%\", 100 * (el / f[c[\"eval_loss\"]] - 1)) : \"-\"
          da = (ea != \"\" && f[c[\"eval_acc\"]] != \"\") ? sprintf(\"%+.2f\", 100 * (ea - f[c[\"eval_acc\"]])) : \"-\"
          t = v[c[\"step_time_ms_median\"]]; sp = (t != \"\" && f[c[\"step_time_ms_median\"]] != \"\") ? sprintf(\"%.2fx\", f[c[\"step_time_ms_median\"]] / t) : \"-\"
+         # a run that stopped early: its few timed steps (the first included) are no measure of the mode
+         early = v[c[\"status\"]] != \"completed\"
+         if (early && t != \"\") { t = sprintf(\"%.2f (%d steps, %s)\", t, v[c[\"timed_steps\"]], v[c[\"status\"]]); sp = \"-\" }
          mem = v[c[\"mem_peak_bytes\"]] / 1048576; mr = f[c[\"mem_peak_bytes\"]] ? sprintf(\"%.2fx\", v[c[\"mem_peak_bytes\"]] / f[c[\"mem_peak_bytes\"]]) : \"-\"
          u = v[c[\"fp16_underflow_frac\"]]; us = v[c[\"fp16_underflow_scaled_frac\"]]
          printf \"| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f MiB | %s | %s / %s | %s | %s / %s |\\n\", m[k], st, \\
            el == \"\" ? \"-\" : sprintf(\"%.4f\", el), dl, ea == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * ea), da, \\
            v[c[\"final_loss\"]] == \"\" ? \"-\" : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
-           t == \"\" ? \"-\" : sprintf(\"%.2f\", t), sp, v[c[\"tokens_per_s\"]] == \"\" ? \"-\" : sprintf(\"%.0f\", v[c[\"tokens_per_s\"]]), mem, mr, \\
+           t == \"\" ? \"-\" : (early ? t : sprintf(\"%.2f\", t)), sp, (v[c[\"tokens_per_s\"]] == \"\" || early) ? \"-\" : sprintf(\"%.0f\", v[c[\"tokens_per_s\"]]), mem, mr, \\
            u == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * u), us == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * us), \\
            v[c[\"grad_zero_frac\"]] == \"\" ? \"-\" : sprintf(\"%.3f%%\", 100 * v[c[\"grad_zero_frac\"]]), \\
            v[c[\"absorbed_frac\"]] == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * v[c[\"absorbed_frac\"]]), \\
@@ -194,14 +197,19 @@ if has absorb || has underflow; then
   echo
 fi
 if has absorb; then
-  echo "**absorb** — $(config absorb). Plain SGD with a small learning rate: most updates lr x g are"
-  echo "smaller than half an fp16 ulp of their weight (the seed's 1 + 0.0001), so pure fp16 weights do not move; fp16-master's"
-  echo "fp16 model absorbs them too, but its fp32 master keeps them."
+  echo "**absorb** — $(config absorb). Plain SGD with a small learning rate: many updates lr x g are"
+  echo "smaller than half an fp16 ulp of their weight (the seed's 1 + 0.0001) and leave pure fp16 weights where they were;"
+  echo "fp16-master's fp16 model absorbs them too, but its fp32 master keeps them."
   echo
   mode_table absorb
   ab=$(val absorb fp16-pure absorbed_frac)
   pl=$(val absorb fp16-pure eval_loss)
   rl=$(val absorb amp-fp16 eval_loss)
+  if [ -n "$ab" ] && [ -n "$pl" ] && [ -n "$rl" ]; then
+    echo "In this run fp16-pure's stored weights absorbed $(pct "$ab") of its non-zero updates, so $(calc "sprintf(\"%.2f%%\", 100 * (1 - $ab))") of them were"
+    echo "applied: $(awk -v a="$ab" 'BEGIN { print (a >= 0.5) ? "most updates were lost" : "most updates still moved the weights" }'), and its eval loss ended $(calc "sprintf(\"%+.2f%%\", 100 * ($pl / $rl - 1))") against amp-fp16's."
+    echo
+  fi
   check "absorb shows what fp16-pure loses (issue 6: any one of the three criteria)" \
     "$(pct "$ab") of its non-zero updates absorbed (criterion: at least half); eval loss $(awk -v a="$pl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
     "$(awk -v a="$ab" -v l="$pl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.5) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
@@ -219,6 +227,18 @@ if has underflow; then
   check "underflow shows what fp16-noscale loses (issue 6: any one of the three criteria)" \
     "$(pct "$z") of its gradient elements lost, exactly zero (criterion: at least 10%; fp32: $(pct "$z32"), amp-fp16: $(pct "$(val underflow amp-fp16 grad_zero_frac)")); eval loss $(awk -v a="$nl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
     "$(awk -v a="$z" -v l="$nl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.1) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
+  # what the loss says beside the PASS: fp16-noscale's place among the group's eval losses
+  rank=$(q '$c["name"] == "underflow" && $c["eval_loss"] != "" { l[$c["mode"]] = $c["eval_loss"] + 0; n++ }
+    END { if (!("fp16-noscale" in l)) exit; r = 1; for (m in l) if (l[m] < l["fp16-noscale"]) r++; print r, n }')
+  if [ -n "$rank" ]; then
+    set -- $rank
+    if [ "$1" = 1 ]; then
+      echo "- fp16-noscale's eval loss is the best of the $2 modes of this group: the gradients it lost did not cost loss in"
+      echo "  this run, and the PASS stands on the lost elements alone, not on a worse model."
+    else
+      echo "- fp16-noscale's eval loss ranks $1 of the $2 modes of this group ($(calc "sprintf(\"%+.2f%%\", 100 * ($nl / $rl - 1))") against amp-fp16's)."
+    fi
+  fi
   echo
 fi
 if has absorb || has underflow; then
@@ -259,6 +279,12 @@ else
   tp=$(val profile-small-portable amp-bf16 step_time_ms_median)
   t32=$(val profile-small fp32 step_time_ms_median)
   tb=$(val profile-small amp-bf16 step_time_ms_median)
+  th16=$(val profile-small amp-fp16 step_time_ms_median)
+  if [ -n "$th16" ] && [ -n "$t32" ]; then
+    echo "- amp-fp16 (fp16 products widened to fp32 for sgemm and rounded once, as on any CPU without fp16 matrix units;"
+    echo "  its per-op table is $(prof amp-fp16)): $(awk -v h="$th16" -v f="$t32" \
+      'BEGIN { printf "%.1f ms per step, %.2fx the fp32 step (%.1f ms)", h, h / f, f }')."
+  fi
   if [ -n "$tp" ] && [ -n "$t32" ] && [ -n "$tb" ]; then
     echo "- amp-bf16 forced onto the portable paths (\`HALFLAB_CPU_UNITS=portable\`: bf16 products widened to fp32 for"
     echo "  sgemm, conversions in plain C; what a CPU without bf16 units gets): $(awk -v p="$tp" -v f="$t32" -v b="$tb" \
@@ -310,11 +336,29 @@ else
   echo
 fi
 
+# the tiny run's absorption at its last step, and why it climbs when the schedule is cosine
+underflow_note() {
+  local f=$dir/train_tiny_fp32_steps.csv
+  [ -f "$f" ] || return 0
+  local sched; sched=$(val tiny fp32 schedule)
+  awk -F, -v sched="$sched" '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["fp16_absorbed_frac"] != "" { first = (first == "") ? $c["fp16_absorbed_frac"] : first; last = $c["fp16_absorbed_frac"]; lr = $c["lr"] }
+    END { if (last == "") exit
+      printf " In the tiny run the share of fp32 updates that fp16 weights would absorb goes from %.1f%% to %.1f%% at the last step", 100 * first, 100 * last
+      if (sched == "cosine") printf ", where the cosine schedule has taken the learning rate to %g: the updates shrink below half an ulp of their weights, not the gradients.", lr
+      else printf "."
+    }' "$f"
+}
+# the runs that did not complete: their bars are hatched, their timings from the few steps they ran
+perf_note() {
+  q '$c["status"] != "completed" && $c["name"] !~ /^(threads-|profile-)/ { s = s sprintf("%s%s %s (%s at step %s, %s steps timed)", s == "" ? "" : "; ", $c["name"], $c["mode"], $c["status"], $c["steps_done"], $c["timed_steps"]) }
+     END { if (s != "") printf " Hatched: runs that did not complete, whose timings are not a measure of the mode: %s.", s }'
+}
 charts=(train-loss "Loss and held-out accuracy per mode and run group (training loss of each step thin, evaluations as points)."
         train-scale "The loss scale per step; skipped steps (inf/NaN gradients) marked."
         train-hist "Weight-gradient histograms against fp16's zero, subnormal and overflow zones: fp32's gradients, amp-fp16's after the scale, fp16-noscale's as computed."
-        train-underflow "Underflow and absorption per step: what fp16 loses of the gradients and of the updates."
-        train-perf "Step time, throughput and peak memory per mode (ratios to fp32), and the threads measurement.")
+        train-underflow "Underflow and absorption per step: what fp16 loses of the gradients and of the updates.$(underflow_note)"
+        train-perf "Step time, throughput and peak memory per mode (ratios to fp32; colour: the mode's precision family), and the threads measurement on a linear axis.$(perf_note)")
 for ((i = 0; i < ${#charts[@]}; i += 2)); do
   name=${charts[i]}
   if [ -f "$dir/$name.png" ]; then

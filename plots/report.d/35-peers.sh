@@ -114,7 +114,27 @@ if [ -n "$slow_fp16" ]; then
 fi
 echo "The parity of the two implementations (first-step loss and every gradient, 30 steps of losses in fp32, amp-bf16"
 echo "and amp-fp16, the loss scale and skipped steps identical) is checked by the e2e test \`peers-parity\`"
-echo "(docs/peers.md); the final losses above drift apart only by rounding."
+echo "(docs/peers.md)."
+# how far the per-step losses of this run drift apart, against the unit roundoff of each mode's narrowest type
+drift=""
+for m in fp32 amp-bf16 amp-fp16; do
+  for h in "$dir"/peers/train_peers-*_"${m}"_steps.csv; do
+    [ -f "$h" ] || continue
+    r=${h##*/train_}; r=${r%_"${m}"_steps.csv}
+    p=$dir/peers/peer_${r}_${m}_steps.csv
+    [ -f "$p" ] || continue
+    case $m in fp32) u=24 ;; amp-bf16) u=8 ;; amp-fp16) u=11 ;; esac
+    drift+=$(awk -F, -v m="$m" -v u="$u" 'FNR == 1 { f++ } /^#/ { next } !hdr[f]++ { for (j = 1; j <= NF; j++) c[f, $j] = j; next }
+      f == 1 { l[$c[1, "step"]] = $c[1, "loss"]; next }
+      ($c[2, "step"] in l) { d = l[$c[2, "step"]] - $c[2, "loss"]; if (d < 0) d = -d; d /= l[$c[2, "step"]]; if (d > mx) { mx = d; at = $c[2, "step"] } n++ }
+      END { if (!n) exit; ur = 2 ^ -u; printf "%s%s over %d steps: largest %.2g (step %d), %.3g times fp32'"'"'s unit roundoff 2^-24%s (%s)", sep, m, n, mx, at, mx / 2 ^ -24, u == 24 ? "" : sprintf(" and %.2g times 2^-%d, its narrow type'"'"'s", mx / ur, u),
+              mx <= 16 * ur ? "within 16: rounding differences" : "beyond 16: more than the rounding of a few operations; the two summation orders compound over the steps" }' sep="${drift:+; }" "$h" "$p")
+    break
+  done
+done
+if [ -n "$drift" ]; then
+  echo "The per-step losses of this comparison, relative difference halflab against PyTorch: $drift."
+fi
 echo
 if [ -f "$dir/peers.png" ]; then
   echo "![halflab vs PyTorch](peers.png)"

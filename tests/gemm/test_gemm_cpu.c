@@ -2,7 +2,7 @@
  * double-precision reference computed here, element by element.
  *
  * Covered: every transpose combination, padded leading dimensions, strided
- * batches, alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
+ * batches (on one thread and shared among two), alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
  * rounded once), mixed operand types, fp64, empty shapes, and the reasons
  * supports() gives for what the CPU cannot run.
  *
@@ -12,6 +12,7 @@
  * alpha/beta steps); an fp16/bf16 output adds one rounding to the output
  * format, u = 2^-11 / 2^-8 of the magnitude. */
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +48,32 @@ typedef struct {
   hl_dtype at, bt, ct;
   hl_gemm_compute compute;
   float alpha, beta;
+  bool bias;                    /* a row bias of bias_t (with beta = 0) */
+  hl_dtype bias_t;
 } gemm_case;
 
 /* Runs one case and checks every element of C, and that the padding
  * around C was not touched. */
+static void check_case_on(const gemm_case *g);
+
+/* A batch runs one of two ways (kernels/cpu/gemm_cpu.c): entries shared out
+ * among the OpenMP threads one per thread, or, on one thread, entry after
+ * entry with OpenBLAS sharing each product. Both are checked, whatever the
+ * machine's core count. */
 static void check_case(const gemm_case *g) {
+  if (g->batch < 2) {
+    check_case_on(g);
+    return;
+  }
+  const int threads = omp_get_max_threads();
+  for (int t = 1; t <= 2; t++) {
+    omp_set_num_threads(t);
+    check_case_on(g);
+  }
+  omp_set_num_threads(threads);
+}
+
+static void check_case_on(const gemm_case *g) {
   const int64_t a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
   const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
   const int64_t lda = a_cols + g->pad_a, ldb = b_cols + g->pad_b, ldc = g->n + g->pad_c;
@@ -61,6 +83,7 @@ static void check_case(const gemm_case *g) {
   void *c = filled(g->ct, sc * g->batch, 3);
   void *c0 = malloc(hl_dtype_size(g->ct) * (size_t)(sc * g->batch > 0 ? sc * g->batch : 1));
   assert_non_null(c0);
+  void *bias = g->bias ? filled(g->bias_t, g->n, 4) : NULL;
   memcpy(c0, c, hl_dtype_size(g->ct) * (size_t)(sc * g->batch));
 
   hl_gemm_desc d = {
@@ -68,7 +91,7 @@ static void check_case(const gemm_case *g) {
       .a_type = g->at, .b_type = g->bt, .c_type = g->ct, .compute = g->compute,
       .alpha = g->alpha, .beta = g->beta,
       .a = a, .lda = lda, .stride_a = sa, .b = b, .ldb = ldb, .stride_b = sb,
-      .c = c, .ldc = ldc, .stride_c = sc};
+      .c = c, .ldc = ldc, .stride_c = sc, .bias = bias, .bias_type = g->bias_t};
   char why[256] = "";
   assert_true(K()->supports(&d, why, sizeof why));
   K()->gemm(&d);
@@ -86,8 +109,9 @@ static void check_case(const gemm_case *g) {
           mag += fabs(x * y);
         }
         double cin = hl_gemm_load(c0, g->ct, bi * sc + i * ldc + j);
-        double want = g->alpha * exact + g->beta * cin;
-        double bound = (double)(g->k + 2) * u_acc * (fabs(g->alpha) * mag + fabs(g->beta * cin)) +
+        const double row_bias = bias ? hl_gemm_load(bias, g->bias_t, j) : 0.0;
+        double want = g->alpha * exact + g->beta * cin + row_bias;
+        double bound = (double)(g->k + 2) * u_acc * (fabs(g->alpha) * mag + fabs(g->beta * cin) + fabs(row_bias)) +
                        u_out * fabs(want) + 1e-300;
         /* fp16 outputs below 2^-14 are subnormal: absolute spacing 2^-24 */
         if (g->ct == HL_F16) bound += 0x1p-25;
@@ -107,6 +131,7 @@ static void check_case(const gemm_case *g) {
   free(b);
   free(c);
   free(c0);
+  free(bias);
 }
 
 static const hl_dtype storage[] = {HL_F32, HL_F16, HL_BF16};
@@ -165,6 +190,68 @@ static void test_dense_batches_and_groups(void **state) {
   check_case(&big);
   big.shared_b = true, big.at = big.bt = big.ct = HL_BF16;
   check_case(&big);
+}
+
+/* A product whose A and C copies alone exceed 32 MiB (GPT-2's logits) runs in
+ * blocks of C's rows, B widened once: 4100 x 2100 rows go in two blocks of
+ * unequal size, A plain and transposed, C read (beta) and padded */
+static void test_row_blocks(void **state) {
+  (void)state;
+  for (int s = 1; s < 3; s++)
+    for (int ta = 0; ta < 2; ta++) {
+      gemm_case g = {.ta = ta, .tb = s == 2, .m = 4100, .n = 2100, .k = 24, .batch = 1, .pad_a = 3, .pad_c = 5,
+                     .at = storage[s], .bt = storage[s], .ct = storage[s], .compute = HL_COMPUTE_F32,
+                     .alpha = 1.0f, .beta = 0.5f};
+      check_case(&g);
+    }
+  /* fp32 C, half A: only A's copy is blocked */
+  gemm_case g = {.ta = false, .tb = false, .m = 9000, .n = 40, .k = 1000, .batch = 1, .at = HL_F16, .bt = HL_F16,
+                 .ct = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 2.0f, .beta = 0.0f};
+  check_case(&g);
+}
+
+/* A row bias (hl_gemm_desc.bias) on every path: one entry, a batch of small
+ * entries, row blocks, k = 0; bias in C's type and in fp32 */
+static void test_row_bias(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++)
+    for (int bt = 0; bt < 2; bt++) {
+      const hl_dtype bias_t = bt ? HL_F32 : storage[s];
+      gemm_case g = {.ta = false, .tb = true, .m = 37, .n = 29, .k = 41, .batch = 1, .pad_c = 2, .at = storage[s],
+                     .bt = storage[s], .ct = storage[s], .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.0f,
+                     .bias = true, .bias_t = bias_t};
+      check_case(&g);
+      g.batch = 6, g.gap = 3;
+      check_case(&g);
+      g.batch = 1, g.gap = 0, g.k = 0;
+      check_case(&g);
+    }
+  gemm_case big = {.ta = true, .tb = false, .m = 4100, .n = 2100, .k = 16, .batch = 1, .at = HL_F16, .bt = HL_F16,
+                   .ct = HL_F16, .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.0f, .bias = true,
+                   .bias_t = HL_F16};
+  check_case(&big);
+}
+
+/* The bias carried in the widening path's fp32 copy of C gives the bits that
+ * writing it into a half C first and accumulating onto it (beta = 1) gives:
+ * one rounding either way */
+static void test_row_bias_same_bits(void **state) {
+  (void)state;
+  for (int s = 1; s < 3; s++) {
+    const int64_t m = 300, n = 70, k = 90;
+    void *a = filled(storage[s], m * k, 5), *b = filled(storage[s], k * n, 6), *bias = filled(storage[s], n, 7);
+    uint16_t *c1 = calloc((size_t)(m * n), 2), *c2 = calloc((size_t)(m * n), 2);
+    assert_true(c1 && c2);
+    hl_gemm_desc d = {.m = m, .n = n, .k = k, .batch = 1, .a_type = storage[s], .b_type = storage[s],
+                      .c_type = storage[s], .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0, .a = a, .lda = k,
+                      .b = b, .ldb = n, .c = c1, .ldc = n, .bias = bias, .bias_type = storage[s]};
+    K()->gemm(&d);
+    for (int64_t r = 0; r < m; r++) memcpy(c2 + r * n, bias, 2 * (size_t)n);
+    d.c = c2, d.bias = NULL, d.beta = 1;
+    K()->gemm(&d);
+    assert_memory_equal(c1, c2, 2 * (size_t)(m * n));
+    free(a), free(b), free(bias), free(c1), free(c2);
+  }
 }
 
 static void test_mixed_types(void **state) {
@@ -339,6 +426,8 @@ int main(void) {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
+      cmocka_unit_test(test_row_blocks),
+      cmocka_unit_test(test_row_bias), cmocka_unit_test(test_row_bias_same_bits),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
       cmocka_unit_test(test_large_half),

@@ -3,7 +3,9 @@
  * never interrupted (losses, scale, tracker, weights, masters, optimizer
  * state; with a skipped step and a growth interval that spans the save);
  * truncated, corrupted, foreign or mismatched files are refused with a
- * message and change nothing; a failed save leaves the old file. */
+ * message and change nothing, another format version by its number; the
+ * caller's fields come back as saved, through an opened file that is
+ * applied later; a failed save leaves the old file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,10 +216,15 @@ static void test_corrupted_files(void **state) {
   hl_write_file(bad, data, size);
   REFUSED_UNCHANGED(bad, &r, "not a halflab checkpoint");
   data[0] = 'H';
-  data[8] = 2; /* a future format version */
-  hl_write_file(bad, data, size);
-  REFUSED_UNCHANGED(bad, &r, "format version 2", "reads version 1");
+  /* another format version, older or newer, refused by its number */
+  assert_int_equal(data[8], HL_CHECKPOINT_VERSION);
   data[8] = 1;
+  hl_write_file(bad, data, size);
+  REFUSED_UNCHANGED(bad, &r, "bad.ckpt\": checkpoint format version 1, this halflab reads version 2");
+  data[8] = 3;
+  hl_write_file(bad, data, size);
+  REFUSED_UNCHANGED(bad, &r, "checkpoint format version 3, this halflab reads version 2");
+  data[8] = HL_CHECKPOINT_VERSION;
   data = realloc(data, size + 3);
   assert_non_null(data);
   memcpy(data + size, "end", 3);
@@ -320,12 +327,83 @@ static void test_atomic_save(void **state) {
   free(dir);
 }
 
+/* fields: named bytes saved with the state and given back unchanged,
+ * through hl_checkpoint_open before hl_checkpoint_apply */
+static void test_fields(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  const path fp = path_in(dir, "run.ckpt");
+  const char *file = fp.s;
+  run a = run_new(7);
+  double sc;
+  for (int s = 0; s < 4; s++) run_step(&a, &sc);
+  const unsigned char binary[5] = {0, 1, 0xff, '\n', 0};
+  const hl_checkpoint_field fields[3] = {
+      {"train/definition", "mode amp-fp16\n", 14}, {"blob", binary, sizeof binary}, {"empty", NULL, 0}};
+  hl_train_state *st = state_of(&a);
+  st->fields = fields;
+  st->n_fields = 3;
+  OK(hl_checkpoint_save(file, st));
+  hl_checkpoint *c = hl_checkpoint_open(file);
+  OK(c);
+  assert_int_equal(hl_checkpoint_step(c), 4);
+  size_t len = 99;
+  const char *def = hl_checkpoint_get_field(c, "train/definition", &len);
+  assert_non_null(def);
+  assert_int_equal(len, 14);
+  assert_memory_equal(def, "mode amp-fp16\n", 14);
+  const void *blob = hl_checkpoint_get_field(c, "blob", &len);
+  assert_non_null(blob);
+  assert_int_equal(len, sizeof binary);
+  assert_memory_equal(blob, binary, sizeof binary);
+  assert_non_null(hl_checkpoint_get_field(c, "empty", &len)); /* there, and empty */
+  assert_int_equal(len, 0);
+  assert_null(hl_checkpoint_get_field(c, "missing", &len));
+  assert_null(hl_checkpoint_get_field(c, "train/step", &len)); /* the library's own records are not fields */
+  /* applied to fresh objects: the same state as a load gives */
+  run b = run_new(12345);
+  OK(hl_checkpoint_apply(c, state_of(&b)));
+  assert_int_equal(b.st.step, 4);
+  assert_true(runs_equal(&a, &b));
+  hl_checkpoint_close(c);
+  /* a mismatched state is refused by apply as by load, and nothing changes */
+  run r = run_new(5);
+  hl_tensor *saved = r.params[1], *other = param_of("fc1.bias", HL_SHAPE(5), NULL, 0, HL_F32, cpu);
+  r.params[1] = other;
+  c = hl_checkpoint_open(file);
+  OK(c);
+  REFUSED(hl_checkpoint_apply(c, state_of(&r)), "model/fc1.bias", "f32[4] in the file");
+  hl_checkpoint_close(c);
+  r.params[1] = saved;
+  hl_release(other);
+  /* bad field lists are refused before anything is written */
+  const hl_checkpoint_field twice[2] = {{"x", "1", 1}, {"x", "2", 1}};
+  st->fields = twice;
+  st->n_fields = 2;
+  REFUSED(hl_checkpoint_save(file, st), "two fields are named \"x\"");
+  const hl_checkpoint_field unnamed[1] = {{"", "1", 1}};
+  st->fields = unnamed;
+  st->n_fields = 1;
+  REFUSED(hl_checkpoint_save(file, st), "no name");
+  c = hl_checkpoint_open(file); /* the file is the first save's */
+  OK(c);
+  assert_non_null(hl_checkpoint_get_field(c, "blob", NULL));
+  hl_checkpoint_close(c);
+  REFUSED(hl_checkpoint_open(path_in(dir, "missing.ckpt").s), "No such file");
+  run_free(&a);
+  run_free(&b);
+  run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_corrupted_files),
       cmocka_unit_test(test_mismatched_state),
       cmocka_unit_test(test_atomic_save),
+      cmocka_unit_test(test_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,36 +160,84 @@ static void must_rename(const char *dir, const char *from, const char *to) {
   if (rename(a, hl_path(dir, to)) != 0) fail_msg("rename %s: %s", a, strerror(errno));
 }
 
+/* Summary columns that hold timings or the machine's load: the only ones a
+ * resumed run may differ in (besides the name). */
+static bool timing_column(const char *col) {
+  static const char *const cols[] = {"step_time_ms_median", "step_time_ms_min", "tokens_per_s", "samples_per_s",
+                                     "load_start", "load_end", "wall_s"};
+  for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+    if (!strcmp(col, cols[i])) return true;
+  return false;
+}
+
+/* A file's lines without its "# " metadata (malloc'd). */
+static char *data_lines(const char *path) {
+  char *text = hl_read_file(path, NULL);
+  if (!text) fail_msg("%s: missing", path);
+  char *out = malloc(strlen(text) + 1), *o = out;
+  assert_non_null(out);
+  for (char *line = text; *line;) {
+    char *eol = strchr(line, '\n');
+    const size_t n = eol ? (size_t)(eol - line + 1) : strlen(line);
+    if (line[0] != '#') memcpy(o, line, n), o += n;
+    line += n;
+  }
+  *o = '\0';
+  free(text);
+  return out;
+}
+
+/* The checkpoint's state records (model, optimizer, scaler, step, random
+ * stream, the run's definition): the bytes from the header's end to the
+ * summary totals' field, which holds step times. */
+static char *state_records(const char *path, size_t *len) {
+  size_t size;
+  char *data = hl_read_file(path, &size);
+  assert_non_null(data);
+  const char *key = "field/train/totals";
+  char *at = NULL;
+  for (size_t i = 32; i + strlen(key) <= size && !at; i++)
+    if (!memcmp(data + i, key, strlen(key))) at = data + i;
+  assert_non_null(at);
+  *len = (size_t)(at - data) - 32;
+  memmove(data, data + 32, *len);
+  return data;
+}
+
 static void test_resume_bit_identical(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  /* amp-fp16 with the scale growing every 3 steps and a skipped step before the save: the scaler's
-   * state, the optimizer's moments, the schedule and the data position all cross the checkpoint */
-  const char *common = SMALL " --mode amp-fp16 --growth-interval 3 --inject-nonfinite 4 --steps 12";
-  run_ok(NULL, "%s --name full --checkpoint %s --out %s", common, hl_path(dir, "full.ckpt"), dir);
-  run_ok(NULL, "%s --name split --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"), dir);
+  char full[4096], split[4096];
+  snprintf(full, sizeof full, "%s/full", dir);
+  snprintf(split, sizeof split, "%s/split", dir);
+  /* amp-fp16 with the scale growing every 3 steps and skipped steps on both sides of the save, statistics
+   * every 4 steps: the scaler's state, the optimizer's moments, the schedule, the data position and the
+   * summary's totals all cross the checkpoint */
+  const char *common = SMALL " --mode amp-fp16 --growth-interval 3 --inject-nonfinite 4,9 --steps 12 --stats-every 4 "
+                             "--hist-steps 2,6,11";
+  run_ok(NULL, "%s --checkpoint %s --out %s", common, hl_path(dir, "full.ckpt"), full);
+  run_ok(NULL, "%s --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"), split);
   /* a stopped run is not complete: its files are marked, the final names and train_summary.csv left alone */
-  hl_table *s = csv_at(dir, "split", "amp-fp16", "summary", ".interrupted");
+  hl_table *s = csv_at(split, "tiny", "amp-fp16", "summary", ".interrupted");
   assert_string_equal(hl_table_get(s, 0, "status"), "stopped");
   assert_true(hl_table_num(s, 0, "steps_done") == 6);
   hl_table_free(s);
-  assert_false(run_file_exists(dir, "split", "amp-fp16", "steps", ""));
-  hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
-  assert_int_equal(all->nrows, 1); /* "full" only */
-  hl_table_free(all);
-  /* resumed twice: the first continues the .interrupted log, the second the completed one, each cut back to the
-   * checkpoint's 6 rows before appending; completing removes the .interrupted files */
+  assert_false(run_file_exists(split, "tiny", "amp-fp16", "steps", ""));
+  assert_false(hl_file_exists(hl_path(split, "train_summary.csv")));
+  /* resumed twice, naming only the checkpoint: the run's options come from it; the first continues the
+   * .interrupted log, the second the completed one, each cut back to the checkpoint's 6 rows before appending;
+   * completing removes the .interrupted files */
   for (int k = 0; k < 2; k++) {
-    run_ok(NULL, "%s --name split --resume %s --checkpoint %s --out %s", common, hl_path(dir, "six.ckpt"),
-           hl_path(dir, "resumed.ckpt"), dir);
+    run_ok(NULL, "--device cpu --resume %s --checkpoint %s --out %s", hl_path(dir, "six.ckpt"),
+           hl_path(dir, "resumed.ckpt"), split);
     const char *kinds[] = {"steps", "hist", "summary"};
     for (int i = 0; i < 3; i++) {
-      assert_true(run_file_exists(dir, "split", "amp-fp16", kinds[i], ""));
-      assert_false(run_file_exists(dir, "split", "amp-fp16", kinds[i], ".interrupted"));
-      assert_false(run_file_exists(dir, "split", "amp-fp16", kinds[i], ".inprogress"));
+      assert_true(run_file_exists(split, "tiny", "amp-fp16", kinds[i], ""));
+      assert_false(run_file_exists(split, "tiny", "amp-fp16", kinds[i], ".interrupted"));
+      assert_false(run_file_exists(split, "tiny", "amp-fp16", kinds[i], ".inprogress"));
     }
   }
-  hl_table *a = csv(dir, "full", "amp-fp16", "steps"), *b = csv(dir, "split", "amp-fp16", "steps");
+  hl_table *a = csv(full, "tiny", "amp-fp16", "steps"), *b = csv(split, "tiny", "amp-fp16", "steps");
   assert_int_equal(a->nrows, 12);
   assert_int_equal(b->nrows, 12);
   for (int r = 0; r < 12; r++) {
@@ -199,35 +247,59 @@ static void test_resume_bit_identical(void **state) {
         fail_msg("step %d %s: %s uninterrupted, %s resumed", r + 1, exact_cols[k], hl_table_get(a, r, exact_cols[k]),
                  hl_table_get(b, r, exact_cols[k]));
   }
-  assert_true(hl_table_num(b, 3, "skipped") == 1);
-  assert_true(hl_table_num(b, 11, "scale") != 65536); /* the scale moved across the checkpoint */
+  assert_true(hl_table_num(b, 3, "skipped") == 1 && hl_table_num(b, 8, "skipped") == 1);
+  assert_true(empty(b, 6, "fp16_underflow_frac") && !empty(b, 7, "fp16_underflow_frac")); /* step 7: no statistics */
+  /* after the checkpoint the scale grew (3 good steps) and backed off at step 9 */
+  assert_true(hl_table_num(b, 8, "scale") == 131072 && hl_table_num(b, 9, "scale") == 65536);
   assert_non_null(strstr(b->meta, "# resumed: after step 6"));
+  assert_non_null(strstr(b->meta, "# resume-overrides: none"));
   hl_table_free(b);
+  /* the summary: every cell but the timings, the skipped steps and the statistics' means over all 12 steps */
+  hl_table *sa = csv(full, "tiny", "amp-fp16", "summary"), *sb = csv(split, "tiny", "amp-fp16", "summary");
+  assert_int_equal(sa->ncols, sb->ncols);
+  for (int c = 0; c < sa->ncols; c++)
+    if (!timing_column(sa->cols[c]) && strcmp(sa->cells[0][c], sb->cells[0][c]))
+      fail_msg("summary %s: %s uninterrupted, %s resumed", sa->cols[c], sa->cells[0][c], sb->cells[0][c]);
+  assert_true(hl_table_num(sb, 0, "skipped") == 2 && hl_table_num(sb, 0, "timed_steps") == 7);
+  assert_non_null(strstr(sb->meta, "# resume-overrides: none"));
+  hl_table_free(sa);
+  hl_table_free(sb);
+  /* the histograms, those of steps 2 and 6 from the checkpoint */
+  char *ha = data_lines(hl_path(full, "train_tiny_amp-fp16_hist.csv")),
+       *hb = data_lines(hl_path(split, "train_tiny_amp-fp16_hist.csv"));
+  assert_string_equal(ha, hb);
+  assert_non_null(strstr(hb, "amp-fp16,2,unscaled"));
+  free(ha);
+  free(hb);
   /* the final state, byte for byte */
   size_t la, lb;
-  char *fa = hl_read_file(hl_path(dir, "full.ckpt"), &la), *fb = hl_read_file(hl_path(dir, "resumed.ckpt"), &lb);
-  assert_non_null(fa);
-  assert_non_null(fb);
+  char *fa = state_records(hl_path(dir, "full.ckpt"), &la), *fb = state_records(hl_path(dir, "resumed.ckpt"), &lb);
   assert_true(la == lb && memcmp(fa, fb, la) == 0);
   free(fa);
   free(fb);
   /* a run killed with kill -9 leaves its .inprogress log: the resume continues that one when it is the newest */
-  run_ok(NULL, "%s --name killed --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "k6.ckpt"), dir);
-  must_rename(dir, "train_killed_amp-fp16_steps.csv.interrupted", "train_killed_amp-fp16_steps.csv.inprogress");
-  run_ok(NULL, "%s --name killed --resume %s --out %s", common, hl_path(dir, "k6.ckpt"), dir);
-  hl_table *k = csv(dir, "killed", "amp-fp16", "steps");
+  char killed[4096];
+  snprintf(killed, sizeof killed, "%s/killed", dir);
+  run_ok(NULL, "%s --stop-after 6 --checkpoint %s --out %s", common, hl_path(dir, "k6.ckpt"), killed);
+  must_rename(killed, "train_tiny_amp-fp16_steps.csv.interrupted", "train_tiny_amp-fp16_steps.csv.inprogress");
+  run_ok(NULL, "--device cpu --resume %s --out %s", hl_path(dir, "k6.ckpt"), killed);
+  hl_table *k = csv(killed, "tiny", "amp-fp16", "steps");
   assert_int_equal(k->nrows, 12);
   for (int r = 0; r < 12; r++) assert_string_equal(hl_table_get(k, r, "loss"), hl_table_get(a, r, "loss"));
   hl_table_free(k);
-  assert_false(run_file_exists(dir, "killed", "amp-fp16", "steps", ".inprogress"));
-  assert_false(run_file_exists(dir, "killed", "amp-fp16", "summary", ".interrupted"));
+  assert_false(run_file_exists(killed, "tiny", "amp-fp16", "steps", ".inprogress"));
+  assert_false(run_file_exists(killed, "tiny", "amp-fp16", "summary", ".interrupted"));
   hl_table_free(a);
-  /* a checkpoint of another mode's model (fp16 weights here) is refused, and nothing is written */
-  hl_run_result r = hl_run("%s " SMALL " --mode fp16-master --steps 12 --resume %s --out %s/x", train(),
-                           hl_path(dir, "six.ckpt"), dir);
-  assert_int_equal(r.status, 2);
-  assert_false(hl_file_exists(hl_path(dir, "x")));
-  hl_run_free(&r);
+  /* a checkpoint of another mode is refused by name before anything is made */
+  hl_expect_refused(dir, 2, "mode is amp-fp16 in the checkpoint, fp16-master on the command line",
+                    "%s " SMALL " --mode fp16-master --steps 12 --resume %s --out %s/x", train(),
+                    hl_path(dir, "six.ckpt"), dir);
+  /* an override: more steps, recorded in the metadata (the later histogram step past 12 is the user's) */
+  run_ok(NULL, "--device cpu --resume %s --steps 14 --hist-steps 2,6,14 --out %s", hl_path(dir, "six.ckpt"), split);
+  hl_table *o = csv(split, "tiny", "amp-fp16", "summary");
+  assert_true(hl_table_num(o, 0, "steps_done") == 14);
+  assert_non_null(strstr(o->meta, "# resume-overrides: --steps 14 (checkpoint: 12), --hist-steps 2,6,14 (checkpoint: 2,6,11)"));
+  hl_table_free(o);
   hl_rmtree(dir);
   free(dir);
 }

@@ -1,0 +1,398 @@
+/* output_guard.c — probes of output paths, per-name output locks, and the
+ * regular-file check of inputs (output_guard.h). */
+#include "cli/output_guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+enum { PATH_LEN = 4096 };
+
+static bool fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *err, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (err && len) vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static const char *kind_of(mode_t m) {
+  if (S_ISREG(m)) return "regular file";
+  if (S_ISDIR(m)) return "folder";
+  if (S_ISFIFO(m)) return "FIFO (named pipe)";
+  if (S_ISCHR(m)) return "character device";
+  if (S_ISBLK(m)) return "block device";
+  if (S_ISSOCK(m)) return "socket";
+  return "special file";
+}
+
+/* The folder that holds PATH ("." for a bare name); trailing slashes of
+ * PATH do not count. */
+static void parent_of(const char *path, char *out, size_t len) {
+  snprintf(out, len, "%s", path);
+  size_t n = strlen(out);
+  while (n > 1 && out[n - 1] == '/') n--;
+  while (n > 0 && out[n - 1] != '/') n--;
+  if (n == 0) {
+    snprintf(out, len, ".");
+    return;
+  }
+  while (n > 1 && out[n - 1] == '/') n--;
+  out[n] = '\0';
+}
+
+/* ------------------------------------------------------------- probes -- */
+
+/* Creates and removes a probe file in DIR, which exists and is a folder. */
+static bool probe_in(const char *dir, char *why, size_t len) {
+  static unsigned counter;
+  char probe[PATH_LEN + 64];
+  for (int attempt = 0; attempt < 16; attempt++) {
+    snprintf(probe, sizeof probe, "%s/.halflab-probe-%ld-%u", dir, (long)getpid(), counter++);
+    const int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) continue; /* left by an earlier process of our PID */
+    if (fd < 0) return fail(why, len, "cannot create files in '%s': %s", dir, strerror(errno));
+    const int closed = close(fd), close_errno = errno;
+    if (unlink(probe) != 0) return fail(why, len, "cannot remove the probe file '%s': %s", probe, strerror(errno));
+    if (closed != 0) return fail(why, len, "cannot create files in '%s': %s", dir, strerror(close_errno));
+    return true;
+  }
+  return fail(why, len, "cannot create files in '%s': probe names taken", dir);
+}
+
+/* An existing path's own kind; false with a message when it cannot be
+ * looked at, or is a symbolic link to nothing. */
+static bool look_at(const char *path, struct stat *st, char *why, size_t len) {
+  if (stat(path, st) == 0) return true;
+  const int e = errno;
+  struct stat l;
+  if (e == ENOENT && lstat(path, &l) == 0) return fail(why, len, "'%s' is a symbolic link to nothing", path);
+  errno = e;
+  return false;
+}
+
+/* The nearest ancestor of DIR that exists (DIR itself excluded); false with
+ * a message when one on the way cannot be looked at. */
+static bool nearest_existing(const char *dir, char *anc, size_t alen, struct stat *st, char *why, size_t len) {
+  char cur[PATH_LEN];
+  snprintf(cur, sizeof cur, "%s", dir);
+  for (;;) {
+    parent_of(cur, anc, alen);
+    if (!strcmp(anc, cur)) return fail(why, len, "'%s' cannot be reached", dir); /* "/" or "." missing */
+    why[0] = '\0';
+    errno = 0;
+    if (look_at(anc, st, why, len)) return true;
+    if (why[0]) return false; /* a link to nothing */
+    if (errno != ENOENT && errno != ENOTDIR) return fail(why, len, "cannot reach '%s': %s", anc, strerror(errno));
+    snprintf(cur, sizeof cur, "%s", anc);
+  }
+}
+
+/* mkdir -p DIR; the folders it made are removed again when a later one
+ * cannot be. */
+static int make_folders(const char *dir) {
+  char tmp[PATH_LEN];
+  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return ENAMETOOLONG;
+  size_t made[256];
+  int n_made = 0, e = 0;
+  const size_t n = strlen(tmp);
+  for (size_t i = 1; i <= n && !e; i++) {
+    if (i < n && tmp[i] != '/') continue;
+    if (i < n && tmp[i - 1] == '/') continue; /* "a//b" */
+    const char keep = tmp[i];
+    tmp[i] = '\0';
+    if (mkdir(tmp, 0777) == 0) {
+      if (n_made < 256) made[n_made++] = i;
+    } else if (errno != EEXIST) {
+      e = errno;
+    }
+    tmp[i] = keep;
+  }
+  struct stat st;
+  if (!e && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) e = errno ? errno : ENOTDIR;
+  if (e)
+    while (n_made > 0) {
+      tmp[made[--n_made]] = '\0';
+      rmdir(tmp);
+    }
+  return e;
+}
+
+bool hl_out_probe_dir(const char *dir, bool create, char *err, size_t len) {
+  if (!dir || !*dir) return fail(err, len, "an empty folder name");
+  if (strlen(dir) >= PATH_LEN - 64) return fail(err, len, "'%.64s...' is too long a path", dir);
+  char why[PATH_LEN + 256];
+  why[0] = '\0';
+  struct stat st;
+  errno = 0;
+  if (look_at(dir, &st, why, sizeof why)) {
+    if (!S_ISDIR(st.st_mode)) return fail(err, len, "'%s' is a %s, not a folder", dir, kind_of(st.st_mode));
+    if (!probe_in(dir, why, sizeof why)) return fail(err, len, "%s", why);
+    return true;
+  }
+  if (why[0]) return fail(err, len, "%s", why);
+  if (errno != ENOENT && errno != ENOTDIR) return fail(err, len, "cannot reach '%s': %s", dir, strerror(errno));
+  char anc[PATH_LEN];
+  if (!nearest_existing(dir, anc, sizeof anc, &st, why, sizeof why))
+    return fail(err, len, "cannot make folder '%s': %s", dir, why);
+  if (!S_ISDIR(st.st_mode))
+    return fail(err, len, "cannot make folder '%s': '%s' is a %s, not a folder", dir, anc, kind_of(st.st_mode));
+  if (!probe_in(anc, why, sizeof why)) return fail(err, len, "cannot make folder '%s': %s", dir, why);
+  if (!create) return true;
+  const int e = make_folders(dir);
+  if (e) return fail(err, len, "cannot make folder '%s': %s", dir, strerror(e));
+  if (!probe_in(dir, why, sizeof why)) {
+    rmdir(dir); /* made just now and empty */
+    return fail(err, len, "%s", why);
+  }
+  return true;
+}
+
+bool hl_out_probe_file(const char *path, char *err, size_t len) {
+  if (!path || !*path) return fail(err, len, "an empty file name");
+  const size_t n = strlen(path);
+  if (n >= PATH_LEN - 64) return fail(err, len, "'%.64s...' is too long a path", path);
+  if (path[n - 1] == '/') return fail(err, len, "'%s' names a folder, not a file", path);
+  char dir[PATH_LEN], why[PATH_LEN + 256];
+  why[0] = '\0';
+  parent_of(path, dir, sizeof dir);
+  struct stat st;
+  errno = 0;
+  if (!look_at(dir, &st, why, sizeof why)) {
+    if (why[0]) return fail(err, len, "cannot write '%s': %s", path, why);
+    if (errno == ENOENT) return fail(err, len, "cannot write '%s': folder '%s' does not exist", path, dir);
+    return fail(err, len, "cannot write '%s': %s", path, strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode))
+    return fail(err, len, "cannot write '%s': '%s' is a %s, not a folder", path, dir, kind_of(st.st_mode));
+  char tmp[PATH_LEN + 8];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  const char *const written[2] = {path, tmp}; /* PATH.tmp is written, then renamed over PATH */
+  for (int i = 0; i < 2; i++) {
+    errno = 0;
+    if (look_at(written[i], &st, why, sizeof why)) {
+      if (!S_ISREG(st.st_mode))
+        return fail(err, len, "cannot write '%s': it is a %s, not a regular file", written[i], kind_of(st.st_mode));
+    } else if (why[0]) {
+      return fail(err, len, "cannot write '%s': %s", path, why);
+    } else if (errno != ENOENT) {
+      return fail(err, len, "cannot write '%s': %s", written[i], strerror(errno));
+    }
+  }
+  if (!probe_in(dir, why, sizeof why)) return fail(err, len, "cannot write '%s': %s", path, why);
+  return true;
+}
+
+bool hl_input_regular_file(const char *path, char *err, size_t len) {
+  if (!path || !*path) return fail(err, len, "an empty file name");
+  struct stat st;
+  if (stat(path, &st) != 0) return fail(err, len, "cannot read '%s': %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(err, len, "'%s' is a %s, not a regular file", path, kind_of(st.st_mode));
+  return true;
+}
+
+/* -------------------------------------------------------------- locks -- */
+
+struct hl_out_lock {
+  int fd;
+  char path[PATH_LEN + 64]; /* DIR/.NAME.lock */
+};
+
+/* The locks this process holds, for the exit and signal clean-up. Changed
+ * only with SIGINT and SIGTERM blocked, so that the handler sees it whole. */
+enum { MAX_LOCKS = 64 };
+static hl_out_lock *held_[MAX_LOCKS];
+static pid_t owner_; /* a forked child inherits the table, not the locks: it must not remove the files */
+static bool hooks_;
+
+static void release_all(void) {
+  if (getpid() != owner_) return;
+  for (int i = 0; i < MAX_LOCKS; i++)
+    if (held_[i]) hl_out_lock_release(held_[i]);
+}
+
+static void on_signal(int sig) {
+  if (getpid() == owner_)
+    for (int i = 0; i < MAX_LOCKS; i++)
+      if (held_[i]) unlink(held_[i]->path); /* async-signal-safe; the lock itself dies with the process */
+  signal(sig, SIG_DFL);
+  raise(sig); /* delivered once the handler returns: the process ends as it would have */
+}
+
+/* The clean-up hooks, for this process: a forked child inherits the
+ * parent's table, whose locks it does not hold, and starts afresh. */
+static void adopt_process(void) {
+  static bool at_exit;
+  if (hooks_ && owner_ == getpid()) return;
+  for (int i = 0; i < MAX_LOCKS; i++) held_[i] = NULL; /* the parent's, not ours */
+  owner_ = getpid();
+  hooks_ = true;
+  if (!at_exit) at_exit = atexit(release_all) == 0;
+  const int sigs[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    struct sigaction old;
+    if (sigaction(sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* a program's own handler, installed later, takes over */
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+static void block_signals(sigset_t *old) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  sigprocmask(SIG_BLOCK, &s, old);
+}
+
+static bool remember(hl_out_lock *l) {
+  sigset_t old;
+  block_signals(&old);
+  adopt_process();
+  int slot = 0;
+  while (slot < MAX_LOCKS && held_[slot]) slot++;
+  if (slot < MAX_LOCKS) held_[slot] = l;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return slot < MAX_LOCKS;
+}
+
+static void forget(hl_out_lock *l) {
+  sigset_t old;
+  block_signals(&old);
+  for (int i = 0; i < MAX_LOCKS; i++)
+    if (held_[i] == l) held_[i] = NULL;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The PID that holds fd's lock: F_GETLK's, else the one written in the file
+ * (another PID namespace reads 0 from F_GETLK). 0: nobody holds it now. */
+static long holder_of(int fd) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  if (fcntl(fd, F_GETLK, &fl) != 0) return -1;
+  if (fl.l_type == F_UNLCK) return 0;
+  if (fl.l_pid > 0) return (long)fl.l_pid;
+  char text[32] = "";
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  if (n > 0) text[n] = '\0';
+  const long pid = strtol(text, NULL, 10);
+  return pid > 0 ? pid : -1;
+}
+
+static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err, size_t len) {
+  if (!dir || !*dir || !name || !*name || strchr(name, '/')) {
+    fail(err, len, "a lock needs a folder and a plain name");
+    errno = EINVAL;
+    return NULL;
+  }
+  hl_out_lock *l = calloc(1, sizeof *l);
+  if (!l) {
+    fail(err, len, "out of memory");
+    return NULL;
+  }
+  if (snprintf(l->path, sizeof l->path, "%s/.%s.lock", dir, name) >= (int)sizeof l->path) {
+    free(l);
+    fail(err, len, "'%s/%s': too long a path", dir, name);
+    errno = ENAMETOOLONG;
+    return NULL;
+  }
+  for (int i = 0; i < MAX_LOCKS && owner_ == getpid(); i++)
+    if (held_[i] && !strcmp(held_[i]->path, l->path)) { /* the kernel would grant it: fcntl locks are per process */
+      free(l);
+      fail(err, len, "%s/%s is being written by PID %ld (this process)", dir, name, (long)getpid());
+      errno = EWOULDBLOCK;
+      return NULL;
+    }
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    const int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int e = errno;
+      fail(err, len, "cannot make the lock file '%s': %s", l->path, strerror(e));
+      free(l);
+      errno = e;
+      return NULL;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    int rc;
+    do rc = fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      const int e = errno;
+      const long pid = e == EACCES || e == EAGAIN ? holder_of(fd) : -1;
+      close(fd);
+      if (pid == 0) continue; /* released since */
+      if (e == EACCES || e == EAGAIN) {
+        if (pid > 0) fail(err, len, "%s/%s is being written by PID %ld", dir, name, pid);
+        else fail(err, len, "%s/%s is being written by another process", dir, name);
+        free(l);
+        errno = EWOULDBLOCK;
+        return NULL;
+      }
+      fail(err, len, "cannot lock '%s': %s", l->path, strerror(e));
+      free(l);
+      errno = e;
+      return NULL;
+    }
+    /* the file locked must still be the one at the path: its holder may have
+     * removed it between our open and our lock */
+    struct stat mine, there;
+    if (fstat(fd, &mine) != 0 || stat(l->path, &there) != 0 || mine.st_ino != there.st_ino ||
+        mine.st_dev != there.st_dev) {
+      close(fd);
+      continue;
+    }
+    char pid_text[32];
+    const int n = snprintf(pid_text, sizeof pid_text, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid_text, (size_t)n, 0) != n) {
+      const int e = errno;
+      fail(err, len, "cannot write the lock file '%s': %s", l->path, strerror(e));
+      unlink(l->path);
+      close(fd);
+      free(l);
+      errno = e;
+      return NULL;
+    }
+    l->fd = fd;
+    if (!remember(l)) {
+      unlink(l->path);
+      close(fd);
+      free(l);
+      fail(err, len, "more than %d output locks in one process", MAX_LOCKS);
+      errno = ENOLCK;
+      return NULL;
+    }
+    return l;
+  }
+  fail(err, len, "cannot lock '%s': its file keeps being replaced", l->path);
+  free(l);
+  errno = EAGAIN;
+  return NULL;
+}
+
+hl_out_lock *hl_out_lock_take(const char *dir, const char *name, char *err, size_t len) {
+  return lock(dir, name, false, err, len);
+}
+
+hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size_t len) {
+  return lock(dir, name, true, err, len);
+}
+
+void hl_out_lock_release(hl_out_lock *l) {
+  if (!l) return;
+  forget(l);
+  unlink(l->path); /* while still holding the lock: whoever locks the old file next sees it gone and starts again */
+  close(l->fd);
+  free(l);
+}

@@ -1,0 +1,73 @@
+/* output_guard.h — what the programs check about their paths before any
+ * work, and the advisory locks that keep two runs out of the same files.
+ *
+ * Probes. A path is proven writable by creating and removing a probe file
+ * (DIR/.halflab-probe-PID-N) in the folder that would hold it: access()
+ * asks the permission bits, which root passes even where nothing can be
+ * created (/proc, a read-only mount). Nothing else is made or changed.
+ *
+ * Locks. An output name NAME in folder DIR is locked through DIR/.NAME.lock:
+ * an fcntl(F_SETLK) write lock on the whole file, which holds the holder's
+ * PID as text. The kernel drops an fcntl lock when its process ends, however
+ * it ends, so a lock file that kill -9 leaves behind holds nothing and never
+ * blocks a later run. A lock is released (and its file removed) by
+ * hl_out_lock_release, at exit, and on SIGINT / SIGTERM where the program has
+ * no handler of its own. Taking the file's inode after the lock is granted
+ * and comparing it with the path's makes removal race-free: a process that
+ * locked a file its holder just removed sees that and starts again.
+ *
+ * fcntl locks belong to the process: within one process a second take of
+ * the same name is refused here, since the kernel would grant it; and the
+ * holder must never open and close its lock file otherwise, since closing
+ * any descriptor of the file drops the process's lock.
+ *
+ * Every function fills err (one line, no program name, no option name: the
+ * caller says which option) when it fails. */
+#ifndef HL_OUTPUT_GUARD_H
+#define HL_OUTPUT_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Proves that files can be made in DIR. When DIR does not exist yet, its
+ * nearest existing ancestor must be a folder that files can be made in;
+ * then with `create` DIR is made (with its missing parents, which are
+ * removed again if a later one fails) and probed itself, and without it
+ * nothing is made: the caller creates DIR once every other check passed. */
+bool hl_out_probe_dir(const char *dir, bool create, char *err, size_t len);
+
+/* Proves that PATH can be written as halflab writes files (PATH.tmp, then
+ * renamed over PATH) without creating or truncating it: its folder must
+ * exist and pass the probe, and PATH and PATH.tmp must each be absent or a
+ * regular file. */
+bool hl_out_probe_file(const char *path, char *err, size_t len);
+
+typedef struct hl_out_lock hl_out_lock;
+
+/* Takes the lock of DIR/NAME without waiting. NULL when another process
+ * holds it ("DIR/NAME is being written by PID n"), errno EWOULDBLOCK; or
+ * when the lock file cannot be made (errno of the failing call). */
+hl_out_lock *hl_out_lock_take(const char *dir, const char *name, char *err, size_t len);
+
+/* The same, waiting for the holder to release it: for a short update of a
+ * file that several runs share (train_summary.csv). */
+hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size_t len);
+
+/* Removes the lock file and releases the lock (NULL: nothing). */
+void hl_out_lock_release(hl_out_lock *l);
+
+/* Whether PATH is a regular file (symbolic links followed), checked before
+ * it is opened: a FIFO would block the open, a device or a folder is not
+ * data. false with "cannot read 'PATH': ..." or "'PATH' is a FIFO, not a
+ * regular file" (device, folder, socket). */
+bool hl_input_regular_file(const char *path, char *err, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# tests/plots/charts.sh SOURCE_ROOT — the chart test (suite e2e). Three parts:
+#  1. every plots/*.gp, through scripts/plots.sh --strict (what `ninja plots`
+#     runs), on a copy of the committed CPU results folder: no output on
+#     gnuplot's stderr, every chart whose CSVs are there drawn, and no GPU
+#     wording in the CPU report or the CPU charts;
+#  2. the same on a synthetic GPU folder this test writes (the columns the
+#     scripts read): no stderr, the GPU charts drawn, GPU captions present;
+#  3. each computed report sentence on either side of its threshold (copies
+#     of the CPU CSVs with one number changed): with the numbers masked, the
+#     sentence must read differently.
+# Exit 77 (skipped) only where gnuplot is not installed.
+set -euo pipefail
+root=$(cd "${1:?usage: tests/plots/charts.sh SOURCE_ROOT}" && pwd)
+command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot is not installed: chart test skipped"; exit 77; }
+
+work=$(mktemp -d /tmp/halflab-charts.XXXXXX)
+# HALFLAB_KEEP_CHARTS=1 keeps the folders for a look at the charts (the path is printed)
+if [ -n "${HALFLAB_KEEP_CHARTS:-}" ]; then echo "charts in $work"; else trap 'rm -rf "$work"' EXIT; fi
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# the committed CPU reference folder: the first results/*/ whose gemm.csv names a CPU device
+src=""
+for d in "$root"/results/*/; do
+  [ -f "$d/gemm.csv" ] && grep -q '^# device: cpu' "$d/gemm.csv" && { src=${d%/}; break; }
+done
+[ -n "$src" ] || { echo "FAIL: no CPU results folder with gemm.csv under $root/results" >&2; exit 1; }
+
+gpu_words='\bGPU|cuBLAS|cublas|tensor.cores?\b|\bCUDA\b|cudaMem|\bSIMT\b|\bH100\b|\bH200\b'
+
+# ------------------------------------------------------------ 1. the CPU folder
+cpu=$work/cpu
+cp -r "$src" "$cpu"
+rm -f "$cpu"/*.png "$cpu"/*.svg "$cpu/REPORT.md"
+if ! "$root/scripts/plots.sh" --strict "$cpu" >"$work/cpu.log" 2>&1; then
+  cat "$work/cpu.log" >&2
+  fail "scripts/plots.sh --strict on the CPU folder (gnuplot wrote to stderr or failed)"
+fi
+for c in overflow absorption lost_update subnormal loss_scale gemm-tflops gemm-speedup gemm-align gemm-accuracy \
+         bandwidth bandwidth-gelems footprint peers train-loss train-scale train-hist train-underflow train-perf; do
+  [ -s "$cpu/$c.png" ] && [ -s "$cpu/$c.svg" ] || fail "CPU folder: $c.png/.svg not drawn"
+done
+[ ! -e "$cpu/bandwidth-host.png" ] || fail "CPU folder: bandwidth-host.png drawn without bandwidth_host.csv"
+if grep -nE "$gpu_words" "$cpu/REPORT.md" >"$work/words" 2>/dev/null; then
+  cat "$work/words" >&2
+  fail "GPU wording in the CPU report (lines above)"
+fi
+for svg in "$cpu"/*.svg; do
+  if sed 's/<[^>]*>//g' "$svg" | grep -qE "$gpu_words"; then fail "GPU wording in the CPU chart $(basename "$svg")"; fi
+done
+# the bandwidth chart's reference is the one the tables use (memcpy-omp here), named in its legend
+grep -q 'copy reference (memcpy-omp)' "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference"
+
+# ------------------------------------------------------------ 2. a synthetic GPU folder
+gpu=$work/gpu
+mkdir -p "$gpu"
+dev='# device: cuda: NVIDIA H200 (synthetic), sm_90, 132 SMs, 139.8 GiB; cpu: synthetic host'
+{
+  echo "$dev"
+  echo "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound,attempts"
+  awk 'BEGIN { split("fp32 tf32 fp16 bf16 fp8", v, " "); split("67 495 989 989 1979", pk, " "); split("0.8 0.6 0.7 0.7 0.6", ef, " ")
+    for (n = 256; n <= 4096; n *= 2) for (i = 1; i <= 5; i++) { t = pk[i] * ef[i] * n / (n + 512)
+      printf "cuda,square,%d^3,%s,x,f32,x,cublas,%d,%d,%d,1,0,0,1,3,10,1,1,1,1,1,%.6g,%.6g,%s,%.4g,0,1,0,1\n", n, v[i], n, n, n, t, t, pk[i], 100 * t / pk[i] }
+    for (n = 4088; n <= 4104; n++) for (i = 1; i <= 5; i++) { t = pk[i] * ef[i] * (n % 8 == 0 ? 0.9 : 0.8)
+      printf "cuda,align,%d^3,%s,x,f32,x,cublas,%d,%d,%d,1,0,0,1,3,10,1,1,1,1,1,%.6g,%.6g,%s,%.4g,0,1,0,1\n", n, v[i], n, n, n, t, t, pk[i], 100 * t / pk[i] } }'
+} >"$gpu/gemm.csv"
+{
+  echo "$dev"
+  echo "device,method,variant,input,accumulate,out_dtype,data,m,n,k,rel_err,rel_err_accumulation,implementation"
+  awk 'BEGIN { split("fp32 tf32 fp16 fp16-acc16 bf16 fp8", v, " "); split("1e-7 3e-4 3e-4 1e-3 2e-3 3e-2", e, " "); split("0.5 0 0 1 0 0", s, " ")
+    for (i = 1; i <= 6; i++) for (k = 64; k <= 65536; k *= 4) for (d = 1; d <= 2; d++) for (m = 1; m <= 2; m++)
+      printf "cuda,%s,%s,x,%s,x,%s,16,16,%d,%.4g,0,synthetic\n", m == 1 ? "simulated" : "cublas", v[i], v[i] ~ /acc16/ ? "f16" : "f32", d == 1 ? "signed" : "positive", k, e[i] * (k / 64) ^ s[i] }'
+} >"$gpu/gemm_accuracy.csv"
+{
+  echo "$dev"
+  echo "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,pct_of_datasheet,attempts"
+  awk 'BEGIN { split("copy scale add triad dot", k, " "); split("fp32 fp16 bf16", t, " "); split("4 2 2", w, " ")
+    for (b = 1048576; b <= 536870912; b *= 4) { ref = 4000 - 1000 * (b < 67108864); printf "cuda,memcpy-d2d,bytes,%d,%d,2,1,3,10,1,1,1,1,%g,%g,,,,,4800,,1\n", b, b, ref, ref
+      for (i = 1; i <= 5; i++) for (j = 1; j <= 3; j++) { g = ref * 0.9; printf "cuda,%s,%s,%d,%d,2,1,3,10,1,1,1,1,%g,%g,%g,memcpy-d2d,%g,%.1f,4800,%.1f,1\n", k[i], t[j], b, b / w[j], g, g, g / w[j] / 3, ref, 90, 100 * g / 4800 } } }'
+} >"$gpu/bandwidth.csv"
+{
+  echo "$dev"
+  echo "device,direction,memory,bytes,gbps"
+  for b in 1048576 16777216 268435456; do
+    for dm in "h2d pinned 50" "h2d pageable 20" "d2h pinned 52" "d2h pageable 18"; do set -- $dm; echo "cuda,$1,$2,$b,$3"; done
+  done
+} >"$gpu/bandwidth_host.csv"
+# the training runs: the CPU's tiny group renamed to the gpt2 preset of a GPU run
+sed -e "s/^# device: .*/$dev/" -e 's/^tiny,\([^,]*\),\([^,]*\),\([^,]*\),cpu,/gpt2,\1,\2,\3,cuda,/' "$cpu/train_summary.csv" |
+  awk -F, '/^#/ || /^name,/ || /^gpt2,/' >"$gpu/train_summary.csv"
+for f in "$cpu"/train_tiny_*_steps.csv; do
+  sed "s/^# device: .*/$dev/" "$f" >"$gpu/$(basename "${f/train_tiny_/train_gpt2_}")"
+done
+if ! "$root/scripts/plots.sh" --strict "$gpu" >"$work/gpu.log" 2>&1; then
+  cat "$work/gpu.log" >&2
+  fail "scripts/plots.sh --strict on the synthetic GPU folder"
+fi
+for c in gemm-tflops gemm-speedup gemm-align gemm-accuracy bandwidth bandwidth-gelems bandwidth-host train-scale train-perf; do
+  [ -s "$gpu/$c.png" ] || fail "GPU folder: $c.png not drawn"
+done
+grep -q "Tensor cores want 16-byte aligned rows" "$gpu/REPORT.md" || fail "GPU report: no tensor-core caption for the alignment study"
+grep -q "the GPU fills up" "$gpu/REPORT.md" || fail "GPU report: no GPU caption for gemm-tflops"
+grep -q '"cublas": the GPU' "$gpu/REPORT.md" || fail "GPU report: the accuracy table does not explain its cublas rows"
+
+# ------------------------------------------------------------ 3. sentences against their thresholds
+# FILE AWK-CONDITION COLUMN VALUE: set COLUMN (by name) of the rows where the condition holds
+setcol() {
+  awk -F, -v OFS=, -v col="$3" -v val="$4" '/^#/ { print; next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next }
+    '"$2"' { $c[col] = val } { print }' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+mask() { sed -E 's/[-+]?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?/N/g'; }
+# NAME PATTERN: the report of folders NAME-lo and NAME-hi (already prepared), the lines matching
+# PATTERN, numbers masked: they must exist and differ
+crosses() {
+  local name=$1 pattern=$2 a b
+  for side in lo hi; do
+    touch "$work/$name-$side"/{gemm-tflops,gemm-speedup,gemm-align,gemm-accuracy,bandwidth,bandwidth-gelems,footprint,peers,train-underflow,train-perf}.png
+    "$root/plots/report.sh" "$work/$name-$side" 2>/dev/null
+  done
+  a=$(grep -E "$pattern" "$work/$name-lo/REPORT.md" | mask || true)
+  b=$(grep -E "$pattern" "$work/$name-hi/REPORT.md" | mask || true)
+  if [ -z "$a" ] || [ -z "$b" ]; then fail "$name: no sentence matching /$pattern/ on one side"
+  elif [ "$a" = "$b" ]; then fail "$name: the sentence reads the same on both sides of its threshold: $a"
+  else echo "ok: $name"; fi
+}
+prepare() { # NAME FILE...: two copies of the CPU folder's FILEs (and peers/ if asked)
+  local name=$1; shift
+  for side in lo hi; do
+    mkdir -p "$work/$name-$side"
+    for f in "$@"; do cp -r "$cpu/$f" "$work/$name-$side/"; done
+  done
+}
+
+# the bandwidth reference: every kernel below it, or some above it
+prepare bw-ref bandwidth.csv
+setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' pct_of_ref 95
+setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' pct_of_ref 105
+crosses bw-ref 'kernel and type pairs'
+
+# triad elements per second against the 2x line
+prepare bw-gelems bandwidth.csv
+setcol "$work/bw-gelems-lo/bandwidth.csv" '$c["dtype"] == "fp16"' gelems 1
+setcol "$work/bw-gelems-hi/bandwidth.csv" '$c["dtype"] == "fp16"' gelems 1000
+crosses bw-gelems 'dashed line is exactly twice'
+
+# bf16's speed-up at the largest size: a gain or a loss
+prepare speedup gemm.csv
+setcol "$work/speedup-lo/gemm.csv" '$c["variant"] == "bf16"' tflops 0.0001
+setcol "$work/speedup-hi/gemm.csv" '$c["variant"] == "bf16"' tflops 1000
+crosses speedup 'bf16 runs at'
+
+# fp32 accumulation on positive data: the error falls, or stays flat
+prepare accuracy gemm_accuracy.csv
+setcol "$work/accuracy-hi/gemm_accuracy.csv" '$c["variant"] == "fp32" && $c["data"] == "positive"' rel_err 1e-6
+crosses accuracy 'From the smallest to the largest k'
+
+# the footprint's peak above or below the sum of its parts
+prepare footprint footprint_params.csv footprint_training.csv
+setcol "$work/footprint-lo/footprint_training.csv" '$c["measured"] == "no"' peak_bytes 1000
+crosses footprint 'sum of (its|their) parts'
+
+# fp16-pure in the absorb run: most updates lost, or most applied
+prepare absorb train_summary.csv
+setcol "$work/absorb-lo/train_summary.csv" '$c["name"] == "absorb" && $c["mode"] == "fp16-pure"' absorbed_frac 0.4
+setcol "$work/absorb-hi/train_summary.csv" '$c["name"] == "absorb" && $c["mode"] == "fp16-pure"' absorbed_frac 0.6
+crosses absorb '^applied: '
+
+# fp16-noscale in the underflow run: the best eval loss of its group, or not
+prepare underflow train_summary.csv
+setcol "$work/underflow-lo/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' eval_loss 0.5
+setcol "$work/underflow-hi/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' eval_loss 5
+crosses underflow "fp16-noscale's eval loss"
+
+# the peers' loss drift: within 16 unit roundoffs, or beyond
+prepare peers peer_step_times.csv peers
+for f in "$work"/peers-hi/peers/peer_*_fp32_steps.csv; do setcol "$f" '1' loss 9.5; done
+crosses peers 'The per-step losses of this comparison'
+
+if [ $failures -gt 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "charts and report: all checks passed"
