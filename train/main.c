@@ -164,7 +164,8 @@ int main(int argc, char **argv) {
 
   train_model m;
   if (!setup_model(&o, d, dev, &m)) {
-    if (o.init_weights) hl_usage_error("--init-weights: %s", hl_error());
+    /* a file that does not fit is bad input; one the system failed to read is a runtime failure */
+    if (o.init_weights && !hl_error_is_system()) hl_usage_error("--init-weights: %s", hl_error());
     hl_fatal("building the model: %s", hl_error());
   }
   train_mode t;

@@ -206,6 +206,7 @@ bool run_definition_overridable(const char *key) {
 
 hl_checkpoint *resume_open(const char *path, run_definition *saved) {
   hl_checkpoint *c = hl_checkpoint_open(path);
+  if (!c && hl_error_is_system()) hl_fatal("--resume: %s", hl_error()); /* the system failed to read it: exit 1 */
   if (!c) hl_usage_error("--resume: %s", hl_error());
   size_t len = 0;
   const char *def = hl_checkpoint_get_field(c, RESUME_FIELD_DEFINITION, &len);

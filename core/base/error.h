@@ -30,6 +30,14 @@ void *hl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, returning false. */
 bool hl_fail_bool(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The same as hl_fail_bool, for a system call that failed with errno err.
+ * hl_error_is_system() then says whether the cause lies in the system (EIO,
+ * ENOMEM, ...: a runtime failure, exit 1 in the programs) rather than in
+ * the path the user gave (ENOENT, EACCES, EISDIR, ...: bad input, exit 2).
+ * A later message that wraps this one ("load: %s") keeps the cause; any
+ * other message, or hl_error_clear(), drops it. */
+bool hl_fail_errno(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool hl_error_is_system(void);
 /* For programs: if `ok` is false (or a NULL pointer), print the message
  * with the call's file:line and exit 1. */
 #define HL_CHECK(expr) hl_check_((expr) ? 1 : 0, #expr, __FILE__, __LINE__)

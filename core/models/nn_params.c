@@ -302,6 +302,7 @@ static bool get(reader *r, void *data, size_t n) {
   if (!r->ok) return false;
   if (fread(data, 1, n, r->f) != n) {
     r->ok = false;
+    if (ferror(r->f)) return hl_fail_errno(errno ? errno : EIO, "load %s: read: %s", r->path, strerror(errno ? errno : EIO));
     return hl_fail_bool("load %s: file is truncated", r->path);
   }
   r->crc = hl_crc32_update(r->crc, data, n);
@@ -326,7 +327,7 @@ typedef struct {
 
 bool hl_params_load(hl_param_list *l, const char *path) {
   reader r = {fopen(path, "rb"), path, 0, true};
-  if (!r.f) return hl_fail_bool("load: cannot open %s: %s", path, strerror(errno));
+  if (!r.f) return hl_fail_errno(errno, "load: cannot open %s: %s", path, strerror(errno));
   load_entry *entries = calloc((size_t)l->n + 1, sizeof *entries);
   char *name = malloc(4097);
   bool ok = entries && name;
@@ -394,7 +395,7 @@ bool hl_params_load(hl_param_list *l, const char *path) {
       break;
     }
     if (fseek(r.f, entries[i].offset, SEEK_SET) != 0 || fread(v, sizeof(float), n, r.f) != n)
-      ok = hl_fail_bool("load %s: reading %s failed: %s", path, p->name, strerror(errno ? errno : EIO));
+      ok = hl_fail_errno(errno ? errno : EIO, "load %s: reading %s failed: %s", path, p->name, strerror(errno ? errno : EIO));
     else
       ok = put_param_f32(p, v);
     free(v);

@@ -377,12 +377,12 @@ static bool read_file(const char *path, parsed *out) {
   const char *what = "checkpoint_load";
   memset(out, 0, sizeof *out);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return hl_fail_bool("%s: open(\"%s\"): %s", what, path, strerror(errno));
+  if (fd < 0) return hl_fail_errno(errno, "%s: open(\"%s\"): %s", what, path, strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
     int e = errno;
     close(fd);
-    return hl_fail_bool("%s: fstat(\"%s\"): %s", what, path, strerror(e));
+    return hl_fail_errno(e, "%s: fstat(\"%s\"): %s", what, path, strerror(e));
   }
   size_t size = (size_t)sb.st_size;
   unsigned char *data = malloc(size ? size : 1);
@@ -391,16 +391,20 @@ static bool read_file(const char *path, parsed *out) {
     return hl_fail_bool("%s: out of host memory for \"%s\" (%zu bytes)", what, path, size);
   }
   size_t got = 0;
+  int read_errno = 0;
   while (got < size) {
     ssize_t r = read(fd, data + got, size - got);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0) read_errno = errno;
     if (r <= 0) break;
     got += (size_t)r;
   }
   close(fd);
   if (got != size) {
     free(data);
-    return hl_fail_bool("%s: read(\"%s\"): %s", what, path, got < size ? "short read" : strerror(errno));
+    /* a failed read is the system's (exit 1); a file that shrank while read is a damaged input */
+    if (read_errno) return hl_fail_errno(read_errno, "%s: read(\"%s\"): %s", what, path, strerror(read_errno));
+    return hl_fail_bool("%s: read(\"%s\"): short read (%zu of %zu bytes)", what, path, got, size);
   }
   out->file = data;
   out->size = size;

@@ -4,14 +4,39 @@
  * float dtypes outside autocast, freed graphs, a second backward without
  * retain_graph, gradients of tensors that do not require grad, NULL
  * propagation, out-of-range indices, ops on a backend without kernels. */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/base/device.h"
+#include "core/base/error.h"
 #include "core/engine/registry.h"
 #include "tests/core/core_test.h"
 
 static hl_tensor *f32(hl_shape s) { return hl_tmp(hl_randn(s, 0, 1, 1, 1, HL_F32, HL_DEVICE_CPU)); }
+
+/* A system call's failure is the system's (exit 1 in the programs) unless
+ * its errno describes the path the user gave; a wrapping message keeps the
+ * cause, any other message drops it. */
+static void test_system_cause(void **state) {
+  (void)state;
+  hl_error_clear();
+  assert_false(hl_fail_errno(EIO, "read(\"%s\"): %s", "x.ckpt", strerror(EIO)));
+  assert_true(hl_error_is_system());
+  hl_fail_bool("--resume: %s", hl_error());
+  assert_true(hl_error_is_system());
+  hl_fail_bool("mm: shape mismatch");
+  assert_false(hl_error_is_system());
+  const int input[] = {ENOENT, EACCES, EISDIR, ENOTDIR};
+  for (size_t i = 0; i < sizeof input / sizeof input[0]; i++) {
+    hl_fail_errno(input[i], "open: %s", strerror(input[i]));
+    assert_false(hl_error_is_system());
+  }
+  hl_fail_errno(ENOMEM, "read: %s", strerror(ENOMEM));
+  assert_true(hl_error_is_system());
+  hl_error_clear();
+  assert_false(hl_error_is_system());
+}
 
 static void test_shape_mismatches(void **state) {
   (void)state;
@@ -147,7 +172,7 @@ static void test_backends_without_kernels(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_shape_mismatches),   cmocka_unit_test(test_wrong_dtypes),
+      cmocka_unit_test(test_system_cause), cmocka_unit_test(test_shape_mismatches),   cmocka_unit_test(test_wrong_dtypes),
       cmocka_unit_test(test_mixed_float_dtypes), cmocka_unit_test(test_graph_misuse),
       cmocka_unit_test(test_null_propagates),    cmocka_unit_test(test_out_of_range_indices),
       cmocka_unit_test(test_backends_without_kernels),

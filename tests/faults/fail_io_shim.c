@@ -1,18 +1,18 @@
 /* fail_io_shim.c — an LD_PRELOAD library for the fault-injection suite: it
- * fails the Nth write(2), fsync(2) or rename(2) on a file under one folder
+ * fails the Nth write(2), fsync(2), rename(2) or read(2) on a file under one folder
  * with a chosen errno, or counts those calls (a dry run). Only calls on
  * files under HL_FAIL_UNDER are seen, so a program's terminal output is
  * never touched.
  *
  *   HL_FAIL_UNDER=DIR         the folder whose files are watched (unset: the shim does nothing)
- *   HL_FAIL_CALL=write|fsync|rename   the kind of call to fail
+ *   HL_FAIL_CALL=write|fsync|rename|read   the kind of call to fail
  *   HL_FAIL_AT=N              fail the Nth call of that kind (from 1; unset or 0: none)
  *   HL_FAIL_ERRNO=ENOSPC|EIO|EDQUOT|EROFS|<number>   the errno it fails with (default ENOSPC)
  *   HL_FAIL_STICKY=1          every later call of that kind fails too (a disk that stays full)
  *   HL_FAIL_SHORT=1           the first failing write writes half its bytes and returns that
  *                             count (a short write, as a disk filling up gives), the errno
  *                             coming with the next call; use it with HL_FAIL_STICKY=1
- *   HL_FAIL_COUNT_TO=FILE     at exit, write "write N\nfsync N\nrename N\n" (the calls seen)
+ *   HL_FAIL_COUNT_TO=FILE     at exit, write "write N\nfsync N\nrename N\nread N\n" (the calls seen)
  *   HL_FAIL_REPORT_TO=FILE    at the (first) failure, write the path of the file it failed
  *                             (the folder resolved; for rename, the source)
  *
@@ -34,8 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { CALL_WRITE, CALL_FSYNC, CALL_RENAME, CALLS };
-static const char *const call_names[CALLS] = {"write", "fsync", "rename"};
+enum { CALL_WRITE, CALL_FSYNC, CALL_RENAME, CALL_READ, CALLS };
+static const char *const call_names[CALLS] = {"write", "fsync", "rename", "read"};
 
 static struct {
   bool ready, active;
@@ -50,6 +50,7 @@ static struct {
   ssize_t (*real_write)(int, const void *, size_t);
   int (*real_fsync)(int);
   int (*real_rename)(const char *, const char *);
+  ssize_t (*real_read)(int, void *, size_t);
 } shim;
 
 static int errno_named(const char *s) {
@@ -67,8 +68,8 @@ static void write_counts(void) {
   const int fd = open(shim.count_to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   char text[256];
-  const int n = snprintf(text, sizeof text, "write %ld\nfsync %ld\nrename %ld\n", shim.seen[CALL_WRITE],
-                         shim.seen[CALL_FSYNC], shim.seen[CALL_RENAME]);
+  const int n = snprintf(text, sizeof text, "write %ld\nfsync %ld\nrename %ld\nread %ld\n",
+                         shim.seen[CALL_WRITE], shim.seen[CALL_FSYNC], shim.seen[CALL_RENAME], shim.seen[CALL_READ]);
   if (n > 0) (void)shim.real_write(fd, text, (size_t)n);
   close(fd);
 }
@@ -79,6 +80,7 @@ static void init(void) {
   shim.real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
   shim.real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
   shim.real_rename = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+  shim.real_read = (ssize_t(*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
   const char *under = getenv("HL_FAIL_UNDER");
   if (!under || !*under || !realpath(under, shim.under)) return;
   shim.under_len = strlen(shim.under);
@@ -185,4 +187,16 @@ int rename(const char *from, const char *to) {
     return -1;
   }
   return shim.real_rename(from, to);
+}
+
+/* A read(2) of a watched file (a checkpoint: core/training/checkpoint.c reads
+ * with read(2) itself; stdio's reads are not seen) */
+ssize_t read(int fd, void *buf, size_t count) {
+  init();
+  char file[PATH_MAX];
+  if (shim.active && fd > 2 && fd_watched(fd, file) && fails_now(CALL_READ, file)) {
+    errno = shim.fail_errno;
+    return -1;
+  }
+  return shim.real_read(fd, buf, count);
 }

@@ -450,6 +450,45 @@ static void test_failed_after_completed(void **state) {
   free(dir);
 }
 
+/* A checkpoint the system fails to read (EIO from read(2)) is a runtime
+ * failure: exit 1, the system's message and file:line, nothing written; a
+ * checkpoint that is not there is bad input (exit 2). */
+static void test_resume_read_error(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  const char *train = hl_test_prog("halflab-train");
+  char ckpt[4096];
+  snprintf(ckpt, sizeof ckpt, "%s", hl_path(dir, "run.ckpt"));
+  hl_run_result r = hl_run_ok("%s " TINY " --steps 4 --stop-after 2 --checkpoint '%s' --out %s", train, ckpt, dir);
+  hl_run_free(&r);
+  folder_print before, after;
+  take_print(dir, &before);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "%s --resume '%s' --out %s", train, ckpt, dir);
+  r = run_shimmed(dir, "HL_FAIL_CALL=read HL_FAIL_AT=1 HL_FAIL_ERRNO=EIO", cmd);
+  tried++;
+  bool ok = r.status == 1 && hl_count_lines(r.err) == 1 && strstr(r.err, "Input/output error") &&
+            strstr(r.err, "run.ckpt") && strstr(r.err, ".c:");
+  take_print(dir, &after);
+  ok = ok && after.n == before.n;
+  for (int i = 0; ok && i < before.n; i++) {
+    const file_print *now = find_print(&after, before.f[i].name);
+    ok = now && now->size == before.f[i].size && now->crc == before.f[i].crc;
+  }
+  if (!ok) print_message("faults: files: --resume with EIO on read: exit %d: %s", r.status, r.err);
+  held += ok;
+  hl_run_free(&r);
+  assert_true(ok);
+  r = hl_run("%s --resume '%s' --out %s", train, hl_path(dir, "absent.ckpt"), dir);
+  tried++;
+  ok = r.status == 2 && hl_count_lines(r.err) == 1;
+  held += ok;
+  hl_run_free(&r);
+  assert_true(ok);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static int report(void **state) {
   (void)state;
   printf("faults: files: %d cases tried, %d held\n", tried, held);
@@ -464,6 +503,7 @@ int main(int argc, char **argv) {
   shim = argv[1];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_failed_after_completed),
+      cmocka_unit_test(test_resume_read_error),
       cmocka_unit_test(test_train_every_write),
       cmocka_unit_test(test_train_resumed_every_write),
       cmocka_unit_test(test_train_peer_files),
