@@ -62,7 +62,7 @@ do for [out=1:2] {
   set logscale y 10
   set format x '2^{%L}'
   set format y '10^{%L}'
-  set xtics 2
+  set xtics 1, 2  # every power of two from the first k (2^6) on
   set ytics 1e-9, 10, 10
   set yrange [1e-9:3]
   set grid xtics ytics back lc rgb '#dddddd'
