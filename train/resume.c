@@ -142,8 +142,9 @@ char *run_definition_format(const train_opts *o) {
   if (o->mode->scaling != HL_LOSS_SCALE_NONE) add(&b, "init-scale %s\n", exact_real(o->init_scale, r, sizeof r));
   if (o->mode->scaling == HL_LOSS_SCALE_DYNAMIC) add(&b, "growth-interval %lld\n", (long long)o->growth_interval);
   char inject[1024];
-  add(&b, "inject-nonfinite %s\n",
-      hl_step_set_count(&o->inject) ? hl_step_set_format(&o->inject, inject, sizeof inject) : "none");
+  add(&b, "inject-nonfinite %s", hl_step_set_count(&o->inject) ? hl_step_set_format(&o->inject, inject, sizeof inject) : "none");
+  if (o->inject_rank >= 0) add(&b, "@%d", o->inject_rank); /* a data-parallel run's one rank */
+  add(&b, "\n");
   add(&b, "steps %lld\nwarmup %lld\nseed %llu\n", (long long)o->steps, (long long)o->warmup,
       (unsigned long long)o->seed);
   add(&b, "stats-every %d\n", o->stats_every);

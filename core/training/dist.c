@@ -1,0 +1,151 @@
+/* dist.c — the data-parallel communicator (dist.h): MPI_COMM_WORLD when
+ * built with MPI and started by mpirun, else one process. */
+#include "core/training/dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/base/error.h"
+#include "core/engine/autograd.h"
+#include "formats/fatal.h"
+
+#ifdef HL_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static int dist_rank = 0, dist_size = 1;
+static bool dist_active = false;
+
+int hl_dist_launcher_size(void) {
+  /* Open MPI's mpirun, and PMI launchers (MPICH's hydra, srun) */
+  const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && atoi(v) > 0) return atoi(v);
+  }
+  return 1;
+}
+
+bool hl_dist_built(void) {
+#ifdef HL_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+const char *hl_dist_not_built_why(void) {
+  return hl_dist_built() ? "" : "built without MPI (libopenmpi-dev not found at configure time, or -Dmpi=disabled)";
+}
+
+#ifdef HL_HAVE_MPI
+/* A failed collective: MPI's own message, then the whole job ends. */
+static void check(int rc, const char *what, const char *file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error %d", rc);
+  fprintf(stderr, "%s: rank %d: %s failed: %s (%s:%d)\n", hl_fatal_program(), dist_rank, what, text, file, line);
+  MPI_Abort(MPI_COMM_WORLD, HL_EXIT_FAILURE);
+  exit(HL_EXIT_FAILURE);
+}
+#define MPI_CHECK(call) check((call), #call, __FILE__, __LINE__)
+#endif
+
+void hl_dist_init(int *argc, char ***argv) {
+#ifdef HL_HAVE_MPI
+  if (dist_active || (hl_dist_launcher_size() <= 1 && !getenv("OMPI_COMM_WORLD_RANK"))) return;
+  int rc = MPI_Init(argc, argv);
+  if (rc != MPI_SUCCESS) hl_fatal("MPI_Init failed (error %d): is this mpirun's job?", rc);
+  /* errors come back to check(), which names the call, instead of MPI's default abort */
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &dist_rank));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &dist_size));
+  dist_active = true;
+#else
+  (void)argc, (void)argv;
+#endif
+}
+
+int hl_dist_rank(void) { return dist_rank; }
+int hl_dist_size(void) { return dist_size; }
+bool hl_dist_active(void) { return dist_active; }
+
+void hl_dist_allreduce_mean_f32(float *values, int64_t n) {
+#ifdef HL_HAVE_MPI
+  if (!dist_active || dist_size == 1) return;
+  /* MPI counts are int: large buffers go in pieces */
+  const int64_t piece = 1 << 30;
+  for (int64_t at = 0; at < n; at += piece) {
+    const int count = (int)(n - at < piece ? n - at : piece);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  }
+  const float inv = 1.0f / (float)dist_size;
+  for (int64_t i = 0; i < n; i++) values[i] *= inv;
+#else
+  (void)values, (void)n;
+#endif
+}
+
+static double allreduce_one(double v, bool max) {
+#ifdef HL_HAVE_MPI
+  if (!dist_active || dist_size == 1) return v;
+  double out = v;
+  MPI_CHECK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD));
+  return out;
+#else
+  (void)max;
+  return v;
+#endif
+}
+
+double hl_dist_allreduce_max(double v) { return allreduce_one(v, true); }
+double hl_dist_allreduce_sum(double v) { return allreduce_one(v, false); }
+
+void hl_dist_barrier(void) {
+#ifdef HL_HAVE_MPI
+  if (dist_active) MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+#endif
+}
+
+_Noreturn void hl_dist_abort(int code) {
+  fflush(stdout);
+  fflush(stderr);
+#ifdef HL_HAVE_MPI
+  if (dist_active) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  exit(code);
+}
+
+void hl_dist_finalize(void) {
+#ifdef HL_HAVE_MPI
+  if (dist_active) MPI_Finalize();
+  dist_active = false;
+#endif
+}
+
+bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel) {
+  if (dist_size == 1) return true;
+  int64_t at = 0;
+  for (int i = 0; i < n; i++) {
+    const hl_tensor *g = hl_tensor_grad(params[i]);
+    if (!g) continue;
+    if (at + hl_numel(g) > tmp_numel) return hl_fail_bool("all-reduce: the gradients hold more than %lld values", (long long)tmp_numel);
+    if (!hl_read_f32(g, tmp + at)) return false;
+    at += hl_numel(g);
+  }
+  hl_dist_allreduce_mean_f32(tmp, at);
+  at = 0;
+  bool ok = true;
+  HL_NO_GRAD {
+    for (int i = 0; i < n && ok; i++) {
+      hl_tensor *g = hl_tensor_grad(params[i]);
+      if (!g) continue;
+      hl_tensor *mean = hl_from_f32(hl_tensor_shape(g), tmp + at, g->dtype, g->device);
+      ok = mean && hl_copy_(g, mean);
+      hl_release(mean);
+      at += hl_numel(g);
+    }
+  }
+  return ok;
+}

@@ -1,0 +1,69 @@
+/* dist.h — the data-parallel communicator: the ranks of one training job
+ * and the few collectives data-parallel training needs (docs/train.md,
+ * "Data-parallel training").
+ *
+ * Built with MPI (meson option mpi), a process started by mpirun (Open
+ * MPI's OMPI_COMM_WORLD_SIZE, or PMI_SIZE, in its environment) joins
+ * MPI_COMM_WORLD; every other process, and every process of a build
+ * without MPI, is rank 0 of 1 and the collectives return their input. A
+ * process not started by mpirun never initialises MPI, so a single-process
+ * run does exactly what it did before MPI was linked.
+ *
+ *   hl_dist_init(&argc, &argv);      // before anything else reads argv
+ *   if (hl_dist_rank() == 0) write the files;
+ *   hl_dist_allreduce_mean_f32(grads, n);   // every rank the same mean
+ *   found = hl_dist_allreduce_max(found);   // any rank's inf stops all
+ *   hl_dist_finalize();
+ *
+ * A failed collective is a runtime failure: the message (with MPI's error
+ * text) and MPI_Abort of the whole job, so that no rank waits for a dead
+ * one. Collectives must be called by every rank in the same order. */
+#ifndef HL_DIST_H
+#define HL_DIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/engine/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether this build has MPI (meson option mpi). */
+bool hl_dist_built(void);
+/* Why not, for a "not built" message; "" when built. */
+const char *hl_dist_not_built_why(void);
+/* The rank count the launcher asked for (1 when none did), read from the
+ * environment: lets a build without MPI refuse mpirun instead of running
+ * N unrelated copies. */
+int hl_dist_launcher_size(void);
+
+/* Joins the job when started by mpirun (no-op otherwise, or twice). */
+void hl_dist_init(int *argc, char ***argv);
+int hl_dist_rank(void); /* 0 .. size - 1 */
+int hl_dist_size(void); /* 1 outside mpirun */
+bool hl_dist_active(void); /* MPI initialised: size may still be 1 */
+
+/* In place, the element-wise mean over the ranks (sum in f32, then times
+ * 1/size, the same on every rank). */
+void hl_dist_allreduce_mean_f32(float *values, int64_t n);
+/* The largest / the sum of one value over the ranks. */
+double hl_dist_allreduce_max(double v);
+double hl_dist_allreduce_sum(double v);
+void hl_dist_barrier(void);
+/* Ends every rank of the job with status code (exit(code) outside MPI). */
+_Noreturn void hl_dist_abort(int code);
+void hl_dist_finalize(void); /* NULL-safe no-op outside MPI */
+
+/* The tensors' gradients (those that have one) replaced by their mean over
+ * the ranks, in one collective: read to the host in f32, reduced, written
+ * back in each gradient's dtype. tmp holds numel floats of all of them.
+ * false with hl_error() on a failed read or write. */
+bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,192 @@
+/* test_train_mpi.c — suite e2e: data-parallel halflab-train under mpirun
+ * (docs/train.md, "Data-parallel training"), 2 ranks x 1 thread on the CPU.
+ *
+ *   equivalence: 2 ranks give the per-step loss of 1 process with the same
+ *     global batch, in fp32 and amp-fp16, within the tolerances below (the
+ *     ranks sum the gradients in another order), with --check-replicas
+ *     passing every step, and rank 0 alone writing files;
+ *   an inf on rank 1 only (--inject-nonfinite 3@1): both ranks skip step 3
+ *     and halve the scale (rank 0's log shows the skip it learned of only
+ *     through the found_inf all-reduce), replicas still identical;
+ *   the test switch HALFLAB_TEST_NO_FOUND_INF_ALLREDUCE: the same run must
+ *     fail --check-replicas (the replicas diverge), so the check can fail;
+ *   bad input under 2 ranks: exit 2, nothing written.
+ *
+ * Run with an argument "build", it checks instead what the build says of
+ * the feature: built, or refused with "not built" (both configurations).
+ * Without MPI built, the mpirun tests exit 77 (skipped). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/hltest.h"
+
+static const char *train(void) { return hl_test_prog("halflab-train"); }
+
+/* Set by meson when MPI is built and mpirun was found. */
+static const char *mpirun(void) {
+  const char *m = getenv("HALFLAB_MPIRUN");
+  return m && *m ? m : NULL;
+}
+
+/* CI runs as root; this machine has fewer cores than some runners' ranks. */
+#define MPIRUN_FLAGS "--allow-run-as-root --oversubscribe -n 2"
+#define SMALL "--device cpu --batch 16 --eval-samples 32 --eval-every 5 --steps 6"
+/* Relative per-step loss tolerances, 2 ranks against 1: the all-reduce sums
+ * each gradient as (rank 0's half-batch mean + rank 1's) / 2 instead of
+ * one mean over the batch. fp32 keeps that reordering near its rounding
+ * (seen: 1e-7); amp-fp16 rounds the fp16 activations of half batches
+ * differently (seen: 3e-5), and 6 steps compound it. */
+#define FP32_TOL 1e-5
+#define AMP_FP16_TOL 1e-3
+
+static hl_table *steps_csv(const char *dir, const char *mode) {
+  char f[128];
+  snprintf(f, sizeof f, "train_tiny_%s_steps.csv", mode);
+  hl_table *t = hl_table_read(hl_path(dir, f));
+  if (!t) fail_msg("%s in %s: missing or malformed", f, dir);
+  return t;
+}
+
+static hl_run_result run_ranks(const char *env, const char *args) {
+  return hl_run("OMP_NUM_THREADS=1 %s %s " MPIRUN_FLAGS " %s %s", env, mpirun(), train(), args);
+}
+
+static void check_equivalent(const char *mode, double tol) {
+  char *one = hl_tmpdir(), *two = hl_tmpdir();
+  hl_run_result r = hl_run_ok("OMP_NUM_THREADS=1 %s " SMALL " --mode %s --out %s", train(), mode, one);
+  hl_run_free(&r);
+  char args[1024];
+  snprintf(args, sizeof args, SMALL " --mode %s --check-replicas 1 --out %s", mode, two);
+  r = run_ranks("", args);
+  if (r.status != 0) fail_msg("2 ranks, %s: exit %d\n%s", mode, r.status, r.err);
+  hl_run_free(&r);
+  hl_table *a = steps_csv(one, mode), *b = steps_csv(two, mode);
+  assert_int_equal(a->nrows, 6);
+  assert_int_equal(b->nrows, 6);
+  for (int i = 0; i < 6; i++) {
+    const double la = hl_table_num(a, i, "loss"), lb = hl_table_num(b, i, "loss");
+    if (!(fabs(la - lb) <= tol * fabs(la)))
+      fail_msg("%s step %d: loss %.9g with 1 rank, %.9g with 2 (tolerance %g relative)", mode, i + 1, la, lb, tol);
+    assert_string_equal(hl_table_get(a, i, "scale"), hl_table_get(b, i, "scale"));
+    assert_string_equal(hl_table_get(a, i, "skipped"), hl_table_get(b, i, "skipped"));
+  }
+  assert_true(strstr(b->meta, "2 MPI ranks, 8 rows of each micro-batch per rank") != NULL);
+  assert_true(strstr(a->meta, "MPI ranks") == NULL); /* a single process says nothing of ranks */
+  hl_table_free(a);
+  hl_table_free(b);
+  /* rank 0 alone wrote: the same files as the single process, no more */
+  assert_int_equal(hl_count_files(two), hl_count_files(one));
+  hl_rmtree(one);
+  hl_rmtree(two);
+  free(one);
+  free(two);
+}
+
+static void test_equivalent_fp32(void **state) {
+  (void)state;
+  check_equivalent("fp32", FP32_TOL);
+}
+
+static void test_equivalent_amp_fp16(void **state) {
+  (void)state;
+  check_equivalent("amp-fp16", AMP_FP16_TOL);
+}
+
+static void test_inf_on_one_rank(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), args[1024];
+  snprintf(args, sizeof args, SMALL " --mode amp-fp16 --check-replicas 1 --inject-nonfinite 3@1 --out %s", dir);
+  hl_run_result r = run_ranks("", args);
+  if (r.status != 0) fail_msg("inject on rank 1: exit %d\n%s", r.status, r.err);
+  hl_run_free(&r);
+  hl_table *t = steps_csv(dir, "amp-fp16");
+  for (int i = 0; i < 6; i++) { /* rank 0's gradients were finite: it skipped on rank 1's word */
+    assert_true(hl_table_num(t, i, "skipped") == (i == 2));
+    assert_true(hl_table_num(t, i, "scale") == (i <= 2 ? 65536 : 32768));
+  }
+  hl_table_free(t);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_switch_makes_replicas_diverge(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), args[1024];
+  snprintf(args, sizeof args, SMALL " --mode amp-fp16 --check-replicas 1 --inject-nonfinite 3@1 --out %s", dir);
+  hl_run_result r = run_ranks("HALFLAB_TEST_NO_FOUND_INF_ALLREDUCE=1", args);
+  if (r.status != 1) fail_msg("without the found_inf all-reduce: exit %d, not 1\n%s", r.status, r.err);
+  if (!hl_has_line(r.err, "--check-replicas: after step 3 the ranks'", "differ"))
+    fail_msg("no divergence reported after step 3:\n%s", r.err);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void expect_refused_ranks(const char *args, const char *words) {
+  char *dir = hl_tmpdir(), full[1024];
+  snprintf(full, sizeof full, "--device cpu --steps 3 --out %s/out %s", dir, args);
+  hl_run_result r = run_ranks("", full);
+  if (r.status != 2 || !hl_has_line(r.err, words, NULL))
+    fail_msg("2 ranks, %s: exit %d, wanted 2 and '%s'\n%s", args, r.status, words, r.err);
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  expect_refused_ranks("--batch 15", "--batch 15 does not split evenly over 2 ranks");
+  expect_refused_ranks("--batch 1", "fewer rows than ranks (2)");
+  expect_refused_ranks("--inject-nonfinite 2@2", "rank 2 does not exist: the run has 2 ranks");
+  expect_refused_ranks("--device cuda", "data-parallel ranks run on the CPU only");
+}
+
+/* ------------------------------------------------------- the build says -- */
+
+static int check_build(void) {
+  hl_run_result r = hl_run("%s --help", train());
+  const bool built = mpirun() != NULL;
+  if (r.status != 0) fail_msg("--help: exit %d", r.status);
+  if (built) assert_true(strstr(r.out, "(built in this build: MPI;") != NULL);
+  else assert_true(strstr(r.out, "NOT BUILT in this build: built without MPI") != NULL);
+  hl_run_free(&r);
+  char *dir = hl_tmpdir();
+  hl_expect_refused(dir, 2, "rank 1 does not exist: the run has 1 rank", "%s --device cpu --out %s/o --inject-nonfinite 2@1",
+                    train(), dir);
+  if (!built) {
+    hl_expect_refused(dir, 2, "--check-replicas: data-parallel training is not built",
+                      "%s --device cpu --out %s/o --check-replicas 1", train(), dir);
+    hl_expect_refused(dir, 2, "started by mpirun with 2 ranks, but data-parallel training is not built",
+                      "OMPI_COMM_WORLD_SIZE=2 %s --device cpu --out %s/o", train(), dir);
+  }
+  hl_rmtree(dir);
+  free(dir);
+  return 0;
+}
+
+static void test_build(void **state) {
+  (void)state;
+  check_build();
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "build")) {
+    const struct CMUnitTest build[] = {cmocka_unit_test(test_build)};
+    return cmocka_run_group_tests(build, NULL, NULL);
+  }
+  if (!mpirun()) {
+    printf("skipped: data-parallel training is not built (no MPI at configure time, or -Dmpi=disabled)\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_equivalent_fp32),
+      cmocka_unit_test(test_equivalent_amp_fp16),
+      cmocka_unit_test(test_inf_on_one_rank),
+      cmocka_unit_test(test_switch_makes_replicas_diverge),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
