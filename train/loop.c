@@ -461,7 +461,7 @@ static void inject_inf(train_model *m) {
 /* Data-parallel: every gradient replaced by its mean over the ranks. */
 static void allreduce_gradients(loop_state *s, int64_t step) {
   hl_range_push("all-reduce");
-  if (!hl_dist_allreduce_grads_mean(s->m->trainable, s->m->n_trainable, s->reduce_buf, s->m->numel))
+  if (!hl_dist_allreduce_grads_mean(s->m->trainable, s->m->n_trainable, s->reduce_buf, s->m->numel, s->o->allreduce_dtype))
     hl_fatal("step %lld: gradient all-reduce: %s", (long long)step, hl_error());
   hl_range_pop();
 }

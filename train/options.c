@@ -90,6 +90,8 @@ static const char usage[] =
     "  --batch stays the global batch: each rank trains on its --batch / N rows of every micro-batch\n"
     "  --check-replicas N    every N steps, check that every rank holds the same weights and scaler state\n"
     "                        (exit 1 naming the step when they differ)\n"
+    "  --allreduce-dtype fp32|bf16|fp16  the gradients' type on the wire (default fp32; half: half the bytes,\n"
+    "                        each sum rounded to it; fp16 carries the gradients still scaled by the loss scale)\n"
     "%DIST%"
     "\n"
     "Common:\n"
@@ -142,7 +144,7 @@ static int choice(const char *option, const char *value, const char *const *name
 /* What the user gave, before presets fill in the rest (NULL / false / -1:
  * not given; every number an option takes is >= 0). */
 typedef struct {
-  const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name;
+  const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name, *allreduce_dtype;
   const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
   bool list_params, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
@@ -247,6 +249,7 @@ static const train_option train_options[] = {
     OPT_TEXT("dump-grads", dump_grads),
     /* data-parallel */
     OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
+    OPT_TEXT("allreduce-dtype", allreduce_dtype),
     /* common (the others come from cli.h) */
     OPT_TEXT("name", name),
 };
@@ -334,7 +337,7 @@ static bool was_given(const train_option *opt, const given *g) {
 }
 
 static bool is_choice(const char *name) {
-  static const char *const choices[] = {"model", "preset", "task", "mode", "optimizer", "schedule"};
+  static const char *const choices[] = {"model", "preset", "task", "mode", "optimizer", "schedule", "allreduce-dtype"};
   for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
     if (!strcmp(name, choices[i])) return true;
   return false;
@@ -617,6 +620,13 @@ static void resolve_data_parallel(const given *g, train_opts *o) {
   if (g->check_replicas >= 0 && !hl_dist_built())
     hl_usage_error("--check-replicas: data-parallel training is not built: %s", hl_dist_not_built_why());
   o->check_replicas = (int)PICK(g->check_replicas, 0);
+  static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
+  static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
+  o->allreduce_dtype = wire_types[choice("allreduce-dtype", g->allreduce_dtype ? g->allreduce_dtype : "fp32", wire_names)];
+  if (o->allreduce_dtype != HL_F32 && ranks == 1)
+    hl_usage_error("--allreduce-dtype %s: %s", g->allreduce_dtype,
+                   hl_dist_built() ? "one process all-reduces nothing: start it with mpirun -n N (N >= 2)"
+                                   : "data-parallel training is not built");
   if (ranks == 1) return;
   if (o->batch < ranks)
     hl_usage_error("--batch %lld: fewer rows than ranks (%d): every rank needs at least one row", (long long)o->batch, ranks);

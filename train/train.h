@@ -83,6 +83,7 @@ typedef struct {
   hl_step_set inject;  /* steps whose gradient gets an inf */
   int inject_rank;     /* --inject-nonfinite STEPS@RANK: only that rank's gradients (-1: every rank's) */
   int check_replicas;  /* every N steps the ranks' weights and scaler state are compared (0: never) */
+  hl_dtype allreduce_dtype; /* --allreduce-dtype: the gradients' type on the wire (HL_F32, HL_BF16, HL_F16) */
   const char *checkpoint;
   int checkpoint_every;
   const char *resume;

@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/engine/autograd.h"
 #include "formats/fatal.h"
+#include "formats/half.h"
 
 #ifdef HL_HAVE_MPI
 #include <mpi.h>
@@ -71,19 +72,55 @@ int hl_dist_rank(void) { return dist_rank; }
 int hl_dist_size(void) { return dist_size; }
 bool hl_dist_active(void) { return dist_active; }
 
-void hl_dist_allreduce_mean_f32(float *values, int64_t n) {
 #ifdef HL_HAVE_MPI
-  if (!dist_active || dist_size == 1) return;
-  /* MPI counts are int: large buffers go in pieces */
-  const int64_t piece = 1 << 30;
+/* MPI's sums of 16-bit floats: each addition in f32, rounded back once
+ * (what a half-precision all-reduce on the wire does). */
+static void sum_f16(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  const hl_f16 *a = in;
+  hl_f16 *b = inout;
+  for (int i = 0; i < *len; i++) b[i] = hl_f32_to_f16(hl_f16_to_f32(a[i]) + hl_f16_to_f32(b[i]));
+}
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  const hl_bf16 *a = in;
+  hl_bf16 *b = inout;
+  for (int i = 0; i < *len; i++) b[i] = hl_f32_to_bf16(hl_bf16_to_f32(a[i]) + hl_bf16_to_f32(b[i]));
+}
+
+/* The 16-bit wire: values rounded to it, summed by the op above, widened back. */
+static void allreduce_half(float *values, int64_t n, bool bf16) {
+  static MPI_Op ops[2] = {MPI_OP_NULL, MPI_OP_NULL};
+  if (ops[bf16] == MPI_OP_NULL) MPI_CHECK(MPI_Op_create(bf16 ? sum_bf16 : sum_f16, 1, &ops[bf16]));
+  uint16_t *wire = malloc(sizeof *wire * (size_t)(n > 0 ? n : 1));
+  if (!wire) hl_fatal("out of host memory for the all-reduce (%lld values)", (long long)n);
+  for (int64_t i = 0; i < n; i++) wire[i] = bf16 ? hl_f32_to_bf16(values[i]) : hl_f32_to_f16(values[i]);
+  const int64_t piece = 1 << 30; /* MPI counts are int */
   for (int64_t at = 0; at < n; at += piece) {
     const int count = (int)(n - at < piece ? n - at : piece);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + at, count, MPI_UINT16_T, ops[bf16], MPI_COMM_WORLD));
+  }
+  for (int64_t i = 0; i < n; i++) values[i] = bf16 ? hl_bf16_to_f32(wire[i]) : hl_f16_to_f32(wire[i]);
+  free(wire);
+}
+#endif
+
+void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire) {
+#ifdef HL_HAVE_MPI
+  if (!dist_active || dist_size == 1) return;
+  if (wire == HL_F16 || wire == HL_BF16) {
+    allreduce_half(values, n, wire == HL_BF16);
+  } else {
+    const int64_t piece = 1 << 30; /* MPI counts are int: large buffers go in pieces */
+    for (int64_t at = 0; at < n; at += piece) {
+      const int count = (int)(n - at < piece ? n - at : piece);
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    }
   }
   const float inv = 1.0f / (float)dist_size;
   for (int64_t i = 0; i < n; i++) values[i] *= inv;
 #else
-  (void)values, (void)n;
+  (void)values, (void)n, (void)wire;
 #endif
 }
 
@@ -124,7 +161,7 @@ void hl_dist_finalize(void) {
 #endif
 }
 
-bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel) {
+bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel, hl_dtype wire) {
   if (dist_size == 1) return true;
   int64_t at = 0;
   for (int i = 0; i < n; i++) {
@@ -134,7 +171,7 @@ bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, i
     if (!hl_read_f32(g, tmp + at)) return false;
     at += hl_numel(g);
   }
-  hl_dist_allreduce_mean_f32(tmp, at);
+  hl_dist_allreduce_mean(tmp, at, wire);
   at = 0;
   bool ok = true;
   HL_NO_GRAD {

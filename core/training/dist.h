@@ -45,9 +45,11 @@ int hl_dist_rank(void); /* 0 .. size - 1 */
 int hl_dist_size(void); /* 1 outside mpirun */
 bool hl_dist_active(void); /* MPI initialised: size may still be 1 */
 
-/* In place, the element-wise mean over the ranks (sum in f32, then times
- * 1/size, the same on every rank). */
-void hl_dist_allreduce_mean_f32(float *values, int64_t n);
+/* In place, the element-wise mean over the ranks: summed on the wire in
+ * `wire` (HL_F32, or HL_BF16 / HL_F16: the values rounded to it, each
+ * addition of two ranks' values rounded to it again, half the bytes of
+ * f32), then times 1/size in f32, the same on every rank. */
+void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire);
 /* The largest / the sum of one value over the ranks. */
 double hl_dist_allreduce_max(double v);
 double hl_dist_allreduce_sum(double v);
@@ -60,7 +62,7 @@ void hl_dist_finalize(void); /* NULL-safe no-op outside MPI */
  * the ranks, in one collective: read to the host in f32, reduced, written
  * back in each gradient's dtype. tmp holds numel floats of all of them.
  * false with hl_error() on a failed read or write. */
-bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel);
+bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel, hl_dtype wire);
 
 #ifdef __cplusplus
 }
