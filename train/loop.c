@@ -747,6 +747,15 @@ static void take_totals(loop_state *s, run_result *r, const run_totals *t) {
   r->autocast_cache_hits = t->autocast_cache_hits;
 }
 
+/* HALFLAB_TEST_STOP_RANK=RANK@STEP (test only): this rank hangs as a
+ * stopped process does, so that the others' watchdog must end the job. */
+static void stop_if_test_asks(const loop_state *s, int64_t step) {
+  const char *v = getenv(TRAIN_TEST_STOP_RANK);
+  int rank = -1;
+  long long at = -1;
+  if (v && sscanf(v, "%d@%lld", &rank, &at) == 2 && rank == s->rank && at == step) raise(SIGSTOP);
+}
+
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
                     int64_t first_step, const run_totals *resumed, train_output *out) {
   run_result r;
@@ -756,7 +765,10 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
   if (resumed) take_totals(&s, &r, resumed);
   for (int64_t step = first_step; step <= o->steps; step++) {
-    if (s.ranks > 1) stop_signal = (sig_atomic_t)hl_dist_allreduce_max(stop_signal); /* every rank stops at the same step */
+    if (s.ranks > 1) {
+      stop_if_test_asks(&s, step);
+      stop_signal = (sig_atomic_t)hl_dist_allreduce_max(stop_signal); /* every rank stops at the same step */
+    }
     if (stop_signal) {
       r.status = RUN_INTERRUPTED;
       r.signal = stop_signal;

@@ -85,8 +85,8 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
   hl_meta_set("data", "%s", data_describe(d));
   if (hl_dist_size() > 1) /* only then: a single-process run's metadata stays as it was */
     hl_meta_set("data_parallel", "%d MPI ranks, %lld rows of each micro-batch per rank; gradients all-reduced (mean, "
-                "%s on the wire) before unscale, found_inf all-reduced (max)%s",
-                hl_dist_size(), (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype),
+                "%s on the wire) before unscale, found_inf all-reduced (max); --rank-timeout %g s%s",
+                hl_dist_size(), (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype), o->rank_timeout,
                 getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE) ? "; TEST SWITCH: found_inf NOT all-reduced" : "");
   hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
               (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
@@ -153,6 +153,7 @@ int main(int argc, char **argv) {
   const bool writer = hl_dist_rank() == 0;
   train_opts o;
   train_parse_options(argc, argv, &o);
+  hl_dist_start_watchdog(o.rank_timeout, "--rank-timeout"); /* data-parallel only */
 
   char err[1024];
   train_data *d = data_new(&o, err, sizeof err);

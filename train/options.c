@@ -90,6 +90,8 @@ static const char usage[] =
     "  --batch stays the global batch: each rank trains on its --batch / N rows of every micro-batch\n"
     "  --check-replicas N    every N steps, check that every rank holds the same weights and scaler state\n"
     "                        (exit 1 naming the step when they differ)\n"
+    "  --rank-timeout S      end the whole job (MPI_Abort, exit 1) when a rank has waited S seconds in one\n"
+    "                        collective: another rank died or hangs (default 300; 0: wait for ever)\n"
     "  --allreduce-dtype fp32|bf16|fp16  the gradients' type on the wire (default fp32; half: half the bytes,\n"
     "                        each sum rounded to it; fp16 carries the gradients still scaled by the loss scale)\n"
     "%DIST%"
@@ -149,7 +151,7 @@ typedef struct {
   bool list_params, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps, check_replicas;
-  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale;
+  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale, rank_timeout;
   hl_cli_common common; /* --device, --out, --quick, --seed, --help, --version */
 } given;
 
@@ -250,6 +252,7 @@ static const train_option train_options[] = {
     /* data-parallel */
     OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
     OPT_TEXT("allreduce-dtype", allreduce_dtype),
+    OPT_REAL("rank-timeout", ARG_NON_NEGATIVE, rank_timeout, NULL),
     /* common (the others come from cli.h) */
     OPT_TEXT("name", name),
 };
@@ -278,7 +281,8 @@ static const char *usage_text(void) {
   if (hl_dist_built())
     snprintf(status, sizeof status, "  (built in this build: MPI; NCCL and GPU ranks are not built)\n");
   else
-    snprintf(status, sizeof status, "  NOT BUILT in this build: %s; mpirun and --check-replicas are refused\n",
+    snprintf(status, sizeof status, "  NOT BUILT in this build: %s; mpirun, --check-replicas, --rank-timeout and\n"
+             "  --allreduce-dtype are refused\n",
              hl_dist_not_built_why());
   const char *mark = strstr(usage, "%DIST%");
   snprintf(text, sizeof text, "%.*s%s%s", (int)(mark - usage), usage, status, mark + strlen("%DIST%"));
@@ -620,6 +624,9 @@ static void resolve_data_parallel(const given *g, train_opts *o) {
   if (g->check_replicas >= 0 && !hl_dist_built())
     hl_usage_error("--check-replicas: data-parallel training is not built: %s", hl_dist_not_built_why());
   o->check_replicas = (int)PICK(g->check_replicas, 0);
+  if (g->rank_timeout >= 0 && !hl_dist_built())
+    hl_usage_error("--rank-timeout: data-parallel training is not built: %s", hl_dist_not_built_why());
+  o->rank_timeout = g->rank_timeout >= 0 ? g->rank_timeout : TRAIN_RANK_TIMEOUT_DEFAULT;
   static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
   static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
   o->allreduce_dtype = wire_types[choice("allreduce-dtype", g->allreduce_dtype ? g->allreduce_dtype : "fp32", wire_names)];

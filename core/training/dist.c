@@ -2,8 +2,13 @@
  * built with MPI and started by mpirun, else one process. */
 #include "core/training/dist.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "core/engine/autograd.h"
@@ -51,13 +56,74 @@ static void check(int rc, const char *what, const char *file, int line) {
   exit(HL_EXIT_FAILURE);
 }
 #define MPI_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+/* ---- the watchdog: when this process entered the collective it waits in */
+
+static _Atomic int64_t waiting_since_ns; /* 0: not in a collective */
+static const char *_Atomic waiting_in;
+static double watchdog_seconds;
+static const char *watchdog_option;
+static bool thread_multiple; /* MPI_Abort may be called from the watchdog's thread */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void wait_begin(const char *what) {
+  atomic_store(&waiting_in, what);
+  atomic_store(&waiting_since_ns, now_ns());
+}
+static void wait_end(void) { atomic_store(&waiting_since_ns, 0); }
+#define COLLECTIVE(name, call) (wait_begin(name), check((call), #call, __FILE__, __LINE__), wait_end())
+
+static void *watchdog(void *arg) {
+  (void)arg;
+  const struct timespec tick = {0, 50 * 1000000}; /* the deadline is kept to within 50 ms */
+  for (;;) {
+    nanosleep(&tick, NULL);
+    const int64_t since = atomic_load(&waiting_since_ns);
+    if (!since) continue;
+    const double waited = (double)(now_ns() - since) / 1e9;
+    if (waited <= watchdog_seconds) continue;
+    fprintf(stderr, "%s: rank %d of %d: waited %.1f s in %s for the other ranks (%s %g): a rank died or hangs; "
+                    "ending the job (MPI_Abort)\n", hl_fatal_program(), dist_rank, dist_size, waited,
+            atomic_load(&waiting_in), watchdog_option, watchdog_seconds);
+    fflush(stderr);
+    if (thread_multiple) MPI_Abort(MPI_COMM_WORLD, HL_EXIT_FAILURE);
+    _exit(HL_EXIT_FAILURE); /* without MPI_THREAD_MULTIPLE: mpirun ends the others when this rank exits */
+  }
+  return NULL;
+}
 #endif
+
+void hl_dist_start_watchdog(double seconds, const char *option) {
+#ifdef HL_HAVE_MPI
+  static bool started;
+  if (started || !dist_active || dist_size == 1 || !(seconds > 0)) return;
+  watchdog_seconds = seconds;
+  watchdog_option = option;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  const int rc = pthread_create(&t, &attr, watchdog, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc) hl_fatal("starting the MPI watchdog thread: %s", strerror(rc));
+  started = true;
+#else
+  (void)seconds, (void)option;
+#endif
+}
 
 void hl_dist_init(int *argc, char ***argv) {
 #ifdef HL_HAVE_MPI
   if (dist_active || (hl_dist_launcher_size() <= 1 && !getenv("OMPI_COMM_WORLD_RANK"))) return;
-  int rc = MPI_Init(argc, argv);
-  if (rc != MPI_SUCCESS) hl_fatal("MPI_Init failed (error %d): is this mpirun's job?", rc);
+  int provided = MPI_THREAD_SINGLE;
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  if (rc != MPI_SUCCESS) hl_fatal("MPI_Init_thread failed (error %d): is this mpirun's job?", rc);
+  thread_multiple = provided >= MPI_THREAD_MULTIPLE;
   /* errors come back to check(), which names the call, instead of MPI's default abort */
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &dist_rank));
@@ -98,7 +164,7 @@ static void allreduce_half(float *values, int64_t n, bool bf16) {
   const int64_t piece = 1 << 30; /* MPI counts are int */
   for (int64_t at = 0; at < n; at += piece) {
     const int count = (int)(n - at < piece ? n - at : piece);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + at, count, MPI_UINT16_T, ops[bf16], MPI_COMM_WORLD));
+    COLLECTIVE("MPI_Allreduce (gradients)", MPI_Allreduce(MPI_IN_PLACE, wire + at, count, MPI_UINT16_T, ops[bf16], MPI_COMM_WORLD));
   }
   for (int64_t i = 0; i < n; i++) values[i] = bf16 ? hl_bf16_to_f32(wire[i]) : hl_f16_to_f32(wire[i]);
   free(wire);
@@ -114,7 +180,7 @@ void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire) {
     const int64_t piece = 1 << 30; /* MPI counts are int: large buffers go in pieces */
     for (int64_t at = 0; at < n; at += piece) {
       const int count = (int)(n - at < piece ? n - at : piece);
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+      COLLECTIVE("MPI_Allreduce (gradients)", MPI_Allreduce(MPI_IN_PLACE, values + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     }
   }
   const float inv = 1.0f / (float)dist_size;
@@ -128,7 +194,7 @@ static double allreduce_one(double v, bool max) {
 #ifdef HL_HAVE_MPI
   if (!dist_active || dist_size == 1) return v;
   double out = v;
-  MPI_CHECK(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD));
+  COLLECTIVE("MPI_Allreduce (one value)", MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD));
   return out;
 #else
   (void)max;
@@ -141,7 +207,7 @@ double hl_dist_allreduce_sum(double v) { return allreduce_one(v, false); }
 
 void hl_dist_barrier(void) {
 #ifdef HL_HAVE_MPI
-  if (dist_active) MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  if (dist_active) COLLECTIVE("MPI_Barrier", MPI_Barrier(MPI_COMM_WORLD));
 #endif
 }
 
@@ -156,7 +222,11 @@ _Noreturn void hl_dist_abort(int code) {
 
 void hl_dist_finalize(void) {
 #ifdef HL_HAVE_MPI
-  if (dist_active) MPI_Finalize();
+  if (dist_active) { /* it waits for the other ranks too */
+    wait_begin("MPI_Finalize");
+    MPI_Finalize();
+    wait_end();
+  }
   dist_active = false;
 #endif
 }

@@ -54,6 +54,15 @@ void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire);
 double hl_dist_allreduce_max(double v);
 double hl_dist_allreduce_sum(double v);
 void hl_dist_barrier(void);
+
+/* The watchdog: MPI collectives have no timeout of their own, so a rank
+ * that dies without exiting, or stops (SIGSTOP, a hang), would keep the
+ * others waiting for ever. Once started (seconds > 0, inside a job of 2
+ * ranks or more), a thread watches every collective of this process: one
+ * that has waited longer than `seconds` prints which, where and for how
+ * long, and ends the whole job with MPI_Abort (exit status 1). `option`
+ * names the setting in that message. */
+void hl_dist_start_watchdog(double seconds, const char *option);
 /* Ends every rank of the job with status code (exit(code) outside MPI). */
 _Noreturn void hl_dist_abort(int code);
 void hl_dist_finalize(void); /* NULL-safe no-op outside MPI */

@@ -14,6 +14,9 @@
  *     still scaled): per-step loss within the tolerances below of the fp32
  *     all-reduce, yet not equal to it (the wire type is really used),
  *     replicas identical;
+ *   a hung rank (HALFLAB_TEST_STOP_RANK=1@3: rank 1 sends itself SIGSTOP at
+ *     step 3): rank 0's watchdog ends the job within --rank-timeout 2 plus
+ *     the bound below, exit 1, naming the collective and the wait;
  *   bad input under 2 ranks: exit 2, nothing written.
  *
  * Run with an argument "build", it checks instead what the build says of
@@ -21,6 +24,7 @@
  * Without MPI built, the mpirun tests exit 77 (skipped). */
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +179,32 @@ static void test_switch_makes_replicas_diverge(void **state) {
   free(dir);
 }
 
+/* The job must end within the deadline and this much more: the watchdog's
+ * 50 ms tick, MPI_Abort, mpirun ending the stopped rank, and a loaded
+ * machine's start-up of two processes. */
+#define HANG_SLACK_S 15.0
+
+static void test_hung_rank(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), args[1024];
+  snprintf(args, sizeof args, "--device cpu --batch 16 --eval-samples 32 --steps 6 --rank-timeout 2 --out %s", dir);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* timeout(1) only keeps a broken watchdog from hanging the test suite */
+  hl_run_result r = hl_run("HALFLAB_TEST_STOP_RANK=1@3 OMP_NUM_THREADS=1 timeout -s KILL 60 %s " MPIRUN_FLAGS " %s %s",
+                           mpirun(), train(), args);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (r.status != 1) fail_msg("a hung rank: exit %d, not 1 (after %.1f s)\n%s", r.status, wall, r.err);
+  if (!hl_has_line(r.err, "rank 0 of 2: waited", "for the other ranks (--rank-timeout 2): a rank died or hangs"))
+    fail_msg("no watchdog message:\n%s", r.err);
+  if (!(wall < 2 + HANG_SLACK_S)) fail_msg("the job took %.1f s to end, more than 2 + %.0f", wall, HANG_SLACK_S);
+  printf("a rank stopped at step 3: the job ended after %.1f s (--rank-timeout 2)\n", wall);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void expect_refused_ranks(const char *args, const char *words) {
   char *dir = hl_tmpdir(), full[1024];
   snprintf(full, sizeof full, "--device cpu --steps 3 --out %s/out %s", dir, args);
@@ -211,6 +241,8 @@ static int check_build(void) {
   hl_expect_refused(dir, 2, built ? "one process all-reduces nothing" : "data-parallel training is not built",
                     "%s --device cpu --out %s/o --allreduce-dtype bf16", train(), dir);
   if (!built) {
+    hl_expect_refused(dir, 2, "--rank-timeout: data-parallel training is not built",
+                      "%s --device cpu --out %s/o --rank-timeout 5", train(), dir);
     hl_expect_refused(dir, 2, "--check-replicas: data-parallel training is not built",
                       "%s --device cpu --out %s/o --check-replicas 1", train(), dir);
     hl_expect_refused(dir, 2, "started by mpirun with 2 ranks, but data-parallel training is not built",
@@ -242,6 +274,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_allreduce_dtypes),
       cmocka_unit_test(test_inf_on_one_rank),
       cmocka_unit_test(test_switch_makes_replicas_diverge),
+      cmocka_unit_test(test_hung_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
