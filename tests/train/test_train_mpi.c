@@ -17,13 +17,22 @@
  *   a hung rank (HALFLAB_TEST_STOP_RANK=1@3: rank 1 sends itself SIGSTOP at
  *     step 3): rank 0's watchdog ends the job within --rank-timeout 2 plus
  *     the bound below, exit 1, naming the collective and the wait;
+ *   checkpoints: 2 ranks stopped after step 4 (rank 0's checkpoint) and
+ *     resumed on 2 ranks equal the uninterrupted 2-rank run in every
+ *     column but the timings; resumed in one process, within the fp32
+ *     tolerance (the data does not depend on the rank count);
+ *   SIGTERM to mpirun during a run: every rank stops at the same step
+ *     (the job ends, no rank waits), rank 0's files say interrupted;
  *   bad input under 2 ranks: exit 2, nothing written.
  *
  * Run with an argument "build", it checks instead what the build says of
  * the feature: built, or refused with "not built" (both configurations).
  * Without MPI built, the mpirun tests exit 77 (skipped). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +156,107 @@ static void test_allreduce_dtypes(void **state) {
     free(l);
   }
   free(f32);
+}
+
+static void test_resume(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), args[2048];
+  const char *run = SMALL " --mode amp-fp16 --steps 8 --inject-nonfinite 2@1";
+  snprintf(args, sizeof args, "%s --out %s/full", run, dir);
+  hl_run_result r = run_ranks("", args);
+  if (r.status != 0) fail_msg("2 ranks, 8 steps: exit %d\n%s", r.status, r.err);
+  hl_run_free(&r);
+  snprintf(args, sizeof args, "%s --stop-after 4 --checkpoint %s/c.ckpt --out %s/split", run, dir, dir);
+  r = run_ranks("", args);
+  if (r.status != 0) fail_msg("2 ranks, stopped after 4: exit %d\n%s", r.status, r.err);
+  hl_run_free(&r);
+  snprintf(args, sizeof args, "--device cpu --resume %s/c.ckpt --out %s/split --check-replicas 1", dir, dir);
+  r = run_ranks("", args);
+  if (r.status != 0) fail_msg("2 ranks, resumed: exit %d\n%s", r.status, r.err);
+  hl_run_free(&r);
+  char full[4096], split[4096];
+  snprintf(full, sizeof full, "%s/full", dir);
+  snprintf(split, sizeof split, "%s/split", dir);
+  hl_table *a = steps_csv(full, "amp-fp16"), *b = steps_csv(split, "amp-fp16");
+  assert_int_equal(a->nrows, 8);
+  assert_int_equal(b->nrows, 8);
+  const char *cols[] = {"loss", "eval_loss", "eval_acc", "lr", "scale", "skipped", "grad_norm"};
+  for (int i = 0; i < 8; i++)
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+      if (strcmp(hl_table_get(a, i, cols[c]), hl_table_get(b, i, cols[c])))
+        fail_msg("resumed on 2 ranks, step %d: %s %s, uninterrupted %s", i + 1, cols[c], hl_table_get(b, i, cols[c]),
+                 hl_table_get(a, i, cols[c]));
+  assert_true(hl_table_num(b, 1, "skipped") == 1);
+  hl_table_free(b);
+  /* the same checkpoint in one process: @1 is no rank there, so the run is one without the injection after step 4 */
+  hl_run_result one = hl_run("OMP_NUM_THREADS=1 %s --device cpu --resume %s/c.ckpt --out %s/one", train(), dir, dir);
+  if (one.status != 2 || !hl_has_line(one.err, "rank 1 does not exist", NULL))
+    fail_msg("a 2-rank checkpoint with an @1 injection resumed in one process: exit %d, wanted 2\n%s", one.status, one.err);
+  hl_run_free(&one);
+  hl_table_free(a);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+static void test_resume_other_rank_count(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), args[2048];
+  snprintf(args, sizeof args, SMALL " --mode fp32 --steps 8 --stop-after 4 --checkpoint %s/c.ckpt --out %s/two", dir, dir);
+  hl_run_result r = run_ranks("", args);
+  if (r.status != 0) fail_msg("2 ranks, stopped after 4: exit %d\n%s", r.status, r.err);
+  hl_run_free(&r);
+  r = hl_run_ok("OMP_NUM_THREADS=1 %s " SMALL " --mode fp32 --steps 8 --out %s/whole", train(), dir);
+  hl_run_free(&r);
+  r = hl_run_ok("OMP_NUM_THREADS=1 %s --device cpu --resume %s/c.ckpt --out %s/two", train(), dir, dir);
+  hl_run_free(&r);
+  char two[4096], whole[4096];
+  snprintf(two, sizeof two, "%s/two", dir);
+  snprintf(whole, sizeof whole, "%s/whole", dir);
+  hl_table *a = steps_csv(whole, "fp32"), *b = steps_csv(two, "fp32");
+  assert_int_equal(b->nrows, 8);
+  for (int i = 0; i < 8; i++) {
+    const double la = hl_table_num(a, i, "loss"), lb = hl_table_num(b, i, "loss");
+    if (!(fabs(la - lb) <= FP32_TOL * fabs(la)))
+      fail_msg("2 ranks then 1, step %d: loss %.9g, one process throughout %.9g", i + 1, lb, la);
+  }
+  hl_table_free(a);
+  hl_table_free(b);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* SIGTERM to mpirun, which forwards it to every rank: they stop together
+ * at a step boundary (the stop is all-reduced), so none is left waiting. */
+static void test_sigterm(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), cmd[4096];
+  snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 exec timeout -s KILL 60 %s " MPIRUN_FLAGS " %s " SMALL
+           " --steps 100000 --out %s >/dev/null 2>&1", mpirun(), train(), dir);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  /* wait until steps are being logged: the handlers are installed then */
+  int rows = 0;
+  for (int tries = 0; tries < 600 && rows < 5; tries++) {
+    usleep(50000);
+    char *log = hl_read_file(hl_path(dir, "train_tiny_fp32_steps.csv.inprogress"), NULL);
+    rows = 0;
+    for (char *p = log; p && *p; p++) rows += *p == '\n';
+    free(log);
+  }
+  assert_true(rows >= 5);
+  kill(pid, SIGTERM); /* timeout(1) passes it on to mpirun */
+  int status = 0;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 137); /* ended by itself, not by timeout's KILL */
+  char *summary = hl_read_file(hl_path(dir, "train_tiny_fp32_summary.csv.interrupted"), NULL);
+  if (!summary || !strstr(summary, "interrupted")) fail_msg("no interrupted summary from rank 0 in %s", dir);
+  free(summary);
+  hl_rmtree(dir);
+  free(dir);
 }
 
 static void test_inf_on_one_rank(void **state) {
@@ -273,6 +383,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_equivalent_amp_fp16),
       cmocka_unit_test(test_allreduce_dtypes),
       cmocka_unit_test(test_inf_on_one_rank),
+      cmocka_unit_test(test_resume),
+      cmocka_unit_test(test_resume_other_rank_count),
+      cmocka_unit_test(test_sigterm),
       cmocka_unit_test(test_switch_makes_replicas_diverge),
       cmocka_unit_test(test_hung_rank),
   };
