@@ -19,7 +19,8 @@
  * gradients are replaced by their mean over the ranks, before
  * --inject-nonfinite (STEPS@RANK: that rank's only) and the unscale; the
  * unscale's found_inf is then all-reduced (max), so that every rank skips
- * together; the logged loss is the ranks' mean. --check-replicas compares
+ * together; the logged loss is the ranks' mean (all-reduced with the
+ * gradients, phase "other" in --profile). --check-replicas compares
  * the ranks' weights and scaler state. Only rank 0 evaluates and writes.
  * The step time runs from the batch upload to the end of the update (the
  * device synchronised), without the statistics, evaluation and logging.
@@ -437,8 +438,7 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
   hl_range_pop();
   if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
-  double lv = hl_item(loss);
-  if (s->ranks > 1) lv = hl_dist_allreduce_sum(lv) / s->ranks; /* equal shards: the global batch's mean */
+  const double lv = hl_item(loss); /* data-parallel: this rank's shard; the mean over the ranks comes after the step's micro-batches */
   rec->loss_sum += lv;
   rec->nonfinite_loss |= !isfinite(lv);
   hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
@@ -580,7 +580,12 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->cache_hits = hl_autocast_cache_hits() - hits0;
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
-  if (s->ranks > 1) allreduce_gradients(s, step);
+  if (s->ranks > 1) {
+    /* equal shards: the ranks' mean is the global batch's loss; an inf or NaN on any rank makes it not finite */
+    rec->loss_sum = hl_dist_allreduce_sum(rec->loss_sum) / s->ranks;
+    rec->nonfinite_loss = !isfinite(rec->loss_sum);
+    allreduce_gradients(s, step);
+  }
   if (hl_step_set_has(&o->inject, step) && (o->inject_rank < 0 || o->inject_rank == s->rank)) inject_inf(s->m);
   hl_op_profile_set_phase(HL_PROFILE_OPTIMIZER);
   unscale_gradients(t, step);

@@ -12,6 +12,7 @@
 
 #include "core/base/error.h"
 #include "core/engine/autograd.h"
+#include "core/engine/op_profile.h"
 #include "formats/fatal.h"
 #include "formats/half.h"
 
@@ -174,6 +175,8 @@ static void allreduce_half(float *values, int64_t n, bool bf16) {
 void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire) {
 #ifdef HL_HAVE_MPI
   if (!dist_active || dist_size == 1) return;
+  hl_op_span span; /* --profile: the all-reduce's time and its bytes on the wire */
+  const bool timed = hl_op_span_begin(&span);
   if (wire == HL_F16 || wire == HL_BF16) {
     allreduce_half(values, n, wire == HL_BF16);
   } else {
@@ -185,6 +188,9 @@ void hl_dist_allreduce_mean(float *values, int64_t n, hl_dtype wire) {
   }
   const float inv = 1.0f / (float)dist_size;
   for (int64_t i = 0; i < n; i++) values[i] *= inv;
+  if (timed)
+    hl_op_span_end(&span, wire == HL_F16 ? "dist.allreduce_f16" : wire == HL_BF16 ? "dist.allreduce_bf16" : "dist.allreduce_f32",
+                   (uint64_t)n * (wire == HL_F16 || wire == HL_BF16 ? 2u : 4u));
 #else
   (void)values, (void)n, (void)wire;
 #endif
@@ -194,7 +200,10 @@ static double allreduce_one(double v, bool max) {
 #ifdef HL_HAVE_MPI
   if (!dist_active || dist_size == 1) return v;
   double out = v;
+  hl_op_span span;
+  const bool timed = hl_op_span_begin(&span);
   COLLECTIVE("MPI_Allreduce (one value)", MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD));
+  if (timed) hl_op_span_end(&span, "dist.allreduce_value", sizeof v);
   return out;
 #else
   (void)max;

@@ -13,7 +13,8 @@
  *   --allreduce-dtype bf16 / fp16 (amp-fp16, the gradients on the wire
  *     still scaled): per-step loss within the tolerances below of the fp32
  *     all-reduce, yet not equal to it (the wire type is really used),
- *     replicas identical;
+ *     replicas identical; --profile shows one all-reduce a step of every
+ *     parameter at the wire type's size;
  *   a hung rank (HALFLAB_TEST_STOP_RANK=1@3: rank 1 sends itself SIGSTOP at
  *     step 3): rank 0's watchdog ends the job within --rank-timeout 2 plus
  *     the bound below, exit 1, naming the collective and the wait;
@@ -119,7 +120,8 @@ static void test_equivalent_amp_fp16(void **state) {
 
 static double *wire_losses(const char *wire) {
   char *dir = hl_tmpdir(), args[1024];
-  snprintf(args, sizeof args, SMALL " --mode amp-fp16 --check-replicas 1 --allreduce-dtype %s --out %s", wire, dir);
+  snprintf(args, sizeof args, SMALL " --mode amp-fp16 --check-replicas 1 --allreduce-dtype %s --profile --warmup 2 --out %s",
+           wire, dir);
   hl_run_result r = run_ranks("", args);
   if (r.status != 0) fail_msg("--allreduce-dtype %s: exit %d\n%s", wire, r.status, r.err);
   hl_run_free(&r);
@@ -131,6 +133,24 @@ static double *wire_losses(const char *wire) {
   double *loss = malloc(6 * sizeof *loss);
   for (int i = 0; i < 6; i++) loss[i] = hl_table_num(t, i, "loss");
   hl_table_free(t);
+  /* --profile: one gradient all-reduce per step, every parameter once, at the wire type's size */
+  char f[256], op[64];
+  snprintf(f, sizeof f, "%s/train_tiny_amp-fp16_summary.csv", dir);
+  hl_table *sum = hl_table_read(f);
+  assert_non_null(sum);
+  const double params = hl_table_num(sum, 0, "params");
+  hl_table_free(sum);
+  snprintf(f, sizeof f, "%s/train_tiny_amp-fp16_profile.csv", dir);
+  hl_table *prof = hl_table_read(f);
+  assert_non_null(prof);
+  snprintf(op, sizeof op, "dist.allreduce_%s", !strcmp(wire, "fp32") ? "f32" : !strcmp(wire, "bf16") ? "bf16" : "f16");
+  const int row = hl_table_find(prof, "phase", "other", "op", op, NULL);
+  if (row < 0) fail_msg("--profile has no row for %s in phase other", op);
+  const double per_call = hl_table_num(prof, row, "bytes") / hl_table_num(prof, row, "calls");
+  assert_true(hl_table_num(prof, row, "calls_per_step") == 1);
+  if (per_call != params * (strcmp(wire, "fp32") ? 2 : 4))
+    fail_msg("%s: %.0f bytes a call for %.0f parameters", op, per_call, params);
+  hl_table_free(prof);
   hl_rmtree(dir);
   free(dir);
   return loss;
