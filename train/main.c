@@ -281,11 +281,11 @@ int main(int argc, char **argv) {
   setup_model_free(&m);
   data_free(d);
   hl_out_lock_release(run_lock);
-  hl_dist_finalize();
-  if (r.status == RUN_INTERRUPTED) {
+  if (r.status == RUN_INTERRUPTED)
     fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
             r.signal, (long long)(r.first_step + r.steps_done - 1), suffix);
-    return 128 + r.signal;
-  }
-  return 0;
+  /* data-parallel: the other ranks wait here for rank 0's files and lines, since mpirun ends the job
+   * as soon as one rank exits with a status other than 0 (128 + signal) */
+  hl_dist_finalize();
+  return r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
 }

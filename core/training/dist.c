@@ -231,7 +231,8 @@ _Noreturn void hl_dist_abort(int code) {
 
 void hl_dist_finalize(void) {
 #ifdef HL_HAVE_MPI
-  if (dist_active) { /* it waits for the other ranks too */
+  if (dist_active) { /* every rank gets here before any leaves (MPI_Finalize need not wait) */
+    COLLECTIVE("MPI_Barrier (finalize)", MPI_Barrier(MPI_COMM_WORLD));
     wait_begin("MPI_Finalize");
     MPI_Finalize();
     wait_end();

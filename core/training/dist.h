@@ -65,7 +65,10 @@ void hl_dist_barrier(void);
 void hl_dist_start_watchdog(double seconds, const char *option);
 /* Ends every rank of the job with status code (exit(code) outside MPI). */
 _Noreturn void hl_dist_abort(int code);
-void hl_dist_finalize(void); /* NULL-safe no-op outside MPI */
+/* Leaves the job; waits for every rank to get here (so that a rank
+ * exiting with a non-zero status, which makes mpirun end the job, cannot
+ * cut another short). A no-op outside MPI. */
+void hl_dist_finalize(void);
 
 /* The tensors' gradients (those that have one) replaced by their mean over
  * the ranks, in one collective: read to the host in f32, reduced, written
