@@ -14,6 +14,14 @@
  *     the stored weights; not timed]
  *   optimizer step through the scaler ("optimizer step": skipped on inf /
  *     NaN), scale update
+ * Data-parallel (mpirun, core/training/dist.h): each rank uploads its
+ * --batch / N rows of every micro-batch; after the last micro-batch the
+ * gradients are replaced by their mean over the ranks, before
+ * --inject-nonfinite (STEPS@RANK: that rank's only) and the unscale; the
+ * unscale's found_inf is then all-reduced (max), so that every rank skips
+ * together; the logged loss is the ranks' mean (all-reduced with the
+ * gradients, phase "other" in --profile). --check-replicas compares
+ * the ranks' weights and scaler state. Only rank 0 evaluates and writes.
  * The step time runs from the batch upload to the end of the update (the
  * device synchronised), without the statistics, evaluation and logging.
  * --profile records exactly that time (core/engine/op_profile.h), in the
@@ -32,6 +40,8 @@
 #include "core/training/checkpoint.h"
 #include "cli/cli.h"
 #include "core/training/clip.h"
+#include "core/training/dist.h"
+#include "core/base/crc32.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/mem.h"
@@ -102,16 +112,18 @@ static void host_batch_free(host_batch *h) {
   sample_batch_free(&h->samples);
 }
 
-/* The batch on the device: inputs and targets (new references). */
-static void upload(const train_model *m, const host_batch *h, hl_device_kind dev, hl_tensor **in, hl_tensor **tgt) {
+/* Rows [first, first + rows) of the batch on the device: inputs and
+ * targets (new references). */
+static void upload(const train_model *m, const host_batch *h, hl_device_kind dev, int64_t first, int64_t rows,
+                   hl_tensor **in, hl_tensor **tgt) {
   if (m->kind == MODEL_GPT) {
     const token_batch *b = &h->tokens;
-    *in = hl_from_i32(HL_SHAPE(b->rows, b->T), b->idx, HL_I32, dev);
-    *tgt = hl_from_i32(HL_SHAPE(b->rows, b->T), b->tgt, HL_I32, dev);
+    *in = hl_from_i32(HL_SHAPE(rows, b->T), b->idx + first * b->T, HL_I32, dev);
+    *tgt = hl_from_i32(HL_SHAPE(rows, b->T), b->tgt + first * b->T, HL_I32, dev);
   } else {
     const sample_batch *b = &h->samples;
-    *in = hl_from_f32(HL_SHAPE(b->rows, b->n_in), b->x, h->x_dtype, dev);
-    *tgt = hl_from_i32(HL_SHAPE(b->rows), b->y, HL_I32, dev);
+    *in = hl_from_f32(HL_SHAPE(rows, b->n_in), b->x + first * b->n_in, h->x_dtype, dev);
+    *tgt = hl_from_i32(HL_SHAPE(rows), b->y + first, HL_I32, dev);
   }
   if (!*in || !*tgt) hl_fatal("uploading a batch: %s", hl_error());
 }
@@ -149,7 +161,7 @@ static eval_result evaluate(const train_opts *o, const train_data *d, train_mode
       data_eval_samples(d, first, &h.samples);
     }
     hl_tensor *in, *tgt, *out = NULL, *loss = NULL;
-    upload(m, &h, dev, &in, &tgt);
+    upload(m, &h, dev, 0, n, &in, &tgt);
     HL_NO_GRAD {
       HL_AUTOCAST(dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = model_loss(m, in, tgt, &out); }
     }
@@ -264,6 +276,8 @@ typedef struct {
   double stats_sum[STAT_COLUMNS];
   int64_t stats_cnt[STAT_COLUMNS];
   char *definition;     /* --checkpoint: the run's definition (resume.c) */
+  int rank, ranks;      /* data-parallel: this process's rank and their count (0 of 1 outside mpirun) */
+  float *reduce_buf;    /* ranks > 1: every gradient in f32, for the all-reduce and --check-replicas */
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
 } loop_state;
 
@@ -300,11 +314,16 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   s.times = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
   if (!s.times) hl_fatal("out of host memory");
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
+  s.rank = hl_dist_rank();
+  s.ranks = hl_dist_size();
+  if (s.ranks > 1 && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
+    hl_fatal("out of host memory for the gradient all-reduce");
   return s;
 }
 
 static void loop_state_free(loop_state *s) {
   free(s->definition);
+  free(s->reduce_buf);
   free(s->times);
   free(s->sb.grad);
   free(s->sb.before);
@@ -410,7 +429,8 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
   hl_pool_push();
   hl_tensor *in, *tgt, *loss = NULL;
-  upload(m, &s->h, s->dev, &in, &tgt);
+  const int64_t shard = o->batch / s->ranks; /* options.c: --batch splits evenly */
+  upload(m, &s->h, s->dev, shard * s->rank, shard, &in, &tgt);
   hl_tmp(in);
   hl_tmp(tgt);
   hl_op_profile_set_phase(HL_PROFILE_FORWARD);
@@ -418,7 +438,7 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
   hl_range_pop();
   if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
-  const double lv = hl_item(loss);
+  const double lv = hl_item(loss); /* data-parallel: this rank's shard; the mean over the ranks comes after the step's micro-batches */
   rec->loss_sum += lv;
   rec->nonfinite_loss |= !isfinite(lv);
   hl_tensor *objective = o->accum > 1 ? hl_tmp(hl_div_scalar(loss, (double)o->accum)) : loss;
@@ -436,6 +456,45 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
 static void inject_inf(train_model *m) {
   hl_tensor *g0 = hl_tensor_grad(m->trainable[0]);
   if (!g0 || !hl_fault_poison(g0, 0, HL_FAULT_INF)) hl_fatal("--inject-nonfinite: %s", hl_error());
+}
+
+/* Data-parallel: every gradient replaced by its mean over the ranks. */
+static void allreduce_gradients(loop_state *s, int64_t step) {
+  hl_range_push("all-reduce");
+  if (!hl_dist_allreduce_grads_mean(s->m->trainable, s->m->n_trainable, s->reduce_buf, s->m->numel, s->o->allreduce_dtype))
+    hl_fatal("step %lld: gradient all-reduce: %s", (long long)step, hl_error());
+  hl_range_pop();
+}
+
+/* Data-parallel: the step is skipped on every rank when any rank's
+ * gradients held inf / NaN. The test switch leaves each rank its own
+ * verdict, so that a test can show the replicas then drift apart. */
+static void agree_on_found_inf(loop_state *s, int64_t step) {
+  if (s->ranks == 1 || !s->t->scaled || getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE)) return;
+  bool found = false;
+  if (!hl_scaler_found_inf(s->t->scaler, s->t->opt, &found)) hl_fatal("step %lld: %s", (long long)step, hl_error());
+  const bool any = hl_dist_allreduce_max(found ? 1.0 : 0.0) > 0;
+  if (any != found && !hl_scaler_set_found_inf(s->t->scaler, s->t->opt, any))
+    hl_fatal("step %lld: %s", (long long)step, hl_error());
+}
+
+/* --check-replicas: a checksum of the weights, the scale and the growth
+ * tracker, each compared over the ranks (max against min); differing
+ * replicas end the run (r->status RUN_FAILED). */
+static bool replicas_agree(loop_state *s, int64_t step, run_result *r) {
+  read_all(s->m, s->t, false, s->reduce_buf);
+  const double values[3] = {(double)hl_crc32_update(0, s->reduce_buf, sizeof(float) * (size_t)s->m->numel),
+                            hl_scaler_get_scale(s->t->scaler), (double)hl_scaler_get_growth_tracker(s->t->scaler)};
+  static const char *const names[3] = {"weights (CRC-32 of their f32 values)", "loss scale", "growth tracker"};
+  for (int k = 0; k < 3; k++) {
+    const double hi = hl_dist_allreduce_max(values[k]), lo = -hl_dist_allreduce_max(-values[k]);
+    if (hi == lo) continue;
+    r->status = RUN_FAILED;
+    snprintf(r->why, sizeof r->why, "--check-replicas: after step %lld the ranks' %s differ (from %.17g to %.17g)",
+             (long long)step, names[k], lo, hi);
+    return false;
+  }
+  return true;
 }
 
 /* A no-op without a scaler but for the optimizer's preparation; fp16-master
@@ -521,10 +580,17 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->cache_hits = hl_autocast_cache_hits() - hits0;
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
-  if (hl_step_set_has(&o->inject, step)) inject_inf(s->m);
+  if (s->ranks > 1) {
+    /* equal shards: the ranks' mean is the global batch's loss; an inf or NaN on any rank makes it not finite */
+    rec->loss_sum = hl_dist_allreduce_sum(rec->loss_sum) / s->ranks;
+    rec->nonfinite_loss = !isfinite(rec->loss_sum);
+    allreduce_gradients(s, step);
+  }
+  if (hl_step_set_has(&o->inject, step) && (o->inject_rank < 0 || o->inject_rank == s->rank)) inject_inf(s->m);
   hl_op_profile_set_phase(HL_PROFILE_OPTIMIZER);
   unscale_gradients(t, step);
-  if (o->dump_grads && step == s->first_step) { /* for a peer's parity test; not timed */
+  agree_on_found_inf(s, step);
+  if (o->dump_grads && step == s->first_step && s->rank == 0) { /* for a peer's parity test; not timed */
     profile_pause(s);
     const double d0 = hl_now_s();
     dump_grads(o->dump_grads, s->m, t);
@@ -551,6 +617,7 @@ static void train_step(loop_state *s, step_record *rec) {
  * finite (the model is then no use to evaluate). */
 static void evaluate_when_due(loop_state *s, step_record *rec, run_result *r) {
   rec->ev = (eval_result){NAN, NAN, 0};
+  if (s->rank != 0) return; /* the replicas agree: rank 0's evaluation is everyone's */
   const bool last = rec->step == s->o->steps;
   if (!rec->nonfinite_loss && (rec->step % s->o->eval_every == 0 || last)) {
     rec->ev = evaluate(s->o, s->d, s->m, s->t, s->dev);
@@ -641,7 +708,7 @@ static void finish_run(loop_state *s, run_result *r) {
     r->status = RUN_INTERRUPTED;
     r->signal = stop_signal;
   }
-  if (o->checkpoint && r->steps_done > 0 && r->status <= RUN_INTERRUPTED)
+  if (o->checkpoint && s->rank == 0 && r->steps_done > 0 && r->status <= RUN_INTERRUPTED)
     save_checkpoint(s, r, r->first_step + r->steps_done - 1);
   output_progress_end();
 }
@@ -685,6 +752,15 @@ static void take_totals(loop_state *s, run_result *r, const run_totals *t) {
   r->autocast_cache_hits = t->autocast_cache_hits;
 }
 
+/* HALFLAB_TEST_STOP_RANK=RANK@STEP (test only): this rank hangs as a
+ * stopped process does, so that the others' watchdog must end the job. */
+static void stop_if_test_asks(const loop_state *s, int64_t step) {
+  const char *v = getenv(TRAIN_TEST_STOP_RANK);
+  int rank = -1;
+  long long at = -1;
+  if (v && sscanf(v, "%d@%lld", &rank, &at) == 2 && rank == s->rank && at == step) raise(SIGSTOP);
+}
+
 run_result loop_run(const train_opts *o, const train_data *d, train_model *m, train_mode *t, hl_device_kind dev,
                     int64_t first_step, const run_totals *resumed, train_output *out) {
   run_result r;
@@ -694,6 +770,10 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
   if (resumed) take_totals(&s, &r, resumed);
   for (int64_t step = first_step; step <= o->steps; step++) {
+    if (s.ranks > 1) {
+      stop_if_test_asks(&s, step);
+      stop_signal = (sig_atomic_t)hl_dist_allreduce_max(stop_signal); /* every rank stops at the same step */
+    }
     if (stop_signal) {
       r.status = RUN_INTERRUPTED;
       r.signal = stop_signal;
@@ -721,7 +801,8 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     output_keep(out, &r); /* what a failure's summary will say */
     show_progress(&s, &rec, &r);
     if (run_ends_after(&s, &rec, &r)) break;
-    if (o->checkpoint && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
+    if (o->check_replicas && step % o->check_replicas == 0 && !replicas_agree(&s, step, &r)) break;
+    if (o->checkpoint && s.rank == 0 && o->checkpoint_every && step % o->checkpoint_every == 0 && step < o->steps)
       save_checkpoint(&s, &r, step);
   }
   finish_run(&s, &r);

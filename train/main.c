@@ -6,7 +6,12 @@
  * output path proven writable (cli/output_guard.h), nothing made yet; the
  * run's lock when its --out folder exists; the model, optimizer and scaler
  * (and a checkpoint or weight file, refused whole when it does not match);
- * only then the --out folder made, the lock taken if not yet, and files. */
+ * only then the --out folder made, the lock taken if not yet, and files.
+ *
+ * Under mpirun (core/training/dist.h) every rank builds the same model and
+ * trains on its shard of each batch (loop.c); rank 0 alone checks, makes
+ * and writes the output files and holds the lock, the other ranks write
+ * nothing. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -17,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/training/checkpoint.h"
+#include "core/training/dist.h"
 #include "cli/cli.h"
 #include "cli/csv.h"
 #include "cli/output_guard.h"
@@ -31,6 +37,7 @@ static hl_device_kind pick_device(const train_opts *o, char *notice, size_t len)
   notice[0] = '\0';
   char why[512];
   const char *request = o->device ? o->device : "auto";
+  if (!strcmp(request, "auto") && hl_dist_size() > 1) return HL_DEVICE_CPU; /* NCCL is not built: CPU ranks */
   if (!strcmp(request, "auto")) {
     if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
       snprintf(notice, len, "%s: no usable GPU (%s): running on the CPU\n", TRAIN_PROG, why);
@@ -76,6 +83,11 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
     hl_meta_set("model", "MLP %d inputs, %d hidden layers of %d, %d classes; init gain %.4g", o->mlp.n_in,
                 o->mlp.n_hidden, o->mlp.n_hidden ? o->mlp.hidden[0] : 0, o->classes, o->init_gain);
   hl_meta_set("data", "%s", data_describe(d));
+  if (hl_dist_size() > 1) /* only then: a single-process run's metadata stays as it was */
+    hl_meta_set("data_parallel", "%d MPI ranks, %lld rows of each micro-batch per rank; gradients all-reduced (mean, "
+                "%s on the wire) before unscale, found_inf all-reduced (max); --rank-timeout %g s%s",
+                hl_dist_size(), (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype), o->rank_timeout,
+                getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE) ? "; TEST SWITCH: found_inf NOT all-reduced" : "");
   hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
               (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
   const char *sched = o->cosine ? " (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" : " (constant)";
@@ -136,15 +148,19 @@ static hl_out_lock *lock_run(const train_opts *o, const char *outdir) {
 }
 
 int main(int argc, char **argv) {
+  hl_dist_init(&argc, &argv); /* mpirun's job: before anything reads argv */
   hl_cli_init(TRAIN_PROG, argc, argv);
+  const bool writer = hl_dist_rank() == 0;
   train_opts o;
   train_parse_options(argc, argv, &o);
+  hl_dist_start_watchdog(o.rank_timeout, "--rank-timeout"); /* data-parallel only */
 
   char err[1024];
   train_data *d = data_new(&o, err, sizeof err);
   if (!d) hl_usage_error("%s", err);
   if (o.list_params) {
-    setup_list_params(&o, d, stdout);
+    if (writer) setup_list_params(&o, d, stdout);
+    hl_dist_finalize();
     data_free(d);
     return 0;
   }
@@ -154,12 +170,12 @@ int main(int argc, char **argv) {
   require_memory(&o, d, dev);
   /* every output path proven writable before any work; nothing made yet */
   char outbuf[4096];
-  const char *outdir = o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
-  check_output_files(&o, outdir);
+  const char *outdir = writer && o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
+  if (writer) check_output_files(&o, outdir);
   if (outdir) profile_check_output(&o, outdir);
   struct stat out_st;
   hl_out_lock *run_lock = outdir && stat(outdir, &out_st) == 0 ? lock_run(&o, outdir) : NULL;
-  fputs(notice, stderr);
+  if (writer) fputs(notice, stderr);
   describe_run(&o, d, dev);
 
   train_model m;
@@ -196,16 +212,17 @@ int main(int argc, char **argv) {
     outdir = hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf);
     if (!run_lock) run_lock = lock_run(&o, outdir);
   }
-  if (o.save_init && !hl_params_save(m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
-  if (o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_fatal("%s", err);
+  if (writer && o.save_init && !hl_params_save(m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
+  if (writer && o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_fatal("%s", err);
   if (o.steps == 0) {
     setup_mode_free(&t);
     setup_model_free(&m);
     data_free(d);
+    hl_dist_finalize();
     return 0;
   }
 
-  train_output *out = output_open(&o, &m, outdir, dev, first_step - 1);
+  train_output *out = writer ? output_open(&o, &m, outdir, dev, first_step - 1) : NULL;
   if (o.resumed) {
     output_hist_restore(out, hist_rows, hist_len);
     hl_checkpoint_close(o.resumed); /* the rows are copied: the file's bytes go */
@@ -216,8 +233,24 @@ int main(int argc, char **argv) {
   if (resumed) free(resumed_totals.step_ms);
   output_finish(out, &r); /* the files' names by the status: docs/train.md, "What a run leaves behind" */
   const char *suffix = output_suffix(r.status);
+  if (r.status == RUN_FAILED && hl_dist_size() > 1) { /* every rank knows: rank 0 says it, then all end together */
+    if (writer)
+      fprintf(stderr, "%s: %s; the run's files are %s/train_%s_%s_*.csv%s\n", TRAIN_PROG, r.why, outdir, o.name,
+              o.mode->name, suffix);
+    fflush(stderr);
+    hl_dist_barrier();
+    hl_dist_finalize();
+    exit(HL_EXIT_FAILURE);
+  }
   if (r.status == RUN_FAILED)
     hl_fatal("%s; the run's files are %s/train_%s_%s_*.csv%s", r.why, outdir, o.name, o.mode->name, suffix);
+  if (!writer) { /* the summary and messages are rank 0's */
+    setup_mode_free(&t);
+    setup_model_free(&m);
+    data_free(d);
+    hl_dist_finalize();
+    return r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
+  }
 
   char mem[32];
   printf("%-10s %-13s %7s %9s %10s %9s %8s %12s %12s  %s\n", "run", "mode", "steps", "loss", "eval_loss", "eval_acc",
@@ -249,10 +282,11 @@ int main(int argc, char **argv) {
   setup_model_free(&m);
   data_free(d);
   hl_out_lock_release(run_lock);
-  if (r.status == RUN_INTERRUPTED) {
+  if (r.status == RUN_INTERRUPTED)
     fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
             r.signal, (long long)(r.first_step + r.steps_done - 1), suffix);
-    return 128 + r.signal;
-  }
-  return 0;
+  /* data-parallel: the other ranks wait here for rank 0's files and lines, since mpirun ends the job
+   * as soon as one rank exits with a status other than 0 (128 + signal) */
+  hl_dist_finalize();
+  return r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
 }

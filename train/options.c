@@ -13,6 +13,7 @@
 #include "cli/output_guard.h"
 #include "core/base/error.h"
 #include "core/training/checkpoint.h"
+#include "core/training/dist.h"
 #include "train/train.h"
 
 static const char usage[] =
@@ -59,7 +60,8 @@ static const char usage[] =
     "  --grad-penalty L      add L x ||grad||_2 (the seed's gradient penalty recipe; MLP only)\n"
     "  --init-scale X        the scaler's initial scale (default 65536; fp16-static: its fixed scale, default 1024)\n"
     "  --growth-interval N   steps without inf/NaN before the scale doubles (default 2000)\n"
-    "  --inject-nonfinite STEPS  put an inf into a gradient at these steps, e.g. 3,7,10-12\n"
+    "  --inject-nonfinite STEPS[@RANK]  put an inf into a gradient at these steps, e.g. 3,7,10-12; with @RANK\n"
+    "                        (e.g. 5@1) into that rank's gradients only, after the gradient all-reduce\n"
     "  --steps N             optimizer steps (tiny: 600; small: 200; gpt2: 70; 0: only --save-init /\n"
     "                        --export-batches)\n"
     "  --warmup N            first steps left out of the timing summary (tiny: 5; small: 5; gpt2: 20)\n"
@@ -83,6 +85,16 @@ static const char usage[] =
     "  --export-batches FILE write the token batches of the first --export-steps steps and the held-out set\n"
     "  --export-steps N      (default: --steps)\n"
     "  --dump-grads FILE     write the first step's unscaled gradients (weight-file format, f32), before clipping\n"
+    "\n"
+    "Data-parallel training (mpirun -n N halflab-train ...; CPU ranks, docs/train.md):\n"
+    "  --batch stays the global batch: each rank trains on its --batch / N rows of every micro-batch\n"
+    "  --check-replicas N    every N steps, check that every rank holds the same weights and scaler state\n"
+    "                        (exit 1 naming the step when they differ)\n"
+    "  --rank-timeout S      end the whole job (MPI_Abort, exit 1) when a rank has waited S seconds in one\n"
+    "                        collective: another rank died or hangs (default 300; 0: wait for ever)\n"
+    "  --allreduce-dtype fp32|bf16|fp16  the gradients' type on the wire (default fp32; half: half the bytes,\n"
+    "                        each sum rounded to it; fp16 carries the gradients still scaled by the loss scale)\n"
+    "%DIST%"
     "\n"
     "Common:\n"
     "  --device D            auto, cpu or cuda (default auto: the GPU when the core runs there, else the CPU)\n"
@@ -134,12 +146,12 @@ static int choice(const char *option, const char *value, const char *const *name
 /* What the user gave, before presets fill in the rest (NULL / false / -1:
  * not given; every number an option takes is >= 0). */
 typedef struct {
-  const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name;
+  const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name, *allreduce_dtype;
   const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
   bool list_params, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
-      accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps;
-  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale;
+      accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps, check_replicas;
+  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale, rank_timeout;
   hl_cli_common common; /* --device, --out, --quick, --seed, --help, --version */
 } given;
 
@@ -237,6 +249,10 @@ static const train_option train_options[] = {
     OPT_TEXT("export-batches", export_batches),
     OPT_INT("export-steps", export_steps, 1, MAX_STEPS),
     OPT_TEXT("dump-grads", dump_grads),
+    /* data-parallel */
+    OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
+    OPT_TEXT("allreduce-dtype", allreduce_dtype),
+    OPT_REAL("rank-timeout", ARG_NON_NEGATIVE, rank_timeout, NULL),
     /* common (the others come from cli.h) */
     OPT_TEXT("name", name),
 };
@@ -258,8 +274,23 @@ static void fill_longopts(struct option table[N_LONGOPTS]) {
 
 static bool is_real(arg_kind k) { return k == ARG_REAL || k == ARG_POSITIVE || k == ARG_NON_NEGATIVE; }
 
+/* --help, with this build's data-parallel status in place of %DIST% */
+static const char *usage_text(void) {
+  static char text[sizeof usage + 512];
+  char status[512];
+  if (hl_dist_built())
+    snprintf(status, sizeof status, "  (built in this build: MPI; NCCL and GPU ranks are not built)\n");
+  else
+    snprintf(status, sizeof status, "  NOT BUILT in this build: %s; mpirun, --check-replicas, --rank-timeout and\n"
+             "  --allreduce-dtype are refused\n",
+             hl_dist_not_built_why());
+  const char *mark = strstr(usage, "%DIST%");
+  snprintf(text, sizeof text, "%.*s%s%s", (int)(mark - usage), usage, status, mark + strlen("%DIST%"));
+  return text;
+}
+
 static given nothing_given(void) {
-  given g = {.common = hl_cli_common_defaults(usage)};
+  given g = {.common = hl_cli_common_defaults(usage_text())};
   for (int i = 0; i < N_TRAIN_OPTIONS; i++) {
     char *field = (char *)&g + train_options[i].field;
     if (train_options[i].kind == ARG_INT) *(long long *)field = -1;
@@ -310,7 +341,7 @@ static bool was_given(const train_option *opt, const given *g) {
 }
 
 static bool is_choice(const char *name) {
-  static const char *const choices[] = {"model", "preset", "task", "mode", "optimizer", "schedule"};
+  static const char *const choices[] = {"model", "preset", "task", "mode", "optimizer", "schedule", "allreduce-dtype"};
   for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
     if (!strcmp(name, choices[i])) return true;
   return false;
@@ -506,6 +537,23 @@ static void resolve_shapes(const given *g, const run_preset *p, train_opts *o) {
   }
 }
 
+/* --inject-nonfinite STEPS[@RANK]: the steps, and the one rank (-1: every rank) */
+static void parse_inject(const char *text, train_opts *o) {
+  char steps[1024];
+  snprintf(steps, sizeof steps, "%s", text ? text : "none");
+  o->inject_rank = -1;
+  char *at = strchr(steps, '@');
+  if (at) {
+    *at = '\0';
+    o->inject_rank = (int)hl_parse_int("--inject-nonfinite's @RANK", at + 1, 0, 1 << 20);
+    if (o->inject_rank >= hl_dist_size())
+      hl_usage_error("--inject-nonfinite %s: rank %d does not exist: the run has %d rank%s%s", text, o->inject_rank,
+                     hl_dist_size(), hl_dist_size() == 1 ? "" : "s",
+                     hl_dist_built() ? "" : " (data-parallel training is not built)");
+  }
+  if (!hl_step_set_parse(steps, &o->inject)) hl_usage_error("--inject-nonfinite: %s", hl_error());
+}
+
 static void resolve_mode_and_optimizer(const given *g, const run_preset *p, train_opts *o) {
   o->mode = hl_train_setup_find(g->mode ? g->mode : "fp32");
   if (!o->mode)
@@ -551,8 +599,7 @@ static void resolve_lengths(const given *g, const run_preset *p, train_opts *o) 
   if (o->checkpoint_every && !o->checkpoint) hl_usage_error("--checkpoint-every needs --checkpoint FILE");
   if (o->steps == 0 && !o->save_init && !o->export_batches && !o->list_params)
     hl_usage_error("--steps 0 trains nothing: give it with --save-init or --export-batches");
-  if (!hl_step_set_parse(g->inject ? g->inject : "none", &o->inject))
-    hl_usage_error("--inject-nonfinite: %s", hl_error());
+  parse_inject(g->inject, o);
   if (hl_step_set_count(&o->inject) > 0 && o->inject.hi[o->inject.n - 1] > o->steps)
     hl_usage_error("--inject-nonfinite: step %lld is past the last step (%lld)", (long long)o->inject.hi[o->inject.n - 1],
                    (long long)o->steps);
@@ -565,6 +612,36 @@ static void resolve_lengths(const given *g, const run_preset *p, train_opts *o) 
     for (int i = 0; i < 3; i++)
       if (o->n_hist == 0 || o->hist_steps[o->n_hist - 1] != pick[i]) o->hist_steps[o->n_hist++] = pick[i];
   }
+}
+
+/* Data-parallel runs: the launcher's rank count against this build, and
+ * what a global batch split over the ranks needs. */
+static void resolve_data_parallel(const given *g, train_opts *o) {
+  const int launched = hl_dist_launcher_size(), ranks = hl_dist_size();
+  if (!hl_dist_built() && launched > 1)
+    hl_usage_error("started by mpirun with %d ranks, but data-parallel training is not built: %s", launched,
+                   hl_dist_not_built_why());
+  if (g->check_replicas >= 0 && !hl_dist_built())
+    hl_usage_error("--check-replicas: data-parallel training is not built: %s", hl_dist_not_built_why());
+  o->check_replicas = (int)PICK(g->check_replicas, 0);
+  if (g->rank_timeout >= 0 && !hl_dist_built())
+    hl_usage_error("--rank-timeout: data-parallel training is not built: %s", hl_dist_not_built_why());
+  o->rank_timeout = g->rank_timeout >= 0 ? g->rank_timeout : TRAIN_RANK_TIMEOUT_DEFAULT;
+  static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
+  static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
+  o->allreduce_dtype = wire_types[choice("allreduce-dtype", g->allreduce_dtype ? g->allreduce_dtype : "fp32", wire_names)];
+  if (o->allreduce_dtype != HL_F32 && ranks == 1)
+    hl_usage_error("--allreduce-dtype %s: %s", g->allreduce_dtype,
+                   hl_dist_built() ? "one process all-reduces nothing: start it with mpirun -n N (N >= 2)"
+                                   : "data-parallel training is not built");
+  if (ranks == 1) return;
+  if (o->batch < ranks)
+    hl_usage_error("--batch %lld: fewer rows than ranks (%d): every rank needs at least one row", (long long)o->batch, ranks);
+  if (o->batch % ranks)
+    hl_usage_error("--batch %lld does not split evenly over %d ranks: give a multiple of %d", (long long)o->batch, ranks,
+                   ranks);
+  if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
+    hl_usage_error("--device %s: data-parallel ranks run on the CPU only (NCCL is not built)", o->device);
 }
 
 static void resolve_peers(const given *g, const run_preset *p, train_opts *o) {
@@ -640,6 +717,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   resolve_mode_and_optimizer(&g, &p, o);
   resolve_lengths(&g, &p, o);
   resolve_peers(&g, &p, o);
+  resolve_data_parallel(&g, o);
   resolve_name(&g, &p, o);
   check_inputs(o);
   if (resumed) {

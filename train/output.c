@@ -226,6 +226,7 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
 }
 
 void output_step_row(train_output *w, const char *fmt, ...) {
+  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   char line[4096];
   va_list ap;
   va_start(ap, fmt);
@@ -234,9 +235,12 @@ void output_step_row(train_output *w, const char *fmt, ...) {
   if (!hl_csv_row(w->log, "%s", line)) io_failure(w, hl_csv_failure(w->log)); /* at once: the row is the record */
 }
 
-void output_keep(train_output *w, const run_result *r) { w->kept = *r; }
+void output_keep(train_output *w, const run_result *r) {
+  if (w) w->kept = *r;
+}
 
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale) {
+  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   const grad_hist *h[2] = {unscaled, scaled};
   const char *which[2] = {"unscaled", "scaled"};
   for (int k = 0; k < 2; k++) {
@@ -273,6 +277,7 @@ char *output_hist_rows(const train_output *w, size_t *len) {
 }
 
 void output_hist_restore(train_output *w, const char *rows, size_t len) {
+  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   const char *p = rows, *end = rows + len;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -553,6 +558,7 @@ static file_state state_of(run_status s) {
 const char *output_suffix(run_status s) { return state_suffix[state_of(s)]; }
 
 void output_finish(train_output *w, const run_result *r) {
+  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   char err[9400];
   w->kept = *r;
   if (!hl_csv_close(w->log, err, sizeof err)) {

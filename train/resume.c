@@ -142,8 +142,10 @@ char *run_definition_format(const train_opts *o) {
   if (o->mode->scaling != HL_LOSS_SCALE_NONE) add(&b, "init-scale %s\n", exact_real(o->init_scale, r, sizeof r));
   if (o->mode->scaling == HL_LOSS_SCALE_DYNAMIC) add(&b, "growth-interval %lld\n", (long long)o->growth_interval);
   char inject[1024];
-  add(&b, "inject-nonfinite %s\n",
-      hl_step_set_count(&o->inject) ? hl_step_set_format(&o->inject, inject, sizeof inject) : "none");
+  add(&b, "inject-nonfinite %s", hl_step_set_count(&o->inject) ? hl_step_set_format(&o->inject, inject, sizeof inject) : "none");
+  if (o->inject_rank >= 0) add(&b, "@%d", o->inject_rank); /* a data-parallel run's one rank */
+  add(&b, "\n");
+  if (o->allreduce_dtype != HL_F32) add(&b, "allreduce-dtype %s\n", o->allreduce_dtype == HL_BF16 ? "bf16" : "fp16");
   add(&b, "steps %lld\nwarmup %lld\nseed %llu\n", (long long)o->steps, (long long)o->warmup,
       (unsigned long long)o->seed);
   add(&b, "stats-every %d\n", o->stats_every);
@@ -192,7 +194,7 @@ bool run_definition_key(const char *key) {
       "hidden",       "classes", "init-gain", "task",     "text",         "sort-len",   "digits",      "batch",
       "eval-samples", "eval-every", "eval-frac", "mode",  "optimizer",    "schedule",   "lr",          "momentum",
       "weight-decay", "clip-norm", "accum",   "grad-penalty", "init-scale", "growth-interval", "inject-nonfinite",
-      "steps",        "warmup", "stats-every", "hist-steps", "name"};
+      "allreduce-dtype", "steps",        "warmup", "stats-every", "hist-steps", "name"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (!strcmp(key, keys[i])) return true;
   return false;

@@ -38,6 +38,14 @@
 #include "train/gradient_stats.h"
 
 #define TRAIN_PROG "halflab-train"
+/* Test only (tests/train/test_train_mpi.c): set, a data-parallel run does
+ * not all-reduce found_inf, so each rank skips on its own gradients only
+ * and the replicas can drift apart. Never for real training. */
+#define TRAIN_TEST_NO_FOUND_INF_ALLREDUCE "HALFLAB_TEST_NO_FOUND_INF_ALLREDUCE"
+/* Test only: "RANK@STEP" makes that rank stop itself (SIGSTOP) at the start
+ * of that step, as a hung rank would, for the --rank-timeout test. */
+#define TRAIN_TEST_STOP_RANK "HALFLAB_TEST_STOP_RANK"
+#define TRAIN_RANK_TIMEOUT_DEFAULT 300.0
 
 /* ------------------------------------------------------------ options -- */
 
@@ -77,6 +85,10 @@ typedef struct {
   double init_scale;   /* the scaler's initial (or, fp16-static, fixed) scale */
   int64_t growth_interval;
   hl_step_set inject;  /* steps whose gradient gets an inf */
+  int inject_rank;     /* --inject-nonfinite STEPS@RANK: only that rank's gradients (-1: every rank's) */
+  int check_replicas;  /* every N steps the ranks' weights and scaler state are compared (0: never) */
+  hl_dtype allreduce_dtype; /* --allreduce-dtype: the gradients' type on the wire (HL_F32, HL_BF16, HL_F16) */
+  double rank_timeout; /* --rank-timeout: seconds a rank waits in a collective before the job is ended (0: never) */
   const char *checkpoint;
   int checkpoint_every;
   const char *resume;
@@ -320,6 +332,8 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
 
 /* -------------------------------------------------------------- output -- */
 
+/* A data-parallel run's ranks but rank 0 have no train_output (NULL): the
+ * functions taking one then do nothing. */
 typedef struct train_output train_output;
 
 /* Opens the run's per-step log, train_NAME_MODE_steps.csv.inprogress:

@@ -348,6 +348,18 @@ bool hl_scaler_found_inf(hl_scaler *s, const hl_optim *o, bool *found) {
   return true;
 }
 
+bool hl_scaler_set_found_inf(hl_scaler *s, const hl_optim *o, bool found) {
+  if (!s || !o) return hl_fail_bool("set_found_inf: NULL argument");
+  opt_state *st = s->opts.enabled ? state_of(s, o, false, "set_found_inf") : NULL;
+  if (!st || !st->checked)
+    return hl_fail_bool("set_found_inf: this optimizer was not unscaled since the last update()");
+  const float f = found ? 1.0f : 0.0f;
+  hl_backend_for(s->device)->copy_from_host(found_slot(s, st), &f, sizeof f);
+  hl_tensor_mark_modified(s->found_inf);
+  st->found_host = found;
+  return true;
+}
+
 /* --------------------------------------------------------- state dict -- */
 
 hl_scaler_state hl_scaler_state_dict(const hl_scaler *s) {

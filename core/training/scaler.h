@@ -103,6 +103,10 @@ hl_tensor *hl_scaler_scale_tensor(const hl_scaler *s);
  * hl_error() when o was not unscaled since the last update. Reads the
  * flag from the device unless step already did. */
 bool hl_scaler_found_inf(hl_scaler *s, const hl_optim *o, bool *found);
+/* Replaces that flag (on the device, and as step will read it): for
+ * data-parallel training, where every rank must skip when any rank found
+ * inf/NaN (core/training/dist.h). Same errors as hl_scaler_found_inf. */
+bool hl_scaler_set_found_inf(hl_scaler *s, const hl_optim *o, bool found);
 
 /* state_dict / load_state_dict. A disabled scaler saves an empty state
  * (present = false), and loading an empty state into an enabled scaler is

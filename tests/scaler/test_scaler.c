@@ -382,6 +382,36 @@ static void test_found_inf_access(void **state) {
   rig_free(&r);
 }
 
+/* Data-parallel training's verdict from the other ranks: a finite step
+ * told that another rank found inf is skipped and backs off; one told the
+ * opposite of its own inf steps (core/training/dist.h's all-reduce). */
+static void test_set_found_inf(void **state) {
+  (void)state;
+  rig r = rig_new(8);
+  REFUSED(hl_scaler_set_found_inf(r.s, r.opt, true), "not unscaled since the last update");
+  backward(&r, X);
+  OK(hl_scaler_unscale(r.s, r.opt));
+  const float w0 = value_at(r.w, 0);
+  OK(hl_scaler_set_found_inf(r.s, r.opt, true));
+  bool found = false, skipped = false;
+  OK(hl_scaler_found_inf(r.s, r.opt, &found));
+  assert_true(found);
+  OK(hl_scaler_step(r.s, r.opt, &skipped, NULL));
+  assert_true(skipped && value_at(r.w, 0) == w0);
+  OK(hl_scaler_update(r.s));
+  assert_true(hl_scaler_get_scale(r.s) == 4.0); /* the device flag, not only the host's copy */
+  hl_optim_zero_grad(r.opt);
+  backward(&r, X);
+  OK(hl_fault_poison(hl_tensor_grad(r.w), 0, HL_FAULT_INF));
+  OK(hl_scaler_unscale(r.s, r.opt));
+  OK(hl_scaler_set_found_inf(r.s, r.opt, false));
+  OK(hl_scaler_step(r.s, r.opt, &skipped, NULL));
+  assert_false(skipped);
+  OK(hl_scaler_update(r.s));
+  assert_true(hl_scaler_get_scale(r.s) == 4.0 && hl_scaler_get_growth_tracker(r.s) == 1);
+  rig_free(&r);
+}
+
 /* The scale is an f32 tensor on the device; inv_scale is 1/scale in f64
  * rounded to f32: for scale 3, 1/3 rounded once (not 1/3f twice). */
 static void test_inv_scale_rounding(void **state) {
@@ -509,6 +539,7 @@ int main(void) {
       cmocka_unit_test(test_update_to_keeps_tracker),
       cmocka_unit_test(test_fixed_scale),
       cmocka_unit_test(test_found_inf_access),
+      cmocka_unit_test(test_set_found_inf),
       cmocka_unit_test(test_inv_scale_rounding),
       cmocka_unit_test(test_master_weights),
       cmocka_unit_test(test_one_unscaled_explicitly),
