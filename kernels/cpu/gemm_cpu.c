@@ -82,8 +82,8 @@ static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
 /* Slots: 0-2 the A, B and C copies of the entries a thread works on, 3-4
  * the A and B copies every entry shares (batch stride 0), which the calling
  * thread makes once and the others read */
-enum { kSlots = 6 };
-enum { kSlotBias = 5 }; /* a half bias, widened once per call */
+enum { kSlots = 7 };
+enum { kSlotBias = 5, kSlotBiasRow = 6 }; /* the bias widened to fp32; a row of it in C's type */
 typedef struct {
   float *p[kSlots];
   size_t cap[kSlots];
@@ -184,12 +184,18 @@ static const float *widened_entries(int slot, hl_dtype t, const void *src, int64
 }
 
 /* C = bias in every row, in C's own type (a half bias is exact in it when
- * the types agree, as autocast makes them) */
+ * the types agree, as autocast makes them): the row converted once, then
+ * copied row by row */
 static void bias_into_c(const hl_gemm_desc *d, int64_t batch) {
-  for (int64_t i = 0; i < batch; i++)
-    for (int64_t r = 0; r < d->m; r++)
-      for (int64_t col = 0; col < d->n; col++)
-        hl_gemm_store(d->c, d->c_type, i * d->stride_c + r * d->ldc + col, hl_gemm_load(d->bias, d->bias_type, col));
+  const size_t es = hl_dtype_size(d->c_type), row_bytes = es * (size_t)d->n;
+  char *row = (char *)ws_get(kSlotBiasRow, (size_t)(d->n * 2)); /* n fp64 at most */
+  if (d->bias_type == d->c_type) memcpy(row, d->bias, row_bytes);
+  else
+    for (int64_t j = 0; j < d->n; j++) hl_gemm_store(row, d->c_type, j, hl_gemm_load(d->bias, d->bias_type, j));
+  const int64_t rows = batch * d->m;
+#pragma omp parallel for schedule(static) if (rows * d->n >= 4 * kConvertBlock && !omp_in_parallel())
+  for (int64_t r = 0; r < rows; r++)
+    memcpy((char *)d->c + (size_t)((r / d->m) * d->stride_c + (r % d->m) * d->ldc) * es, row, row_bytes);
 }
 
 /* The bias in fp32: the data itself, or widened once into the calling
@@ -421,12 +427,12 @@ static void cpu_gemm(const hl_gemm_desc *d) {
      * path carries it in its fp32 copy of C */
     hl_gemm_desc onto = *d;
     onto.bias = NULL, onto.beta = 1.0f;
-    char why[8];
     const bool f16 = d->a_type == HL_F16 || d->b_type == HL_F16;
-    if (!f16 && hl_onednn_gemm_describe(&onto, why, sizeof why)) {
+    if (!f16) {
+      /* bf16 C: oneDNN accumulates onto the bias written into C; where it
+       * declines, so does the widening path (C widened with the bias in it) */
       bias_into_c(d, d->batch > 0 ? d->batch : 1);
-      if (hl_onednn_gemm(&onto)) return;
-      hl_cpu_gemm_blas(&onto);
+      if (!hl_onednn_gemm(&onto)) hl_cpu_gemm_blas(&onto);
       return;
     }
   }
