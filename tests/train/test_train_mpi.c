@@ -378,6 +378,10 @@ static void test_hung_rank(void **state) {
   hl_run_result r = hl_run("HALFLAB_TEST_STOP_RANK=1@3 OMP_NUM_THREADS=1 timeout -s KILL 60 %s " MPIRUN_FLAGS " %s %s",
                            mpirun(), train(), args);
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  /* timeout's SIGKILL ends mpirun but not its ranks: a broken watchdog must
+   * not leave them spinning in a collective after the test */
+  hl_run_result reap = hl_run("pkill -KILL -f -- '--out [%c]%s' || true", dir[0], dir + 1); /* [x]: not this shell */
+  hl_run_free(&reap);
   const double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (r.status != 1) fail_msg("a hung rank: exit %d, not 1 (after %.1f s)\n%s", r.status, wall, r.err);
   if (!hl_has_line(r.err, "rank 0 of 2: waited", "for the other ranks (--rank-timeout 2): a rank died or hangs"))
