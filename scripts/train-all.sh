@@ -160,18 +160,27 @@ if [ $gpu = 0 ] && wanted gpt2-cpu; then
     # sequence fewer at each refusal, and the others run at the batch it took.
     err=$(mktemp)
     for m in amp-bf16 fp32 amp-fp16; do
+      mode_batch=$gpt2_batch
       while :; do
         rc=0
-        run gpt2-cpu "$m" --device cpu --preset gpt2 --batch "$gpt2_batch" --steps "$(steps 4 2)" --warmup 1 \
+        run gpt2-cpu "$m" --device cpu --preset gpt2 --batch "$mode_batch" --steps "$(steps 4 2)" --warmup 1 \
           --eval-every 1000000 --eval-samples 1 --stats-every 0 2>"$err" || rc=$?
         cat "$err" >&2
-        if [ $rc = 2 ] && grep -q "needs about" "$err" && [ "$gpt2_batch" -gt 1 ]; then
-          gpt2_batch=$((gpt2_batch - 1))
-          echo "train-all: gpt2-cpu: trying batch $gpt2_batch" >&2
+        if [ $rc = 2 ] && grep -q "needs about" "$err" && [ "$mode_batch" -gt 1 ]; then
+          mode_batch=$((mode_batch - 1)) gpt2_batch=$((mode_batch))
+          echo "train-all: gpt2-cpu: trying batch $mode_batch" >&2
+          continue
+        fi
+        # Killed by the OS (SIGKILL, 137: out of memory) at a batch the accounting accepted: the
+        # process needs more than core/models counts (library and allocator overhead, the widening
+        # path's fp32 copies); two sequences fewer for this mode alone, at most twice
+        if [ $rc = 137 ] && [ "$mode_batch" -gt 2 ] && [ "$mode_batch" -gt $((gpt2_batch - 4)) ]; then
+          mode_batch=$((mode_batch - 2))
+          echo "train-all: gpt2-cpu $m stopped by the OS (exit 137): trying batch $mode_batch" >&2
           continue
         fi
         # a run the OS stops is said, and the other modes still run
-        [ $rc = 0 ] || echo "train-all: gpt2-cpu $m at batch $gpt2_batch stopped (exit $rc): no row for it in the report" >&2
+        [ $rc = 0 ] || echo "train-all: gpt2-cpu $m at batch $mode_batch stopped (exit $rc): no row for it in the report" >&2
         break
       done
     done
