@@ -46,7 +46,7 @@ g_T = 0.84
 do for [out=1:2] {
   if (out == 1) { eval png(W, H); set output dir.'/gemm-speedup.png' } else { eval svg(W, H); set output dir.'/gemm-speedup.svg' }
   set multiplot title sprintf("Speed-up over fp32 at the same size n x n x n (ratio of median TFLOP/s)\n%s%s", desc, \
-      ndist > 0 ? sprintf("; open grey rings: %d points still disturbed by other work (median > 1.25x minimum), outside the axis range if they must be", ndist) : "")
+      ndist > 0 ? sprintf("\nopen grey rings: %d point%s still disturbed by other work (median > 1.25x its minimum), kept out of the axis range", ndist, ndist == 1 ? "" : "s") : "")
   eval cell(1, 1)
   set xlabel 'matrix size n'
   set ylabel 'TFLOP/s relative to fp32 (1 = same speed)'
