@@ -115,7 +115,7 @@ cell(col, row) = sprintf("set lmargin at screen %.4f; set rmargin at screen %.4f
 array leg_spec[32]
 array leg_title[32]
 leg_n = 0
-leg_w(i) = (strlen(leg_title[i]) * 0.6 + 8.0) * cur_pt / cur_w
+leg_w(i) = (strlen(leg_title[i]) * 0.62 + 10.0) * cur_pt / cur_w
 leg_row_h(x) = 1.6 * cur_pt / cur_h
 legend_strip(y) = sprintf("unset border; unset xtics; unset ytics; unset mxtics; unset mytics; unset x2tics; unset y2tics; unset xlabel; unset ylabel; unset title; unset grid; unset logscale; unset label; unset arrow; unset object; unset offsets; set xrange [0:1]; set yrange [0:1]; tot_ = 0; do for [i_=1:leg_n] { tot_ = tot_ + leg_w(i_) }; x_ = tot_ < 0.96 ? 0.5 - tot_ / 2 : 0.02; y_ = %g; do for [i_=1:leg_n] { if (x_ + leg_w(i_) > 0.99) { x_ = 0.02; y_ = y_ - leg_row_h(0) }; set key at screen x_, screen y_ left center reverse Left samplen 2.5 noopaque nobox; eval 'plot NaN '.leg_spec[i_].' title \"'.leg_title[i_].'\"'; x_ = x_ + leg_w(i_) }; leg_n = 0", y)
 legend_add = "leg_n = leg_n + 1; leg_spec[leg_n] = ls_; leg_title[leg_n] = lt_"
