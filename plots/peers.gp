@@ -82,11 +82,12 @@ do for [out=1:2] {
   log_lo = bottom / 1.5
   log_hi = top * 4
   eval log125_ytics
-  # the ratio only where both sides ran (NaN != NaN marks a missing one)
+  # the ratio only where both sides ran (NaN != NaN marks a missing one), every other one
+  # higher so that neighbouring labels never meet
   set xtics rotate by -35 left
   plot pairs using 3:4:5:xtic(strcol(1)." ".strcol(2)) lc rgb '#7F7F7F' title 'halflab', \
        '' using 6:7:8 fs pattern 2 lc rgb '#333333' title 'PyTorch', \
-       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * 1.45 : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
+       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * (int($0) % 2 ? 2.3 : 1.45) : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
           with labels notitle
   unset logscale y
   set ytics autofreq
@@ -121,7 +122,7 @@ do for [out=1:2] {
     set ytics 1e-10, 100, 1
     set format y '10^{%T}'
     set label 1 'equal' at graph 0.01, first 1e-10 offset 0, 0.7 left tc rgb c_note
-    set label 2 'fp32 unit roundoff 2^{-24}' at graph 0.99, first 2**-24 offset 0, 0.7 right tc rgb c_fp32
+    set label 2 'fp32 unit roundoff 2^{-24}' at graph 0.99, first 2**-24 offset 0, -0.8 right tc rgb c_fp32  # below its line: the fp32 points sit on and above it
     set label 3 'fp16 unit roundoff 2^{-11}' at graph 0.99, first 2**-11 offset 0, 0.7 right tc rgb c_fp16
     set label 4 'bf16 unit roundoff 2^{-8}' at graph 0.99, first 2**-8 offset 0, 0.7 right tc rgb c_bf16
     cmd = ''
