@@ -351,12 +351,7 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     /* an fp32 or fp64 C takes the bias in place, then the product onto it */
     hl_gemm_desc onto = *d;
     onto.bias = NULL, onto.beta = 1.0f;
-    if (d->c_type == HL_F64 || d->bias_type == HL_F64) {
-      bias_into_c(d, batch);
-    } else {
-      const float *bias = bias_f32(d);
-      for (int64_t i = 0; i < batch; i++) bias_rows((float *)d->c + i * d->stride_c, d->m, d->n, d->ldc, bias);
-    }
+    bias_into_c(d, batch);
     hl_cpu_gemm_blas(&onto);
     return;
   }
