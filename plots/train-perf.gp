@@ -38,6 +38,8 @@ set datafile columnheaders
 ok(st) = st eq 'completed'
 # a run that stopped early: its few timed steps (the first ones included) are no measure of the mode
 flag(st) = ok(st) ? '' : sprintf("\n(%s)", st)
+# the ratio labels of every other bar sit higher (offset 3.0 against 1.4 lines), so that the labels
+# of neighbouring bars of like height never meet
 
 # two panels a row: the ratio labels need the width of a bar each
 W = 1600
@@ -68,7 +70,8 @@ do for [out=1:2] {
   set ylabel 'ms per step (median)'
   plot rows(sel) using 0:(ok(strcol('status')) ? column('step_time_ms_median') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
        '' using 0:(ok(strcol('status')) ? 1/0 : column('step_time_ms_median')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:'step_time_ms_median':(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 1.4
+       '' using 0:(int($0) % 2 ? 1/0 : column('step_time_ms_median')):(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 1.4, \
+       '' using 0:(int($0) % 2 ? column('step_time_ms_median') : 1/0):(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 3.0
 
   eval cell(2, 1)
   set title 'throughput'
@@ -76,7 +79,8 @@ do for [out=1:2] {
   set format y '%.0f'
   plot rows(sel) using 0:(ok(strcol('status')) ? column('tokens_per_s') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
        '' using 0:(ok(strcol('status')) ? 1/0 : column('tokens_per_s')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:'tokens_per_s':(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 1.4
+       '' using 0:(int($0) % 2 ? 1/0 : column('tokens_per_s')):(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 1.4, \
+       '' using 0:(int($0) % 2 ? column('tokens_per_s') : 1/0):(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 3.0
   set format y '%g'
 
   eval cell(1, 2)
@@ -84,7 +88,8 @@ do for [out=1:2] {
   set ylabel 'MiB'
   plot rows(sel) using 0:(ok(strcol('status')) ? column('mem_peak_bytes') / MiB : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
        '' using 0:(ok(strcol('status')) ? 1/0 : column('mem_peak_bytes') / MiB):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:(column('mem_peak_bytes') / MiB):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 1.4
+       '' using 0:(int($0) % 2 ? 1/0 : (column('mem_peak_bytes') / MiB)):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 1.4, \
+       '' using 0:(int($0) % 2 ? (column('mem_peak_bytes') / MiB) : 1/0):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 3.0
 
   if (nthreads > 0) {
     eval cell(2, 2)
