@@ -267,7 +267,63 @@ typedef struct {
   int n_inputs;
   hl_tensor **results;
   bool retain_graph, create_graph;
+  hl_grad_ready_fn ready; /* backward mode: called with each leaf once its .grad is final */
+  void *ready_user;
 } run_opts;
+
+/* ------------------------------------------------------ gradient ready -- */
+
+/* For the ready hook: how many edges of the graph's nodes still lead to
+ * each leaf. The nodes run in one fixed order, so a leaf's count reaches 0
+ * right after the last node feeding it has routed its gradient. An
+ * open-addressing table of leaf pointers, sized once (at most one slot per
+ * edge). */
+typedef struct {
+  hl_tensor **leaf;
+  int *pending;
+  size_t slots;
+} leaf_counts;
+
+static size_t leaf_slot(const leaf_counts *c, const hl_tensor *leaf) {
+  size_t k = (((uintptr_t)leaf >> 4) * 0x9E3779B97F4A7C15ull) & (c->slots - 1);
+  while (c->leaf[k] && c->leaf[k] != leaf) k = (k + 1) & (c->slots - 1);
+  return k;
+}
+
+static bool leaf_counts_build(leaf_counts *c, const graph *g) {
+  size_t edges = 0;
+  for (int i = 0; i < g->n; i++) edges += (size_t)g->nodes[i]->n_in;
+  c->slots = 16;
+  while (c->slots < 2 * edges) c->slots *= 2;
+  c->leaf = calloc(c->slots, sizeof *c->leaf);
+  c->pending = calloc(c->slots, sizeof *c->pending);
+  if (!c->leaf || !c->pending) return hl_fail_bool("backward: out of host memory for the gradient-ready hook");
+  for (int i = 0; i < g->n; i++)
+    for (int e = 0; e < g->nodes[i]->n_in; e++) {
+      hl_tensor *leaf = g->nodes[i]->next[e].leaf;
+      if (!leaf) continue;
+      const size_t k = leaf_slot(c, leaf);
+      c->leaf[k] = leaf;
+      c->pending[k]++;
+    }
+  return true;
+}
+
+static void leaf_counts_free(leaf_counts *c) {
+  free(c->leaf);
+  free(c->pending);
+}
+
+/* Node i has run (or had nothing to do): its leaves have one feeder less. */
+static void leaves_fed(leaf_counts *c, const graph *g, int i, const run_opts *o) {
+  const hl_node *node = g->nodes[i];
+  for (int e = 0; e < node->n_in; e++) {
+    hl_tensor *leaf = node->next[e].leaf;
+    if (!leaf) continue;
+    const size_t k = leaf_slot(c, leaf);
+    if (--c->pending[k] == 0 && leaf->grad) o->ready(leaf, o->ready_user);
+  }
+}
 
 static int input_index(const run_opts *o, const hl_tensor *t) {
   for (int j = 0; j < o->n_inputs; j++)
@@ -423,7 +479,8 @@ static bool run(hl_tensor *const *roots, hl_tensor *const *root_grads, int n_roo
   hl_autocast_push_state(&off);
   hl_dispatch_set_backward(true);
 
-  bool ok = true;
+  leaf_counts counts = {0};
+  bool ok = !o->ready || o->inputs || leaf_counts_build(&counts, &g);
   for (int r = 0; ok && r < n_roots; r++) {
     hl_tensor *seed = hl_retain(root_grads[r]);
     if (roots[r]->grad_fn) {
@@ -436,8 +493,12 @@ static bool run(hl_tensor *const *roots, hl_tensor *const *root_grads, int n_roo
       ok = accumulate_leaf(roots[r], seed, o->create_graph);
     }
   }
+  const bool hooked = o->ready && !o->inputs;
   for (int i = 0; ok && i < g.n; i++) {
-    if (!g.grad[i]) continue; /* no gradient reached this node */
+    if (!g.grad[i]) { /* no gradient reached this node */
+      if (hooked) leaves_fed(&counts, &g, i, o);
+      continue;
+    }
     if (o->inputs) {
       if (g.capture[i] >= 0) {
         int j = g.capture[i];
@@ -451,7 +512,9 @@ static bool run(hl_tensor *const *roots, hl_tensor *const *root_grads, int n_roo
       if (!g.run[i]) continue;
     }
     ok = ok && run_node(&g, o, i);
+    if (ok && hooked) leaves_fed(&counts, &g, i, o);
   }
+  leaf_counts_free(&counts);
 
   hl_dispatch_set_backward(false);
   hl_autocast_pop_state();
@@ -481,9 +544,14 @@ static hl_tensor *seed_for(const char *what, hl_tensor *root, hl_tensor *given) 
 }
 
 bool hl_backward(hl_tensor *loss, hl_tensor *grad, bool retain_graph) {
+  return hl_backward_with_ready_hook(loss, grad, retain_graph, NULL, NULL);
+}
+
+bool hl_backward_with_ready_hook(hl_tensor *loss, hl_tensor *grad, bool retain_graph, hl_grad_ready_fn ready,
+                                 void *user) {
   hl_tensor *seed = seed_for("backward", loss, grad);
   if (!seed) return false;
-  run_opts o = {NULL, 0, NULL, retain_graph, false};
+  run_opts o = {NULL, 0, NULL, retain_graph, false, ready, user};
   bool ok = run(&loss, &seed, 1, &o);
   hl_release(seed);
   return ok;
@@ -509,7 +577,7 @@ bool hl_autograd_grad(hl_tensor *const *outputs, int n_outputs, hl_tensor *const
       return false;
     }
   }
-  run_opts o = {inputs, n_inputs, results, opts.retain_graph, opts.create_graph};
+  run_opts o = {inputs, n_inputs, results, opts.retain_graph, opts.create_graph, NULL, NULL};
   bool ok = run(outputs, seeds, n_outputs, &o);
   for (int r = 0; r < n_outputs; r++) hl_release(seeds[r]);
   for (int j = 0; ok && j < n_inputs; j++)

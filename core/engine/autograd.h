@@ -35,6 +35,18 @@ extern "C" {
  * one-element loss. */
 bool hl_backward(hl_tensor *loss, hl_tensor *grad, bool retain_graph);
 
+/* Called during a backward with each leaf the graph reaches, once, as soon
+ * as that leaf's .grad is final: after the last node that feeds it has
+ * run (PyTorch's post-accumulate-grad hook). Data-parallel training starts
+ * a leaf's all-reduce there, while the rest of the backward still runs.
+ * The order is the engine's, the same in every run of the same graph; a
+ * leaf whose every consumer passed it no gradient is not called. The hook
+ * must not run ops that record a graph, nor change the leaf's .grad. */
+typedef void (*hl_grad_ready_fn)(hl_tensor *leaf, void *user);
+/* hl_backward, calling ready (when not NULL) as above. */
+bool hl_backward_with_ready_hook(hl_tensor *loss, hl_tensor *grad, bool retain_graph, hl_grad_ready_fn ready,
+                                 void *user);
+
 typedef struct {
   bool retain_graph;  /* keep saved tensors (set it whenever create_graph is) */
   bool create_graph;  /* record the backward ops: results are differentiable */

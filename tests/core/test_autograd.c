@@ -295,9 +295,82 @@ static void test_split_backward_matches_unfused(void **state) {
       }
 }
 
+/* The gradient-ready hook: each leaf once, when its .grad is final. */
+typedef struct {
+  const hl_tensor *leaf[8];
+  float first[8]; /* the leaf's gradient's first value when the hook ran */
+  int with_grad[8]; /* how many of `watched` had a .grad then */
+  const hl_tensor *watched[4];
+  int n;
+} ready_log;
+
+static void log_ready(hl_tensor *leaf, void *user) {
+  ready_log *log = user;
+  assert_true(log->n < 8);
+  float v[4];
+  OK(hl_read_f32(hl_tensor_grad(leaf), v));
+  log->with_grad[log->n] = 0;
+  for (int k = 0; k < 4; k++) log->with_grad[log->n] += log->watched[k] && hl_tensor_grad(log->watched[k]);
+  log->leaf[log->n] = leaf;
+  log->first[log->n++] = v[0];
+}
+
+static hl_tensor *leaf_of(float v) {
+  hl_tensor *t = hl_full(HL_SHAPE(2, 2), v, HL_F32, HL_DEVICE_CPU);
+  OK(hl_set_requires_grad(t, true));
+  return t;
+}
+
+static void test_ready_hook(void **state) {
+  (void)state;
+  /* a chain x -> x*w1 -> (..)*w2, with `tied` used at both ends (as a tied
+   * embedding is) and `unused` not at all: w2 is final first, w1 next, tied
+   * only after the last node that feeds it */
+  hl_tensor *x = hl_full(HL_SHAPE(2, 2), 2.0, HL_F32, HL_DEVICE_CPU);
+  hl_tensor *w1 = leaf_of(3), *w2 = leaf_of(5), *tied = leaf_of(7), *unused = leaf_of(1);
+  for (int pass = 0; pass < 2; pass++) { /* the second pass accumulates onto the first's .grad */
+    ready_log log = {.watched = {w1, w2, tied}};
+    hl_pool_push();
+    hl_tensor *h0 = hl_tmp(hl_mul(x, tied));
+    hl_tensor *h1 = hl_tmp(hl_mul(h0, w1));
+    hl_tensor *h2 = hl_tmp(hl_mul(h1, w2));
+    hl_tensor *loss = hl_tmp(hl_sum(hl_tmp(hl_mul(h2, tied))));
+    OK(hl_backward_with_ready_hook(loss, NULL, false, log_ready, &log));
+    hl_pool_pop();
+    assert_int_equal(log.n, 3); /* not `unused`, which no node feeds */
+    assert_ptr_equal(log.leaf[0], w2);
+    assert_ptr_equal(log.leaf[1], w1);
+    assert_ptr_equal(log.leaf[2], tied);
+    /* what the hook saw is the final gradient: d/dw2 = x tied w1 tied = 294,
+     * d/dw1 = 490, d/dtied = 2 x w1 w2 tied = 420, each times the pass */
+    const hl_tensor *order[3] = {w2, w1, tied};
+    const float want[3] = {294, 490, 420};
+    for (int k = 0; k < 3; k++) {
+      float g[4];
+      grad_values(order[k], g);
+      assert_true(g[0] == log.first[k]);
+      assert_true(g[0] == want[k] * (float)(pass + 1));
+    }
+    assert_null(hl_tensor_grad(unused));
+    if (pass == 0) { /* called during the backward, not after it: w2 first, when w1 had no gradient yet */
+      assert_int_equal(log.with_grad[0], 2); /* w2 and tied (fed by the last node, which runs first) */
+      assert_int_equal(log.with_grad[1], 3);
+    }
+  }
+  /* without a hook it is hl_backward */
+  hl_pool_push();
+  OK(hl_backward_with_ready_hook(hl_tmp(hl_sum(hl_tmp(hl_mul(x, w1)))), NULL, false, NULL, NULL));
+  hl_pool_pop();
+  float g[4];
+  grad_values(w1, g);
+  assert_true(g[0] == 2 * 490.0f + 2.0f);
+  hl_release(x), hl_release(w1), hl_release(w2), hl_release(tied), hl_release(unused);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backward_accumulates),
+      cmocka_unit_test(test_ready_hook),
       cmocka_unit_test(test_retain_graph),
       cmocka_unit_test(test_two_losses_share_a_graph),
       cmocka_unit_test(test_grad_leaves_dot_grad_alone),
