@@ -41,6 +41,7 @@
 #include "cli/cli.h"
 #include "core/training/clip.h"
 #include "core/training/dist.h"
+#include "core/training/grad_buckets.h"
 #include "core/base/crc32.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
@@ -278,6 +279,10 @@ typedef struct {
   char *definition;     /* --checkpoint: the run's definition (resume.c) */
   int rank, ranks;      /* data-parallel: this process's rank and their count (0 of 1 outside mpirun) */
   float *reduce_buf;    /* ranks > 1: every gradient in f32, for the all-reduce and --check-replicas */
+  hl_grad_buckets *buckets; /* ranks > 1: the gradient all-reduce (in buckets during the backward with --bucket-mb > 0) */
+  double *comm_ms, *comm_exposed_ms; /* per step this process ran: the all-reduce's time, and what the backward left exposed */
+  int64_t n_comm;
+  hl_grad_buckets_stats comm_last;
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
 } loop_state;
 
@@ -296,6 +301,7 @@ typedef struct {
   double step_s;
   eval_result ev;
   uint64_t casts, cache_misses, cache_hits; /* autocast's counters over the step's forwards */
+  hl_grad_buckets_stats comm; /* ranks > 1: the step's gradient all-reduce */
 } step_record;
 
 static loop_state loop_state_new(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
@@ -316,14 +322,24 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   s.rank = hl_dist_rank();
   s.ranks = hl_dist_size();
-  if (s.ranks > 1 && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
-    hl_fatal("out of host memory for the gradient all-reduce");
+  if (s.ranks > 1) {
+    s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel);
+    s.comm_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
+    s.comm_exposed_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
+    if (!s.reduce_buf || !s.comm_ms || !s.comm_exposed_ms) hl_fatal("out of host memory for the gradient all-reduce");
+    s.buckets = hl_grad_buckets_new(m->trainable, m->n_trainable, (int64_t)(o->bucket_mb * 1024 * 1024),
+                                    o->allreduce_dtype, s.reduce_buf, m->numel);
+    if (!s.buckets) hl_fatal("%s", hl_error());
+  }
   return s;
 }
 
 static void loop_state_free(loop_state *s) {
   free(s->definition);
+  hl_grad_buckets_free(s->buckets);
   free(s->reduce_buf);
+  free(s->comm_ms);
+  free(s->comm_exposed_ms);
   free(s->times);
   free(s->sb.grad);
   free(s->sb.before);
@@ -445,7 +461,12 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   hl_op_profile_set_phase(HL_PROFILE_BACKWARD);
   hl_range_push("backward");
   if (o->grad_penalty > 0) objective = add_gradient_penalty(s, objective, rec->scale, step);
-  if (!hl_backward(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false))
+  /* data-parallel: the last micro-batch's backward finishes the gradients, and starts their all-reduce */
+  const bool last = micro == o->accum - 1;
+  if (last && s->buckets) hl_grad_buckets_arm(s->buckets);
+  const bool hooked = last && s->buckets && hl_grad_buckets_overlaps(s->buckets);
+  if (!hl_backward_with_ready_hook(hl_tmp(hl_scaler_scale(t->scaler, objective)), NULL, false,
+                                   hooked ? hl_grad_buckets_ready : NULL, s->buckets))
     hl_fatal("step %lld: backward: %s", (long long)step, hl_error());
   hl_range_pop();
   hl_pool_pop();
@@ -458,11 +479,12 @@ static void inject_inf(train_model *m) {
   if (!g0 || !hl_fault_poison(g0, 0, HL_FAULT_INF)) hl_fatal("--inject-nonfinite: %s", hl_error());
 }
 
-/* Data-parallel: every gradient replaced by its mean over the ranks. */
-static void allreduce_gradients(loop_state *s, int64_t step) {
+/* Data-parallel: every gradient replaced by its mean over the ranks (the
+ * buckets the backward started, waited for; the rest now). */
+static void allreduce_gradients(loop_state *s, step_record *rec) {
   hl_range_push("all-reduce");
-  if (!hl_dist_allreduce_grads_mean(s->m->trainable, s->m->n_trainable, s->reduce_buf, s->m->numel, s->o->allreduce_dtype))
-    hl_fatal("step %lld: gradient all-reduce: %s", (long long)step, hl_error());
+  if (!hl_grad_buckets_finish(s->buckets, &rec->comm))
+    hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
   hl_range_pop();
 }
 
@@ -581,10 +603,10 @@ static void train_step(loop_state *s, step_record *rec) {
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
   if (s->ranks > 1) {
+    allreduce_gradients(s, rec); /* first: no other collective while the buckets' thread may run one */
     /* equal shards: the ranks' mean is the global batch's loss; an inf or NaN on any rank makes it not finite */
     rec->loss_sum = hl_dist_allreduce_sum(rec->loss_sum) / s->ranks;
     rec->nonfinite_loss = !isfinite(rec->loss_sum);
-    allreduce_gradients(s, step);
   }
   if (hl_step_set_has(&o->inject, step) && (o->inject_rank < 0 || o->inject_rank == s->rank)) inject_inf(s->m);
   hl_op_profile_set_phase(HL_PROFILE_OPTIMIZER);
@@ -732,6 +754,15 @@ static void summarize(const loop_state *s, run_result *r) {
   } else {
     r->step_ms_min = r->step_ms_median = r->items_per_s = NAN;
   }
+  /* the all-reduce: over the steps this process ran after the warm-up */
+  r->comm_ms_median = r->comm_exposed_ms_median = NAN;
+  const int64_t comm_skip = o->warmup < s->n_comm ? o->warmup : 0;
+  if (s->n_comm - comm_skip > 0) {
+    r->comm_ms_median = hl_stats_of(s->comm_ms + comm_skip, (int)(s->n_comm - comm_skip)).median;
+    r->comm_exposed_ms_median = hl_stats_of(s->comm_exposed_ms + comm_skip, (int)(s->n_comm - comm_skip)).median;
+  }
+  r->comm_buckets = s->comm_last.buckets;
+  r->comm_bytes = s->comm_last.bytes;
 }
 
 /* A resumed run starts from its checkpoint's totals. */
@@ -770,13 +801,17 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
   if (resumed) take_totals(&s, &r, resumed);
   for (int64_t step = first_step; step <= o->steps; step++) {
+    /* every rank stops at the same step: on the ranks' verdict, read once.
+     * A signal that lands during the all-reduce stays in stop_signal for
+     * the next step (assigning the all-reduce's result to it would lose it) */
+    int stop = stop_signal;
     if (s.ranks > 1) {
       stop_if_test_asks(&s, step);
-      stop_signal = (sig_atomic_t)hl_dist_allreduce_max(stop_signal); /* every rank stops at the same step */
+      stop = (int)hl_dist_allreduce_max(stop);
     }
-    if (stop_signal) {
+    if (stop) {
       r.status = RUN_INTERRUPTED;
-      r.signal = stop_signal;
+      r.signal = stop;
       break;
     }
     step_record rec = {.step = step, .stats = takes_statistics(&s, step)};
@@ -789,6 +824,11 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     if (r.profile_steps++ == 0) r.profile_first_step = step;
     r.profile_step_ms += rec.step_s * 1e3;
     s.times[s.n_times++] = rec.step_s * 1e3;
+    if (s.ranks > 1) {
+      s.comm_ms[s.n_comm] = rec.comm.busy_s * 1e3;
+      s.comm_exposed_ms[s.n_comm++] = rec.comm.exposed_s * 1e3;
+      s.comm_last = rec.comm;
+    }
     r.steps_done++;
     r.skipped += rec.skipped;
     r.autocast_casts += rec.casts;

@@ -83,11 +83,20 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
     hl_meta_set("model", "MLP %d inputs, %d hidden layers of %d, %d classes; init gain %.4g", o->mlp.n_in,
                 o->mlp.n_hidden, o->mlp.n_hidden ? o->mlp.hidden[0] : 0, o->classes, o->init_gain);
   hl_meta_set("data", "%s", data_describe(d));
-  if (hl_dist_size() > 1) /* only then: a single-process run's metadata stays as it was */
+  if (hl_dist_size() > 1) { /* only then: a single-process run's metadata stays as it was */
+    char how[160];
+    if (o->bucket_mb > 0 && hl_dist_threads_serialized())
+      snprintf(how, sizeof how, "in buckets of %g MiB, each started by a communication thread during the backward",
+               o->bucket_mb);
+    else if (o->bucket_mb > 0)
+      snprintf(how, sizeof how, "in buckets of %g MiB after the backward (MPI without MPI_THREAD_SERIALIZED: no "
+               "communication thread)", o->bucket_mb);
+    else snprintf(how, sizeof how, "in one piece after the backward (--bucket-mb 0)");
     hl_meta_set("data_parallel", "%d MPI ranks, %lld rows of each micro-batch per rank; gradients all-reduced (mean, "
-                "%s on the wire) before unscale, found_inf all-reduced (max); --rank-timeout %g s%s",
-                hl_dist_size(), (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype), o->rank_timeout,
-                getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE) ? "; TEST SWITCH: found_inf NOT all-reduced" : "");
+                "%s on the wire) %s, before unscale; found_inf all-reduced (max); --rank-timeout %g s%s",
+                hl_dist_size(), (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype), how,
+                o->rank_timeout, getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE) ? "; TEST SWITCH: found_inf NOT all-reduced" : "");
+  }
   hl_meta_set("batch", "%lld x %lld %s per micro-batch, %d micro-batches per step", (long long)o->batch,
               (long long)o->seq, o->model == MODEL_GPT ? "tokens" : "sample", o->accum);
   const char *sched = o->cosine ? " (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" : " (constant)";

@@ -94,6 +94,9 @@ static const char usage[] =
     "                        collective: another rank died or hangs (default 300; 0: wait for ever)\n"
     "  --allreduce-dtype fp32|bf16|fp16  the gradients' type on the wire (default fp32; half: half the bytes,\n"
     "                        each sum rounded to it; fp16 carries the gradients still scaled by the loss scale)\n"
+    "  --bucket-mb X         all-reduce the gradients in buckets of X MiB (of f32 values), each started by a\n"
+    "                        communication thread as soon as the backward has finished its gradients, as\n"
+    "                        DistributedDataParallel does (default 25; 0: in one piece after the backward)\n"
     "%DIST%"
     "\n"
     "Common:\n"
@@ -151,7 +154,7 @@ typedef struct {
   bool list_params, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps, check_replicas;
-  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale, rank_timeout;
+  double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale, rank_timeout, bucket_mb;
   hl_cli_common common; /* --device, --out, --quick, --seed, --help, --version */
 } given;
 
@@ -179,6 +182,10 @@ static void eval_frac_bound(const char *arg, double v) {
 
 static void momentum_bound(const char *arg, double v) {
   if (v >= 1) hl_usage_error("--momentum: %s must be below 1", arg);
+}
+
+static void check_bucket_mb(const char *arg, double v) {
+  if (v > 65536) hl_usage_error("--bucket-mb: %s is above 65536 (64 GiB of gradients per bucket)", arg);
 }
 
 static void init_scale_bound(const char *arg, double v) {
@@ -253,6 +260,7 @@ static const train_option train_options[] = {
     OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
     OPT_TEXT("allreduce-dtype", allreduce_dtype),
     OPT_REAL("rank-timeout", ARG_NON_NEGATIVE, rank_timeout, NULL),
+    OPT_REAL("bucket-mb", ARG_NON_NEGATIVE, bucket_mb, check_bucket_mb),
     /* common (the others come from cli.h) */
     OPT_TEXT("name", name),
 };
@@ -627,6 +635,9 @@ static void resolve_data_parallel(const given *g, train_opts *o) {
   if (g->rank_timeout >= 0 && !hl_dist_built())
     hl_usage_error("--rank-timeout: data-parallel training is not built: %s", hl_dist_not_built_why());
   o->rank_timeout = g->rank_timeout >= 0 ? g->rank_timeout : TRAIN_RANK_TIMEOUT_DEFAULT;
+  if (g->bucket_mb >= 0 && !hl_dist_built())
+    hl_usage_error("--bucket-mb: data-parallel training is not built: %s", hl_dist_not_built_why());
+  o->bucket_mb = g->bucket_mb >= 0 ? g->bucket_mb : TRAIN_BUCKET_MB_DEFAULT;
   static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
   static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
   o->allreduce_dtype = wire_types[choice("allreduce-dtype", g->allreduce_dtype ? g->allreduce_dtype : "fp32", wire_names)];

@@ -36,6 +36,7 @@
 #include "cli/csv.h"
 #include "cli/output_guard.h"
 #include "core/base/device.h"
+#include "core/training/dist.h"
 #include "cli/timer.h"
 #include "train/train.h"
 
@@ -52,7 +53,8 @@ static const char summary_header[] =
     "absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,timed_steps,tokens_per_s,samples_per_s,"
     "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,"
     "seed,threads,omp_wait_policy,load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
-    "autocast_cache_hit_rate";
+    "autocast_cache_hit_rate,ranks,allreduce_dtype,bucket_mb,allreduce_buckets,allreduce_bytes,allreduce_ms_median,"
+    "allreduce_exposed_ms_median";
 
 /* ---------------------------------------------------------- the files -- */
 
@@ -312,16 +314,30 @@ static bool write_table(const train_output *w, const char *name, const char *hea
   return hl_csv_rows_write(rows, w->dir, name, header, mode, err, len);
 }
 
+/* The data-parallel columns, allreduce_dtype to allreduce_exposed_ms_median:
+ * empty in one process, which all-reduces nothing. */
+static const char *comm_cells(const train_opts *o, const run_result *r, char *out, size_t len) {
+  if (hl_dist_size() == 1) {
+    snprintf(out, len, ",,,,,");
+    return out;
+  }
+  char ms[2][48];
+  snprintf(out, len, "%s,%g,%d,%llu,%s,%s", o->allreduce_dtype == HL_F32 ? "fp32" : o->allreduce_dtype == HL_BF16 ? "bf16" : "fp16", o->bucket_mb, r->comm_buckets,
+           (unsigned long long)r->comm_bytes, output_cell(r->comm_ms_median, ms[0], 48),
+           output_cell(r->comm_exposed_ms_median, ms[1], 48));
+  return out;
+}
+
 /* The run's row of the summary tables. */
 static void summary_row(const train_output *w, const run_result *r, char *row, size_t len) {
   const train_opts *o = w->o;
   const train_model *m = w->m;
   const char *policy = getenv("OMP_WAIT_POLICY");
-  char b[24][48];
+  char b[24][48], comm[256];
   const bool gpt = o->model == MODEL_GPT;
   snprintf(row, len,
            "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
-           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f,%llu,%llu,%llu,%s",
+           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f,%llu,%llu,%llu,%s,%d,%s",
            o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
            run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
            (long long)r->skipped, output_cell(r->last_loss, b[0], 48), (long long)r->eval_step, output_cell(r->eval_loss, b[1], 48),
@@ -339,7 +355,8 @@ static void summary_row(const train_output *w, const run_result *r, char *row, s
            (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
            policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),
            hl_now_s() - w->t_start, (unsigned long long)r->autocast_casts, (unsigned long long)r->autocast_cache_misses,
-           (unsigned long long)r->autocast_cache_hits, output_cell(run_cast_cache_hit_rate(r), b[18], 48));
+           (unsigned long long)r->autocast_cache_hits, output_cell(run_cast_cache_hit_rate(r), b[18], 48), hl_dist_size(),
+           comm_cells(o, r, comm, sizeof comm));
 }
 
 static bool write_summary(const train_output *w, const run_result *r, file_state at, char *err, size_t len) {

@@ -79,9 +79,10 @@ bool profile_write(const train_opts *o, const char *dir, const char *name, hl_de
   hl_csv_rows rows = {0};
   for (int i = 0; i < n; i++) {
     /* an op of the registry, or a kernel the engine or an optimizer called itself */
-    const char *kind = hl_op_find(e[i].op) ? "op" : "kernel";
+    const char *kind = e[i].beside ? "beside" : hl_op_find(e[i].op) ? "op" : "kernel";
     add_row(&rows, hl_profile_phase_name(e[i].phase), e[i].op, kind, (long long)e[i].calls, (long long)e[i].bytes,
             (double)e[i].self_ns, step_ms, steps);
+    if (e[i].beside) continue; /* overlaps the phase: not part of its sums */
     op_ns[e[i].phase] += (double)e[i].self_ns;
     calls[e[i].phase] += (long long)e[i].calls;
     bytes[e[i].phase] += (long long)e[i].bytes;
@@ -118,7 +119,9 @@ bool profile_write(const train_opts *o, const char *dir, const char *name, hl_de
                                 "clipping, the optimizer step, the scale update; other: zero_grad, the learning rate, "
                                 "the batch upload, --inject-nonfinite");
   hl_meta_set("profile_rows", "kind op: an op of the registry (docs/ops.md); kernel: a kernel the autograd engine or an "
-                              "optimizer calls itself; phase: the phase's wall time (ops and what runs between them); "
+                              "optimizer calls itself; beside: the data-parallel gradient all-reduce's communication thread, "
+                              "running beside the step (listed in the phase it overlapped: backward for the hidden part, "
+                              "other while dist.allreduce_wait waited for it), not part of any sum; phase: the phase's wall time (ops and what runs between them); "
                               "unattributed: the phase's or the step's time outside every op and kernel (the framework's "
                               "own work: graph bookkeeping, allocation, dispatch); step: the summed step_time_ms of the "
                               "profiled steps");

@@ -46,6 +46,8 @@
  * of that step, as a hung rank would, for the --rank-timeout test. */
 #define TRAIN_TEST_STOP_RANK "HALFLAB_TEST_STOP_RANK"
 #define TRAIN_RANK_TIMEOUT_DEFAULT 300.0
+/* --bucket-mb: DistributedDataParallel's bucket_cap_mb default */
+#define TRAIN_BUCKET_MB_DEFAULT 25.0
 
 /* ------------------------------------------------------------ options -- */
 
@@ -89,6 +91,7 @@ typedef struct {
   int check_replicas;  /* every N steps the ranks' weights and scaler state are compared (0: never) */
   hl_dtype allreduce_dtype; /* --allreduce-dtype: the gradients' type on the wire (HL_F32, HL_BF16, HL_F16) */
   double rank_timeout; /* --rank-timeout: seconds a rank waits in a collective before the job is ended (0: never) */
+  double bucket_mb;    /* --bucket-mb: gradient buckets all-reduced during the backward, MiB of f32 (0: one piece after it) */
   const char *checkpoint;
   int checkpoint_every;
   const char *resume;
@@ -311,6 +314,11 @@ typedef struct {
    * under no-grad, left out): conversions made, the weight casts among them
    * the cache then kept (misses), and weight casts the cache answered */
   uint64_t autocast_casts, autocast_cache_misses, autocast_cache_hits;
+  /* data-parallel: the gradient all-reduce per step, medians over the steps
+   * this process ran after the warm-up (NaN / 0 in one process) */
+  double comm_ms_median, comm_exposed_ms_median;
+  int comm_buckets;
+  uint64_t comm_bytes;
   run_status status;
   char why[256];
   int signal;

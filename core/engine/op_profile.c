@@ -17,6 +17,7 @@ typedef struct {
   const char *op; /* NULL: free */
   uint32_t hash;
   hl_profile_phase phase;
+  bool beside;
   uint64_t calls, self_ns, bytes;
 } slot;
 
@@ -26,6 +27,9 @@ static _Atomic(hl_profile_phase) phase_ = HL_PROFILE_OTHER;
 static _Atomic(hl_device_kind) sync_ = HL_DEVICE_CPU;
 static uint64_t phase_ns_[HL_PROFILE_PHASES], phase_t0_ns_;
 static _Thread_local uint64_t inner_ns_; /* time of the finished spans inside the current one */
+static _Thread_local bool beside_;      /* hl_op_profile_thread_beside */
+
+void hl_op_profile_thread_beside(void) { beside_ = true; }
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -104,19 +108,20 @@ void hl_op_span_enter(hl_op_span *s) {
   s->t0_ns = now_ns();
 }
 
-static uint32_t fnv1a(const char *s, hl_profile_phase p) {
-  uint32_t h = 2166136261u ^ (uint32_t)p;
+static uint32_t fnv1a(const char *s, hl_profile_phase p, bool beside) {
+  uint32_t h = 2166136261u ^ ((uint32_t)p + (beside ? HL_PROFILE_PHASES : 0));
   for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
   return h;
 }
 
 static void record(const char *op, hl_profile_phase p, uint64_t self_ns, uint64_t bytes) {
-  const uint32_t h = fnv1a(op, p);
+  const bool beside = beside_;
+  const uint32_t h = fnv1a(op, p, beside);
   lock();
   for (uint32_t i = 0; i < SLOTS; i++) {
     slot *e = &table_[(h + i) % SLOTS];
-    if (!e->op) *e = (slot){.op = op, .hash = h, .phase = p};
-    else if (e->hash != h || e->phase != p || (e->op != op && strcmp(e->op, op))) continue;
+    if (!e->op) *e = (slot){.op = op, .hash = h, .phase = p, .beside = beside};
+    else if (e->hash != h || e->phase != p || e->beside != beside || (e->op != op && strcmp(e->op, op))) continue;
     e->calls++;
     e->self_ns += self_ns;
     e->bytes += bytes;
@@ -141,7 +146,7 @@ int hl_op_profile_entries(hl_op_profile_entry *out, int cap) {
   for (int i = 0; i < SLOTS; i++) {
     const slot *e = &table_[i];
     if (!e->op) continue;
-    if (n < cap) out[n] = (hl_op_profile_entry){e->op, e->phase, e->calls, e->self_ns, e->bytes};
+    if (n < cap) out[n] = (hl_op_profile_entry){e->op, e->phase, e->calls, e->self_ns, e->bytes, e->beside};
     n++;
   }
   unlock();

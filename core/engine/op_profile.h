@@ -77,13 +77,20 @@ static inline bool hl_op_span_begin(hl_op_span *s) {
   return true;
 }
 
-/* What was recorded, per (op, phase). */
+/* The calling thread runs beside the program's own (the gradient
+ * all-reduce's communication thread): its spans overlap the phase they are
+ * recorded in, so they are kept apart (entry.beside) and must not be
+ * summed with the phase's ops. Call it once, first thing in the thread. */
+void hl_op_profile_thread_beside(void);
+
+/* What was recorded, per (op, phase, beside). */
 typedef struct {
   const char *op;
   hl_profile_phase phase;
   uint64_t calls;
   uint64_t self_ns;
   uint64_t bytes;
+  bool beside; /* recorded by a thread beside the program's (hl_op_profile_thread_beside) */
 } hl_op_profile_entry;
 
 /* Copies up to cap entries into out (in no particular order); returns how

@@ -65,6 +65,7 @@ static const char *_Atomic waiting_in;
 static double watchdog_seconds;
 static const char *watchdog_option;
 static bool thread_multiple; /* MPI_Abort may be called from the watchdog's thread */
+static bool thread_serialized; /* collectives may come from the gradient buckets' thread */
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -125,6 +126,7 @@ void hl_dist_init(int *argc, char ***argv) {
   int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   if (rc != MPI_SUCCESS) hl_fatal("MPI_Init_thread failed (error %d): is this mpirun's job?", rc);
   thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+  thread_serialized = provided >= MPI_THREAD_SERIALIZED;
   /* errors come back to check(), which names the call, instead of MPI's default abort */
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &dist_rank));
@@ -138,6 +140,14 @@ void hl_dist_init(int *argc, char ***argv) {
 int hl_dist_rank(void) { return dist_rank; }
 int hl_dist_size(void) { return dist_size; }
 bool hl_dist_active(void) { return dist_active; }
+
+bool hl_dist_threads_serialized(void) {
+#ifdef HL_HAVE_MPI
+  return dist_active && thread_serialized;
+#else
+  return false;
+#endif
+}
 
 #ifdef HL_HAVE_MPI
 /* MPI's sums of 16-bit floats: each addition in f32, rounded back once
@@ -239,30 +249,4 @@ void hl_dist_finalize(void) {
   }
   dist_active = false;
 #endif
-}
-
-bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel, hl_dtype wire) {
-  if (dist_size == 1) return true;
-  int64_t at = 0;
-  for (int i = 0; i < n; i++) {
-    const hl_tensor *g = hl_tensor_grad(params[i]);
-    if (!g) continue;
-    if (at + hl_numel(g) > tmp_numel) return hl_fail_bool("all-reduce: the gradients hold more than %lld values", (long long)tmp_numel);
-    if (!hl_read_f32(g, tmp + at)) return false;
-    at += hl_numel(g);
-  }
-  hl_dist_allreduce_mean(tmp, at, wire);
-  at = 0;
-  bool ok = true;
-  HL_NO_GRAD {
-    for (int i = 0; i < n && ok; i++) {
-      hl_tensor *g = hl_tensor_grad(params[i]);
-      if (!g) continue;
-      hl_tensor *mean = hl_from_f32(hl_tensor_shape(g), tmp + at, g->dtype, g->device);
-      ok = mean && hl_copy_(g, mean);
-      hl_release(mean);
-      at += hl_numel(g);
-    }
-  }
-  return ok;
 }

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/engine/tensor.h"
+#include "core/engine/tensor.h" /* hl_dtype */
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +44,9 @@ void hl_dist_init(int *argc, char ***argv);
 int hl_dist_rank(void); /* 0 .. size - 1 */
 int hl_dist_size(void); /* 1 outside mpirun */
 bool hl_dist_active(void); /* MPI initialised: size may still be 1 */
+/* Collectives may be called from another thread than the one that joined,
+ * one thread at a time (MPI_THREAD_SERIALIZED or better). */
+bool hl_dist_threads_serialized(void);
 
 /* In place, the element-wise mean over the ranks: summed on the wire in
  * `wire` (HL_F32, or HL_BF16 / HL_F16: the values rounded to it, each
@@ -69,12 +72,6 @@ _Noreturn void hl_dist_abort(int code);
  * exiting with a non-zero status, which makes mpirun end the job, cannot
  * cut another short). A no-op outside MPI. */
 void hl_dist_finalize(void);
-
-/* The tensors' gradients (those that have one) replaced by their mean over
- * the ranks, in one collective: read to the host in f32, reduced, written
- * back in each gradient's dtype. tmp holds numel floats of all of them.
- * false with hl_error() on a failed read or write. */
-bool hl_dist_allreduce_grads_mean(hl_tensor *const *params, int n, float *tmp, int64_t tmp_numel, hl_dtype wire);
 
 #ifdef __cplusplus
 }

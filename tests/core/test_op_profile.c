@@ -10,6 +10,7 @@
  *     enclosing one, and the entries add up to no more than the phases'
  *     wall time;
  *   - reset forgets everything. */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -152,12 +153,50 @@ static void test_self_time(void **state) {
   assert_int_equal(hl_op_profile_phase_ns(HL_PROFILE_OTHER), 0);
 }
 
+/* A thread marked beside the program's records its spans apart: the same
+ * (op, phase) from the main thread and from it are two entries. */
+static void *side_thread(void *arg) {
+  (void)arg;
+  hl_op_profile_thread_beside();
+  for (int i = 0; i < 3; i++) {
+    hl_op_span s;
+    if (hl_op_span_begin(&s)) hl_op_span_end(&s, "test.side", 10);
+  }
+  return NULL;
+}
+
+static void test_beside(void **state) {
+  (void)state;
+  hl_op_profile_reset();
+  hl_op_profile_resume(HL_PROFILE_BACKWARD, CPU);
+  hl_op_span s;
+  assert_true(hl_op_span_begin(&s));
+  hl_op_span_end(&s, "test.side", 1);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, side_thread, NULL), 0);
+  pthread_join(t, NULL);
+  hl_op_profile_pause();
+  hl_op_profile_entry e[256];
+  const int n = hl_op_profile_entries(e, 256);
+  int mine = -1, beside = -1;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(e[i].op, "test.side")) *(e[i].beside ? &beside : &mine) = i;
+  assert_true(mine >= 0 && beside >= 0);
+  assert_int_equal(e[mine].calls, 1);
+  assert_int_equal(e[mine].bytes, 1);
+  assert_int_equal(e[beside].calls, 3);
+  assert_int_equal(e[beside].bytes, 30);
+  assert_int_equal(e[beside].phase, HL_PROFILE_BACKWARD);
+  hl_op_profile_reset();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_off_records_nothing),
       cmocka_unit_test(test_calls_and_bytes),
       cmocka_unit_test(test_phases),
       cmocka_unit_test(test_self_time),
+      cmocka_unit_test(test_beside),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,12 @@
  *     all-reduce, yet not equal to it (the wire type is really used),
  *     replicas identical; --profile shows one all-reduce a step of every
  *     parameter at the wire type's size;
+ *   buckets: --bucket-mb 0.05 (several buckets, all-reduced by a
+ *     communication thread during the backward) and --bucket-mb 0 (one
+ *     piece after it) give the same values bit for bit in fp32 and
+ *     amp-fp16; the summary counts the buckets and bytes, the profile
+ *     lists the thread's all-reduces as `beside` and the wait after the
+ *     backward;
  *   a hung rank (HALFLAB_TEST_STOP_RANK=1@3: rank 1 sends itself SIGSTOP at
  *     step 3): rank 0's watchdog ends the job within --rank-timeout 2 plus
  *     the bound below, exit 1, naming the collective and the wait;
@@ -145,12 +151,16 @@ static double *wire_losses(const char *wire) {
   hl_table *prof = hl_table_read(f);
   assert_non_null(prof);
   snprintf(op, sizeof op, "dist.allreduce_%s", !strcmp(wire, "fp32") ? "f32" : !strcmp(wire, "bf16") ? "bf16" : "f16");
-  const int row = hl_table_find(prof, "phase", "other", "op", op, NULL);
-  if (row < 0) fail_msg("--profile has no row for %s in phase other", op);
-  const double per_call = hl_table_num(prof, row, "bytes") / hl_table_num(prof, row, "calls");
-  assert_true(hl_table_num(prof, row, "calls_per_step") == 1);
-  if (per_call != params * (strcmp(wire, "fp32") ? 2 : 4))
-    fail_msg("%s: %.0f bytes a call for %.0f parameters", op, per_call, params);
+  double calls_per_step = 0, bytes_per_step = 0; /* the buckets' thread: rows in the phases it overlapped */
+  for (int i = 0; i < prof->nrows; i++)
+    if (!strcmp(hl_table_get(prof, i, "op"), op)) {
+      assert_string_equal(hl_table_get(prof, i, "kind"), "beside");
+      calls_per_step += hl_table_num(prof, i, "calls_per_step");
+      bytes_per_step += hl_table_num(prof, i, "bytes") / hl_table_num(prof, i, "calls") * hl_table_num(prof, i, "calls_per_step");
+    }
+  if (calls_per_step != 1) fail_msg("--profile: %s %g calls a step, wanted 1 (the tiny model is one bucket)", op, calls_per_step);
+  if (bytes_per_step != params * (strcmp(wire, "fp32") ? 2 : 4))
+    fail_msg("%s: %.0f bytes a step for %.0f parameters", op, bytes_per_step, params);
   hl_table_free(prof);
   hl_rmtree(dir);
   free(dir);
@@ -177,6 +187,84 @@ static void test_allreduce_dtypes(void **state) {
     free(l);
   }
   free(f32);
+}
+
+/* One run of 2 ranks, fp32 or amp-fp16, with --bucket-mb MB: its steps
+ * table, and from its summary the buckets and bytes a step. */
+static hl_table *bucketed_run(const char *dir, const char *mode, const char *mb, double *buckets, double *bytes,
+                              double *params) {
+  char args[1024], f[2048];
+  snprintf(args, sizeof args, SMALL " --mode %s --check-replicas 1 --bucket-mb %s --profile --out %s", mode, mb, dir);
+  hl_run_result r = run_ranks("", args);
+  if (r.status != 0) fail_msg("--bucket-mb %s, %s: exit %d\n%s", mb, mode, r.status, r.err);
+  hl_run_free(&r);
+  snprintf(f, sizeof f, "%s/train_tiny_%s_summary.csv", dir, mode);
+  hl_table *sum = hl_table_read(f);
+  assert_non_null(sum);
+  assert_string_equal(hl_table_get(sum, 0, "ranks"), "2");
+  assert_string_equal(hl_table_get(sum, 0, "allreduce_dtype"), "fp32");
+  *buckets = hl_table_num(sum, 0, "allreduce_buckets");
+  *bytes = hl_table_num(sum, 0, "allreduce_bytes");
+  *params = hl_table_num(sum, 0, "params");
+  assert_true(hl_table_num(sum, 0, "allreduce_ms_median") >= 0);
+  assert_true(hl_table_num(sum, 0, "allreduce_exposed_ms_median") >= 0);
+  hl_table_free(sum);
+  return steps_csv(dir, mode);
+}
+
+/* Bucketed all-reduce during the backward (--bucket-mb 0.05: the tiny
+ * model's 100 k parameters in several buckets) against one piece after it
+ * (--bucket-mb 0): with 2 ranks every value must be the same, bit for bit
+ * (a sum of two values does not depend on how the vector is cut), and the
+ * profile must show the buckets' thread beside the backward. */
+static void test_buckets(void **state) {
+  (void)state;
+  const char *modes[2] = {"fp32", "amp-fp16"};
+  for (int m = 0; m < 2; m++) {
+    char *whole = hl_tmpdir(), *cut = hl_tmpdir();
+    double nb_whole, nb_cut, bytes_whole, bytes_cut, params;
+    hl_table *a = bucketed_run(whole, modes[m], "0", &nb_whole, &bytes_whole, &params);
+    hl_table *b = bucketed_run(cut, modes[m], "0.05", &nb_cut, &bytes_cut, &params);
+    assert_true(nb_whole == 1);
+    if (!(nb_cut >= 3)) fail_msg("--bucket-mb 0.05: %g buckets for %.0f parameters", nb_cut, params);
+    assert_true(bytes_whole == 4 * params && bytes_cut == 4 * params);
+    const char *cols[] = {"loss", "eval_loss", "scale", "skipped", "grad_norm", "grad_zero_frac"};
+    for (int i = 0; i < 6; i++)
+      for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+        if (strcmp(hl_table_get(a, i, cols[c]), hl_table_get(b, i, cols[c])))
+          fail_msg("%s step %d: %s %s in buckets, %s in one piece", modes[m], i + 1, cols[c], hl_table_get(b, i, cols[c]),
+                   hl_table_get(a, i, cols[c]));
+    assert_true(strstr(b->meta, "in buckets of 0.05 MiB, each started by a communication thread during the backward"));
+    assert_true(strstr(a->meta, "in one piece after the backward"));
+    hl_table_free(a);
+    hl_table_free(b);
+    /* the profile: one piece is the main thread's, in phase other; buckets the thread's, beside, one call each */
+    char f[2048];
+    snprintf(f, sizeof f, "%s/train_tiny_%s_profile.csv", whole, modes[m]);
+    hl_table *pw = hl_table_read(f);
+    assert_non_null(pw);
+    const int row = hl_table_find(pw, "phase", "other", "op", "dist.allreduce_f32", NULL);
+    assert_true(row >= 0);
+    assert_string_equal(hl_table_get(pw, row, "kind"), "kernel");
+    assert_true(hl_table_find(pw, "op", "dist.allreduce_wait", NULL) < 0);
+    hl_table_free(pw);
+    snprintf(f, sizeof f, "%s/train_tiny_%s_profile.csv", cut, modes[m]);
+    hl_table *pc = hl_table_read(f);
+    assert_non_null(pc);
+    double calls = 0;
+    for (int i = 0; i < pc->nrows; i++)
+      if (!strcmp(hl_table_get(pc, i, "op"), "dist.allreduce_f32")) {
+        assert_string_equal(hl_table_get(pc, i, "kind"), "beside");
+        calls += hl_table_num(pc, i, "calls_per_step");
+      }
+    if (calls != nb_cut) fail_msg("--bucket-mb 0.05: %g all-reduces a step in the profile, %g buckets", calls, nb_cut);
+    assert_true(hl_table_find(pc, "phase", "other", "op", "dist.allreduce_wait", NULL) >= 0);
+    hl_table_free(pc);
+    hl_rmtree(whole);
+    hl_rmtree(cut);
+    free(whole);
+    free(cut);
+  }
 }
 
 static void test_resume(void **state) {
@@ -412,6 +500,8 @@ static void test_bad_input(void **state) {
   expect_refused_ranks("--inject-nonfinite 2@2", "rank 2 does not exist: the run has 2 ranks");
   expect_refused_ranks("--device cuda", "data-parallel ranks run on the CPU only");
   expect_refused_ranks("--allreduce-dtype fp8", "unknown allreduce-dtype 'fp8' (fp32, bf16 or fp16)");
+  expect_refused_ranks("--bucket-mb -1", "--bucket-mb: -1 must be >= 0");
+  expect_refused_ranks("--bucket-mb 1e6", "--bucket-mb: 1e6 is above 65536");
 }
 
 /* ------------------------------------------------------- the build says -- */
@@ -433,6 +523,8 @@ static int check_build(void) {
                       "%s --device cpu --out %s/o --rank-timeout 5", train(), dir);
     hl_expect_refused(dir, 2, "--check-replicas: data-parallel training is not built",
                       "%s --device cpu --out %s/o --check-replicas 1", train(), dir);
+    hl_expect_refused(dir, 2, "--bucket-mb: data-parallel training is not built",
+                      "%s --device cpu --out %s/o --bucket-mb 4", train(), dir);
     hl_expect_refused(dir, 2, "started by mpirun with 2 ranks, but data-parallel training is not built",
                       "OMPI_COMM_WORLD_SIZE=2 %s --device cpu --out %s/o", train(), dir);
   }
@@ -460,6 +552,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_equivalent_fp32),
       cmocka_unit_test(test_equivalent_amp_fp16),
       cmocka_unit_test(test_allreduce_dtypes),
+      cmocka_unit_test(test_buckets),
       cmocka_unit_test(test_inf_on_one_rank),
       cmocka_unit_test(test_resume),
       cmocka_unit_test(test_resume_other_rank_count),
