@@ -22,6 +22,12 @@
 #               timed steps each (about 20 s on 2 cores; --quick: 1 + 2 steps of 4 x 128 tokens)
 #   profile-small-portable  the same amp-bf16 run with HALFLAB_CPU_UNITS=portable: what a CPU without
 #               bf16 units gets
+#   dp-small    data-parallel (MPI): the small preset's step, 1 process x 2 threads against 2 ranks x 1
+#               thread in fp32, amp-bf16 and amp-fp16, the gradients all-reduced in fp32, bf16 and fp16
+#               (buckets during the backward) and in fp32 in one piece after it (dp-small-2x1-whole);
+#               2 warm-up + 6 timed steps each (about 3 minutes on 2 cores)
+#   dp-wire     data-parallel: the tiny preset in amp-fp16 on 2 ranks, 600 steps, per all-reduce wire type:
+#               what bf16 and fp16 gradients on the wire cost in accuracy
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
 # 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
 # shape, and the CPU's runs above on the GPU.
@@ -138,6 +144,46 @@ if [ $gpu = 0 ]; then
     done
   done
 fi
+# Data-parallel on the CPU (halflab-train built with MPI, mpirun found): the small preset's step as
+# 1 process x 2 threads against 2 ranks x 1 thread, per mode and per all-reduce wire type, the
+# gradients in buckets overlapping the backward (the default) and in one piece after it; then the
+# tiny preset's accuracy with each wire type (amp-fp16, 2 ranks, the tiny group's 600 steps).
+mpirun_cmd=()
+if [ $gpu = 0 ] && { wanted dp-small || wanted dp-wire; }; then
+  if ! "$train" --help | grep -q '(built in this build: MPI'; then
+    echo "train-all: dp-small, dp-wire skipped: this halflab-train is built without MPI" >&2
+  elif ! command -v mpirun >/dev/null 2>&1; then
+    echo "train-all: dp-small, dp-wire skipped: mpirun not found (openmpi-bin)" >&2
+  else
+    mpirun_cmd=(mpirun -n 2)
+    [ "$(id -u)" = 0 ] && mpirun_cmd+=(--allow-run-as-root)
+    [ "$(nproc)" -lt 2 ] && mpirun_cmd+=(--oversubscribe)
+  fi
+fi
+dp_small=(--device cpu --preset small --batch "$(steps 16 4)" --steps "$(steps 8 3)" --warmup "$(steps 2 1)"
+  --stats-every 0 --eval-every 1000000 --eval-samples 8)
+if [ ${#mpirun_cmd[@]} -gt 0 ] && wanted dp-small; then
+  for m in fp32 amp-bf16 amp-fp16; do
+    echo "train-all: dp-small-1x2 $m" >&2
+    OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$train" --name dp-small-1x2 --mode "$m" "${out[@]}" "${dp_small[@]}"
+    for wire in fp32 bf16 fp16; do
+      echo "train-all: dp-small-2x1-$wire $m" >&2
+      OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${mpirun_cmd[@]}" "$train" --name "dp-small-2x1-$wire" --mode "$m" \
+        "${out[@]}" "${dp_small[@]}" --allreduce-dtype "$wire" --profile
+    done
+    echo "train-all: dp-small-2x1-whole $m" >&2
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${mpirun_cmd[@]}" "$train" --name dp-small-2x1-whole --mode "$m" \
+      "${out[@]}" "${dp_small[@]}" --bucket-mb 0 --profile
+  done
+fi
+if [ ${#mpirun_cmd[@]} -gt 0 ] && wanted dp-wire; then
+  for wire in fp32 bf16 fp16; do
+    echo "train-all: dp-wire-$wire amp-fp16" >&2
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${mpirun_cmd[@]}" "$train" --name "dp-wire-$wire" --mode amp-fp16 \
+      "${out[@]}" --device cpu --steps "$(steps 600 60)" --eval-every "$(steps 50 20)" --allreduce-dtype "$wire"
+  done
+fi
+
 # GPT-2 124M on the CPU: what a step costs per mode, at the largest batch of 1024 tokens that the
 # footprint benchmark says fits in this machine's memory and halflab-train accepts (all three modes
 # alike), 1 warm-up + 3 timed steps, no convergence (--quick: batch 1, 1 + 1 steps).

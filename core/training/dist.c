@@ -14,7 +14,7 @@
 #include "core/engine/autograd.h"
 #include "core/engine/op_profile.h"
 #include "formats/fatal.h"
-#include "formats/half.h"
+#include "kernels/cpu/half_arrays.h"
 
 #ifdef HL_HAVE_MPI
 #include <mpi.h>
@@ -151,33 +151,43 @@ bool hl_dist_threads_serialized(void) {
 
 #ifdef HL_HAVE_MPI
 /* MPI's sums of 16-bit floats: each addition in f32, rounded back once
- * (what a half-precision all-reduce on the wire does). */
+ * (what a half-precision all-reduce on the wire does). The conversions
+ * are the CPU's vector ones (kernels/cpu/half_arrays.h: F16C,
+ * AVX512-BF16), bit for bit formats/half.h's, a chunk at a time. */
+enum { SUM_CHUNK = 1024 };
+static void sum_half(const uint16_t *a, uint16_t *b, int len, hl_dtype t) {
+  float x[SUM_CHUNK], y[SUM_CHUNK];
+  for (int at = 0; at < len; at += SUM_CHUNK) {
+    const size_t k = (size_t)(len - at < SUM_CHUNK ? len - at : SUM_CHUNK);
+    hl_cpu_widen(t, a + at, x, k);
+    hl_cpu_widen(t, b + at, y, k);
+    for (size_t i = 0; i < k; i++) y[i] += x[i];
+    hl_cpu_narrow(t, y, b + at, k);
+  }
+}
 static void sum_f16(void *in, void *inout, int *len, MPI_Datatype *type) {
   (void)type;
-  const hl_f16 *a = in;
-  hl_f16 *b = inout;
-  for (int i = 0; i < *len; i++) b[i] = hl_f32_to_f16(hl_f16_to_f32(a[i]) + hl_f16_to_f32(b[i]));
+  sum_half(in, inout, *len, HL_F16);
 }
 static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
   (void)type;
-  const hl_bf16 *a = in;
-  hl_bf16 *b = inout;
-  for (int i = 0; i < *len; i++) b[i] = hl_f32_to_bf16(hl_bf16_to_f32(a[i]) + hl_bf16_to_f32(b[i]));
+  sum_half(in, inout, *len, HL_BF16);
 }
 
 /* The 16-bit wire: values rounded to it, summed by the op above, widened back. */
 static void allreduce_half(float *values, int64_t n, bool bf16) {
   static MPI_Op ops[2] = {MPI_OP_NULL, MPI_OP_NULL};
   if (ops[bf16] == MPI_OP_NULL) MPI_CHECK(MPI_Op_create(bf16 ? sum_bf16 : sum_f16, 1, &ops[bf16]));
+  const hl_dtype t = bf16 ? HL_BF16 : HL_F16;
   uint16_t *wire = malloc(sizeof *wire * (size_t)(n > 0 ? n : 1));
   if (!wire) hl_fatal("out of host memory for the all-reduce (%lld values)", (long long)n);
-  for (int64_t i = 0; i < n; i++) wire[i] = bf16 ? hl_f32_to_bf16(values[i]) : hl_f32_to_f16(values[i]);
+  hl_cpu_narrow(t, values, wire, (size_t)n);
   const int64_t piece = 1 << 30; /* MPI counts are int */
   for (int64_t at = 0; at < n; at += piece) {
     const int count = (int)(n - at < piece ? n - at : piece);
     COLLECTIVE("MPI_Allreduce (gradients)", MPI_Allreduce(MPI_IN_PLACE, wire + at, count, MPI_UINT16_T, ops[bf16], MPI_COMM_WORLD));
   }
-  for (int64_t i = 0; i < n; i++) values[i] = bf16 ? hl_bf16_to_f32(wire[i]) : hl_f16_to_f32(wire[i]);
+  hl_cpu_widen(t, wire, values, (size_t)n);
   free(wire);
 }
 #endif
