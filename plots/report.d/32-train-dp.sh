@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# plots/report.d/32-train-dp.sh RESULTS_DIR — REPORT.md's data-parallel
+# section: scripts/train-all.sh's dp-small runs (the small preset's step,
+# one process of 2 threads against 2 MPI ranks of 1 thread, per mode and
+# all-reduce wire type, buckets during the backward against one piece
+# after it) and dp-wire runs (the tiny preset's accuracy per wire type),
+# every number from train_summary.csv and the runs' logs, and the chart.
+# Prints a "not measured" line when neither ran here.
+set -euo pipefail
+dir=${1:?usage: plots/report.d/32-train-dp.sh RESULTS_DIR}
+in=$dir/train_summary.csv
+[ -f "$in" ] || exit 0
+. "$(dirname "$0")/../report-lib.sh"
+q() { table train_summary.csv "$1"; }
+
+echo "## Data-parallel training (\`mpirun -n 2 halflab-train\`)"
+echo
+if ! q '$c["name"] ~ /^dp-(small|wire)-/ { n++ } END { exit !n }'; then
+  echo "not measured: no dp-small or dp-wire runs in train_summary.csv (scripts/train-all.sh runs them where"
+  echo "halflab-train is built with MPI and mpirun is found)."
+  echo
+  exit 0
+fi
+
+echo "Each rank holds the whole model and trains on its half of every batch; the gradients' mean over the"
+echo "ranks is all-reduced before the unscale, found_inf after it (docs/train.md, \"Data-parallel training\")."
+echo "Measured on: $(meta train_summary.csv device), $(meta train_summary.csv host | cut -d, -f1)."
+echo
+
+if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then
+  echo "### The small preset's step: one process of 2 threads against 2 ranks of 1 thread"
+  echo
+  echo "Batch 16 (2 ranks: 8 rows each), 2 warm-up steps, medians of the timed steps. \`whole\`: the gradients"
+  echo "all-reduced in one piece after the backward (\`--bucket-mb 0\`); \`buckets\`: in buckets of 25 MiB that a"
+  echo "communication thread all-reduces while the backward runs (the default). \"In the collectives\" is the"
+  echo "time inside the all-reduces; \"exposed\" the main thread's time in the all-reduce after the backward (the"
+  echo "wait for the last buckets and writing the means back): the part the backward did not hide."
+  echo
+  echo "| mode | ranks x threads | all-reduce | wire | step (ms) | vs one process | in the collectives (ms) | exposed (ms) | buckets | MiB sent per step |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  q '$c["name"] ~ /^dp-small-/ { r[$c["name"] " " $c["mode"]] = $0 }
+     END {
+       split("fp32 amp-bf16 amp-fp16", m, " ")
+       split("dp-small-1x2 dp-small-2x1-whole dp-small-2x1-fp32 dp-small-2x1-bf16 dp-small-2x1-fp16", g, " ")
+       split("1 x 2|2 x 1|2 x 1|2 x 1|2 x 1", rt, "|")
+       split("none|whole|buckets|buckets|buckets", how, "|")
+       for (i = 1; i <= 3; i++) {
+         base = ""
+         if ((g[1] " " m[i]) in r) { split(r[g[1] " " m[i]], b, ","); base = b[c["step_time_ms_median"]] }
+         for (j = 1; j <= 5; j++) {
+           k = g[j] " " m[i]
+           if (!(k in r)) continue
+           split(r[k], v, ",")
+           t = v[c["step_time_ms_median"]]
+           st = v[c["status"]] == "completed" ? "" : " (" v[c["status"]] ")"
+           printf "| %s | %s | %s | %s | %.0f%s | %s | %s | %s | %s | %s |\n", m[i], rt[j], how[j], j == 1 ? "-" : v[c["allreduce_dtype"]], t, st, \
+             (base != "" && j > 1) ? sprintf("%.2fx", t / base) : "-", \
+             j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_ms_median"]]), j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_exposed_ms_median"]]), \
+             j == 1 ? "-" : v[c["allreduce_buckets"]], j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_bytes"]] / 1048576)
+         }
+       }
+     }'
+  echo
+  # the headline: buckets against one piece, and 2 ranks against one process, per mode
+  q '$c["name"] ~ /^dp-small-/ && $c["status"] == "completed" { r[$c["name"] " " $c["mode"]] = $0 }
+     END {
+       split("fp32 amp-bf16 amp-fp16", m, " ")
+       for (i = 1; i <= 3; i++) {
+         w = "dp-small-2x1-whole " m[i]; b = "dp-small-2x1-fp32 " m[i]; one = "dp-small-1x2 " m[i]
+         if (!(w in r) || !(b in r)) continue
+         split(r[w], x, ","); split(r[b], y, ",")
+         s = s sprintf("%s%s: exposed %.1f ms in one piece, %.1f ms in buckets (step %.0f against %.0f ms)", s == "" ? "" : "; ", m[i], \
+           x[c["allreduce_exposed_ms_median"]], y[c["allreduce_exposed_ms_median"]], y[c["step_time_ms_median"]], x[c["step_time_ms_median"]])
+         if (one in r) { split(r[one], z, ","); t = t sprintf("%s%s %.2fx", t == "" ? "" : ", ", m[i], y[c["step_time_ms_median"]] / z[c["step_time_ms_median"]]) }
+       }
+       if (s != "") printf "**Buckets against one piece** (fp32 on the wire): %s.", s
+       if (t != "") printf " **Two ranks of one thread against one process of two threads**, fp32 buckets: step time %s (below 1: the ranks are faster; both use both cores).", t
+       print ""
+     }'
+  echo
+  echo "On this machine the ranks share 2 cores: the communication thread has no core of its own, and Open"
+  echo "MPI's shared-memory collectives poll while they wait, so time in the collectives beside the backward"
+  echo "also slows the backward; the exposed column is what the step pays at its end. bf16 and fp16 on the"
+  echo "wire halve the bytes, but in shared memory bytes are not what costs: each rank converts its gradients"
+  echo "to the wire type and back, and the 16-bit sums run in MPI user operations (each addition in f32,"
+  echo "rounded back), not in MPI's own vectorised f32 sum. Between machines, where the network is the"
+  echo "bottleneck, halving the bytes is what a 16-bit wire is for."
+  echo
+fi
+
+if q '$c["name"] ~ /^dp-wire-/ { n++ } END { exit !n }'; then
+  echo "### What a 16-bit wire costs in accuracy: the tiny preset, amp-fp16, 2 ranks"
+  echo
+  echo "The same weights and batches, the gradients all-reduced in fp32, bf16 or fp16 (fp16 with the loss"
+  echo "scale still applied, so that small gradients stay out of fp16's subnormals)."
+  echo
+  echo "| wire | steps | eval loss | vs fp32 wire | eval acc | skipped steps | final loss scale | largest per-step loss difference from the fp32 wire |"
+  echo "|---|---|---|---|---|---|---|---|"
+  base=$dir/train_dp-wire-fp32_amp-fp16_steps.csv
+  for w in fp32 bf16 fp16; do
+    row=$(q "\$c[\"name\"] == \"dp-wire-$w\" && \$c[\"mode\"] == \"amp-fp16\" { print \$c[\"steps_done\"] \",\" \$c[\"eval_loss\"] \",\" \$c[\"eval_acc\"] \",\" \$c[\"skipped\"] \",\" \$c[\"final_scale\"]; exit }")
+    [ -n "$row" ] || continue
+    ref=$(q '$c["name"] == "dp-wire-fp32" && $c["mode"] == "amp-fp16" { print $c["eval_loss"]; exit }')
+    log=$dir/train_dp-wire-${w}_amp-fp16_steps.csv
+    diff="-"
+    if [ "$w" != fp32 ] && [ -f "$log" ] && [ -f "$base" ]; then
+      diff=$(awk -F, 'FNR == 1 { f++ } /^#/ { next } { if (!h[f]++) { for (i = 1; i <= NF; i++) c[f, $i] = i; next } }
+        f == 1 { l[$c[1, "step"]] = $c[1, "loss"]; next }
+        ($c[2, "step"] in l) { d = $c[2, "loss"] / l[$c[2, "step"]] - 1; if (d < 0) d = -d; if (d > worst) { worst = d; at = $c[2, "step"] } }
+        END { printf "%.2g (step %d)", worst, at }' "$base" "$log")
+    fi
+    IFS=, read -r steps el ea skipped scale <<<"$row"
+    printf '| %s | %s | %.4f | %s | %.2f%% | %s | %s | %s |\n' "$w" "$steps" "$el" \
+      "$(awk -v a="$el" -v b="$ref" 'BEGIN { if (b == "" || a == "") print "-"; else printf "%+.3f%%", 100 * (a / b - 1) }')" \
+      "$(calc "100 * $ea")" "$skipped" "$scale" "$diff"
+  done
+  echo
+  echo "A step skipped only with the fp16 wire is one where a scaled gradient, or the two ranks' sum of one,"
+  echo "went beyond fp16's 65504 on the wire: every rank then finds inf, skips and halves the scale, as after"
+  echo "any overflow; the runs then follow different scales, and their losses part by more than rounding."
+  echo
+fi
+
+chart train-dp "Data-parallel step times, the all-reduce's time and its exposed part, and the 16-bit wires' per-step loss differences" \
+  "Top: the small preset's median step per mode, one process of 2 threads (grey) against 2 ranks of 1 thread, the all-reduce's exposed part hatched on top. Middle: the time inside the gradient all-reduces (open) and the exposed part (filled), labelled with the MiB each rank sends per step. Bottom: the tiny preset's per-step loss with a bf16 or fp16 wire against the fp32 wire's."
