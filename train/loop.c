@@ -500,15 +500,21 @@ static void agree_on_found_inf(loop_state *s, int64_t step) {
     hl_fatal("step %lld: %s", (long long)step, hl_error());
 }
 
-/* --check-replicas: a checksum of the weights, the scale and the growth
+/* --check-replicas: checksums of the weights and of the optimizer's state
+ * (moments, master weights, step counts), the scale and the growth
  * tracker, each compared over the ranks (max against min); differing
  * replicas end the run (r->status RUN_FAILED). */
 static bool replicas_agree(loop_state *s, int64_t step, run_result *r) {
   read_all(s->m, s->t, false, s->reduce_buf);
-  const double values[3] = {(double)hl_crc32_update(0, s->reduce_buf, sizeof(float) * (size_t)s->m->numel),
-                            hl_scaler_get_scale(s->t->scaler), (double)hl_scaler_get_growth_tracker(s->t->scaler)};
-  static const char *const names[3] = {"weights (CRC-32 of their f32 values)", "loss scale", "growth tracker"};
-  for (int k = 0; k < 3; k++) {
+  uint32_t optim_crc = 0;
+  if (!hl_optim_state_crc(s->t->opt, &optim_crc)) hl_fatal("step %lld: --check-replicas: %s", (long long)step, hl_error());
+  const double values[4] = {(double)hl_crc32_update(0, s->reduce_buf, sizeof(float) * (size_t)s->m->numel),
+                            (double)optim_crc, hl_scaler_get_scale(s->t->scaler),
+                            (double)hl_scaler_get_growth_tracker(s->t->scaler)};
+  static const char *const names[4] = {"weights (CRC-32 of their f32 values)",
+                                       "optimizer state (CRC-32 of the step counts, moments and master weights)",
+                                       "loss scale", "growth tracker"};
+  for (int k = 0; k < 4; k++) {
     const double hi = hl_dist_allreduce_max(values[k]), lo = -hl_dist_allreduce_max(-values[k]);
     if (hi == lo) continue;
     r->status = RUN_FAILED;

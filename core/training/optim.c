@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/crc32.h"
 #include "core/engine/autograd.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
@@ -429,4 +430,27 @@ bool hl_optim_step(hl_optim *o, int64_t *absorbed) {
   free(e);
   o->master_grads_ready = false;
   return ok;
+}
+
+static bool crc_of_tensor(const hl_tensor *t, uint32_t *crc) {
+  if (!t) return true;
+  float *v = malloc(sizeof *v * (size_t)(hl_numel(t) > 0 ? hl_numel(t) : 1));
+  if (!v) return hl_fail_bool("optimizer state checksum: out of host memory");
+  const bool ok = hl_read_f32(t, v);
+  if (ok) *crc = hl_crc32_update(*crc, v, sizeof *v * (size_t)hl_numel(t));
+  free(v);
+  return ok;
+}
+
+bool hl_optim_state_crc(const hl_optim *o, uint32_t *crc) {
+  uint32_t c = 0;
+  for (int i = 0; i < o->n; i++) {
+    const int64_t steps = o->steps[i];
+    c = hl_crc32_update(c, &steps, sizeof steps);
+    if (!crc_of_tensor(o->buf1 ? o->buf1[i] : NULL, &c) || !crc_of_tensor(o->buf2 ? o->buf2[i] : NULL, &c) ||
+        !crc_of_tensor(o->master ? o->master[i] : NULL, &c))
+      return false;
+  }
+  *crc = c;
+  return true;
 }

@@ -103,6 +103,12 @@ hl_device_kind hl_optim_device(const hl_optim *o);
 /* Steps parameter i has taken (PyTorch keeps a count per parameter). */
 int64_t hl_optim_param_steps(const hl_optim *o, int i);
 
+/* A CRC-32 of the optimizer's state: every parameter's step count, its
+ * moments (SGD's momentum, AdamW's exp_avg and exp_avg_sq) and its f32
+ * master weight, each read as f32 in parameter order. Replicas of a
+ * data-parallel run compare it. false with hl_error() on a failed read. */
+bool hl_optim_state_crc(const hl_optim *o, uint32_t *crc);
+
 double hl_optim_get_lr(const hl_optim *o);
 bool hl_optim_set_lr(hl_optim *o, double lr); /* for schedules; lr >= 0 */
 

@@ -383,9 +383,39 @@ static void test_invalid_arguments(void **state) {
   hl_release(w);
 }
 
+/* The state checksum replicas compare: equal for equal histories, and
+ * different where only the moments differ. AdamW's first step moves each
+ * weight by lr x g / (|g| + eps), about lr whatever the gradient's size,
+ * so gradients 1 and 2 leave equal f32 weights but different moments. */
+static void adamw_once(const float *g, hl_tensor **w, hl_optim **opt) {
+  hl_adamw_opts o = hl_adamw_defaults();
+  o.lr = 0.125;
+  *w = param_of("w", HL_SHAPE(3), (const float[]){0.5f, -1.0f, 2.0f}, 0, HL_F32, cpu);
+  *opt = hl_adamw_new(w, 1, o);
+  OK(*opt);
+  set_grad_values(*w, g);
+  OK(hl_optim_step(*opt, NULL));
+}
+
+static void test_state_crc(void **state) {
+  (void)state;
+  hl_tensor *w[3];
+  hl_optim *opt[3];
+  adamw_once((const float[]){1, 1, 1}, &w[0], &opt[0]);
+  adamw_once((const float[]){1, 1, 1}, &w[1], &opt[1]);
+  adamw_once((const float[]){2, 2, 2}, &w[2], &opt[2]);
+  uint32_t crc[3];
+  for (int k = 0; k < 3; k++) OK(hl_optim_state_crc(opt[k], &crc[k]));
+  assert_true(crc[0] == crc[1]);
+  for (int i = 0; i < 3; i++) assert_true(value_at(w[0], i) == value_at(w[2], i)); /* the weights agree ... */
+  assert_true(crc[0] != crc[2]);                                                    /* ... the moments do not */
+  for (int k = 0; k < 3; k++) hl_optim_free(opt[k]), hl_release(w[k]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgd_plain_exact),
+      cmocka_unit_test(test_state_crc),
       cmocka_unit_test(test_sgd_momentum_weight_decay),
       cmocka_unit_test(test_sgd_first_step_per_parameter),
       cmocka_unit_test(test_adamw_reference),
