@@ -1,5 +1,6 @@
 /* test_threads.c — suite unit: the core used from several threads of one
- * process at once, as examples/dp_threads.c does (docs/core.md, "Threads"):
+ * process at once, as examples/dp_threads.c does (docs/core.md, "Using the
+ * core from several threads"):
  *   - the accounting allocator: concurrent allocations and frees leave
  *     exact totals (every allocation and byte counted once, current back
  *     where it started);
