@@ -127,7 +127,8 @@ hl_tensor *hl_sum_to(hl_tensor *x, hl_shape shape) {
   }
   int64_t stride[HL_MAX_DIMS];
   hl_contiguous_strides(shape.ndim, shape.d, stride);
-  hl_tensor *out = hl_tensor_view_of(cur, shape.ndim, shape.d, stride, 0);
+  /* cur is the input itself when no dim was summed (only 1s dropped): keep its offset */
+  hl_tensor *out = hl_tensor_view_of(cur, shape.ndim, shape.d, stride, cur->offset);
   hl_release(cur);
   if (!out) return hl_op_abort(&c);
   hl_node *node;

@@ -9,8 +9,12 @@
 #define HL_CPU_VECTOR_CLONES_H
 
 /* Clones by ISA feature, not arch=: an arch= clone is chosen only on that
- * very CPU model (a Sapphire Rapids never takes "arch=skylake-avx512"). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * very CPU model (a Sapphire Rapids never takes "arch=skylake-avx512").
+ * None under AddressSanitizer or ThreadSanitizer: the loader runs the clones'
+ * resolvers before the sanitizer's runtime is set up, and their
+ * instrumented code then crashes at start. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define HL_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
 #else
 #define HL_VECTOR_CLONES

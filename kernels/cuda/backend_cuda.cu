@@ -1,6 +1,7 @@
 /* backend_cuda.cu — the CUDA backend: device memory on one stream, CUDA
  * events, device facts (runtime attributes, NVML when the driver has it). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,26 +29,30 @@ const char *hl_curand_status_string(curandStatus_t s) {
   }
 }
 
+/* Made once, by whichever thread comes first (pthread_once): threads of one
+ * process share the one stream, so their work runs in the order it is
+ * queued. */
 static cudaStream_t stream_;
-static int stream_ready_;
+static pthread_once_t stream_once_ = PTHREAD_ONCE_INIT;
+static void make_stream(void) { HL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
 
 cudaStream_t hl_cuda_stream(void) {
-  if (!stream_ready_) {
-    HL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    stream_ready_ = 1;
-  }
+  pthread_once(&stream_once_, make_stream);
   return stream_;
 }
 
+static int sm_count_;
+static pthread_once_t sm_count_once_ = PTHREAD_ONCE_INIT;
+static void read_sm_count(void) {
+  int dev = 0, n = 0;
+  HL_CUDA_CHECK(cudaGetDevice(&dev));
+  HL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  sm_count_ = n > 0 ? n : 1;
+}
+
 int hl_cuda_sm_count(void) {
-  static int count;
-  if (!count) {
-    int dev = 0, n = 0;
-    HL_CUDA_CHECK(cudaGetDevice(&dev));
-    HL_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    count = n > 0 ? n : 1;
-  }
-  return count;
+  pthread_once(&sm_count_once_, read_sm_count);
+  return sm_count_;
 }
 
 static bool cuda_available(char *why, size_t len) {
@@ -164,20 +169,23 @@ static void cuda_facts(hl_device_facts *out) {
  * memory, so that cached blocks do not count as used. */
 static int pool_state_; /* 0: not decided yet, 1: stream-ordered pool, 2: cudaMalloc */
 static cudaMemPool_t pool_;
+static pthread_once_t pool_once_ = PTHREAD_ONCE_INIT; /* decided once, whichever thread allocates first */
+
+static void decide_pool(void) {
+  int dev = 0, supported = 0;
+  pool_state_ = 2;
+  if (cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && supported &&
+      cudaDeviceGetDefaultMemPool(&pool_, dev) == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;
+    HL_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+    pool_state_ = 1;
+  }
+  cudaGetLastError(); /* a device without pools is not an error */
+}
 
 static bool use_pool(void) {
-  if (!pool_state_) {
-    int dev = 0, supported = 0;
-    pool_state_ = 2;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && supported &&
-        cudaDeviceGetDefaultMemPool(&pool_, dev) == cudaSuccess) {
-      uint64_t keep = UINT64_MAX;
-      HL_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
-      pool_state_ = 1;
-    }
-    cudaGetLastError(); /* a device without pools is not an error */
-  }
+  pthread_once(&pool_once_, decide_pool);
   return pool_state_ == 1;
 }
 

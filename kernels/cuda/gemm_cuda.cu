@@ -24,12 +24,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <mutex>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/gemm.h"
 
 namespace {
 
+/* Threads of one process share the handles: handle_lock_ makes their
+ * creation, the per-call math mode and the call that uses it one step (the
+ * mode is a property of the handle, so another thread's call between the
+ * two would run in this call's mode), as well as the fp8 scales and plans.
+ * The GPU runs the products in queue order on the one stream either way. */
+std::mutex handle_lock_;
 cublasHandle_t blas_;
 cublasLtHandle_t lt_;
 void *lt_workspace_;
@@ -206,6 +214,7 @@ void run_fp8(const hl_gemm_desc *d) {
 
 void cuda_gemm(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
+  std::lock_guard<std::mutex> guard(handle_lock_);
   ensure_handles();
   if (d->a_type == HL_E4M3) {
     run_fp8(d);

@@ -461,6 +461,11 @@ static void test_examples_on_device(void **state) {
   run_example("autocast-model", "decorated forward: logits", def);
   run_example("autocast-model", "gradient of the fp32 weight w1", f32);
   run_example("custom-op", "gradient of a", "matches the fp32 reference");
+  /* threads of one process on the device: autocast only where a thread enters it */
+  run_example("dp-threads", "main thread, all 64 rows: output", def);
+  run_example("dp-threads", "thread 1, rows 32-63: output", f32);
+  run_example("dp-threads", "thread 1, rows 32-63: output", def);
+  run_example("dp-threads", "fc1.weight: threaded vs single-thread step", "of its largest |element|");
 }
 
 /* halflab-bench mlp-step on the device: validated against the direct

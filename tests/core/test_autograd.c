@@ -367,6 +367,39 @@ static void test_ready_hook(void **state) {
   hl_release(x), hl_release(w1), hl_release(w2), hl_release(tied), hl_release(unused);
 }
 
+/* sum_to where no dim is summed (only a leading 1 dropped) returns a view
+ * of its input, which must keep the input's offset: the gradient of a
+ * 1-row shard's bias, concatenated with other shards, is such a view of the
+ * concatenation's gradient, at that shard's row (it once read row 0). */
+static void test_sum_to_keeps_a_views_offset(void **state) {
+  (void)state;
+  hl_pool_push();
+  hl_tensor *t = hl_tmp(hl_from_f32(HL_SHAPE(3, 2), (float[]){1, 2, 3, 4, 5, 6}, HL_F32, HL_DEVICE_CPU));
+  float row[2];
+  OK(hl_read_f32(hl_tmp(hl_sum_to(hl_tmp(hl_slice(t, 0, 2, 3)), HL_SHAPE(2))), row));
+  assert_true(row[0] == 5 && row[1] == 6);
+
+  enum { ROWS = 3, IN = 4, OUT = 2 };
+  const hl_dtype types[] = {HL_F32, HL_BF16};
+  for (int k = 0; k < 2; k++) {
+    hl_tensor *x = hl_tmp(hl_randn(HL_SHAPE(ROWS, IN), 0, 1, 5, 0, types[k], HL_DEVICE_CPU));
+    hl_tensor *w = hl_tmp(hl_randn(HL_SHAPE(OUT, IN), 0, 1, 5, 1, types[k], HL_DEVICE_CPU));
+    hl_tensor *b = hl_tmp(hl_zeros(HL_SHAPE(OUT), types[k], HL_DEVICE_CPU));
+    OK(hl_set_requires_grad(b, true));
+    hl_tensor *shards[ROWS];
+    for (int r = 0; r < ROWS; r++) shards[r] = hl_tmp(hl_linear(hl_tmp(hl_slice(x, 0, r, r + 1)), w, b));
+    hl_tensor *y = hl_tmp(hl_cat(shards, ROWS, 0));
+    /* d sum(y * c) / db = the column sums of c, with c's rows all different */
+    hl_tensor *c = hl_tmp(hl_from_f32(HL_SHAPE(ROWS, OUT), (float[]){1, 2, 4, 8, 16, 32}, types[k], HL_DEVICE_CPU));
+    OK(hl_backward(hl_tmp(hl_sum(hl_tmp(hl_to_f32(hl_tmp(hl_mul(y, c)))))), NULL, false));
+    float g[OUT];
+    grad_values(b, g);
+    if (g[0] != 21 || g[1] != 42)
+      fail_msg("%s: bias gradient %g %g, expected 21 42", hl_dtype_name(types[k]), g[0], g[1]);
+  }
+  hl_pool_pop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_backward_accumulates),
@@ -380,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_higher_order_limits),
       cmocka_unit_test(test_create_graph_leaf_grad),
       cmocka_unit_test(test_split_backward_matches_unfused),
+      cmocka_unit_test(test_sum_to_keeps_a_views_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,11 +153,71 @@ static void test_mlp_step(void **state) {
   free(dir);
 }
 
+/* The seeds' DataParallel lesson: threads that do not enter autocast run
+ * in fp32 (no cast at all), threads that do give the lower precision, and
+ * their gathered outputs are the single-thread forward's. Also with shards
+ * of uneven and of single rows, and on the widening path, where the shards
+ * are compared within a tolerance instead of bit for bit. */
+static void test_dp_threads(void **state) {
+  (void)state;
+  char *out = hl_run_cpu_ok("dp-threads", "");
+  has_line(out, "2 threads, 64 rows", "autocast dtype: bf16");
+  has_line(out, "main thread, all 64 rows: output", "bf16 cpu");
+  has_line(out, "thread 0 sees autocast", "off, 0 casts made");
+  has_line(out, "thread 1 sees autocast", "off, 0 casts made");
+  has_line(out, "thread 0, rows 0-31: output", "f32 cpu");
+  has_line(out, "thread 1, rows 32-63: output", "f32 cpu");
+  has_line(out, "thread 0 sees autocast", "on (bf16), 5 casts made");
+  has_line(out, "thread 0, rows 0-31: output", "bf16 cpu");
+  has_line(out, "thread 1, rows 32-63: output", "bf16 cpu");
+  has_line(out, "gathered outputs", "bf16 cpu");
+  /* bit for bit where the products run on oneDNN (a CPU with bf16 units) */
+  if (hl_has_line(out, "products", "on oneDNN's matmul"))
+    has_line(out, "gathered vs the main thread's autocast forward", "bit for bit equal (1024 elements)");
+  has_line(out, "gradient of fc1.weight", "f32 cpu");
+  has_line(out, "fc2.bias: threaded vs single-thread step", "(bound 0.0156)");
+  free(out);
+  /* 5 threads: shards of 12 and 13 rows; 64: a row each */
+  out = hl_run_cpu_ok("dp-threads", "--threads 5 --seed 3");
+  has_line(out, "thread 4 sees autocast", "off, 0 casts made");
+  has_line(out, "thread 4, rows 51-63: output", "f32 cpu");
+  has_line(out, "thread 4, rows 51-63: output", "bf16 cpu");
+  free(out);
+  out = hl_run_cpu_ok("dp-threads", "--threads 64");
+  has_line(out, "thread 63, rows 63-63: output", "bf16 cpu");
+  free(out);
+  /* the widening path: shards within the stated tolerance */
+  hl_run_result r = hl_run_ok("HALFLAB_CPU_UNITS=portable '%s' --device cpu --threads 3", hl_test_prog("dp-threads"));
+  has_line(r.out, "products", "not all on oneDNN's matmul: a stated tolerance");
+  has_line(r.out, "thread 2, rows 42-63: output", "bf16 cpu");
+  hl_run_free(&r);
+}
+
+static void test_dp_threads_bad_input(void **state) {
+  (void)state;
+  const char *prog = hl_test_prog("dp-threads");
+  hl_expect_refused(NULL, 2, "--threads: 0 is out of range (1 to 64)", "'%s' --threads 0", prog);
+  hl_expect_refused(NULL, 2, "--threads: 65 is out of range (1 to 64)", "'%s' --threads 65", prog);
+  hl_expect_refused(NULL, 2, "--threads: -1 is out of range", "'%s' --threads -1", prog);
+  hl_expect_refused(NULL, 2, "--threads: '2x' is not an integer", "'%s' --threads 2x", prog);
+  hl_expect_refused(NULL, 2, "--threads: empty value", "'%s' --threads ''", prog);
+  hl_expect_refused(NULL, 2, "'--threads' is not known or lacks its value", "'%s' --threads", prog);
+  hl_expect_refused(NULL, 2, "--bogus", "'%s' --bogus", prog);
+  hl_expect_refused(NULL, 2, NULL, "'%s' --device tpu", prog);
+  hl_expect_refused(NULL, 2, "unexpected argument 'extra'", "'%s' extra", prog);
+  hl_run_result r = hl_run("'%s' --help", prog);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "--threads N"));
+  assert_non_null(strstr(r.out, "--trace-ops"));
+  hl_run_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_autocast_matrix), cmocka_unit_test(test_autocast_nested),
       cmocka_unit_test(test_autocast_model),  cmocka_unit_test(test_custom_op),
       cmocka_unit_test(test_examples_bad_input), cmocka_unit_test(test_mlp_step),
+      cmocka_unit_test(test_dp_threads),      cmocka_unit_test(test_dp_threads_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
