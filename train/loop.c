@@ -316,7 +316,7 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   s.rank = hl_dist_rank();
   s.ranks = hl_dist_size();
-  if (s.ranks > 1 && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
+  if ((s.ranks > 1 || o->check_replicas) && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
     hl_fatal("out of host memory for the gradient all-reduce");
   return s;
 }
