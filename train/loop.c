@@ -580,7 +580,7 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->cache_hits = hl_autocast_cache_hits() - hits0;
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
-  if (s->ranks > 1) {
+  if (hl_dist_reduces()) { /* more than one rank, or GPU ranks (NCCL runs even for one) */
     /* equal shards: the ranks' mean is the global batch's loss; an inf or NaN on any rank makes it not finite */
     rec->loss_sum = hl_dist_allreduce_sum(rec->loss_sum) / s->ranks;
     rec->nonfinite_loss = !isfinite(rec->loss_sum);
