@@ -20,6 +20,11 @@
 #ifdef HL_HAVE_MPI
 #include <mpi.h>
 #define MPI_CHECK(call) hl_dist_mpi_check((call), #call, __FILE__, __LINE__)
+#define WAIT_BEGIN(what) hl_dist_wait_begin(what)
+#define WAIT_END() hl_dist_wait_end()
+#else /* no MPI: no watchdog (and no GPU ranks, which these serve) */
+#define WAIT_BEGIN(what) ((void)(what))
+#define WAIT_END() ((void)0)
 #endif
 
 /* meson's reason when NCCL is not built (core/training/meson.build) */
@@ -83,9 +88,9 @@ bool hl_dist_gpu_ranks_fit(char *why, size_t len) {
 #ifdef HL_HAVE_MPI
   if (hl_dist_active()) { /* the ranks that share this node's memory are the ones that share its GPUs */
     MPI_Comm node;
-    hl_dist_wait_begin("MPI_Comm_split_type (the ranks of each node)");
+    WAIT_BEGIN("MPI_Comm_split_type (the ranks of each node)");
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, hl_dist_rank(), MPI_INFO_NULL, &node));
-    hl_dist_wait_end();
+    WAIT_END();
     int split_rank = 0;
     MPI_CHECK(MPI_Comm_rank(node, &split_rank));
     MPI_CHECK(MPI_Comm_size(node, &node_size));
@@ -126,23 +131,23 @@ void hl_dist_nccl_init(void) {
   if (hl_dist_rank() == 0) c->make_id(id);
 #ifdef HL_HAVE_MPI
   if (hl_dist_active()) {
-    hl_dist_wait_begin("MPI_Bcast (NCCL's id)");
+    WAIT_BEGIN("MPI_Bcast (NCCL's id)");
     MPI_CHECK(MPI_Bcast(id, (int)c->id_bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
-    hl_dist_wait_end();
+    WAIT_END();
   }
 #endif
-  hl_dist_wait_begin("ncclCommInitRank");
+  WAIT_BEGIN("ncclCommInitRank");
   c->join(id, hl_dist_rank(), hl_dist_size());
-  hl_dist_wait_end();
+  WAIT_END();
   c->version(nccl_version, sizeof nccl_version);
   nccl_on = true;
 }
 
 void hl_dist_nccl_end(void) {
   if (!nccl_on) return;
-  hl_dist_wait_begin("ncclCommFinalize");
+  WAIT_BEGIN("ncclCommFinalize");
   comm_table()->leave();
-  hl_dist_wait_end();
+  WAIT_END();
   nccl_on = false;
 }
 
@@ -182,9 +187,9 @@ bool hl_dist_nccl_allreduce_grads_mean(hl_tensor *const *params, int n, hl_dtype
       c->allreduce_sum(k, data, counts, types);
       /* waited for here, in the watchdog's sight: a rank that never joins
        * the collective leaves the others in this synchronisation */
-      hl_dist_wait_begin("ncclAllReduce (gradients)");
+      WAIT_BEGIN("ncclAllReduce (gradients)");
       hl_backend_for(HL_DEVICE_CUDA)->synchronize();
-      hl_dist_wait_end();
+      WAIT_END();
     }
     const double inv = (double)(1.0f / (float)hl_dist_size()); /* the host path's f32 factor */
     for (int j = 0; j < k && ok; j++) {
