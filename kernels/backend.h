@@ -48,6 +48,7 @@ struct hl_gemm_kernels;    /* kernels/gemm.h    — matrix products */
 struct hl_tensor_kernels;  /* kernels/tensor_kernels.h — ops of the AMP core */
 struct hl_optim_kernels;   /* kernels/optim_kernels.h  — scaler, optimizers, clipping */
 struct hl_convert_kernels; /* kernels/convert.h — conversions and half ops, for the gpu suite */
+struct hl_comm_kernels;    /* kernels/comm.h    — collectives between devices (NCCL), for GPU ranks */
 
 typedef struct hl_backend {
   hl_device_kind kind;
@@ -81,6 +82,7 @@ typedef struct hl_backend {
   const struct hl_tensor_kernels *tensor;
   const struct hl_optim_kernels *optim;
   const struct hl_convert_kernels *convert;
+  const struct hl_comm_kernels *comm; /* NULL where NCCL is not built */
 } hl_backend;
 
 extern const hl_backend hl_backend_cpu;

@@ -4,7 +4,8 @@
 # measurements, in that order of priority. After every stage it rewrites ONE
 # archive, OUTDIR/gpu-check.tar.gz (logs + CSVs under results/<gpu>/), so a
 # run cut short still brings back what it did. Budget: about 5 minutes on one
-# H200 for build + tests + probes; later stages are bounded by their timeouts.
+# H200 for build + tests + probes (an estimate: not yet run; the GPU ranks'
+# test adds seconds); later stages are bounded by their timeouts.
 #
 #   scripts/gpu-check.sh --fetch-deps   (on a Debian machine with network)
 #       downloads the Debian packages a bare GPU node lacks (cmocka, OpenBLAS,
@@ -15,12 +16,27 @@
 #       (libgomp1, libstdc++6, libgcc-s1, libc6) come with any gcc. oneDNN is
 #       optional: where its library does not load (the node's libraries older
 #       than Debian 12's) the build goes without it, bf16 on the widening path.
+#       Open MPI too (libopenmpi3, openmpi-bin and the libraries they load; 7 MB),
+#       for the GPU ranks' test (train-nccl: one rank under mpirun over NCCL):
+#       unpacked when the node has no MPI of its own, used when its programs load
+#       here (OPAL_PREFIX and PMIx's prefix moved to /tmp/deps), else
+#       the build goes without MPI and train-nccl skips, saying why.
+#
+# NCCL (GPU ranks): the toolkit's, else the pip wheel of the node's CUDA
+# PyTorch (meson asks scripts/nccl-wheel.sh; $PEER_PYTHON, as for the peers'
+# stage, names that Python where python3 is not it). The wheel itself (about
+# 250 MB) is too big to carry. The configure summary's MPI and NCCL lines go
+# into summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 deps_list=(libcmocka0 libcmocka-dev libopenblas0-openmp libopenblas-openmp-dev libgfortran5 libquadmath0
            libdnnl2 libdnnl-dev ocl-icd-libopencl1)
+mpi_debs=(libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1
+          libhwloc15 libibverbs1 ibverbs-providers libmunge2 libnl-3-200 libnl-route-3-200 libnuma1 libpmix2
+          libpsm-infinipath1 libpsm2-2 librdmacm1 libucx0)
+deps_list+=("${mpi_debs[@]}")
 if [ "${1:-}" = "--fetch-deps" ]; then
   mkdir -p .deps && cd .deps && apt-get download "${deps_list[@]}"
   exit $?
@@ -84,13 +100,44 @@ if ! echo '#include <oneapi/dnnl/dnnl.h>' | cc -E -x c - >/dev/null 2>&1 && ls .
   fi
 fi
 
+# Open MPI (GPU ranks' test): the node's own where mpirun runs and meson can find the library,
+# else the one in .deps/ if its programs load here
+node_mpi() { mpirun --version && { pkg-config --exists ompi-c || pkg-config --exists mpich || mpicc -show || mpicc --showme; }; } >/dev/null 2>&1
+if ! node_mpi && ls .deps/libopenmpi3_*.deb >/dev/null 2>&1; then
+  D=/tmp/deps
+  mkdir -p $D
+  for p in "${mpi_debs[@]}"; do for f in .deps/${p}_*.deb; do [ -f "$f" ] && dpkg -x "$f" $D; done; done
+  lib=$D/usr/lib/x86_64-linux-gnu
+  mpilibs=$lib:$lib/openmpi/lib
+  if missing=$(LD_LIBRARY_PATH=$mpilibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd $D/usr/bin/orterun $lib/libmpi.so.40 2>&1 |
+               grep 'not found'); then
+    note "Open MPI from .deps/ does not load here ($(echo "$missing" | head -1 | tr -s ' \t' ' ')): building without MPI"
+  else
+    mkdir -p $D/mpi-bin # Debian names mpirun through alternatives, which dpkg -x does not make
+    ln -sf $D/usr/bin/orterun $D/mpi-bin/mpirun
+    export PATH=$D/mpi-bin:$PATH
+    export OPAL_PREFIX=$D/usr                  # Open MPI's components and help files, moved
+    export PMIX_PREFIX=$lib/pmix2 PMIX_PKGDATADIR=$lib/pmix2/share/pmix PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix # PMIx's
+    export LD_LIBRARY_PATH=$mpilibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    if [ -z "${PKG_CONFIG_SYSROOT_DIR:-}" ]; then # the node's pkg-config: a copy of Open MPI's file with its prefix moved
+      mkdir -p $D/mpi-pc
+      sed "s|^prefix=/usr\$|prefix=$D/usr|" $lib/openmpi/lib/pkgconfig/ompi-c.pc >$D/mpi-pc/ompi-c.pc
+      export PKG_CONFIG_PATH=$D/mpi-pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+    fi # else .deps/'s pkg-config folder, in PKG_CONFIG_LIBDIR above, has it under the sysroot
+    note "using Open MPI unpacked from .deps/ into $D"
+  fi
+fi
+[ -n "${PEER_PYTHON:-}" ] && export HALFLAB_NCCL_PYTHON=$PEER_PYTHON # the node's CUDA PyTorch may carry NCCL's wheel
+
 build=$root/build-gpu
 rm -rf "$build"
 stage configure 120 meson setup "$build" --buildtype=release -Dcuda=enabled -Donednn=$onednn || exit 1
+note "$(grep -E '^ *(MPI|NCCL) \(data' "$work/logs/configure.log" | tr -s ' ')"
 stage build 300 ninja -C "$build" || exit 1
 
-# 1. correctness: the CUDA backend against the CPU backend
-stage gpu-tests 240 meson test -C "$build" --suite gpu --print-errorlogs --num-processes 4
+# 1. correctness: the CUDA backend against the CPU backend, and GPU ranks (train-nccl: 1 rank over NCCL,
+#    four 6-step runs of the tiny GPT, side by side with the other tests; 30 s more allowed for it)
+stage gpu-tests 270 meson test -C "$build" --suite gpu --print-errorlogs --num-processes 4
 cp "$build/meson-logs/testlog.txt" "$work/logs/gpu-testlog.txt" 2>/dev/null && pack
 
 # 2. measurements, written under results/<gpu>/ in the work folder (whatever

@@ -16,6 +16,16 @@
 #
 # The CUDA backend is built when nvcc is on PATH (the CUDA toolkit does not
 # come from Debian; see README). Without it halflab builds for the CPU only.
+#
+# NCCL (data-parallel training on GPUs, meson option nccl), only where nvcc
+# is on PATH: NCCL is not part of the CUDA toolkit's own install, so when
+# neither the toolkit (nccl.h beside cuda_runtime.h, libnccl in its lib64/ or
+# lib/) nor /usr nor an installed pip wheel has it (scripts/nccl-wheel.sh),
+# the pinned wheel nvidia-nccl-cu<CUDA major> is installed with pip into a
+# virtual environment outside the checkout (scripts/nccl-wheel.sh --venv,
+# ~/.cache/halflab/nccl-cu13 for CUDA 13; about 250 MB), where meson looks.
+# Without access to the package index it says so and goes on: the configure
+# summary then says NCCL is not built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +33,7 @@ peers=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +41,20 @@ done
 packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
           libopenmpi-dev openmpi-bin)
 [ $peers = 1 ] && packages+=(python3 python3-venv)
+# NCCL for GPU ranks: the toolkit's or the system's, an installed wheel, else the wheel to install (below)
+nccl_wheel=0
+if command -v nvcc >/dev/null 2>&1; then
+  toolkit=$(dirname "$(dirname "$(command -v nvcc)")")
+  if { [ -f "$toolkit/include/nccl.h" ] && ls "$toolkit"/lib64/libnccl.so* "$toolkit"/lib/libnccl.so* >/dev/null 2>&1; } ||
+     { [ -f /usr/include/nccl.h ] && ls /usr/lib/*/libnccl.so* >/dev/null 2>&1; }; then
+    echo "setup.sh: NCCL: the CUDA toolkit's or the system's" >&2
+  elif wheel=$(scripts/nccl-wheel.sh 2>/dev/null); then
+    echo "setup.sh: NCCL: the pip wheel in $wheel" >&2
+  else
+    nccl_wheel=1
+    [ $peers = 0 ] && packages+=(python3 python3-venv)
+  fi
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -50,7 +74,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ -f build/build.ninja ]; then
+# ---- NCCL's pinned pip wheel, where nvcc is here and nothing else has NCCL
+nccl_installed=0
+if [ $nccl_wheel = 1 ]; then
+  nvenv=$(scripts/nccl-wheel.sh --venv)
+  pin=$(scripts/nccl-wheel.sh --pin)
+  echo "setup.sh: installing NCCL ($pin) into $nvenv, for data-parallel training on GPUs" >&2
+  log=$(mktemp /tmp/halflab-nccl-install.XXXXXX)
+  mkdir -p "$(dirname "$nvenv")"
+  if { [ -x "$nvenv/bin/pip" ] || /usr/bin/python3 -m venv "$nvenv" >"$log" 2>&1; } &&
+    "$nvenv/bin/pip" install --disable-pip-version-check --no-input -q "$pin" >>"$log" 2>&1 &&
+    scripts/nccl-wheel.sh >/dev/null 2>>"$log"; then
+    rm -f "$log"
+    nccl_installed=1
+  else
+    why=$(grep -m1 -E 'ERROR|Error|error' "$log" | cut -c1-200)
+    echo "setup.sh: could not install NCCL ($pin): ${why:-see $log}; halflab builds without GPU ranks" >&2
+  fi
+fi
+
+if [ -f build/build.ninja ] && [ $nccl_installed = 1 ]; then
+  meson setup --reconfigure build >&2 # NCCL is new: the configured build/ looks again
+elif [ -f build/build.ninja ]; then
   echo "setup.sh: build/ is configured (ninja reconfigures it by itself when meson.build changes)" >&2
 else
   meson setup build --buildtype=release >&2

@@ -322,11 +322,14 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   s.rank = hl_dist_rank();
   s.ranks = hl_dist_size();
-  if (s.ranks > 1) {
+  if (s.ranks > 1 || o->check_replicas || hl_dist_backend_kind() == HL_DIST_NCCL_DEVICE) {
     s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel);
     s.comm_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
     s.comm_exposed_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
     if (!s.reduce_buf || !s.comm_ms || !s.comm_exposed_ms) hl_fatal("out of host memory for the gradient all-reduce");
+  }
+  /* CPU ranks: the host all-reduce in buckets; GPU ranks all-reduce on the devices (allreduce_gradients) */
+  if (s.ranks > 1 && hl_dist_backend_kind() != HL_DIST_NCCL_DEVICE) {
     s.buckets = hl_grad_buckets_new(m->trainable, m->n_trainable, (int64_t)(o->bucket_mb * 1024 * 1024),
                                     o->allreduce_dtype, s.reduce_buf, m->numel);
     if (!s.buckets) hl_fatal("%s", hl_error());
@@ -483,8 +486,17 @@ static void inject_inf(train_model *m) {
  * buckets the backward started, waited for; the rest now). */
 static void allreduce_gradients(loop_state *s, step_record *rec) {
   hl_range_push("all-reduce");
-  if (!hl_grad_buckets_finish(s->buckets, &rec->comm))
-    hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
+  if (s->buckets) {
+    if (!hl_grad_buckets_finish(s->buckets, &rec->comm))
+      hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
+  } else { /* GPU ranks: one grouped all-reduce on the devices after the backward, all of it exposed */
+    const double t0 = hl_now_s();
+    if (!hl_dist_allreduce_grads_mean_device(s->m->trainable, s->m->n_trainable, s->o->allreduce_dtype))
+      hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
+    rec->comm.busy_s = rec->comm.exposed_s = hl_now_s() - t0;
+    rec->comm.buckets = 1;
+    rec->comm.bytes = (uint64_t)s->m->numel * (s->o->allreduce_dtype == HL_F32 ? 4u : 2u);
+  }
   hl_range_pop();
 }
 
@@ -608,7 +620,7 @@ static void train_step(loop_state *s, step_record *rec) {
   rec->cache_hits = hl_autocast_cache_hits() - hits0;
   if (trace) hl_op_trace_to(NULL);
   hl_op_profile_set_phase(HL_PROFILE_OTHER);
-  if (s->ranks > 1) {
+  if (hl_dist_reduces()) { /* more than one rank, or GPU ranks (NCCL runs even for one) */
     allreduce_gradients(s, rec); /* first: no other collective while the buckets' thread may run one */
     /* equal shards: the ranks' mean is the global batch's loss; an inf or NaN on any rank makes it not finite */
     rec->loss_sum = hl_dist_allreduce_sum(rec->loss_sum) / s->ranks;
@@ -830,7 +842,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     if (r.profile_steps++ == 0) r.profile_first_step = step;
     r.profile_step_ms += rec.step_s * 1e3;
     s.times[s.n_times++] = rec.step_s * 1e3;
-    if (s.ranks > 1) {
+    if (s.comm_ms && hl_dist_reduces()) {
       s.comm_ms[s.n_comm] = rec.comm.busy_s * 1e3;
       s.comm_exposed_ms[s.n_comm++] = rec.comm.exposed_s * 1e3;
       s.comm_last = rec.comm;

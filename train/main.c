@@ -11,7 +11,8 @@
  * Under mpirun (core/training/dist.h) every rank builds the same model and
  * trains on its shard of each batch (loop.c); rank 0 alone checks, makes
  * and writes the output files and holds the lock, the other ranks write
- * nothing. */
+ * nothing. GPU ranks (--device cuda under mpirun) each take a GPU of their
+ * node before any CUDA work, then join NCCL's communicator. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -31,13 +32,44 @@
 #include "core/base/profiler_ranges.h"
 #include "train/train.h"
 
+/* Data-parallel on GPUs (core/training/dist.h, GPU ranks): every node
+ * needs a GPU for each of its ranks (counted on every rank, one verdict for
+ * all); without them --device cuda is bad input and auto takes CPU ranks.
+ * The rank's GPU is made current before the first CUDA work (the check of
+ * the mode below runs a step), and NCCL's communicator follows it. */
+static hl_device_kind pick_rank_device(const train_opts *o, const char *request, char *notice, size_t len) {
+  char why[768];
+  const bool is_auto = !strcmp(request, "auto");
+  if (!hl_dist_gpu_ranks_fit(why, sizeof why)) {
+    if (!is_auto) hl_usage_error("--device %s: %s", request, why);
+    snprintf(notice, len, "%s: no GPU ranks (%s): running on CPU ranks\n", TRAIN_PROG, why);
+    return HL_DEVICE_CPU;
+  }
+  hl_dist_bind_gpu();
+  if (!is_auto) (void)hl_cli_device(request, NULL, 0); /* exit 1 when the GPU is there but unusable */
+  const bool runs = setup_device_runs(o, HL_DEVICE_CUDA, why, sizeof why);
+  if (!is_auto && !runs)
+    hl_fatal("--device %s: a %s step does not run on %s in this build: %s", request, o->mode->name, request, why);
+  if (is_auto && hl_dist_allreduce_max(runs ? 0.0 : 1.0) > 0) { /* every rank the same device */
+    if (runs) snprintf(why, sizeof why, "so another rank said");
+    snprintf(notice, len, "%s: a %s step does not run on the GPU in this build (%s): running on CPU ranks\n", TRAIN_PROG,
+             o->mode->name, why);
+    return HL_DEVICE_CPU;
+  }
+  hl_dist_nccl_init();
+  return HL_DEVICE_CUDA;
+}
+
 /* The device: --device auto takes the GPU when a step of this mode runs
  * there (the core's CUDA kernels are needed), else the CPU with a notice. */
 static hl_device_kind pick_device(const train_opts *o, char *notice, size_t len) {
   notice[0] = '\0';
   char why[512];
   const char *request = o->device ? o->device : "auto";
-  if (!strcmp(request, "auto") && hl_dist_size() > 1) return HL_DEVICE_CPU; /* NCCL is not built: CPU ranks */
+  if (hl_dist_active() && hl_dist_nccl_built() &&
+      (!strcmp(request, "auto") || !strcmp(request, "cuda") || !strcmp(request, "gpu")))
+    return pick_rank_device(o, request, notice, len);
+  if (!strcmp(request, "auto") && hl_dist_size() > 1) return HL_DEVICE_CPU; /* no GPU ranks in this build: CPU ranks */
   if (!strcmp(request, "auto")) {
     if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
       snprintf(notice, len, "%s: no usable GPU (%s): running on the CPU\n", TRAIN_PROG, why);
@@ -83,7 +115,14 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
     hl_meta_set("model", "MLP %d inputs, %d hidden layers of %d, %d classes; init gain %.4g", o->mlp.n_in,
                 o->mlp.n_hidden, o->mlp.n_hidden ? o->mlp.hidden[0] : 0, o->classes, o->init_gain);
   hl_meta_set("data", "%s", data_describe(d));
-  if (hl_dist_size() > 1) { /* only then: a single-process run's metadata stays as it was */
+  if (hl_dist_backend_kind() == HL_DIST_NCCL_DEVICE) { /* GPU ranks, even one */
+    hl_meta_set("data_parallel", "%d GPU rank%s, one GPU each (NCCL %s), %lld rows of each micro-batch per rank; gradients "
+                "all-reduced on the devices after the backward (ncclAllReduce sum x 1/N: mean, %s on the wire) before "
+                "unscale, found_inf all-reduced over MPI (max); --rank-timeout %g s%s",
+                hl_dist_size(), hl_dist_size() == 1 ? "" : "s", hl_dist_nccl_version(),
+                (long long)(o->batch / hl_dist_size()), hl_dtype_name(o->allreduce_dtype), o->rank_timeout,
+                getenv(TRAIN_TEST_NO_FOUND_INF_ALLREDUCE) ? "; TEST SWITCH: found_inf NOT all-reduced" : "");
+  } else if (hl_dist_size() > 1) { /* only then: a single-process run's metadata stays as it was */
     char how[160];
     if (o->bucket_mb > 0 && hl_dist_threads_serialized())
       snprintf(how, sizeof how, "in buckets of %g MiB, each started by a communication thread during the backward",

@@ -86,8 +86,11 @@ static const char usage[] =
     "  --export-steps N      (default: --steps)\n"
     "  --dump-grads FILE     write the first step's unscaled gradients (weight-file format, f32), before clipping\n"
     "\n"
-    "Data-parallel training (mpirun -n N halflab-train ...; CPU ranks, docs/train.md):\n"
+    "Data-parallel training (mpirun -n N halflab-train ...; docs/train.md):\n"
     "  --batch stays the global batch: each rank trains on its --batch / N rows of every micro-batch\n"
+    "  --device cpu: CPU ranks, the gradients all-reduced over MPI; --device cuda: GPU ranks, one GPU each,\n"
+    "                        the gradients all-reduced by NCCL on the devices (auto: GPU ranks when every\n"
+    "                        node has a GPU for each of its ranks, else CPU ranks)\n"
     "  --check-replicas N    every N steps, check that every rank holds the same weights and scaler state\n"
     "                        (exit 1 naming the step when they differ)\n"
     "  --rank-timeout S      end the whole job (MPI_Abort, exit 1) when a rank has waited S seconds in one\n"
@@ -284,10 +287,13 @@ static bool is_real(arg_kind k) { return k == ARG_REAL || k == ARG_POSITIVE || k
 
 /* --help, with this build's data-parallel status in place of %DIST% */
 static const char *usage_text(void) {
-  static char text[sizeof usage + 512];
-  char status[512];
-  if (hl_dist_built())
-    snprintf(status, sizeof status, "  (built in this build: MPI; NCCL and GPU ranks are not built)\n");
+  static char text[sizeof usage + 1024];
+  char status[1024];
+  if (hl_dist_built() && hl_dist_nccl_built())
+    snprintf(status, sizeof status, "  (built in this build: MPI; GPU ranks over NCCL, not yet run on a GPU)\n");
+  else if (hl_dist_built())
+    snprintf(status, sizeof status, "  (built in this build: MPI; GPU ranks NOT BUILT: %s; --device cuda under mpirun\n"
+             "  with more than one rank is refused)\n", hl_dist_nccl_not_built_why());
   else
     snprintf(status, sizeof status, "  NOT BUILT in this build: %s; mpirun, --check-replicas, --rank-timeout and\n"
              "  --allreduce-dtype are refused\n",
@@ -651,8 +657,9 @@ static void resolve_data_parallel(const given *g, train_opts *o) {
   if (o->batch % ranks)
     hl_usage_error("--batch %lld does not split evenly over %d ranks: give a multiple of %d", (long long)o->batch, ranks,
                    ranks);
-  if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
-    hl_usage_error("--device %s: data-parallel ranks run on the CPU only (NCCL is not built)", o->device);
+  /* GPU ranks: here what the build lacks; the GPUs each node has are counted with the device (main.c) */
+  if (o->device && (!strcmp(o->device, "cuda") || !strcmp(o->device, "gpu")) && !hl_dist_nccl_built())
+    hl_usage_error("--device %s: data-parallel training on GPUs is not built: %s", o->device, hl_dist_nccl_not_built_why());
 }
 
 static void resolve_peers(const given *g, const run_preset *p, train_opts *o) {

@@ -315,9 +315,10 @@ static bool write_table(const train_output *w, const char *name, const char *hea
 }
 
 /* The data-parallel columns, allreduce_dtype to allreduce_exposed_ms_median:
- * empty in one process, which all-reduces nothing. */
+ * empty in one process, which all-reduces nothing (a GPU rank alone under
+ * mpirun does: NCCL runs for one). */
 static const char *comm_cells(const train_opts *o, const run_result *r, char *out, size_t len) {
-  if (hl_dist_size() == 1) {
+  if (!hl_dist_reduces()) {
     snprintf(out, len, ",,,,,");
     return out;
   }

@@ -1,6 +1,7 @@
 /* dist.c — the data-parallel communicator (dist.h): MPI_COMM_WORLD when
  * built with MPI and started by mpirun, else one process. */
 #include "core/training/dist.h"
+#include "core/training/dist_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -79,6 +80,11 @@ static void wait_begin(const char *what) {
 }
 static void wait_end(void) { atomic_store(&waiting_since_ns, 0); }
 #define COLLECTIVE(name, call) (wait_begin(name), check((call), #call, __FILE__, __LINE__), wait_end())
+
+/* the same checks and watchdog for the GPU ranks' MPI calls and NCCL waits (dist_nccl.c) */
+void hl_dist_mpi_check(int rc, const char *what, const char *file, int line) { check(rc, what, file, line); }
+void hl_dist_wait_begin(const char *what) { wait_begin(what); }
+void hl_dist_wait_end(void) { wait_end(); }
 
 static void *watchdog(void *arg) {
   (void)arg;
@@ -253,6 +259,7 @@ void hl_dist_finalize(void) {
 #ifdef HL_HAVE_MPI
   if (dist_active) { /* every rank gets here before any leaves (MPI_Finalize need not wait) */
     COLLECTIVE("MPI_Barrier (finalize)", MPI_Barrier(MPI_COMM_WORLD));
+    hl_dist_nccl_end(); /* GPU ranks: every rank is here, none has work in flight */
     wait_begin("MPI_Finalize");
     MPI_Finalize();
     wait_end();

@@ -17,7 +17,15 @@
  *
  * A failed collective is a runtime failure: the message (with MPI's error
  * text) and MPI_Abort of the whole job, so that no rank waits for a dead
- * one. Collectives must be called by every rank in the same order. */
+ * one. Collectives must be called by every rank in the same order.
+ *
+ * Two backends carry the gradients (hl_dist_backend): MPI on the host, the
+ * CPU ranks' (the gradients read to the host in f32), and NCCL on the
+ * devices, the GPU ranks' (dist_nccl.c: one GPU per rank, the gradients
+ * where they are). GPU ranks are started by mpirun too, and MPI hands them
+ * NCCL's id, so NCCL is built only with MPI (and the CUDA backend); the
+ * one-value collectives (found_inf, the loss, the checksums) stay on MPI
+ * for both, since their values are on the host already. */
 #ifndef HL_DIST_H
 #define HL_DIST_H
 
@@ -72,6 +80,51 @@ _Noreturn void hl_dist_abort(int code);
  * exiting with a non-zero status, which makes mpirun end the job, cannot
  * cut another short). A no-op outside MPI. */
 void hl_dist_finalize(void);
+
+/* ---- GPU ranks (dist_nccl.c) ------------------------------------------
+ *
+ *   if (!hl_dist_gpu_ranks_fit(why, len)) refuse;   // every rank a GPU of its own
+ *   hl_dist_bind_gpu();                              // before any CUDA work
+ *   hl_dist_nccl_init();                             // the communicator
+ *   hl_dist_allreduce_grads_mean_device(params, n, wire);   // each step, after the backward
+ */
+typedef enum {
+  HL_DIST_ONE = 0,     /* one process: nothing to reduce */
+  HL_DIST_MPI_HOST,    /* MPI, the gradients read to the host in f32 (CPU ranks) */
+  HL_DIST_NCCL_DEVICE, /* NCCL on the devices, the gradients where they are (GPU ranks) */
+} hl_dist_backend;
+hl_dist_backend hl_dist_backend_kind(void);
+/* Whether a training step all-reduces: more than one rank, or GPU ranks
+ * (NCCL's all-reduce runs even in a job of one, so that one GPU runs all
+ * of the GPU ranks' path). */
+bool hl_dist_reduces(void);
+
+/* Whether this build has GPU ranks: MPI, the CUDA backend and NCCL. */
+bool hl_dist_nccl_built(void);
+/* Why not, for a "not built" message; "" when built. */
+const char *hl_dist_nccl_not_built_why(void);
+/* Collective (every rank, inside mpirun's job): whether every node has at
+ * least as many GPUs as ranks, since NCCL puts no two ranks on one device.
+ * The same answer on every rank; false with why: this node's ranks and
+ * GPUs (none: the runtime's reason), or that another node lacks them. */
+bool hl_dist_gpu_ranks_fit(char *why, size_t len);
+/* This rank's GPU: its rank on its node modulo the node's GPUs (Open MPI's
+ * OMPI_COMM_WORLD_LOCAL_RANK), made current before any other CUDA work.
+ * After hl_dist_gpu_ranks_fit. */
+void hl_dist_bind_gpu(void);
+int hl_dist_gpu_index(void); /* -1 before hl_dist_bind_gpu */
+/* Collective: the NCCL communicator of all the ranks (rank 0 makes the id,
+ * MPI_Bcast hands it on). From here on the backend is HL_DIST_NCCL_DEVICE;
+ * hl_dist_finalize frees it. A failure is fatal (exit 1, NCCL's message). */
+void hl_dist_nccl_init(void);
+/* The NCCL library loaded: "2.28.9" ("" before hl_dist_nccl_init). */
+const char *hl_dist_nccl_version(void);
+/* GPU ranks: the tensors' gradients (those that have one) replaced by
+ * their mean over the ranks on the devices (one grouped ncclAllReduce, sum
+ * x 1/N in f32, written back in each gradient's dtype; `wire` the type on
+ * the wire). The CPU ranks' host all-reduce is grad_buckets.h. false with
+ * hl_error() on a failure. */
+bool hl_dist_allreduce_grads_mean_device(hl_tensor *const *params, int n, hl_dtype wire);
 
 #ifdef __cplusplus
 }

@@ -146,4 +146,5 @@ const hl_backend hl_backend_cpu = {
     .tensor = &hl_cpu_tensor_kernels,
     .optim = &hl_cpu_optim_kernels,
     .convert = &hl_cpu_convert_kernels,
+    .comm = NULL, /* CPU ranks all-reduce over MPI on the host (core/training/dist.c) */
 };

@@ -292,4 +292,9 @@ extern "C" const hl_backend hl_backend_cuda = {
     &hl_cuda_tensor_kernels,
     &hl_cuda_optim_kernels,
     &hl_cuda_convert_kernels,
+#ifdef HL_HAVE_NCCL
+    &hl_cuda_comm_kernels,
+#else
+    NULL, /* built without NCCL (meson option nccl): no GPU ranks */
+#endif
 };

@@ -14,11 +14,12 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "setup-peers-offline: $*" >&2; exit 1; }
 
 mkdir -p "$tmp/tree/scripts" "$tmp/tree/build"
-cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$tmp/tree/scripts/"
+cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$src/scripts/nccl-wheel.sh" "$tmp/tree/scripts/"
 echo "# stand-in" >"$tmp/tree/build/build.ninja"
 cp "$tmp/tree/build/build.ninja" "$tmp/build.ninja.before"
 
 export HALFLAB_PEER_VENV=$tmp/venv
+export HALFLAB_NCCL_VENV=$tmp/nccl-venv # where nvcc is and the toolkit lacks NCCL, setup.sh tries its wheel too
 set +e
 PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_RETRIES=0 PIP_TIMEOUT=2 PIP_CONFIG_FILE=/dev/null \
   "$tmp/tree/scripts/setup.sh" --peers >"$tmp/out" 2>"$tmp/err"

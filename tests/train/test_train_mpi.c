@@ -31,7 +31,11 @@
  *   SIGTERM to rank 1 alone during a run: every rank stops at the same
  *     step (the job ends by itself, no rank waits), rank 0's files say
  *     interrupted;
- *   bad input under 2 ranks: exit 2, nothing written.
+ *   bad input under 2 ranks: exit 2, nothing written; among it --device
+ *     cuda, refused as not built without NCCL, and with NCCL because this
+ *     node has fewer GPUs than ranks (none here; on a node with two GPUs
+ *     or more the run is GPU ranks' and is not tried, test_train_nccl.c
+ *     runs them).
  *
  * Run with an argument "build", it checks instead what the build says of
  * the feature: built, or refused with "not built" (both configurations).
@@ -53,6 +57,12 @@ static const char *train(void) { return hl_test_prog("halflab-train"); }
 static const char *mpirun(void) {
   const char *m = getenv("HALFLAB_MPIRUN");
   return m && *m ? m : NULL;
+}
+
+/* Set by meson when NCCL is built (GPU ranks). */
+static bool nccl_built(void) {
+  const char *v = getenv("HALFLAB_NCCL_BUILT");
+  return v && *v == '1';
 }
 
 /* CI runs as root; this machine has fewer cores than some runners' ranks. */
@@ -498,7 +508,23 @@ static void test_bad_input(void **state) {
   expect_refused_ranks("--batch 15", "--batch 15 does not split evenly over 2 ranks");
   expect_refused_ranks("--batch 1", "fewer rows than ranks (2)");
   expect_refused_ranks("--inject-nonfinite 2@2", "rank 2 does not exist: the run has 2 ranks");
-  expect_refused_ranks("--device cuda", "data-parallel ranks run on the CPU only");
+  if (!nccl_built()) {
+    expect_refused_ranks("--device cuda", "--device cuda: data-parallel training on GPUs is not built");
+  } else { /* the GPUs are counted: fewer than 2 here, or the ranks would train on them */
+    char *dir = hl_tmpdir(), full[1024];
+    snprintf(full, sizeof full, "--device cuda --steps 3 --out %s/out", dir);
+    hl_run_result r = run_ranks("", full);
+    if (r.status == 0) {
+      printf("2 GPU ranks fit this node: --device cuda's refusal for want of GPUs is not tried here\n");
+    } else if (r.status != 2 || !hl_has_line(r.err, "--device cuda: 2 ranks on this node", "NCCL")) {
+      fail_msg("2 ranks, --device cuda: exit %d, wanted 2 and '2 ranks on this node ... NCCL'\n%s", r.status, r.err);
+    } else {
+      assert_int_equal(hl_count_files(dir), 0);
+    }
+    hl_run_free(&r);
+    hl_rmtree(dir);
+    free(dir);
+  }
   expect_refused_ranks("--allreduce-dtype fp8", "unknown allreduce-dtype 'fp8' (fp32, bf16 or fp16)");
   expect_refused_ranks("--bucket-mb -1", "--bucket-mb: -1 must be >= 0");
   expect_refused_ranks("--bucket-mb 1e6", "--bucket-mb: 1e6 is above 65536");
@@ -512,6 +538,9 @@ static int check_build(void) {
   if (r.status != 0) fail_msg("--help: exit %d", r.status);
   if (built) assert_true(strstr(r.out, "(built in this build: MPI;") != NULL);
   else assert_true(strstr(r.out, "NOT BUILT in this build: built without MPI") != NULL);
+  /* GPU ranks: built only with MPI; either way the help says which */
+  if (nccl_built()) assert_true(built && strstr(r.out, "GPU ranks over NCCL, not yet run on a GPU") != NULL);
+  else if (built) assert_true(strstr(r.out, "GPU ranks NOT BUILT: ") != NULL);
   hl_run_free(&r);
   char *dir = hl_tmpdir();
   hl_expect_refused(dir, 2, "rank 1 does not exist: the run has 1 rank", "%s --device cpu --out %s/o --inject-nonfinite 2@1",
