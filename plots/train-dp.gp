@@ -101,18 +101,21 @@ do for [out=1:2] {
     set offsets 0, 0, 0, 0
     set logscale y
     set format y '10^{%L}'
-    set yrange [1e-9:*]
+    set yrange [1e-7:1]
     set title "the tiny preset in amp-fp16 on 2 ranks: each step's training loss with a 16-bit wire against the fp32 wire's (the same weights and batches)"
     set xlabel 'step'
     set ylabel '|loss / fp32 wire - 1|'
-    set key top left Left reverse samplen 2.5 noopaque box lc rgb '#cccccc'
+    unset key
     # both logs have the same rows: paste them side by side, columns by name
     rel(w) = sprintf("< awk -F, 'FNR == 1 { f++ } /^#/ { next } { if (!h[f]++) { for (i = 1; i <= NF; i++) c[f, $i] = i; if (f == 2) print \"step,rel\"; next } } \
-      f == 1 { l[$c[1, \"step\"]] = $c[1, \"loss\"]; next } ($c[2, \"step\"] in l) { d = $c[2, \"loss\"] / l[$c[2, \"step\"]] - 1; if (d < 0) d = -d; print $c[2, \"step\"] \",\" (d > 0 ? d : 1e-10) }' '%s' '%s'", wire('fp32'), wire(w))
-    plot (file_exists(wire('bf16')) ? rel('bf16') : NaN) using 'step':'rel' with linespoints lw 2 pt 9 ps 0.6 lc rgb c_bf16 title 'bf16 on the wire', \
-         (file_exists(wire('fp16')) ? rel('fp16') : NaN) using 'step':'rel' with linespoints lw 2 pt 5 ps 0.6 lc rgb c_fp16 title 'fp16 on the wire (the loss scale applied)'
+      f == 1 { l[$c[1, \"step\"]] = $c[1, \"loss\"]; next } ($c[2, \"step\"] in l) { d = $c[2, \"loss\"] / l[$c[2, \"step\"]] - 1; if (d < 0) d = -d; print $c[2, \"step\"] \",\" (d > 0 ? d : 1e-8) }' '%s' '%s'", wire('fp32'), wire(w))
+    plot (file_exists(wire('bf16')) ? rel('bf16') : NaN) using 'step':'rel' with lines lw 1.5 lc rgb c_bf16 notitle, \
+         (file_exists(wire('fp16')) ? rel('fp16') : NaN) using 'step':'rel' with lines lw 1.5 dt 2 lc rgb c_fp16 notitle
     unset logscale y
     set format y '%g'
+    ls_ = "with lines lw 2 lc rgb c_bf16"; lt_ = 'bf16 on the wire'; eval legend_add
+    ls_ = "with lines lw 2 dt 2 lc rgb c_fp16"; lt_ = 'fp16 on the wire (the loss scale applied)'; eval legend_add
+    eval legend_strip(0.025)
   }
   unset multiplot
 }

@@ -21,7 +21,7 @@ pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100
 
 echo "## Training runs (\`halflab-train\`)"
 echo
-echo "Measured on: $(tmeta device). Every mode of a run group starts from the same weights and sees the same"
+echo "Measured on: $(tmeta device | cut -d, -f1-2), one process of as many OpenMP threads as cores unless a section says otherwise. Every mode of a run group starts from the same weights and sees the same"
 echo "batches. Modes, data, columns and charts: docs/train.md. The statistics are means over the steps that"
 echo "had them: gradient elements of the unscaled gradients that fp16 would make zero or subnormal (\"underflow\","
 echo "and after the loss scale), elements exactly zero as computed (\"lost\"), and the share of non-zero updates"

@@ -78,13 +78,20 @@ if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then
        print ""
      }'
   echo
+  # what halving the bytes did: the time in the collectives of the fp32 wire against the 16-bit ones
+  q '$c["name"] ~ /^dp-small-2x1-(fp32|bf16|fp16)$/ && $c["status"] == "completed" {
+       t = $c["allreduce_ms_median"] + 0; w = $c["allreduce_dtype"] == "fp32" ? 1 : 2
+       if (!(w in lo) || t < lo[w]) lo[w] = t; if (!(w in hi) || t > hi[w]) hi[w] = t }
+     END { if ((1 in lo) && (2 in lo))
+       printf "**16-bit wires** halve the bytes each rank sends; in the collectives they took %.1f to %.1f ms a step against fp32'"'"'s %.1f to %.1f ms (all modes).\n", lo[2], hi[2], lo[1], hi[1] }'
+  echo
   echo "On this machine the ranks share 2 cores: the communication thread has no core of its own, and Open"
   echo "MPI's shared-memory collectives poll while they wait, so time in the collectives beside the backward"
-  echo "also slows the backward; the exposed column is what the step pays at its end. bf16 and fp16 on the"
-  echo "wire halve the bytes, but in shared memory bytes are not what costs: each rank converts its gradients"
-  echo "to the wire type and back, and the 16-bit sums run in MPI user operations (each addition in f32,"
-  echo "rounded back), not in MPI's own vectorised f32 sum. Between machines, where the network is the"
-  echo "bottleneck, halving the bytes is what a 16-bit wire is for."
+  echo "also takes time from the backward; the exposed column is what the step pays at its end. Between"
+  echo "ranks in one machine the bytes are copies in memory, and a 16-bit wire adds a conversion to the wire"
+  echo "type and back on each rank and sums in an MPI user operation (each addition in f32, rounded back)"
+  echo "instead of MPI's own f32 sum; between machines, where the network is the bottleneck, halving the"
+  echo "bytes is what a 16-bit wire is for."
   echo
 fi
 

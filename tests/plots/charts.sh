@@ -38,7 +38,7 @@ if ! "$root/scripts/plots.sh" --strict "$cpu" >"$work/cpu.log" 2>&1; then
   fail "scripts/plots.sh --strict on the CPU folder (gnuplot wrote to stderr or failed)"
 fi
 for c in overflow absorption lost_update subnormal loss_scale gemm-tflops gemm-speedup gemm-align gemm-accuracy \
-         bandwidth bandwidth-gelems footprint peers train-loss train-scale train-hist train-underflow train-perf; do
+         bandwidth bandwidth-gelems footprint peers train-loss train-scale train-hist train-underflow train-perf train-dp; do
   [ -s "$cpu/$c.png" ] && [ -s "$cpu/$c.svg" ] || fail "CPU folder: $c.png/.svg not drawn"
 done
 [ ! -e "$cpu/bandwidth-host.png" ] || fail "CPU folder: bandwidth-host.png drawn without bandwidth_host.csv"
