@@ -156,6 +156,9 @@ measure bandwidth-quick 180 bench/halflab-bench bandwidth --quick --device cuda
 measure mlp-step 120 bench/halflab-bench mlp-step --quick --device cuda
 measure footprint 120 bench/halflab-bench footprint --device cuda
 measure train-tiny 180 train/halflab-train --mode amp-fp16 --device cuda
+# data-parallel: one process against one rank per GPU over NCCL (train-all.sh's dp-gpu group; skipped,
+# saying why, without GPU ranks or mpirun)
+stage dp-gpu 150 "$root/scripts/train-all.sh" "$build" --only dp-gpu --out "$work/results/$(basename "$("$root/scripts/results-dir.sh" "$build" cuda 2>/dev/null || echo gpu)")"
 # halflab vs PyTorch (the image's CUDA torch) on the gpt2 preset: fp32, amp-fp16 (GradScaler), amp-bf16;
 # peer_step_times.csv holds amp-fp16 / fp32 and halflab / PyTorch AMP from one run
 stage peers 360 "$root/bench/peers/gpu_compare.sh" "$build"

@@ -28,6 +28,8 @@
 #               2 warm-up + 6 timed steps each (about 3 minutes on 2 cores)
 #   dp-wire     data-parallel: the tiny preset in amp-fp16 on 2 ranks, 600 steps, per all-reduce wire type:
 #               what bf16 and fp16 gradients on the wire cost in accuracy
+# On a GPU, dp-gpu: the small preset in one process against one rank per GPU over NCCL (mpirun -n GPUs),
+# fp32, amp-fp16, amp-bf16 (not yet run: no GPU has run halflab).
 # On a GPU (the core's CUDA kernels present): the gpt2 preset (GPT-2 124M's shape, 8 x 1024 tokens,
 # 20 warm-up + 50 timed steps) in every mode, a 300-step convergence run of fp32 and amp-fp16 at that
 # shape, and the CPU's runs above on the GPU.
@@ -182,6 +184,31 @@ if [ ${#mpirun_cmd[@]} -gt 0 ] && wanted dp-wire; then
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${mpirun_cmd[@]}" "$train" --name "dp-wire-$wire" --mode amp-fp16 \
       "${out[@]}" --device cpu --steps "$(steps 600 60)" --eval-every "$(steps 50 20)" --allreduce-dtype "$wire"
   done
+fi
+
+# Data-parallel on GPUs (halflab-train built with GPU ranks, mpirun found): the small preset's step in one
+# process against one rank per GPU under mpirun over NCCL (one GPU: one rank, the whole GPU ranks' path
+# with its all-reduce), per mode: step time, the all-reduce's time and bytes (dp-gpu-1proc, dp-gpu-Nrank).
+if [ $gpu = 1 ] && wanted dp-gpu; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if ! "$train" --help | grep -q 'GPU ranks over NCCL'; then
+    echo "train-all: dp-gpu skipped: this halflab-train is built without GPU ranks (NCCL)" >&2
+  elif ! command -v mpirun >/dev/null 2>&1; then
+    echo "train-all: dp-gpu skipped: mpirun not found (openmpi-bin)" >&2
+  elif [ "${ngpu:-0}" -lt 1 ]; then
+    echo "train-all: dp-gpu skipped: nvidia-smi lists no GPU" >&2
+  else
+    gpu_mpirun=(mpirun -n "$ngpu")
+    [ "$(id -u)" = 0 ] && gpu_mpirun+=(--allow-run-as-root)
+    dp_gpu=(--device cuda --preset small --batch "$(steps 16 4)" --steps "$(steps 12 3)" --warmup "$(steps 4 1)"
+      --stats-every 0 --eval-every 1000000 --eval-samples 8)
+    for m in fp32 amp-fp16 amp-bf16; do
+      echo "train-all: dp-gpu-1proc $m" >&2
+      "$train" --name dp-gpu-1proc --mode "$m" "${out[@]}" "${dp_gpu[@]}"
+      echo "train-all: dp-gpu-${ngpu}rank $m (mpirun -n $ngpu, NCCL)" >&2
+      "${gpu_mpirun[@]}" "$train" --name "dp-gpu-${ngpu}rank" --mode "$m" "${out[@]}" "${dp_gpu[@]}"
+    done
+  fi
 fi
 
 # GPT-2 124M on the CPU: what a step costs per mode, at the largest batch of 1024 tokens that the

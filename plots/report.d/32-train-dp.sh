@@ -13,11 +13,11 @@ in=$dir/train_summary.csv
 . "$(dirname "$0")/../report-lib.sh"
 q() { table train_summary.csv "$1"; }
 
-echo "## Data-parallel training (\`mpirun -n 2 halflab-train\`)"
+echo "## Data-parallel training (\`mpirun -n N halflab-train\`)"
 echo
-if ! q '$c["name"] ~ /^dp-(small|wire)-/ { n++ } END { exit !n }'; then
-  echo "not measured: no dp-small or dp-wire runs in train_summary.csv (scripts/train-all.sh runs them where"
-  echo "halflab-train is built with MPI and mpirun is found)."
+if ! q '$c["name"] ~ /^dp-(small|wire|gpu)-/ { n++ } END { exit !n }'; then
+  echo "not measured: no dp-small, dp-wire or dp-gpu runs in train_summary.csv (scripts/train-all.sh runs them"
+  echo "where halflab-train is built with MPI, or with GPU ranks on a GPU, and mpirun is found)."
   echo
   exit 0
 fi
@@ -125,6 +125,34 @@ if q '$c["name"] ~ /^dp-wire-/ { n++ } END { exit !n }'; then
   echo "A step skipped only with the fp16 wire is one where a scaled gradient, or the two ranks' sum of one,"
   echo "went beyond fp16's 65504 on the wire: every rank then finds inf, skips and halves the scale, as after"
   echo "any overflow; the runs then follow different scales, and their losses part by more than rounding."
+  echo
+fi
+
+if q '$c["name"] ~ /^dp-gpu-/ { n++ } END { exit !n }'; then
+  echo "### GPU ranks (NCCL): one process against one rank per GPU"
+  echo
+  echo "The small preset, batch 16, medians after the warm-up; the ranks' gradients all-reduced on the devices"
+  echo "by NCCL in one grouped call after the backward (all of it exposed). With one GPU the job has one rank:"
+  echo "what the GPU ranks' path costs over one process, the all-reduce of one rank included."
+  echo
+  echo "| mode | run | ranks | step (ms) | vs one process | all-reduce (ms) | MiB per step |"
+  echo "|---|---|---|---|---|---|---|"
+  q '$c["name"] ~ /^dp-gpu-/ { r[$c["mode"] " " ($c["name"] == "dp-gpu-1proc" ? 0 : 1)] = $0; if ($c["name"] != "dp-gpu-1proc") multi = $c["name"] }
+     END {
+       split("fp32 amp-fp16 amp-bf16", m, " ")
+       for (i = 1; i <= 3; i++) {
+         base = ""
+         if ((m[i] " 0") in r) { split(r[m[i] " 0"], b, ","); base = b[c["step_time_ms_median"]] }
+         for (j = 0; j <= 1; j++) {
+           if (!((m[i] " " j) in r)) continue
+           split(r[m[i] " " j], v, ",")
+           t = v[c["step_time_ms_median"]]
+           printf "| %s | %s | %s | %.1f | %s | %s | %s |\n", m[i], j ? "mpirun, NCCL" : "one process", v[c["ranks"]], t, \
+             (j && base != "") ? sprintf("%.2fx", t / base) : "-", j ? sprintf("%.2f", v[c["allreduce_ms_median"]]) : "-", \
+             j ? sprintf("%.1f", v[c["allreduce_bytes"]] / 1048576) : "-"
+         }
+       }
+     }'
   echo
 fi
 
