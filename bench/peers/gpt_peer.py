@@ -108,7 +108,8 @@ SUMMARY_HEADER = ("name,mode,model,task,device,status,steps,steps_done,skipped,f
                   "timed_steps,tokens_per_s,samples_per_s,mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,"
                   "seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,seed,threads,omp_wait_policy,"
                   "load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
-                  "autocast_cache_hit_rate")
+                  "autocast_cache_hit_rate,ranks,allreduce_dtype,bucket_mb,allreduce_buckets,allreduce_bytes,"
+                  "allreduce_ms_median,allreduce_exposed_ms_median")
 
 
 def usage_error(msg):
@@ -726,7 +727,8 @@ def main(argv):
            str(vocab), str(T), str(rows), str(accum), a.optimizer, "%.9g" % a.lr, a.schedule, "",
            c(a.init_scale) if scaled else "", "", str(threads if device == "cpu" else 0),
            policy if policy else "default", c(load_start), c(hlfiles.load_average()),
-           "%.3f" % (time.perf_counter() - t_start), "", "", "", ""]  # halflab's cast-cache counts: not torch's
+           "%.3f" % (time.perf_counter() - t_start), "", "", "", "",  # halflab's cast-cache counts: not torch's
+           "1", "", "", "", "", "", ""]  # one process: nothing all-reduced
     if why:
         meta.set("why", why)
     meta.set("rows", "this run")

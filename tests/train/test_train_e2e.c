@@ -636,14 +636,17 @@ static void test_cast_cache_counts(void **state) {
   hl_run_free(&r);
   /* an older halflab's train_summary.csv (without these columns at its end) keeps its rows, the new cells
    * empty; one with other columns is replaced, with a line saying so */
-  must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){4}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
+  /* the older header: the 4 autocast columns and the 7 data-parallel ones after them cut off */
+  must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){11}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
                   hl_path(dir, "train_summary.csv")));
   run_ok(NULL, SMALL " --steps 1 --mode amp-bf16 --name newer --out %s", dir);
   hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
   assert_non_null(all);
   const int older = hl_table_find(all, "name", "older", NULL), newer = hl_table_find(all, "name", "newer", NULL);
   assert_true(older >= 0 && newer >= 0);
-  assert_true(empty(all, older, "autocast_casts") && empty(all, older, "autocast_cache_hit_rate"));
+  assert_true(empty(all, older, "autocast_casts") && empty(all, older, "autocast_cache_hit_rate") &&
+              empty(all, older, "ranks"));
+  assert_string_equal(hl_table_get(all, newer, "ranks"), "1");
   assert_true(hl_table_num(all, older, "steps_done") == steps && hl_table_num(all, newer, "autocast_casts") > 0);
   hl_table_free(all);
   must_run(hl_run("sed -i '/^#/!s/^name,/label,/' '%s'", hl_path(dir, "train_summary.csv")));
