@@ -18,7 +18,7 @@
  *   buckets: --bucket-mb 0.05 (several buckets, all-reduced by a
  *     communication thread during the backward) and --bucket-mb 0 (one
  *     piece after it) give the same values bit for bit in fp32 and
- *     amp-fp16; the summary counts the buckets and bytes, the profile
+ *     amp-fp16 (also with --accum 2); the summary counts the buckets and bytes, the profile
  *     lists the thread's all-reduces as `beside` and the wait after the
  *     backward;
  *   a hung rank (HALFLAB_TEST_STOP_RANK=1@3: rank 1 sends itself SIGSTOP at
@@ -201,10 +201,11 @@ static void test_allreduce_dtypes(void **state) {
 
 /* One run of 2 ranks, fp32 or amp-fp16, with --bucket-mb MB: its steps
  * table, and from its summary the buckets and bytes a step. */
-static hl_table *bucketed_run(const char *dir, const char *mode, const char *mb, double *buckets, double *bytes,
-                              double *params) {
+static hl_table *bucketed_run(const char *dir, const char *mode, const char *mb, const char *extra, double *buckets,
+                              double *bytes, double *params) {
   char args[1024], f[2048];
-  snprintf(args, sizeof args, SMALL " --mode %s --check-replicas 1 --bucket-mb %s --profile --out %s", mode, mb, dir);
+  snprintf(args, sizeof args, SMALL " --mode %s --check-replicas 1 --bucket-mb %s --profile %s --out %s", mode, mb, extra,
+           dir);
   hl_run_result r = run_ranks("", args);
   if (r.status != 0) fail_msg("--bucket-mb %s, %s: exit %d\n%s", mb, mode, r.status, r.err);
   hl_run_free(&r);
@@ -229,12 +230,13 @@ static hl_table *bucketed_run(const char *dir, const char *mode, const char *mb,
  * profile must show the buckets' thread beside the backward. */
 static void test_buckets(void **state) {
   (void)state;
-  const char *modes[2] = {"fp32", "amp-fp16"};
-  for (int m = 0; m < 2; m++) {
+  /* the third: gradient accumulation, where only the last micro-batch's backward fills buckets */
+  const char *modes[3] = {"fp32", "amp-fp16", "amp-fp16"}, *extra[3] = {"", "", "--accum 2"};
+  for (int m = 0; m < 3; m++) {
     char *whole = hl_tmpdir(), *cut = hl_tmpdir();
     double nb_whole, nb_cut, bytes_whole, bytes_cut, params;
-    hl_table *a = bucketed_run(whole, modes[m], "0", &nb_whole, &bytes_whole, &params);
-    hl_table *b = bucketed_run(cut, modes[m], "0.05", &nb_cut, &bytes_cut, &params);
+    hl_table *a = bucketed_run(whole, modes[m], "0", extra[m], &nb_whole, &bytes_whole, &params);
+    hl_table *b = bucketed_run(cut, modes[m], "0.05", extra[m], &nb_cut, &bytes_cut, &params);
     assert_true(nb_whole == 1);
     if (!(nb_cut >= 3)) fail_msg("--bucket-mb 0.05: %g buckets for %.0f parameters", nb_cut, params);
     assert_true(bytes_whole == 4 * params && bytes_cut == 4 * params);
