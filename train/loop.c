@@ -278,9 +278,9 @@ typedef struct {
   int64_t stats_cnt[STAT_COLUMNS];
   char *definition;     /* --checkpoint: the run's definition (resume.c) */
   int rank, ranks;      /* data-parallel: this process's rank and their count (0 of 1 outside mpirun) */
-  float *reduce_buf;    /* ranks > 1: every gradient in f32, for the all-reduce and --check-replicas */
-  hl_grad_buckets *buckets; /* ranks > 1: the gradient all-reduce (in buckets during the backward with --bucket-mb > 0) */
-  double *comm_ms, *comm_exposed_ms; /* per step this process ran: the all-reduce's time, and what the backward left exposed */
+  float *reduce_buf;    /* every parameter in f32: the CPU ranks' all-reduce, --check-replicas */
+  hl_grad_buckets *buckets; /* CPU ranks: the gradient all-reduce (in buckets during the backward with --bucket-mb > 0) */
+  double *comm_ms, *comm_exposed_ms; /* hl_dist_reduces(): per step this process ran, the all-reduce's time and what the backward left exposed */
   int64_t n_comm;
   hl_grad_buckets_stats comm_last;
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
@@ -301,7 +301,7 @@ typedef struct {
   double step_s;
   eval_result ev;
   uint64_t casts, cache_misses, cache_hits; /* autocast's counters over the step's forwards */
-  hl_grad_buckets_stats comm; /* ranks > 1: the step's gradient all-reduce */
+  hl_grad_buckets_stats comm; /* hl_dist_reduces(): the step's gradient all-reduce */
 } step_record;
 
 static loop_state loop_state_new(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
@@ -322,14 +322,16 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   s.rank = hl_dist_rank();
   s.ranks = hl_dist_size();
-  if (s.ranks > 1 || o->check_replicas || hl_dist_backend_kind() == HL_DIST_NCCL_DEVICE) {
-    s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel);
+  /* CPU ranks: the host all-reduce in buckets; GPU ranks all-reduce on the devices (allreduce_gradients) */
+  const bool cpu_ranks = s.ranks > 1 && hl_dist_backend_kind() != HL_DIST_NCCL_DEVICE;
+  if ((cpu_ranks || o->check_replicas) && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
+    hl_fatal("out of host memory for the gradient all-reduce");
+  if (hl_dist_reduces()) {
     s.comm_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
     s.comm_exposed_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
-    if (!s.reduce_buf || !s.comm_ms || !s.comm_exposed_ms) hl_fatal("out of host memory for the gradient all-reduce");
+    if (!s.comm_ms || !s.comm_exposed_ms) hl_fatal("out of host memory for the all-reduce's timings");
   }
-  /* CPU ranks: the host all-reduce in buckets; GPU ranks all-reduce on the devices (allreduce_gradients) */
-  if (s.ranks > 1 && hl_dist_backend_kind() != HL_DIST_NCCL_DEVICE) {
+  if (cpu_ranks) {
     s.buckets = hl_grad_buckets_new(m->trainable, m->n_trainable, (int64_t)(o->bucket_mb * 1024 * 1024),
                                     o->allreduce_dtype, s.reduce_buf, m->numel);
     if (!s.buckets) hl_fatal("%s", hl_error());
@@ -495,7 +497,7 @@ static void allreduce_gradients(loop_state *s, step_record *rec) {
       hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
     rec->comm.busy_s = rec->comm.exposed_s = hl_now_s() - t0;
     rec->comm.buckets = 1;
-    rec->comm.bytes = (uint64_t)s->m->numel * (s->o->allreduce_dtype == HL_F32 ? 4u : 2u);
+    rec->comm.bytes = (uint64_t)s->m->numel * hl_dtype_size(s->o->allreduce_dtype);
   }
   hl_range_pop();
 }
@@ -842,7 +844,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
     if (r.profile_steps++ == 0) r.profile_first_step = step;
     r.profile_step_ms += rec.step_s * 1e3;
     s.times[s.n_times++] = rec.step_s * 1e3;
-    if (s.comm_ms && hl_dist_reduces()) {
+    if (s.comm_ms) {
       s.comm_ms[s.n_comm] = rec.comm.busy_s * 1e3;
       s.comm_exposed_ms[s.n_comm++] = rec.comm.exposed_s * 1e3;
       s.comm_last = rec.comm;

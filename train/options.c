@@ -628,6 +628,16 @@ static void resolve_lengths(const given *g, const run_preset *p, train_opts *o) 
   }
 }
 
+/* --allreduce-dtype's names and the types they stand for */
+static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
+static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
+
+const char *train_wire_name(hl_dtype wire) {
+  for (int i = 0; wire_names[i]; i++)
+    if (wire_types[i] == wire) return wire_names[i];
+  return "?";
+}
+
 /* Data-parallel runs: the launcher's rank count against this build, and
  * what a global batch split over the ranks needs. */
 static void resolve_data_parallel(const given *g, train_opts *o) {
@@ -644,8 +654,6 @@ static void resolve_data_parallel(const given *g, train_opts *o) {
   if (g->bucket_mb >= 0 && !hl_dist_built())
     hl_usage_error("--bucket-mb: data-parallel training is not built: %s", hl_dist_not_built_why());
   o->bucket_mb = g->bucket_mb >= 0 ? g->bucket_mb : TRAIN_BUCKET_MB_DEFAULT;
-  static const char *const wire_names[] = {"fp32", "bf16", "fp16", NULL};
-  static const hl_dtype wire_types[] = {HL_F32, HL_BF16, HL_F16};
   o->allreduce_dtype = wire_types[choice("allreduce-dtype", g->allreduce_dtype ? g->allreduce_dtype : "fp32", wire_names)];
   if (o->allreduce_dtype != HL_F32 && ranks == 1)
     hl_usage_error("--allreduce-dtype %s: %s", g->allreduce_dtype,

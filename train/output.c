@@ -323,7 +323,7 @@ static const char *comm_cells(const train_opts *o, const run_result *r, char *ou
     return out;
   }
   char ms[2][48];
-  snprintf(out, len, "%s,%g,%d,%llu,%s,%s", o->allreduce_dtype == HL_F32 ? "fp32" : o->allreduce_dtype == HL_BF16 ? "bf16" : "fp16", o->bucket_mb, r->comm_buckets,
+  snprintf(out, len, "%s,%g,%d,%llu,%s,%s", train_wire_name(o->allreduce_dtype), o->bucket_mb, r->comm_buckets,
            (unsigned long long)r->comm_bytes, output_cell(r->comm_ms_median, ms[0], 48),
            output_cell(r->comm_exposed_ms_median, ms[1], 48));
   return out;

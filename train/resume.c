@@ -145,7 +145,7 @@ char *run_definition_format(const train_opts *o) {
   add(&b, "inject-nonfinite %s", hl_step_set_count(&o->inject) ? hl_step_set_format(&o->inject, inject, sizeof inject) : "none");
   if (o->inject_rank >= 0) add(&b, "@%d", o->inject_rank); /* a data-parallel run's one rank */
   add(&b, "\n");
-  if (o->allreduce_dtype != HL_F32) add(&b, "allreduce-dtype %s\n", o->allreduce_dtype == HL_BF16 ? "bf16" : "fp16");
+  if (o->allreduce_dtype != HL_F32) add(&b, "allreduce-dtype %s\n", train_wire_name(o->allreduce_dtype));
   add(&b, "steps %lld\nwarmup %lld\nseed %llu\n", (long long)o->steps, (long long)o->warmup,
       (unsigned long long)o->seed);
   add(&b, "stats-every %d\n", o->stats_every);

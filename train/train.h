@@ -131,6 +131,8 @@ typedef struct {
  * given that differs from it (but the overrides, resume.c) is refused. */
 void train_parse_options(int argc, char **argv, train_opts *o);
 const char *train_task_name(task_kind t);
+/* --allreduce-dtype's name of a wire type: "fp32", "bf16", "fp16" */
+const char *train_wire_name(hl_dtype wire);
 /* The learning rate of a step (from 1) under the run's schedule. */
 double train_lr_at(const train_opts *o, int64_t step);
 

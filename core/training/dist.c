@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
-#include "core/engine/autograd.h"
 #include "core/engine/op_profile.h"
 #include "formats/fatal.h"
 #include "kernels/cpu/half_arrays.h"

@@ -120,7 +120,9 @@ hl_grad_buckets *hl_grad_buckets_new(hl_tensor *const *params, int n, int64_t bu
   b->n = n;
   b->wire = wire;
   b->buf = tmp;
-  b->bucket_values = bucket_bytes <= 0 ? INT64_MAX : bucket_bytes / (int64_t)sizeof(float) > 0 ? bucket_bytes / (int64_t)sizeof(float) : 1;
+  /* 0: one bucket; else at least one value a bucket */
+  const int64_t values = bucket_bytes / (int64_t)sizeof(float);
+  b->bucket_values = bucket_bytes <= 0 ? INT64_MAX : values > 0 ? values : 1;
   b->numel = malloc(sizeof *b->numel * np);
   b->offset = malloc(sizeof *b->offset * np);
   b->bucket_of = malloc(sizeof *b->bucket_of * np);
@@ -267,9 +269,9 @@ bool hl_grad_buckets_finish(hl_grad_buckets *b, hl_grad_buckets_stats *stats) {
     if (timed) hl_op_span_end(&span, "dist.allreduce_wait", 0);
   } else {
     for (int k = 0; k < b->nb; k++) {
-      const double t0 = now_s();
+      const double started = now_s();
       reduce_bucket(b, k);
-      b->busy_s += now_s() - t0;
+      b->busy_s += now_s() - started;
     }
   }
   if (b->failed) return false;
@@ -287,7 +289,7 @@ bool hl_grad_buckets_finish(hl_grad_buckets *b, hl_grad_buckets_stats *stats) {
     int64_t values = 0;
     for (int k = 0; k < b->nb; k++) values += b->bucket_count[k];
     stats->buckets = b->nb;
-    stats->bytes = (uint64_t)values * (b->wire == HL_F32 ? 4u : 2u);
+    stats->bytes = (uint64_t)values * hl_dtype_size(b->wire);
     stats->busy_s = b->busy_s;
     stats->exposed_s = now_s() - t0;
   }
