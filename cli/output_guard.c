@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,15 +205,56 @@ bool hl_input_regular_file(const char *path, char *err, size_t len) {
 
 struct hl_out_lock {
   int fd;
+  atomic_bool waiting;      /* true while F_SETLKW waits: the file may be another's */
   char path[PATH_LEN + 64]; /* DIR/.NAME.lock */
 };
 
-/* The locks this process holds, for the exit and signal clean-up. Changed
- * only with SIGINT and SIGTERM blocked, so that the handler sees it whole. */
+/* The locks this process holds, for the exit and signal clean-up.
+ *
+ * A lock file is ours from the open that may create it to the unlink that
+ * removes it, and the table must say so at every moment a signal handler can
+ * look. The thread that changes the table blocks SIGINT and SIGTERM, so its
+ * own handler never sees half a change; but another thread (a BLAS worker)
+ * can take the signal meanwhile. So a change runs inside a critical section
+ * counted in busy_, and the handler first raises dying_, then waits for busy_
+ * to drain: either the section saw dying_ and stops short, or the handler
+ * sees the section's end (sequentially consistent atomics, Dekker-style).
+ * The one blocking call, F_SETLKW, waits outside any section, its entry
+ * marked `waiting`. */
 enum { MAX_LOCKS = 64 };
-static hl_out_lock *held_[MAX_LOCKS];
+static hl_out_lock *_Atomic held_[MAX_LOCKS];
 static pid_t owner_; /* a forked child inherits the table, not the locks: it must not remove the files */
 static bool hooks_;
+static atomic_int busy_;
+static atomic_bool dying_;
+
+static void enter_section(sigset_t *old) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &s, old);
+  atomic_fetch_add(&busy_, 1);
+  if (atomic_load(&dying_)) { /* a handler on another thread is cleaning up and will end the process */
+    atomic_fetch_sub(&busy_, 1);
+    for (;;) pause();
+  }
+}
+
+static void leave_section(const sigset_t *old) {
+  atomic_fetch_sub(&busy_, 1);
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Removes l's file if this process holds its lock and it is still the file
+ * at l's path. Async-signal-safe: fcntl, fstat, stat and unlink only. */
+static void unlink_if_ours(const hl_out_lock *l) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  struct stat mine, there;
+  if (fcntl(l->fd, F_SETLK, &fl) == 0 && fstat(l->fd, &mine) == 0 && stat(l->path, &there) == 0 &&
+      mine.st_ino == there.st_ino && mine.st_dev == there.st_dev)
+    unlink(l->path);
+}
 
 static void release_all(void) {
   if (getpid() != owner_) return;
@@ -220,15 +263,24 @@ static void release_all(void) {
 }
 
 static void on_signal(int sig) {
-  if (getpid() == owner_)
-    for (int i = 0; i < MAX_LOCKS; i++)
-      if (held_[i]) unlink(held_[i]->path); /* async-signal-safe; the lock itself dies with the process */
+  if (getpid() == owner_) {
+    atomic_store(&dying_, true);
+    while (atomic_load(&busy_) > 0) {
+    } /* a section on another thread ends within a few system calls */
+    for (int i = 0; i < MAX_LOCKS; i++) {
+      const hl_out_lock *l = held_[i];
+      if (!l) continue;
+      if (atomic_load(&l->waiting)) unlink_if_ours(l); /* the wait may have ended: locks die with us anyway */
+      else unlink(l->path);
+    }
+  }
   signal(sig, SIG_DFL);
   raise(sig); /* delivered once the handler returns: the process ends as it would have */
 }
 
 /* The clean-up hooks, for this process: a forked child inherits the
- * parent's table, whose locks it does not hold, and starts afresh. */
+ * parent's table, whose locks it does not hold, and starts afresh. Called
+ * inside a section. */
 static void adopt_process(void) {
   static bool at_exit;
   if (hooks_ && owner_ == getpid()) return;
@@ -250,31 +302,10 @@ static void adopt_process(void) {
   }
 }
 
-static void block_signals(sigset_t *old) {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGINT);
-  sigaddset(&s, SIGTERM);
-  sigprocmask(SIG_BLOCK, &s, old);
-}
-
-static bool remember(hl_out_lock *l) {
-  sigset_t old;
-  block_signals(&old);
-  adopt_process();
-  int slot = 0;
-  while (slot < MAX_LOCKS && held_[slot]) slot++;
-  if (slot < MAX_LOCKS) held_[slot] = l;
-  sigprocmask(SIG_SETMASK, &old, NULL);
-  return slot < MAX_LOCKS;
-}
-
-static void forget(hl_out_lock *l) {
-  sigset_t old;
-  block_signals(&old);
+/* Inside a section. */
+static void forget(const hl_out_lock *l) {
   for (int i = 0; i < MAX_LOCKS; i++)
     if (held_[i] == l) held_[i] = NULL;
-  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The PID that holds fd's lock: F_GETLK's, else the one written in the file
@@ -289,6 +320,82 @@ static long holder_of(int fd) {
   if (n > 0) text[n] = '\0';
   const long pid = strtol(text, NULL, 10);
   return pid > 0 ? pid : -1;
+}
+
+typedef enum { ATTEMPT_TAKEN, ATTEMPT_AGAIN, ATTEMPT_FAILED } attempt_result;
+
+/* One attempt at l's lock, inside a section that it may leave and re-enter
+ * (*old: the mask outside it) while F_SETLKW waits. A file this attempt
+ * creates is in the table before it exists, so that a signal removes it. */
+static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name, bool wait, sigset_t *old,
+                              char *err, size_t len) {
+  int slot = -1;
+  for (int i = 0; i < MAX_LOCKS && slot < 0; i++)
+    if (!held_[i]) slot = i;
+  if (slot < 0) {
+    fail(err, len, "more than %d output locks in one process", MAX_LOCKS);
+    errno = ENOLCK;
+    return ATTEMPT_FAILED;
+  }
+  /* in the table as waiting from before the open: the handler removes the
+   * file only once this process holds its lock */
+  atomic_store(&l->waiting, true);
+  l->fd = -1;
+  const int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    fail(err, len, "cannot make the lock file '%s': %s", l->path, strerror(e));
+    errno = e;
+    return ATTEMPT_FAILED;
+  }
+  l->fd = fd;
+  held_[slot] = l;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  int rc = fcntl(fd, F_SETLK, &fl), e = rc == 0 ? 0 : errno;
+  if (rc != 0 && wait && (e == EACCES || e == EAGAIN)) {
+    leave_section(old);
+    do rc = fcntl(fd, F_SETLKW, &fl);
+    while (rc != 0 && errno == EINTR);
+    e = rc == 0 ? 0 : errno;
+    enter_section(old);
+  }
+  if (rc != 0) {
+    const long pid = e == EACCES || e == EAGAIN ? holder_of(fd) : -1;
+    held_[slot] = NULL;
+    close(fd);
+    if (pid == 0) return ATTEMPT_AGAIN; /* released since */
+    if (e == EACCES || e == EAGAIN) {
+      if (pid > 0) fail(err, len, "%s/%s is being written by PID %ld", dir, name, pid);
+      else fail(err, len, "%s/%s is being written by another process", dir, name);
+      errno = EWOULDBLOCK;
+      return ATTEMPT_FAILED;
+    }
+    fail(err, len, "cannot lock '%s': %s", l->path, strerror(e));
+    errno = e;
+    return ATTEMPT_FAILED;
+  }
+  /* the file locked must still be the one at the path: its holder may have
+   * removed it between our open and our lock */
+  struct stat mine, there;
+  if (fstat(fd, &mine) != 0 || stat(l->path, &there) != 0 || mine.st_ino != there.st_ino ||
+      mine.st_dev != there.st_dev) {
+    held_[slot] = NULL;
+    close(fd);
+    return ATTEMPT_AGAIN;
+  }
+  atomic_store(&l->waiting, false); /* ours: the handler removes it outright */
+  char pid_text[32];
+  const int n = snprintf(pid_text, sizeof pid_text, "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid_text, (size_t)n, 0) != n) {
+    e = errno;
+    fail(err, len, "cannot write the lock file '%s': %s", l->path, strerror(e));
+    held_[slot] = NULL;
+    unlink(l->path);
+    close(fd);
+    errno = e;
+    return ATTEMPT_FAILED;
+  }
+  return ATTEMPT_TAKEN;
 }
 
 static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err, size_t len) {
@@ -308,76 +415,25 @@ static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err
     errno = ENAMETOOLONG;
     return NULL;
   }
-  for (int i = 0; i < MAX_LOCKS && owner_ == getpid(); i++)
+  sigset_t old;
+  enter_section(&old);
+  adopt_process();
+  for (int i = 0; i < MAX_LOCKS; i++)
     if (held_[i] && !strcmp(held_[i]->path, l->path)) { /* the kernel would grant it: fcntl locks are per process */
+      leave_section(&old);
       free(l);
       fail(err, len, "%s/%s is being written by PID %ld (this process)", dir, name, (long)getpid());
       errno = EWOULDBLOCK;
       return NULL;
     }
-  for (int attempt = 0; attempt < 1000; attempt++) {
-    const int fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      const int e = errno;
-      fail(err, len, "cannot make the lock file '%s': %s", l->path, strerror(e));
-      free(l);
-      errno = e;
-      return NULL;
-    }
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    int rc;
-    do rc = fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
-    while (rc != 0 && errno == EINTR);
-    if (rc != 0) {
-      const int e = errno;
-      const long pid = e == EACCES || e == EAGAIN ? holder_of(fd) : -1;
-      close(fd);
-      if (pid == 0) continue; /* released since */
-      if (e == EACCES || e == EAGAIN) {
-        if (pid > 0) fail(err, len, "%s/%s is being written by PID %ld", dir, name, pid);
-        else fail(err, len, "%s/%s is being written by another process", dir, name);
-        free(l);
-        errno = EWOULDBLOCK;
-        return NULL;
-      }
-      fail(err, len, "cannot lock '%s': %s", l->path, strerror(e));
-      free(l);
-      errno = e;
-      return NULL;
-    }
-    /* the file locked must still be the one at the path: its holder may have
-     * removed it between our open and our lock */
-    struct stat mine, there;
-    if (fstat(fd, &mine) != 0 || stat(l->path, &there) != 0 || mine.st_ino != there.st_ino ||
-        mine.st_dev != there.st_dev) {
-      close(fd);
-      continue;
-    }
-    char pid_text[32];
-    const int n = snprintf(pid_text, sizeof pid_text, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid_text, (size_t)n, 0) != n) {
-      const int e = errno;
-      fail(err, len, "cannot write the lock file '%s': %s", l->path, strerror(e));
-      unlink(l->path);
-      close(fd);
-      free(l);
-      errno = e;
-      return NULL;
-    }
-    l->fd = fd;
-    if (!remember(l)) {
-      unlink(l->path);
-      close(fd);
-      free(l);
-      fail(err, len, "more than %d output locks in one process", MAX_LOCKS);
-      errno = ENOLCK;
-      return NULL;
-    }
-    return l;
-  }
-  fail(err, len, "cannot lock '%s': its file keeps being replaced", l->path);
+  attempt_result r = ATTEMPT_AGAIN;
+  for (int i = 0; i < 1000 && r == ATTEMPT_AGAIN; i++) r = attempt(l, dir, name, wait, &old, err, len);
+  const int e = errno;
+  leave_section(&old);
+  if (r == ATTEMPT_TAKEN) return l;
+  if (r == ATTEMPT_AGAIN) fail(err, len, "cannot lock '%s': its file keeps being replaced", l->path);
   free(l);
-  errno = EAGAIN;
+  errno = r == ATTEMPT_AGAIN ? EAGAIN : e;
   return NULL;
 }
 
@@ -391,8 +447,11 @@ hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size
 
 void hl_out_lock_release(hl_out_lock *l) {
   if (!l) return;
+  sigset_t old;
+  enter_section(&old);
   forget(l);
   unlink(l->path); /* while still holding the lock: whoever locks the old file next sees it gone and starts again */
   close(l->fd);
+  leave_section(&old);
   free(l);
 }

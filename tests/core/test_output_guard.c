@@ -1,11 +1,15 @@
 /* test_output_guard.c — suite unit: cli/output_guard.h. Probes that say
  * what a real attempt to write would find and make nothing; locks that
  * exclude a second process, name its PID, vanish on release, exit and
- * SIGTERM, and are not held by the file a killed process left; inputs that
+ * SIGTERM (whenever it comes: while taking, writing the PID or releasing,
+ * with or without a side thread to run the handler), are not held by the
+ * file a killed process left, and a waiter's end leaves the holder's file
+ * alone; inputs that
  * are not regular files refused without opening them. Other processes are
  * forked children: fcntl locks never conflict within one process. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +264,72 @@ static void test_lock_file_removed_on_exit_and_signals(void **state) {
   free(dir);
 }
 
+/* A side thread that sleeps with SIGINT and SIGTERM unblocked, as a BLAS
+ * library's workers do: a signal sent to the process may run its handler
+ * there while the main thread is between system calls. */
+static void *sleeping_side_thread(void *arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
+/* A child takes and releases the lock in a loop, with a side thread or
+ * without; SIG, sent at a varying moment, ends it; the lock file must be
+ * gone whatever the loop was doing (taking, writing its PID, releasing). */
+static void signal_in_the_loop(const char *dir, int sig, bool side_thread, int tries) {
+  int left = 0;
+  for (int t = 0; t < tries; t++) {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      alarm(20);
+      pthread_t side;
+      if (side_thread && pthread_create(&side, NULL, sleeping_side_thread, NULL) != 0) _exit(6);
+      close(ready[0]);
+      if (write(ready[1], "x", 1) != 1) _exit(6);
+      for (;;) {
+        char e[4400];
+        hl_out_lock *l = hl_out_lock_take(dir, "run", e, sizeof e);
+        if (!l) _exit(4);
+        hl_out_lock_release(l);
+      }
+    }
+    close(ready[1]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    nanosleep(&(struct timespec){.tv_nsec = 1000L * (100 + (t * 37) % 900)}, NULL);
+    assert_int_equal(kill(pid, sig), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != sig)
+      fail_msg("try %d: the child ended with status %d, not by signal %d", t, st, sig);
+    if (hl_file_exists(lock_file)) {
+      left++;
+      unlink(lock_file);
+    }
+  }
+  if (left) fail_msg("signal %d%s: the lock file was left in %d of %d tries", sig, side_thread ? " (side thread)" : "", left, tries);
+}
+
+static void test_lock_file_removed_whenever_the_signal_comes(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  snprintf(lock_file, sizeof lock_file, "%s/.run.lock", dir);
+  signal_in_the_loop(dir, SIGTERM, false, 150);
+  signal_in_the_loop(dir, SIGINT, false, 150);
+  signal_in_the_loop(dir, SIGTERM, true, 150);
+  signal_in_the_loop(dir, SIGINT, true, 150);
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 /* A forked child of a holder inherits its table of locks, not the locks:
  * its exit must leave the holder's lock file alone. */
 static void test_forked_child_leaves_the_holders_file(void **state) {
@@ -279,6 +349,23 @@ static void test_forked_child_leaves_the_holders_file(void **state) {
   hl_out_lock_release(l);
   hl_rmtree(dir);
   free(dir);
+}
+
+/* Whether PID waits for an fcntl lock (a "->" line of /proc/locks). */
+static bool waits_in_proc_locks(pid_t pid) {
+  FILE *f = fopen("/proc/locks", "r");
+  assert_non_null(f);
+  char line[512];
+  bool waiting = false;
+  while (fgets(line, sizeof line, f)) {
+    const char *arrow = strstr(line, "->");
+    char kind[16], advisory[16], rw[16];
+    long who;
+    if (arrow && sscanf(arrow + 2, "%15s %15s %15s %ld", kind, advisory, rw, &who) == 4 && who == (long)pid)
+      waiting = true;
+  }
+  fclose(f);
+  return waiting;
 }
 
 /* hl_out_lock_wait waits for the holder instead of refusing. */
@@ -318,6 +405,39 @@ static void test_lock_wait(void **state) {
   free(dir);
 }
 
+/* A process waiting in hl_out_lock_wait and ended by SIGTERM leaves the
+ * holder's file alone: it waited on that file, it never held it. */
+static void test_waiter_ended_leaves_the_holders_file(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), err[4400];
+  snprintf(lock_file, sizeof lock_file, "%s/.run.lock", dir);
+  hl_out_lock *l = hl_out_lock_take(dir, "run", err, sizeof err);
+  assert_non_null(l);
+  fflush(NULL);
+  const pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGTERM, SIG_DFL);
+    alarm(20);
+    char e[4400];
+    hl_out_lock_wait(dir, "run", e, sizeof e);
+    _exit(4);
+  }
+  const time_t deadline = time(NULL) + 20;
+  while (!waits_in_proc_locks(pid) && time(NULL) < deadline) nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+  assert_true(waits_in_proc_locks(pid));
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  assert_true(hl_file_exists(lock_file));
+  assert_int_equal(child_try(dir, getpid()), 3); /* still ours */
+  hl_out_lock_release(l);
+  assert_int_equal(hl_count_files(dir), 0);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void test_lock_in_a_folder_that_refuses(void **state) {
   (void)state;
   char err[4400];
@@ -334,8 +454,10 @@ int main(void) {
       cmocka_unit_test(test_lock_excludes_and_names_the_holder),
       cmocka_unit_test(test_stale_lock_file_is_not_held),
       cmocka_unit_test(test_lock_file_removed_on_exit_and_signals),
+      cmocka_unit_test(test_lock_file_removed_whenever_the_signal_comes),
       cmocka_unit_test(test_forked_child_leaves_the_holders_file),
       cmocka_unit_test(test_lock_wait),
+      cmocka_unit_test(test_waiter_ended_leaves_the_holders_file),
       cmocka_unit_test(test_lock_in_a_folder_that_refuses),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
