@@ -53,8 +53,21 @@ enum { HALF_BLOCK = 512 }; /* f32 elements per block: three blocks stay in L1 */
 
 HL_FOR_FLOAT_TYPES(BINARY_ROW)
 
-/* A half row whose operands are contiguous or broadcast (strides 1 or 0),
- * through the f32 loop block by block. */
+/* `len` half elements from src, stride `stride` (0: one, broadcast; 1:
+ * contiguous), widened into f. A strided operand (a transposed gradient
+ * added into its slice) is gathered as 16-bit words first, so that the
+ * widening still runs on the conversion instructions. */
+static void widen_block(hl_dtype t, const uint16_t *src, int64_t stride, float *f, int64_t len) {
+  if (stride == 1) {
+    hl_cpu_widen(t, src, f, (size_t)len);
+    return;
+  }
+  uint16_t gathered[HALF_BLOCK];
+  for (int64_t i = 0; i < len; i++) gathered[i] = src[i * stride];
+  hl_cpu_widen(t, gathered, f, (size_t)len);
+}
+
+/* A half row through the f32 loop block by block (o contiguous). */
 static void binary_row_half(hl_binary_op op, hl_dtype t, uint16_t *o, const uint16_t *a, int64_t sa,
                             const uint16_t *b, int64_t sb, int64_t n) {
   float fa[HALF_BLOCK], fb[HALF_BLOCK], fo[HALF_BLOCK];
@@ -62,17 +75,16 @@ static void binary_row_half(hl_binary_op op, hl_dtype t, uint16_t *o, const uint
   if (!sb) hl_cpu_widen(t, b, fb, 1);
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    if (sa) hl_cpu_widen(t, a + lo, fa, (size_t)len);
-    if (sb) hl_cpu_widen(t, b + lo, fb, (size_t)len);
-    binary_row_F32(op, fo, fa, sa, fb, sb, len);
+    if (sa) widen_block(t, a + lo * sa, sa, fa, len);
+    if (sb) widen_block(t, b + lo * sb, sb, fb, len);
+    binary_row_F32(op, fo, fa, sa ? 1 : 0, fb, sb ? 1 : 0, len);
     hl_cpu_narrow(t, fo, o + lo, (size_t)len);
   }
 }
 
 static void binary_row(hl_binary_op op, hl_dtype t, void *o, const void *a, int64_t sa, const void *b, int64_t sb,
                        int64_t n) {
-  const bool blocks = (t == HL_F16 || t == HL_BF16) && (sa == 0 || sa == 1) && (sb == 0 || sb == 1) && n > 1;
-  if (blocks) {
+  if ((t == HL_F16 || t == HL_BF16) && n > 1) {
     binary_row_half(op, t, o, a, sa, b, sb, n);
     return;
   }

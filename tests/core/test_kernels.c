@@ -340,7 +340,7 @@ static void test_copy_and_masks(void **state) {
 /* fp16/bf16 rows run through the f32 loops a block at a time (widened on the
  * CPU's conversion path, rounded once on the way back): bit for bit what
  * element-by-element rounding of tensor_math.h's f32 result gives, for every
- * unary op, both activation gradients, broadcast binary ops and contiguous
+ * unary op, both activation gradients, broadcast and strided binary ops and contiguous
  * conversions, on random bit patterns (NaN, inf, subnormals, zeros) and a
  * length that is no multiple of the vector width or the block. */
 static uint16_t round_to(int t, float v) { return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v); }
@@ -391,6 +391,22 @@ static void test_half_rows_bit_for_bit(void **state) {
         for (int i = 0; i < N; i++) {
           const float a = widen_from(t, side ? x[3] : x[i]), b = widen_from(t, side ? y[i] : y[7]);
           assert_half_equal(t, o[i], round_to(t, hl_binary_f32((hl_binary_op)op, a, b)), "binary", i);
+        }
+      }
+    /* a strided operand (a transposed gradient added into a slice): b, then
+     * a, every 3rd element of a longer array */
+    enum { S = 3 };
+    static uint16_t xs[N * S], ys[N * S];
+    for (int i = 0; i < N * S; i++) xs[i] = x[i % N], ys[i] = y[(i * 7) % N];
+    for (int op = 0; op < HL_BINARY_OPS; op++)
+      for (int side = 0; side < 2; side++) {
+        hl_kview vo = {o, (hl_dtype)t, {0, 0, 0, 1}};
+        hl_kview va = {side ? xs : x, (hl_dtype)t, {0, 0, 0, side ? S : 1}};
+        hl_kview vb = {side ? y : ys, (hl_dtype)t, {0, 0, 0, side ? 1 : S}};
+        K()->binary((hl_binary_op)op, &vo, &va, &vb, size);
+        for (int i = 0; i < N; i++) {
+          const float a = widen_from(t, side ? xs[i * S] : x[i]), b = widen_from(t, side ? y[i] : ys[i * S]);
+          assert_half_equal(t, o[i], round_to(t, hl_binary_f32((hl_binary_op)op, a, b)), "strided binary", i);
         }
       }
     /* contiguous conversions both ways */
