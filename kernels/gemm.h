@@ -65,6 +65,14 @@ typedef struct {
    * backend's row_bias says it takes one. */
   const void *bias;
   hl_dtype bias_type;
+  /* Optional (<= 1: none): batch_outer groups of `batch` entries each,
+   * entry (i, j) of A at a + i * outer_stride_a + j * stride_a (elements;
+   * B and C alike): a 4-D product [B0, B1, m, k] whose two batch dims do
+   * not merge into one stride (attention's heads, sliced out of one
+   * projection), run as one call instead of B0. Not with a bias or k == 0,
+   * and only where the backend's outer_batch says it takes one. */
+  int64_t batch_outer;
+  int64_t outer_stride_a, outer_stride_b, outer_stride_c;
 } hl_gemm_desc;
 
 struct hl_gemm_kernels {
@@ -79,6 +87,9 @@ struct hl_gemm_kernels {
   /* gemm() takes a row bias (d->bias). Where it does not, the caller writes
    * the bias into C and runs the product with beta = 1. */
   bool row_bias;
+  /* gemm() takes batch_outer > 1. Where it does not, the caller runs the
+   * outer groups one call each. */
+  bool outer_batch;
 };
 
 static inline const char *hl_gemm_compute_name(hl_gemm_compute c) {

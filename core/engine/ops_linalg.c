@@ -48,7 +48,8 @@ static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 /* out [B0, B1, m, n] (leading dims optional) = a @ b (+ beta out).
  * a and b are [.., m, k] / [.., k, n] with the out's batch dims or none
  * (shared by every batch entry: stride 0). Batch dims of any strides: the
- * outer one is a loop, the inner one the GEMM's strided batch. */
+ * inner one is the GEMM's strided batch, the outer one its outer batch
+ * where the backend takes one (the CPU), else a loop of calls. */
 static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b, hl_tensor *out, float beta,
                      const hl_tensor *bias) {
   const struct hl_gemm_kernels *gk = c->backend->gemm;
@@ -116,6 +117,14 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
     return true;
   }
   const int64_t es = (int64_t)hl_dtype_size(out->dtype);
+  if (B0 > 1 && gk->outer_batch && !bias) {
+    /* the outer dim too in one call, where the backend takes it */
+    d.batch_outer = B0;
+    d.outer_stride_a = a0, d.outer_stride_b = b0, d.outer_stride_c = o0;
+    d.a = hl_tensor_data(a), d.b = hl_tensor_data(b), d.c = hl_tensor_data(out);
+    gk->gemm(&d);
+    return true;
+  }
   for (int64_t i = 0; i < B0; i++) {
     d.a = (const char *)hl_tensor_data(a) + i * a0 * es;
     d.b = (const char *)hl_tensor_data(b) + i * b0 * es;

@@ -5,8 +5,9 @@
  * the matmul's source (m x k), B its weights (k x n), C its destination, each
  * described by its strides, so a transpose flag is a swapped pair of strides
  * and a leading dimension the row stride; no data moves. A strided batch is
- * a third, outer dimension; a batch stride of 0 (an operand every entry
- * shares) is oneDNN's broadcast, a batch dimension of 1. alpha is a constant
+ * a third, outer dimension, an outer batch (batch_outer) a fourth; a batch
+ * stride of 0 (an operand every entry shares) is oneDNN's broadcast, a
+ * batch dimension of 1. alpha is a constant
  * output scale, beta a sum post-op (C = alpha A B + beta C, rounded once).
  *
  * Primitive cache. Making a matmul primitive (its descriptor, the choice of
@@ -50,6 +51,8 @@ typedef struct {
   int64_t m, n, k, batch;
   int64_t lda, ldb, ldc;
   int64_t stride_a, stride_b, stride_c; /* 0 when batch == 1 */
+  int64_t outer;                        /* batch_outer, 1 for none */
+  int64_t outer_stride_a, outer_stride_b, outer_stride_c; /* 0 when outer == 1 */
   uint32_t alpha_bits, beta_bits;
   int32_t c_type;
   uint8_t trans_a, trans_b;
@@ -105,10 +108,23 @@ static bool key_of(const hl_gemm_desc *d, matmul_key *key, char *why, size_t len
     say(why, len, "batch entries of C that overlap");
     return false;
   }
+  const int64_t outer = d->batch_outer > 1 ? d->batch_outer : 1;
+  if (outer > 1 && (d->outer_stride_a < 0 || d->outer_stride_b < 0)) {
+    say(why, len, "a negative outer batch stride");
+    return false;
+  }
+  if (outer > 1 && d->outer_stride_c < (batch - 1) * d->stride_c + (d->m - 1) * d->ldc + d->n) {
+    say(why, len, "outer batch groups of C that overlap");
+    return false;
+  }
   memset(key, 0, sizeof *key);
   key->m = d->m, key->n = d->n, key->k = d->k, key->batch = batch;
   key->lda = d->lda, key->ldb = d->ldb, key->ldc = d->ldc;
   if (batch > 1) key->stride_a = d->stride_a, key->stride_b = d->stride_b, key->stride_c = d->stride_c;
+  key->outer = outer;
+  if (outer > 1)
+    key->outer_stride_a = d->outer_stride_a, key->outer_stride_b = d->outer_stride_b,
+    key->outer_stride_c = d->outer_stride_c;
   key->alpha_bits = bits_of(d->alpha), key->beta_bits = bits_of(d->beta);
   key->c_type = (int32_t)d->c_type;
   key->trans_a = d->trans_a, key->trans_b = d->trans_b;
@@ -120,9 +136,12 @@ static bool key_of(const hl_gemm_desc *d, matmul_key *key, char *why, size_t len
 static void check_at(dnnl_status_t st, const char *call, const matmul_key *k, const char *file, int line) {
   if (st == dnnl_success) return;
   if (!k) hl_fatal_at(file, line, "oneDNN: %s failed: %s", call, dnnl_status2str(st));
-  hl_fatal_at(file, line, "oneDNN matmul primitive (bf16 x bf16 -> %s, %lld x %lld x %lld, batch %lld): %s failed: %s",
-              hl_dtype_name((hl_dtype)k->c_type), (long long)k->m, (long long)k->n, (long long)k->k,
-              (long long)k->batch, call, dnnl_status2str(st));
+  char batch[48];
+  if (k->outer > 1) snprintf(batch, sizeof batch, "%lld x %lld", (long long)k->outer, (long long)k->batch);
+  else snprintf(batch, sizeof batch, "%lld", (long long)k->batch);
+  hl_fatal_at(file, line, "oneDNN matmul primitive (bf16 x bf16 -> %s, %lld x %lld x %lld, batch %s): %s failed: %s",
+              hl_dtype_name((hl_dtype)k->c_type), (long long)k->m, (long long)k->n, (long long)k->k, batch, call,
+              dnnl_status2str(st));
 }
 #define check(st, call, k) check_at((st), (call), (k), __FILE__, __LINE__)
 
@@ -188,15 +207,20 @@ typedef struct {
 } matmul_entry;
 
 static dnnl_status_t operand_md(dnnl_memory_desc_t *md, const matmul_key *k, int64_t rows, int64_t cols, bool trans,
-                               int64_t ld, int64_t stride, dnnl_data_type_t type) {
+                               int64_t ld, int64_t stride, int64_t outer_stride, dnnl_data_type_t type) {
   const dnnl_dim_t row_stride = trans ? 1 : ld, col_stride = trans ? ld : 1;
-  if (k->batch == 1)
+  if (k->batch == 1 && k->outer == 1)
     return dnnl_memory_desc_init_by_strides(md, 2, (dnnl_dims_t){rows, cols}, type, (dnnl_dims_t){row_stride, col_stride});
   /* batch stride 0: one matrix for every entry, oneDNN's broadcast (a
    * dimension of 1, whose stride is then never used) */
   const dnnl_dim_t entries = stride ? k->batch : 1, entry_stride = stride ? stride : rows * cols;
-  return dnnl_memory_desc_init_by_strides(md, 3, (dnnl_dims_t){entries, rows, cols}, type,
-                                          (dnnl_dims_t){entry_stride, row_stride, col_stride});
+  if (k->outer == 1)
+    return dnnl_memory_desc_init_by_strides(md, 3, (dnnl_dims_t){entries, rows, cols}, type,
+                                            (dnnl_dims_t){entry_stride, row_stride, col_stride});
+  /* an outer batch: a fourth dimension, broadcast the same way */
+  const dnnl_dim_t groups = outer_stride ? k->outer : 1, group_stride = outer_stride ? outer_stride : entries * entry_stride;
+  return dnnl_memory_desc_init_by_strides(md, 4, (dnnl_dims_t){groups, entries, rows, cols}, type,
+                                          (dnnl_dims_t){group_stride, entry_stride, row_stride, col_stride});
 }
 
 static void name_implementation(matmul_entry *e, const char *impl) {
@@ -245,10 +269,12 @@ static matmul_entry *make_entry(const matmul_key *k) {
     return e;                                                                                                          \
   }                                                                                                                    \
   check((st), (call), k)
-  dnnl_status_t st = operand_md(&e->a_md, k, k->m, k->k, k->trans_a, k->lda, k->stride_a, dnnl_bf16);
-  if (st == dnnl_success) st = operand_md(&e->b_md, k, k->k, k->n, k->trans_b, k->ldb, k->stride_b, dnnl_bf16);
+  dnnl_status_t st = operand_md(&e->a_md, k, k->m, k->k, k->trans_a, k->lda, k->stride_a, k->outer_stride_a, dnnl_bf16);
   if (st == dnnl_success)
-    st = operand_md(&e->c_md, k, k->m, k->n, false, k->ldc, k->stride_c, k->c_type == HL_F32 ? dnnl_f32 : dnnl_bf16);
+    st = operand_md(&e->b_md, k, k->k, k->n, k->trans_b, k->ldb, k->stride_b, k->outer_stride_b, dnnl_bf16);
+  if (st == dnnl_success)
+    st = operand_md(&e->c_md, k, k->m, k->n, false, k->ldc, k->stride_c, k->outer_stride_c,
+                    k->c_type == HL_F32 ? dnnl_f32 : dnnl_bf16);
   REFUSED_OR_FATAL(st, "dnnl_memory_desc_init_by_strides");
   dnnl_matmul_desc_t desc;
   st = dnnl_matmul_desc_init(&desc, &e->a_md, &e->b_md, NULL, &e->c_md);

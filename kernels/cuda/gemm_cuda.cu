@@ -282,6 +282,7 @@ void cuda_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
 }  // namespace
 
 /* row_bias false: the core writes a linear's bias into C and runs beta = 1
- * (cuBLASLt's bias epilogue is not used yet) */
+ * (cuBLASLt's bias epilogue is not used yet); outer_batch false: the core
+ * launches one strided-batched call per outer group (launches are cheap) */
 extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels = {cuda_gemm_supports, cuda_gemm, cuda_gemm_describe,
-                                                                false};
+                                                                false, false};

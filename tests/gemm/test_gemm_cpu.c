@@ -2,7 +2,8 @@
  * double-precision reference computed here, element by element.
  *
  * Covered: every transpose combination, padded leading dimensions, strided
- * batches (on one thread and shared among two), alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
+ * batches (on one thread and shared among two), outer batches (attention's
+ * heads: bit for bit one call per group), alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
  * rounded once), mixed operand types, fp64, empty shapes, and the reasons
  * supports() gives for what the CPU cannot run.
  *
@@ -190,6 +191,83 @@ static void test_dense_batches_and_groups(void **state) {
   check_case(&big);
   big.shared_b = true, big.at = big.bt = big.ct = HL_BF16;
   check_case(&big);
+}
+
+/* An outer batch (batch_outer): attention's layout, where A is the
+ * [B0, B1, m, k] view of a [B0, m, B1 * k] projection (the two batch dims
+ * do not merge into one stride), B transposed and shared along the outer
+ * dim or not, C dense. Every element within the reference bound, and bit
+ * for bit what one call per outer group gives; on 1 and 2 threads, and
+ * with entries large enough that each group is shared among the threads. */
+static void outer_batch_case(hl_dtype t, int64_t m, int64_t n, int64_t k, bool shared_b_outer) {
+  enum { B0 = 3, B1 = 4 };
+  const int64_t lda = B1 * k, sa = k, oa = m * B1 * k; /* A[i][j] = base + i oa + j sa, rows lda */
+  const int64_t ldb = k, sb = n * k, ob = shared_b_outer ? 0 : B1 * n * k; /* B^T stored [n, k] */
+  const int64_t ldc = n, sc = m * n, oc = B1 * m * n;
+  void *a = filled(t, B0 * oa, 11), *b = filled(t, shared_b_outer ? B1 * sb : B0 * ob, 12);
+  const size_t c_bytes = hl_dtype_size(t) * (size_t)(B0 * oc);
+  void *c = calloc(1, c_bytes), *c_groups = calloc(1, c_bytes);
+  assert_non_null(c), assert_non_null(c_groups);
+  hl_gemm_desc d = {.trans_a = false, .trans_b = true, .m = m, .n = n, .k = k, .batch = B1,
+                    .a_type = t, .b_type = t, .c_type = t, .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.0f,
+                    .a = a, .lda = lda, .stride_a = sa, .b = b, .ldb = ldb, .stride_b = sb,
+                    .c = c, .ldc = ldc, .stride_c = sc,
+                    .batch_outer = B0, .outer_stride_a = oa, .outer_stride_b = ob, .outer_stride_c = oc};
+  assert_true(K()->outer_batch);
+  { /* the same library as its groups (bf16: oneDNN, a fourth dimension) */
+    hl_gemm_desc g = d;
+    g.batch_outer = 1;
+    char whole[256], group[256];
+    K()->describe(&d, whole, sizeof whole);
+    K()->describe(&g, group, sizeof group);
+    if ((strstr(whole, "onednn") != NULL) != (strstr(group, "onednn") != NULL))
+      fail_msg("%s outer batch: \"%s\", its groups: \"%s\"", hl_dtype_name(t), whole, group);
+  }
+  const int threads = omp_get_max_threads();
+  for (int th = 1; th <= 2; th++) {
+    omp_set_num_threads(th);
+    memset(c, 0xff, c_bytes);
+    K()->gemm(&d);
+    for (int64_t i = 0; i < B0; i++) { /* one call per group */
+      hl_gemm_desc g = d;
+      g.batch_outer = 1, g.outer_stride_a = g.outer_stride_b = g.outer_stride_c = 0;
+      g.a = (const char *)a + (size_t)(i * oa) * hl_dtype_size(t);
+      g.b = (const char *)b + (size_t)(i * ob) * hl_dtype_size(t);
+      g.c = (char *)c_groups + (size_t)(i * oc) * hl_dtype_size(t);
+      K()->gemm(&g);
+    }
+    if (memcmp(c, c_groups, c_bytes))
+      fail_msg("%s %lldx%lldx%lld, %d threads: the outer batch differs from one call per group", hl_dtype_name(t),
+               (long long)m, (long long)n, (long long)k, th);
+    const double u_out = t == HL_F16 ? 0x1p-11 : t == HL_BF16 ? 0x1p-8 : 0x1p-24;
+    for (int64_t i = 0; i < B0; i++)
+      for (int64_t j = 0; j < B1; j++)
+        for (int64_t r = 0; r < m; r++)
+          for (int64_t col = 0; col < n; col++) {
+            double exact = 0, mag = 0;
+            for (int64_t p = 0; p < k; p++) {
+              const double x = hl_gemm_load(a, t, i * oa + j * sa + r * lda + p);
+              const double y = hl_gemm_load(b, t, i * ob + j * sb + col * ldb + p);
+              exact += x * y, mag += fabs(x * y);
+            }
+            const double got = hl_gemm_load(c, t, i * oc + j * sc + r * ldc + col);
+            const double bound = (double)(k + 2) * 0x1p-24 * mag + u_out * fabs(exact) + 0x1p-25;
+            if (!(fabs(got - exact) <= bound))
+              fail_msg("%s outer %lld entry %lld C[%lld][%lld] = %.9g, want %.9g", hl_dtype_name(t), (long long)i,
+                       (long long)j, (long long)r, (long long)col, got, exact);
+          }
+  }
+  omp_set_num_threads(threads);
+  free(a), free(b), free(c), free(c_groups);
+}
+
+static void test_outer_batch(void **state) {
+  (void)state;
+  for (int s = 0; s < 3; s++) {
+    outer_batch_case(storage[s], 9, 7, 16, false);
+    outer_batch_case(storage[s], 9, 7, 16, true);
+    outer_batch_case(storage[s], 300, 200, 300, false); /* entries OpenBLAS shares: one call per group */
+  }
 }
 
 /* A product whose A and C copies alone exceed 32 MiB (GPT-2's logits) runs in
@@ -426,7 +504,7 @@ int main(void) {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
-      cmocka_unit_test(test_row_blocks),
+      cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_outer_batch),
       cmocka_unit_test(test_row_bias), cmocka_unit_test(test_row_bias_same_bits),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
