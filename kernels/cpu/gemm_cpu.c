@@ -131,11 +131,17 @@ static const int64_t kGroupBytes = 32 << 20;
 /* Between the stored half matrices (layout L) and packed fp32 copies, entry
  * after entry (rows x cols each): to_f32 widens half -> fp32, else narrows
  * fp32 -> half. Rows that lie end to end convert as one run. */
-static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half_layout L) {
+static int64_t elements_of(half_layout L) { return L.entries * L.rows * L.cols; }
+
+/* convert's blocks as an orphaned worksharing loop without a barrier at its
+ * end: inside a parallel region its blocks are shared among the team, and
+ * several conversions in one region run back to back (the region's end is
+ * the barrier); outside one, the calling thread does them all. */
+static void convert_blocks(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half_layout L) {
   const bool flat = L.ld == L.cols && (L.stride == L.rows * L.cols || L.entries == 1);
   const int64_t per_row = flat ? L.entries * L.rows * L.cols : L.cols, runs = flat ? 1 : L.entries * L.rows;
   const int64_t blocks_per_run = (per_row + kConvertBlock - 1) / kConvertBlock, blocks = runs * blocks_per_run;
-#pragma omp parallel for schedule(static) if (runs * per_row >= 4 * kConvertBlock && !omp_in_parallel())
+#pragma omp for schedule(static) nowait
   for (int64_t b = 0; b < blocks; b++) {
     const int64_t run = b / blocks_per_run, lo = (b % blocks_per_run) * kConvertBlock;
     const int64_t n = per_row - lo < kConvertBlock ? per_row - lo : kConvertBlock;
@@ -145,6 +151,11 @@ static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half
     if (to_f32) hl_cpu_widen(t, h, f, (size_t)n);
     else hl_cpu_narrow(t, f, h, (size_t)n);
   }
+}
+
+static void convert(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half_layout L) {
+#pragma omp parallel if (elements_of(L) >= 4 * kConvertBlock && !omp_in_parallel())
+  convert_blocks(to_f32, t, half, packed, L);
 }
 
 /* k == 0: C = beta C without BLAS, which would refuse the leading
@@ -214,20 +225,22 @@ static const float *bias_f32(const hl_gemm_desc *d) {
   return w;
 }
 
-/* rows x n of fp32 C (row stride ldc), each row set to the bias */
-static void bias_rows(float *c, int64_t rows, int64_t n, int64_t ldc, const float *bias) {
-#pragma omp parallel for schedule(static) if (rows * n >= 4 * kConvertBlock && !omp_in_parallel())
-  for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, bias, sizeof(float) * (size_t)n);
+/* A half C's fp32 copy before the product (Lc's entries of rows x cols,
+ * packed): the bias in every row, or C widened when beta reads it, or
+ * nothing. Blocks as in convert_blocks (orphaned, no barrier). */
+static void c_copy_in_blocks(const hl_gemm_desc *d, const float *bias, uint16_t *c_half, float *c, half_layout Lc) {
+  if (bias) {
+    const int64_t rows = Lc.entries * Lc.rows;
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; r++) memcpy(c + r * Lc.cols, bias, sizeof(float) * (size_t)Lc.cols);
+  } else if (d->beta != 0.0f) {
+    convert_blocks(true, d->c_type, c_half, c, Lc);
+  }
 }
 
-/* A half C's fp32 copy before the product (rows x n, packed): the bias in
- * every row, or C widened when beta reads it, or nothing */
 static void c_copy_in(const hl_gemm_desc *d, const float *bias, uint16_t *c_half, float *c, half_layout Lc) {
-  if (bias) {
-    for (int64_t e = 0; e < Lc.entries; e++) bias_rows(c + e * Lc.rows * Lc.cols, Lc.rows, Lc.cols, Lc.cols, bias);
-  } else if (d->beta != 0.0f) {
-    convert(true, d->c_type, c_half, c, Lc);
-  }
+#pragma omp parallel if (elements_of(Lc) >= 4 * kConvertBlock && !omp_in_parallel())
+  c_copy_in_blocks(d, bias, c_half, c, Lc);
 }
 
 /* fp32 views of one batch entry's operands: the data itself or the calling
@@ -407,16 +420,31 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
   const bool half_a = d->a_type != HL_F32, half_b = d->b_type != HL_F32, half_c = d->c_type != HL_F32;
   const float *bias = bias_f32(d);
-  /* an operand every entry shares (batch stride 0) is widened once */
-  const float *wa_shared = NULL, *wb_shared = NULL;
-  if (half_a && !d->stride_a) wa_shared = widened_entries(3, d->a_type, d->a, 0, 1, a_rows, a_cols, d->lda, 0);
-  if (half_b && !d->stride_b) wb_shared = widened_entries(4, d->b_type, d->b, 0, 1, b_rows, b_cols, d->ldb, 0);
-  if (entries_in_parallel(d, batch)) {
+  /* an operand every entry shares (batch stride 0; both of a product
+   * without a batch) is widened once: before the entries or row blocks
+   * below, or in the first group's conversion pass */
+  float *wa_shared = NULL, *wb_shared = NULL;
+  const half_layout Sa = {1, a_rows, a_cols, d->lda, 0}, Sb = {1, b_rows, b_cols, d->ldb, 0};
+  if (half_a && !d->stride_a) wa_shared = ws_get(3, (size_t)elements_of(Sa));
+  if (half_b && !d->stride_b) wb_shared = ws_get(4, (size_t)elements_of(Sb));
+  bool shared_pending = wa_shared || wb_shared;
+  const bool by_entries = entries_in_parallel(d, batch);
+  const bool by_row_blocks = !by_entries && entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows;
+  if (by_entries || by_row_blocks) {
+    if (by_row_blocks) wa_shared = NULL; /* widened block by block there */
+    const int64_t work = (wa_shared ? elements_of(Sa) : 0) + (wb_shared ? elements_of(Sb) : 0);
+#pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
+    {
+      if (wa_shared) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
+      if (wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
+    }
+  }
+  if (by_entries) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; i++) entry_product(d, i, wa_shared, wb_shared, bias);
     return;
   }
-  if (entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows) {
+  if (by_row_blocks) {
     for (int64_t i = 0; i < batch; i++) entry_in_row_blocks(d, i, wb_shared, bias);
     return;
   }
@@ -433,21 +461,39 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     const float *a = (const float *)d->a + first * d->stride_a, *b = (const float *)d->b + first * d->stride_b;
     float *c = (float *)d->c + first * d->stride_c;
     int64_t lda = d->lda, ldb = d->ldb, ldc = d->ldc, sa = d->stride_a, sb = d->stride_b, sc = d->stride_c;
+    /* the copies this group needs, made by the calling thread (its working
+     * copies), then filled in one parallel pass: A, B and C's start share
+     * one start of the thread pool */
+    float *wa = NULL, *wb = NULL;
+    const half_layout La = {n, a_rows, a_cols, d->lda, d->stride_a}, Lb = {n, b_rows, b_cols, d->ldb, d->stride_b};
     if (half_a) {
-      a = wa_shared ? wa_shared : widened_entries(0, d->a_type, d->a, first, n, a_rows, a_cols, d->lda, d->stride_a);
+      a = wa_shared ? wa_shared : (wa = ws_get(0, (size_t)elements_of(La)));
       lda = a_cols, sa = d->stride_a ? a_rows * a_cols : 0;
     }
     if (half_b) {
-      b = wb_shared ? wb_shared : widened_entries(1, d->b_type, d->b, first, n, b_rows, b_cols, d->ldb, d->stride_b);
+      b = wb_shared ? wb_shared : (wb = ws_get(1, (size_t)elements_of(Lb)));
       ldb = b_cols, sb = d->stride_b ? b_rows * b_cols : 0;
     }
     uint16_t *c_half = half_c ? (uint16_t *)d->c + first * d->stride_c : NULL;
     const half_layout Lc = {n, d->m, d->n, d->ldc, d->stride_c};
     if (half_c) {
       c = ws_get(2, (size_t)(n * d->m * d->n));
-      /* beta == 0 and no bias: sgemm does not read C, so neither do we */
-      c_copy_in(d, bias, c_half, c, Lc);
       ldc = d->n, sc = d->m * d->n;
+    }
+    /* beta == 0 and no bias: sgemm does not read C, so neither do we */
+    const bool c_in = half_c && (bias || d->beta != 0.0f);
+    const bool shared_now = shared_pending;
+    shared_pending = false;
+    const int64_t work = (wa ? elements_of(La) : 0) + (wb ? elements_of(Lb) : 0) + (c_in ? elements_of(Lc) : 0) +
+                         (shared_now && wa_shared ? elements_of(Sa) : 0) + (shared_now && wb_shared ? elements_of(Sb) : 0);
+    const uint16_t *a_src = (const uint16_t *)d->a + first * d->stride_a, *b_src = (const uint16_t *)d->b + first * d->stride_b;
+#pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
+    {
+      if (shared_now && wa_shared) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
+      if (shared_now && wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
+      if (wa) convert_blocks(true, d->a_type, (uint16_t *)a_src, wa, La);
+      if (wb) convert_blocks(true, d->b_type, (uint16_t *)b_src, wb, Lb);
+      if (c_in) c_copy_in_blocks(d, bias, c_half, c, Lc);
     }
     for (int64_t i = 0; i < n; i++)
       hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a + i * sa, (int)lda,
