@@ -14,11 +14,11 @@
 # says which form each row timed (column attention).
 #
 #   full (ninja bench): 3 rounds of 2 warm-up + 6 timed steps per run, both
-#     policies; about 8 minutes on 2 cores. PyTorch's amp-fp16 stops after 1
-#     warm-up + 1 timed step of the same schedule and runs under passive
-#     only: on a CPU without fp16 arithmetic (AVX512-FP16 / AMX-FP16) torch's
-#     fp16 products take a slow path (about 27 s per step on the 2-core AMD
-#     EPYC development VM, against 0.5 s for bf16).
+#     policies; about 10 minutes on 2 cores. PyTorch's amp-fp16 stops after 1
+#     warm-up + 1 timed step of the same schedule: on a CPU without fp16
+#     arithmetic (AVX512-FP16 / AMX-FP16) torch's fp16 products take a slow
+#     path (about 25 s per step on the 2-core AMD EPYC development VM,
+#     against 0.6 s for bf16).
 #   --quick (ninja bench-quick): smoke size, one round of 1 warm-up + 2 timed
 #     steps of 4 x 128 tokens, passive only; under a minute.
 #
@@ -137,7 +137,6 @@ for policy in "${policies[@]}"; do
       { cat "$scratch/log" >&2; exit 1; }
     length=(--warmup "$warmup")
     if [ "$mode" = amp-fp16 ] && [ "$torch_fp16_stop" -gt 0 ]; then
-      [ "$policy" = passive ] || continue
       length=(--warmup "$torch_fp16_warmup" --stop-after "$torch_fp16_stop")
     fi
     echo "compare_cpu: round $round $policy $mode: PyTorch" >&2
@@ -151,7 +150,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "compare_cpu: load average after: $load_after ($(nproc) CPUs); runs took $((SECONDS - start)) s" >&2
 
 fp16_note=""
-[ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: passive only, $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
+[ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
 "$python" bench/peers/step_times.py --runs "$runs" --out "$scratch/peer_step_times.csv" --preset small \
   --targets "$scratch/peer_targets.csv" \
   --load-before "$load_before" --load-after "$load_after" \
