@@ -217,6 +217,38 @@ static void test_sum_is_deterministic(void **state) {
  * accumulation in blocks of 128 rows folded into a running total per
  * column (kernels/cpu/tensor_cpu_reduce.c), rounded once; the same bits
  * as that order written out here, for any thread count */
+/* f32 column sums (a bias gradient): the order of additions fixed (blocks of
+ * 128 rows, then their totals), so bit for bit a scalar loop in that order,
+ * on 1 and 2 threads */
+static void test_f32_column_sums(void **state) {
+  (void)state;
+  enum { OUTER = 2, R = 300, INNER = 600 };
+  float *x = malloc(sizeof(float) * OUTER * R * INNER), got[OUTER * INNER], again[OUTER * INNER];
+  assert_non_null(x);
+  for (int64_t i = 0; i < OUTER * R * INNER; i++)
+    x[i] = ldexpf(hl_u32_to_unit_float(hl_philox_u32(9, 2, (uint64_t)i)) * 2.0f - 1.0f, (int)(i % 17) - 8);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  K()->sum(HL_F32, got, x, OUTER, R, INNER, 0.5);
+  omp_set_num_threads(threads > 1 ? threads : 2);
+  K()->sum(HL_F32, again, x, OUTER, R, INNER, 0.5);
+  omp_set_num_threads(threads);
+  assert_memory_equal(got, again, sizeof got);
+  for (int o = 0; o < OUTER; o++)
+    for (int c = 0; c < INNER; c++) {
+      float total = 0;
+      for (int j0 = 0; j0 < R; j0 += 128) {
+        float block = 0;
+        for (int j = j0; j < R && j < j0 + 128; j++) block += x[((int64_t)o * R + j) * INNER + c];
+        total += block;
+      }
+      const float want = 0.5f * total;
+      if (memcmp(&got[o * INNER + c], &want, sizeof want))
+        fail_msg("f32 column sum [%d][%d] = %a, want %a", o, c, (double)got[o * INNER + c], (double)want);
+    }
+  free(x);
+}
+
 static void test_half_column_sums(void **state) {
   (void)state;
   enum { OUTER = 2, R = 300, INNER = 600 };
@@ -553,7 +585,7 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
       cmocka_unit_test(test_f64_to_half_rounds_once), cmocka_unit_test(test_binary_rounds_once),
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
-      cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_half_column_sums),  cmocka_unit_test(test_softmax_layer_norm_rows),
+      cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_f32_column_sums), cmocka_unit_test(test_half_column_sums), cmocka_unit_test(test_softmax_layer_norm_rows),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
       cmocka_unit_test(test_half_rows_bit_for_bit), cmocka_unit_test(test_causal_mask_every_dtype),
       cmocka_unit_test(test_gelu_kernels_against_reference),
