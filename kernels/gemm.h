@@ -73,6 +73,13 @@ typedef struct {
    * and only where the backend's outer_batch says it takes one. */
   int64_t batch_outer;
   int64_t outer_stride_a, outer_stride_b, outer_stride_c;
+  /* Optional promise (false: none): A's stored matrix (pointer, type, rows,
+   * columns, leading dimension) may be the one of this thread's previous
+   * call, and then its data is unchanged since that call, so a backend may
+   * reuse what it made of it (the CPU's fp32 copy of a half A). The core
+   * gives it where it knows: a linear's backward, whose two products both
+   * read the output's gradient. A false promise gives a wrong product. */
+  bool a_as_before;
 } hl_gemm_desc;
 
 struct hl_gemm_kernels {

@@ -45,6 +45,11 @@ static bool gemm_ready(hl_op_call *c, int i) {
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/* Set by linear_backward around its second product: that product's A is
+ * the first one's, untouched between them (kernels/gemm.h, a_as_before).
+ * Read and cleared by the next gemm_run on this thread. */
+static _Thread_local bool next_a_as_before_;
+
 /* out [B0, B1, m, n] (leading dims optional) = a @ b (+ beta out).
  * a and b are [.., m, k] / [.., k, n] with the out's batch dims or none
  * (shared by every batch entry: stride 0). Batch dims of any strides: the
@@ -94,6 +99,8 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   d.stride_b = b1;
   d.stride_c = o1;
   d.a_scale = d.b_scale = 1.0f;
+  d.a_as_before = next_a_as_before_;
+  next_a_as_before_ = false;
   if (bias) {
     d.bias = hl_tensor_data(bias);
     d.bias_type = bias->dtype;
@@ -232,7 +239,12 @@ static bool linear_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
     hl_tensor *x = hl_tmp(hl_node_saved(n, n->params.linear.x_slot));
     int64_t in = n->in_meta[1].shape[1], out = n->in_meta[1].shape[0];
     hl_tensor *gf = hl_tmp(hl_reshape(g, HL_SHAPE(-1, out))), *xf = hl_tmp(hl_reshape(x, HL_SHAPE(-1, in)));
-    gin[1] = hl_mm(t_last2(gf), xf); /* [out, M] x [M, in] */
+    hl_tensor *gt = t_last2(gf);
+    /* the same stored gradient as dX's product just before: a CPU widening
+     * half operands keeps its fp32 copy (the kernel checks pointer and layout) */
+    next_a_as_before_ = gin[0] != NULL && gt != NULL;
+    gin[1] = hl_mm(gt, xf); /* [out, M] x [M, in] */
+    next_a_as_before_ = false;
     if (!gin[1]) return false;
   }
   if (hl_node_wants(n, 2)) {

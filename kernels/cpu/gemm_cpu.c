@@ -103,8 +103,19 @@ static void ws_release(void *w) {
 }
 static void ws_make_key(void) { pthread_key_create(&ws_key_, ws_release); }
 
+/* What slot 3 holds: the fp32 copy of which stored half A (a_as_before in
+ * kernels/gemm.h), valid until a call that does not promise it */
+typedef struct {
+  const void *src;
+  hl_dtype t;
+  int64_t rows, cols, ld;
+  bool valid;
+} widened_a;
+static _Thread_local widened_a shared_a_;
+
 static float *ws_get(int slot, size_t elems) {
   if (ws_.cap[slot] < elems) {
+    if (slot == 3) shared_a_.valid = false;
     pthread_once(&ws_once_, ws_make_key);
     pthread_setspecific(ws_key_, &ws_); /* frees the copies when this thread exits */
     free(ws_.p[slot]);
@@ -386,7 +397,15 @@ static void outer_groups(const hl_gemm_desc *d) {
   }
 }
 
+/* Is slot 3 already the fp32 copy of d's A (rows x cols as stored)? */
+static bool shared_a_ready(const hl_gemm_desc *d, int64_t rows, int64_t cols) {
+  const widened_a *w = &shared_a_;
+  return d->a_as_before && w->valid && w->src == d->a && w->t == d->a_type && w->rows == rows && w->cols == cols &&
+         w->ld == d->lda;
+}
+
 void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
+  if (!d->a_as_before) shared_a_.valid = false;
   if (d->m <= 0 || d->n <= 0) return;
   if (d->batch_outer > 1) {
     outer_groups(d);
@@ -427,17 +446,22 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   const half_layout Sa = {1, a_rows, a_cols, d->lda, 0}, Sb = {1, b_rows, b_cols, d->ldb, 0};
   if (half_a && !d->stride_a) wa_shared = ws_get(3, (size_t)elements_of(Sa));
   if (half_b && !d->stride_b) wb_shared = ws_get(4, (size_t)elements_of(Sb));
-  bool shared_pending = wa_shared || wb_shared;
+  /* the previous call's A again (a linear's output gradient): its copy stands */
+  const bool a_ready = wa_shared && shared_a_ready(d, a_rows, a_cols);
+  shared_a_.valid = false; /* until slot 3 holds d's A whole */
+  bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   const bool by_entries = entries_in_parallel(d, batch);
   const bool by_row_blocks = !by_entries && entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows;
   if (by_entries || by_row_blocks) {
     if (by_row_blocks) wa_shared = NULL; /* widened block by block there */
-    const int64_t work = (wa_shared ? elements_of(Sa) : 0) + (wb_shared ? elements_of(Sb) : 0);
+    const bool widen_a = wa_shared && !a_ready;
+    const int64_t work = (widen_a ? elements_of(Sa) : 0) + (wb_shared ? elements_of(Sb) : 0);
 #pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
     {
-      if (wa_shared) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
+      if (widen_a) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
       if (wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
     }
+    if (wa_shared) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
   }
   if (by_entries) {
 #pragma omp parallel for schedule(static)
@@ -482,14 +506,14 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     }
     /* beta == 0 and no bias: sgemm does not read C, so neither do we */
     const bool c_in = half_c && (bias || d->beta != 0.0f);
-    const bool shared_now = shared_pending;
+    const bool shared_now = shared_pending, widen_a = shared_now && wa_shared && !a_ready;
     shared_pending = false;
     const int64_t work = (wa ? elements_of(La) : 0) + (wb ? elements_of(Lb) : 0) + (c_in ? elements_of(Lc) : 0) +
-                         (shared_now && wa_shared ? elements_of(Sa) : 0) + (shared_now && wb_shared ? elements_of(Sb) : 0);
+                         (widen_a ? elements_of(Sa) : 0) + (shared_now && wb_shared ? elements_of(Sb) : 0);
     const uint16_t *a_src = (const uint16_t *)d->a + first * d->stride_a, *b_src = (const uint16_t *)d->b + first * d->stride_b;
 #pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
     {
-      if (shared_now && wa_shared) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
+      if (widen_a) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
       if (shared_now && wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
       if (wa) convert_blocks(true, d->a_type, (uint16_t *)a_src, wa, La);
       if (wb) convert_blocks(true, d->b_type, (uint16_t *)b_src, wb, Lb);
@@ -500,9 +524,11 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
                        b + i * sb, (int)ldb, bias ? 1.0f : d->beta, c + i * sc, (int)ldc);
     if (half_c) convert(false, d->c_type, c_half, c, Lc);
   }
+  if (wa_shared) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
 }
 
 static void cpu_gemm(const hl_gemm_desc *d) {
+  if (!d->a_as_before) shared_a_.valid = false; /* oneDNN's calls too */
   const bool product = d->m > 0 && d->n > 0 && d->k > 0;
   if (d->batch_outer > 1 && (d->bias || !product)) {
     /* outside the contract: one call per group all the same */

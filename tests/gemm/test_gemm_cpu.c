@@ -270,6 +270,49 @@ static void test_outer_batch(void **state) {
   }
 }
 
+/* a_as_before: the widening path keeps the fp32 copy of A for the next call
+ * that promises the same stored A, plain or transposed (a linear's dX and
+ * dW products). Seen by breaking the promise: A changed in between, the
+ * promised call still multiplies the old copy; a call without the promise,
+ * or with another A, converts afresh. */
+static void test_a_as_before(void **state) {
+  (void)state;
+  enum { AM = 40, AK = 24, AN = 16 };
+  const hl_dtype t = HL_F16;
+  uint16_t *a = filled(t, AM * AK, 21), *a2 = filled(t, AM * AK, 23);
+  void *b = filled(t, AK * AN, 22), *bt = filled(t, AM * AN, 24);
+  uint16_t c_first[AM * AN], c[AM * AN], ct_old[AK * AN], ct_new[AK * AN];
+  hl_gemm_desc d = {.m = AM, .n = AN, .k = AK, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
+                    .compute = HL_COMPUTE_F32, .alpha = 1.0f, .a = a, .lda = AK, .b = b, .ldb = AN, .c = c_first, .ldc = AN};
+  /* the transposed use of the same stored A: [K, M] x [M, N] */
+  hl_gemm_desc dt = {.trans_a = true, .m = AK, .n = AN, .k = AM, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
+                     .compute = HL_COMPUTE_F32, .alpha = 1.0f, .a = a, .lda = AK, .b = bt, .ldb = AN, .c = ct_new, .ldc = AN};
+  K()->gemm(&d);
+  dt.a_as_before = false;
+  K()->gemm(&dt);
+  memcpy(ct_old, ct_new, sizeof ct_old);
+  for (int i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* every sign flipped behind the promise */
+  K()->gemm(&d); /* no promise: slot 3 now holds the flipped A */
+  for (int i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* back to the true A */
+  dt.a_as_before = true;
+  K()->gemm(&dt); /* promised: the copy of the flipped A, transposed */
+  for (int i = 0; i < AK * AN; i++)
+    if (ct_new[i] != (ct_old[i] ^ 0x8000) && ct_old[i] != 0)
+      fail_msg("the promised call did not reuse the copy: element %d 0x%04x, old 0x%04x", i, ct_new[i], ct_old[i]);
+  dt.a_as_before = false;
+  K()->gemm(&dt); /* no promise: the true A again */
+  assert_memory_equal(ct_new, ct_old, sizeof ct_old);
+  /* a promise with another A is not taken for the old one */
+  d.c = c;
+  d.a = a2, d.a_as_before = true;
+  K()->gemm(&d);
+  hl_gemm_desc plain = d;
+  plain.a_as_before = false, plain.c = c_first;
+  K()->gemm(&plain);
+  assert_memory_equal(c, c_first, sizeof c);
+  free(a), free(a2), free(b), free(bt);
+}
+
 /* A product whose A and C copies alone exceed 32 MiB (GPT-2's logits) runs in
  * blocks of C's rows, B widened once: 4100 x 2100 rows go in two blocks of
  * unequal size, A plain and transposed, C read (beta) and padded */
@@ -504,7 +547,7 @@ int main(void) {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
-      cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_outer_batch),
+      cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_outer_batch), cmocka_unit_test(test_a_as_before),
       cmocka_unit_test(test_row_bias), cmocka_unit_test(test_row_bias_same_bits),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
