@@ -351,23 +351,6 @@ static void test_forked_child_leaves_the_holders_file(void **state) {
   free(dir);
 }
 
-/* Whether PID waits for an fcntl lock (a "->" line of /proc/locks). */
-static bool waits_in_proc_locks(pid_t pid) {
-  FILE *f = fopen("/proc/locks", "r");
-  assert_non_null(f);
-  char line[512];
-  bool waiting = false;
-  while (fgets(line, sizeof line, f)) {
-    const char *arrow = strstr(line, "->");
-    char kind[16], advisory[16], rw[16];
-    long who;
-    if (arrow && sscanf(arrow + 2, "%15s %15s %15s %ld", kind, advisory, rw, &who) == 4 && who == (long)pid)
-      waiting = true;
-  }
-  fclose(f);
-  return waiting;
-}
-
 /* hl_out_lock_wait waits for the holder instead of refusing. */
 static void test_lock_wait(void **state) {
   (void)state;
@@ -424,8 +407,8 @@ static void test_waiter_ended_leaves_the_holders_file(void **state) {
     _exit(4);
   }
   const time_t deadline = time(NULL) + 20;
-  while (!waits_in_proc_locks(pid) && time(NULL) < deadline) nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
-  assert_true(waits_in_proc_locks(pid));
+  while (!hl_waits_for_a_lock((long)pid) && time(NULL) < deadline) nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+  assert_true(hl_waits_for_a_lock((long)pid));
   assert_int_equal(kill(pid, SIGTERM), 0);
   int st;
   assert_int_equal(waitpid(pid, &st, 0), pid);

@@ -236,23 +236,6 @@ static char *proc_stderr(const proc *p) {
   return t;
 }
 
-/* Whether PID waits for an fcntl lock (a "->" line of /proc/locks). */
-static bool waits_for_a_lock(pid_t pid) {
-  FILE *f = fopen("/proc/locks", "r");
-  assert_non_null(f);
-  char line[512];
-  bool waiting = false;
-  while (fgets(line, sizeof line, f)) {
-    const char *arrow = strstr(line, "->");
-    char kind[16], advisory[16], rw[16];
-    long who;
-    if (arrow && sscanf(arrow + 2, "%15s %15s %15s %ld", kind, advisory, rw, &who) == 4 && who == (long)pid)
-      waiting = true;
-  }
-  fclose(f);
-  return waiting;
-}
-
 /* The PID written in lock file PATH (0: none yet). The test never holds
  * these locks itself, so reading the file takes nothing from anyone. */
 static long lock_holder(const char *path) {
@@ -279,7 +262,7 @@ static void wait_until(proc *p, bool (*ok)(const proc *, const void *), const vo
 
 static bool is_waiting(const proc *p, const void *arg) {
   (void)arg;
-  return waits_for_a_lock(p->pid);
+  return hl_waits_for_a_lock((long)p->pid);
 }
 
 static bool holds(const proc *p, const void *lock_path) { return lock_holder(lock_path) == (long)p->pid; }

@@ -150,6 +150,21 @@ void hl_rmtree(const char *dir) {
   if (dir) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+bool hl_waits_for_a_lock(long pid) {
+  FILE *f = fopen("/proc/locks", "r");
+  if (!f) return false;
+  char line[512];
+  bool waiting = false;
+  while (fgets(line, sizeof line, f)) {
+    const char *arrow = strstr(line, "->");
+    char kind[16], advisory[16], rw[16];
+    long who;
+    if (arrow && sscanf(arrow + 2, "%15s %15s %15s %ld", kind, advisory, rw, &who) == 4 && who == pid) waiting = true;
+  }
+  fclose(f);
+  return waiting;
+}
+
 int hl_count_files(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return -1;

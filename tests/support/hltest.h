@@ -56,6 +56,9 @@ void hl_rmtree(const char *dir);
 /* Number of entries in a folder (-1 if it cannot be read). */
 int hl_count_files(const char *dir);
 bool hl_file_exists(const char *path);
+/* Whether process PID waits for an fcntl lock now (a "->" line of
+ * /proc/locks naming it). */
+bool hl_waits_for_a_lock(long pid);
 /* "DIR/NAME" in one of 8 static buffers used in turn: valid until the
  * eighth call after, for passing a path straight on. */
 char *hl_path(const char *dir, const char *name);
