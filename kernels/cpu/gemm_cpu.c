@@ -139,15 +139,16 @@ enum { kConvertBlock = 1 << 14 };
  * larger than that is a group of its own) */
 static const int64_t kGroupBytes = 32 << 20;
 
-/* Between the stored half matrices (layout L) and packed fp32 copies, entry
- * after entry (rows x cols each): to_f32 widens half -> fp32, else narrows
- * fp32 -> half. Rows that lie end to end convert as one run. */
 static int64_t elements_of(half_layout L) { return L.entries * L.rows * L.cols; }
 
-/* convert's blocks as an orphaned worksharing loop without a barrier at its
- * end: inside a parallel region its blocks are shared among the team, and
- * several conversions in one region run back to back (the region's end is
- * the barrier); outside one, the calling thread does them all. */
+/* Between the stored half matrices (layout L) and packed fp32 copies, entry
+ * after entry (rows x cols each): to_f32 widens half -> fp32, else narrows
+ * fp32 -> half. Rows that lie end to end convert as one run. The blocks are
+ * an orphaned worksharing loop without a barrier at its end: inside a
+ * parallel region they are shared among the team, and several conversions
+ * in one region run back to back (the region's end is the barrier);
+ * outside one, the calling thread does them all. convert() is one such
+ * conversion in a region of its own. */
 static void convert_blocks(bool to_f32, hl_dtype t, uint16_t *half, float *packed, half_layout L) {
   const bool flat = L.ld == L.cols && (L.stride == L.rows * L.cols || L.entries == 1);
   const int64_t per_row = flat ? L.entries * L.rows * L.cols : L.cols, runs = flat ? 1 : L.entries * L.rows;

@@ -97,49 +97,35 @@ HL_VECTOR_CLONES static void add_row_f32(float *restrict acc, const float *restr
   for (int64_t k = 0; k < w; k++) acc[k] += row[k];
 }
 
-/* Column sums of fp16/bf16 (a bias gradient in the amp modes): sum_F16 /
- * sum_BF16's column path, the same chunks and the same order of additions,
- * with each row segment widened by the CPU's conversion instructions first
- * (exact), so that the additions vectorise: bit for bit the same sums. */
-static void col_sum_half(hl_dtype t, uint16_t *out, const uint16_t *x, int64_t outer, int64_t r, int64_t inner,
-                         float alpha) {
+/* Column sums of f32, fp16 and bf16 (a bias gradient): sum_*'s column path,
+ * the same chunks and the same order of additions, with each row segment
+ * added by add_row_f32, which is compiled per ISA (the SUM_KERNEL loops are
+ * baseline x86-64), after a half segment is widened by the CPU's conversion
+ * instructions (exact): bit for bit the same sums, vectorised. */
+static void col_sum_f32_acc(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner,
+                            float alpha) {
   const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
+  const bool half = t != HL_F32;
 #pragma omp parallel for schedule(static) if (outer * r * inner >= HL_PAR_MIN)
   for (int64_t oc = 0; oc < outer * nchunk; oc++) {
     const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
-    float total[COL_CHUNK], block[COL_CHUNK], row[COL_CHUNK];
+    float total[COL_CHUNK], block[COL_CHUNK], widened[COL_CHUNK];
     for (int64_t k = 0; k < w; k++) total[k] = 0;
     for (int64_t j0 = 0; j0 < r; j0 += COL_BLOCK) {
       for (int64_t k = 0; k < w; k++) block[k] = 0;
       for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) {
-        const uint16_t *src = x + (o * r + j) * inner + c0;
-        hl_cpu_widen(t, src, row, (size_t)w);
+        const int64_t at = (o * r + j) * inner + c0;
+        const float *row = (const float *)x + at;
+        if (half) hl_cpu_widen(t, (const uint16_t *)x + at, widened, (size_t)w), row = widened;
         add_row_f32(block, row, w);
       }
       add_row_f32(total, block, w);
     }
-    for (int64_t k = 0; k < w; k++)
-      out[o * inner + c0 + k] = t == HL_F16 ? HL_ST_F16(alpha * total[k]) : HL_ST_BF16(alpha * total[k]);
-  }
-}
-
-/* Column sums of f32 (a bias gradient): sum_F32's column path, the same
- * chunks and order of additions, with the row additions in add_row_f32,
- * which is compiled per ISA (the kernel itself is baseline x86-64, SSE2):
- * bit for bit the same sums, on AVX-512 where the CPU has it. */
-static void col_sum_f32(float *out, const float *x, int64_t outer, int64_t r, int64_t inner, float alpha) {
-  const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
-#pragma omp parallel for schedule(static) if (outer * r * inner >= HL_PAR_MIN)
-  for (int64_t oc = 0; oc < outer * nchunk; oc++) {
-    const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
-    float total[COL_CHUNK], block[COL_CHUNK];
-    for (int64_t k = 0; k < w; k++) total[k] = 0;
-    for (int64_t j0 = 0; j0 < r; j0 += COL_BLOCK) {
-      for (int64_t k = 0; k < w; k++) block[k] = 0;
-      for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) add_row_f32(block, x + (o * r + j) * inner + c0, w);
-      add_row_f32(total, block, w);
+    for (int64_t k = 0; k < w; k++) {
+      const float v = alpha * total[k];
+      if (t == HL_F32) ((float *)out)[o * inner + c0 + k] = v;
+      else ((uint16_t *)out)[o * inner + c0 + k] = t == HL_F16 ? HL_ST_F16(v) : HL_ST_BF16(v);
     }
-    for (int64_t k = 0; k < w; k++) out[o * inner + c0 + k] = alpha * total[k];
   }
 }
 
@@ -147,12 +133,10 @@ void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, 
   switch (t) {
     case HL_F64: sum_F64(out, x, outer, r, inner, alpha); break;
     case HL_F32:
-      if (inner > 1) col_sum_f32(out, x, outer, r, inner, (float)alpha);
-      else sum_F32(out, x, outer, r, inner, (float)alpha);
-      break;
     case HL_F16:
     case HL_BF16:
-      if (inner > 1) col_sum_half(t, out, x, outer, r, inner, (float)alpha);
+      if (inner > 1) col_sum_f32_acc(t, out, x, outer, r, inner, (float)alpha);
+      else if (t == HL_F32) sum_F32(out, x, outer, r, inner, (float)alpha);
       else if (t == HL_F16) sum_F16(out, x, outer, r, inner, (float)alpha);
       else sum_BF16(out, x, outer, r, inner, (float)alpha);
       break;

@@ -217,72 +217,53 @@ static void test_sum_is_deterministic(void **state) {
  * accumulation in blocks of 128 rows folded into a running total per
  * column (kernels/cpu/tensor_cpu_reduce.c), rounded once; the same bits
  * as that order written out here, for any thread count */
-/* f32 column sums (a bias gradient): the order of additions fixed (blocks of
- * 128 rows, then their totals), so bit for bit a scalar loop in that order,
- * on 1 and 2 threads */
-static void test_f32_column_sums(void **state) {
+/* One rounding to / exact widening from f16 or bf16 (t) */
+static uint16_t round_to(int t, float v) { return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v); }
+static float widen_from(int t, uint16_t v) { return t == HL_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v); }
+
+/* Column sums (a bias gradient) of f32, f16 and bf16: the order of additions
+ * fixed (blocks of 128 rows, then their totals), so bit for bit a scalar
+ * loop in that order, the same on 1 and 2 threads */
+static void test_column_sums(void **state) {
   (void)state;
   enum { OUTER = 2, R = 300, INNER = 600 };
+  static const hl_dtype types[] = {HL_F32, HL_F16, HL_BF16};
   float *x = malloc(sizeof(float) * OUTER * R * INNER), got[OUTER * INNER], again[OUTER * INNER];
   assert_non_null(x);
-  for (int64_t i = 0; i < OUTER * R * INNER; i++)
-    x[i] = ldexpf(hl_u32_to_unit_float(hl_philox_u32(9, 2, (uint64_t)i)) * 2.0f - 1.0f, (int)(i % 17) - 8);
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  K()->sum(HL_F32, got, x, OUTER, R, INNER, 0.5);
-  omp_set_num_threads(threads > 1 ? threads : 2);
-  K()->sum(HL_F32, again, x, OUTER, R, INNER, 0.5);
-  omp_set_num_threads(threads);
-  assert_memory_equal(got, again, sizeof got);
-  for (int o = 0; o < OUTER; o++)
-    for (int c = 0; c < INNER; c++) {
-      float total = 0;
-      for (int j0 = 0; j0 < R; j0 += 128) {
-        float block = 0;
-        for (int j = j0; j < R && j < j0 + 128; j++) block += x[((int64_t)o * R + j) * INNER + c];
-        total += block;
-      }
-      const float want = 0.5f * total;
-      if (memcmp(&got[o * INNER + c], &want, sizeof want))
-        fail_msg("f32 column sum [%d][%d] = %a, want %a", o, c, (double)got[o * INNER + c], (double)want);
-    }
-  free(x);
-}
-
-static void test_half_column_sums(void **state) {
-  (void)state;
-  enum { OUTER = 2, R = 300, INNER = 600 };
-  static const hl_dtype types[] = {HL_F16, HL_BF16};
-  uint16_t *x = malloc(sizeof(uint16_t) * OUTER * R * INNER), got[OUTER * INNER], again[OUTER * INNER];
-  assert_non_null(x);
-  for (int ti = 0; ti < 2; ti++) {
+  for (int ti = 0; ti < 3; ti++) {
     const hl_dtype t = types[ti];
+    const size_t es = hl_dtype_size(t);
+    /* values exact in t, stored in t's bits in x's first bytes */
+    uint16_t *h = (uint16_t *)x;
+    float *wide = malloc(sizeof(float) * OUTER * R * INNER);
+    assert_non_null(wide);
     for (int64_t i = 0; i < OUTER * R * INNER; i++) {
-      const float v = hl_u32_to_unit_float(hl_philox_u32(9, 1, (uint64_t)i)) * 2.0f - 1.0f;
-      x[i] = t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v);
+      const float v = ldexpf(hl_u32_to_unit_float(hl_philox_u32(9, 1 + ti, (uint64_t)i)) * 2.0f - 1.0f, (int)(i % 9) - 4);
+      if (t == HL_F32) wide[i] = v;
+      else wide[i] = widen_from(t, h[i] = round_to(t, v));
     }
+    if (t == HL_F32) memcpy(x, wide, sizeof(float) * OUTER * R * INNER);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     K()->sum(t, got, x, OUTER, R, INNER, 0.5);
     omp_set_num_threads(threads > 1 ? threads : 2);
     K()->sum(t, again, x, OUTER, R, INNER, 0.5);
     omp_set_num_threads(threads);
-    assert_memory_equal(got, again, sizeof got);
+    assert_memory_equal(got, again, es * OUTER * INNER);
     for (int o = 0; o < OUTER; o++)
       for (int c = 0; c < INNER; c++) {
         float total = 0;
         for (int j0 = 0; j0 < R; j0 += 128) {
           float block = 0;
-          for (int j = j0; j < R && j < j0 + 128; j++) {
-            const uint16_t h = x[((int64_t)o * R + j) * INNER + c];
-            block += t == HL_F16 ? hl_f16_to_f32(h) : hl_bf16_to_f32(h);
-          }
+          for (int j = j0; j < R && j < j0 + 128; j++) block += wide[((int64_t)o * R + j) * INNER + c];
           total += block;
         }
-        const uint16_t want = t == HL_F16 ? hl_f32_to_f16(0.5f * total) : hl_f32_to_bf16(0.5f * total);
-        if (got[o * INNER + c] != want)
-          fail_msg("%s column sum [%d][%d] = 0x%04x, want 0x%04x", hl_dtype_name(t), o, c, got[o * INNER + c], want);
+        const float want = 0.5f * total;
+        const bool same = t == HL_F32 ? !memcmp(&got[o * INNER + c], &want, sizeof want)
+                                      : ((uint16_t *)got)[o * INNER + c] == round_to(t, want);
+        if (!same) fail_msg("%s column sum [%d][%d] differs from the scalar loop", hl_dtype_name(t), o, c);
       }
+    free(wide);
   }
   free(x);
 }
@@ -375,8 +356,6 @@ static void test_copy_and_masks(void **state) {
  * unary op, both activation gradients, broadcast and strided binary ops and contiguous
  * conversions, on random bit patterns (NaN, inf, subnormals, zeros) and a
  * length that is no multiple of the vector width or the block. */
-static uint16_t round_to(int t, float v) { return t == HL_F16 ? hl_f32_to_f16(v) : hl_f32_to_bf16(v); }
-static float widen_from(int t, uint16_t v) { return t == HL_F16 ? hl_f16_to_f32(v) : hl_bf16_to_f32(v); }
 static bool half_isnan(int t, uint16_t v) { return t == HL_F16 ? hl_f16_isnan(v) : hl_bf16_isnan(v); }
 
 static void assert_half_equal(int t, uint16_t got, uint16_t want, const char *what, int i) {
@@ -585,7 +564,7 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),          cmocka_unit_test(test_gelu_math),
       cmocka_unit_test(test_f64_to_half_rounds_once), cmocka_unit_test(test_binary_rounds_once),
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
-      cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_f32_column_sums), cmocka_unit_test(test_half_column_sums), cmocka_unit_test(test_softmax_layer_norm_rows),
+      cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_column_sums), cmocka_unit_test(test_softmax_layer_norm_rows),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
       cmocka_unit_test(test_half_rows_bit_for_bit), cmocka_unit_test(test_causal_mask_every_dtype),
       cmocka_unit_test(test_gelu_kernels_against_reference),
