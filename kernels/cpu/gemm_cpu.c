@@ -12,7 +12,11 @@
  * pays neither malloc nor page faults for them. Those copies stay allocated
  * (at the size of the largest operands seen) until the thread exits.
  *
- * A call runs one of three ways:
+ * A call runs one of four ways:
+ *   - one product (batch 1) with a half A or C, at least 64 rows of C per
+ *     thread: blocks of C's rows shared among the threads, each widened,
+ *     multiplied (single-threaded sgemm) and rounded by one thread while
+ *     its copies are in that core's cache (parallel_block_rows says when);
  *   - a batch of small entries (an attention product's heads): the entries
  *     are shared out among the OpenMP threads, each entry converted and
  *     multiplied by one thread with a single-threaded sgemm, so its copies
@@ -398,6 +402,94 @@ static void outer_groups(const hl_gemm_desc *d) {
   }
 }
 
+/* rows x cols half elements (row stride lds) widened into dst (row stride
+ * ldd), or fp32 ones narrowed back, on the calling thread alone */
+static void widen_rows(hl_dtype t, const uint16_t *src, int64_t lds, float *dst, int64_t ldd, int64_t rows,
+                       int64_t cols) {
+  if (lds == cols && ldd == cols) hl_cpu_widen(t, src, dst, (size_t)(rows * cols));
+  else
+    for (int64_t r = 0; r < rows; r++) hl_cpu_widen(t, src + r * lds, dst + r * ldd, (size_t)cols);
+}
+static void narrow_rows(hl_dtype t, const float *src, int64_t lds, uint16_t *dst, int64_t ldd, int64_t rows,
+                        int64_t cols) {
+  if (lds == cols && ldd == cols) hl_cpu_narrow(t, src, dst, (size_t)(rows * cols));
+  else
+    for (int64_t r = 0; r < rows; r++) hl_cpu_narrow(t, src + r * lds, dst + r * ldd, (size_t)cols);
+}
+
+/* One product (batch 1) with a half A or C, m large enough: blocks of C's
+ * rows shared among the threads, each block widened, multiplied by a
+ * single-threaded sgemm and rounded back by one thread, so its copies are
+ * still in that core's cache when sgemm and the rounding read them, and the
+ * whole product is one start of the thread pool instead of three (widen,
+ * sgemm, round). Each block's sgemm packs B again: kRowBlockMax rows keep
+ * that a small share of the block's work (measured on 2 cores, the small
+ * preset's linears in fp16: 3-10% faster than widening whole operands for
+ * a shared sgemm, 128-row blocks slower). Not for a transposed A (a
+ * linear's dW, k = the tokens): its column blocks were up to 8% slower. */
+enum { kRowBlockMax = 256, kRowBlockMin = 64 };
+/* At most this much of A and C copies per block (per thread) */
+static const int64_t kRowBlockBytes = 8 << 20;
+
+/* Rows per block where a product takes that path, else 0 */
+static int64_t parallel_block_rows(const hl_gemm_desc *d, int64_t batch) {
+  const int threads = omp_get_max_threads();
+  const bool half_a = d->a_type != HL_F32, half_c = d->c_type != HL_F32;
+  if (threads < 2 || batch != 1 || d->trans_a || omp_in_parallel() || !(half_a || half_c)) return 0;
+  /* as many blocks for every thread, each at most kRowBlockMax rows */
+  const int64_t per_thread = (d->m + threads * kRowBlockMax - 1) / (threads * kRowBlockMax);
+  const int64_t rows = (d->m + threads * per_thread - 1) / (threads * per_thread);
+  const int64_t row_bytes = 4 * ((half_a ? d->k : 0) + (half_c ? d->n : 0));
+  return rows >= kRowBlockMin && rows * row_bytes <= kRowBlockBytes ? rows : 0;
+}
+
+/* The product in parallel blocks of `rows` of C's rows. A half A is widened
+ * block by block into wa_whole at its own place (the fp32 copy a later
+ * a_as_before call reuses; a_ready: it is that copy already), or, where
+ * wa_whole is NULL, into each thread's own copy. A half B is widened whole
+ * into wb first, by all the threads. */
+static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, const float *bias, float *wa_whole,
+                                       bool a_ready, float *wb) {
+  const bool half_a = d->a_type != HL_F32, half_c = d->c_type != HL_F32;
+  const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
+  const half_layout Sb = {1, b_rows, b_cols, d->ldb, 0};
+  const float *b = wb ? wb : (const float *)d->b;
+  const int64_t ldb = wb ? b_cols : d->ldb, blocks = (d->m + rows - 1) / rows;
+#pragma omp parallel
+  {
+    if (wb) {
+      convert_blocks(true, d->b_type, (uint16_t *)d->b, wb, Sb);
+#pragma omp barrier
+    }
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; blk++) {
+      const int64_t r = blk * rows, mb = d->m - r < rows ? d->m - r : rows;
+      /* this block's A: rows r.. of A */
+      const float *a = (const float *)d->a + r * d->lda;
+      int64_t lda = d->lda;
+      if (half_a) {
+        float *dst = wa_whole ? wa_whole + r * d->k : ws_get(0, (size_t)(mb * d->k));
+        if (!a_ready || !wa_whole)
+          widen_rows(d->a_type, (const uint16_t *)d->a + r * d->lda, d->lda, dst, d->k, mb, d->k);
+        a = dst, lda = d->k;
+      }
+      float *c = (float *)d->c + r * d->ldc;
+      int64_t ldc = d->ldc;
+      uint16_t *c_half = half_c ? (uint16_t *)d->c + r * d->ldc : NULL;
+      if (c_half) {
+        c = ws_get(2, (size_t)(mb * d->n)), ldc = d->n;
+        if (bias)
+          for (int64_t i = 0; i < mb; i++) memcpy(c + i * d->n, bias, sizeof(float) * (size_t)d->n);
+        else if (d->beta != 0.0f)
+          widen_rows(d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
+      }
+      hl_blas()->sgemm(CblasRowMajor, CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans, (int)mb, (int)d->n,
+                       (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c, (int)ldc);
+      if (c_half) narrow_rows(d->c_type, c, d->n, c_half, d->ldc, mb, d->n);
+    }
+  }
+}
+
 /* Is slot 3 already the fp32 copy of d's A (rows x cols as stored)? */
 static bool shared_a_ready(const hl_gemm_desc *d, int64_t rows, int64_t cols) {
   const widened_a *w = &shared_a_;
@@ -445,13 +537,22 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
    * below, or in the first group's conversion pass */
   float *wa_shared = NULL, *wb_shared = NULL;
   const half_layout Sa = {1, a_rows, a_cols, d->lda, 0}, Sb = {1, b_rows, b_cols, d->ldb, 0};
-  if (half_a && !d->stride_a) wa_shared = ws_get(3, (size_t)elements_of(Sa));
-  if (half_b && !d->stride_b) wb_shared = ws_get(4, (size_t)elements_of(Sb));
+  if (half_a && (!d->stride_a || batch == 1)) wa_shared = ws_get(3, (size_t)elements_of(Sa));
+  if (half_b && (!d->stride_b || batch == 1)) wb_shared = ws_get(4, (size_t)elements_of(Sb));
   /* the previous call's A again (a linear's output gradient): its copy stands */
   const bool a_ready = wa_shared && shared_a_ready(d, a_rows, a_cols);
   shared_a_.valid = false; /* until slot 3 holds d's A whole */
   bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   const bool by_entries = entries_in_parallel(d, batch);
+  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch);
+  if (block_rows) {
+    /* A's whole copy is made block by block while it fits kGroupBytes;
+     * beyond, each block is widened into its thread's own copy */
+    float *wa = wa_shared && 4 * elements_of(Sa) <= kGroupBytes ? wa_shared : NULL;
+    product_in_parallel_blocks(d, block_rows, bias, wa, wa && a_ready, wb_shared);
+    if (wa) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
+    return;
+  }
   const bool by_row_blocks = !by_entries && entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows;
   if (by_entries || by_row_blocks) {
     if (by_row_blocks) wa_shared = NULL; /* widened block by block there */

@@ -275,25 +275,32 @@ static void test_outer_batch(void **state) {
  * dW products). Seen by breaking the promise: A changed in between, the
  * promised call still multiplies the old copy; a call without the promise,
  * or with another A, converts afresh. */
-static void test_a_as_before(void **state) {
-  (void)state;
-  enum { AM = 40, AK = 24, AN = 16 };
+static void a_as_before_case(int64_t AM) {
+  enum { AK = 24, AN = 16 };
   const hl_dtype t = HL_F16;
   uint16_t *a = filled(t, AM * AK, 21), *a2 = filled(t, AM * AK, 23);
   void *b = filled(t, AK * AN, 22), *bt = filled(t, AM * AN, 24);
-  uint16_t c_first[AM * AN], c[AM * AN], ct_old[AK * AN], ct_new[AK * AN];
+  uint16_t *c_first = calloc((size_t)(AM * AN), 2), *c = calloc((size_t)(AM * AN), 2), ct_old[AK * AN], ct_new[AK * AN];
+  assert_true(c_first && c);
   hl_gemm_desc d = {.m = AM, .n = AN, .k = AK, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
                     .compute = HL_COMPUTE_F32, .alpha = 1.0f, .a = a, .lda = AK, .b = b, .ldb = AN, .c = c_first, .ldc = AN};
   /* the transposed use of the same stored A: [K, M] x [M, N] */
   hl_gemm_desc dt = {.trans_a = true, .m = AK, .n = AN, .k = AM, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
                      .compute = HL_COMPUTE_F32, .alpha = 1.0f, .a = a, .lda = AK, .b = bt, .ldb = AN, .c = ct_new, .ldc = AN};
   K()->gemm(&d);
+  /* the same plain product promised, A changed behind the promise: the copy again */
+  for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000;
+  d.c = c, d.a_as_before = true;
+  K()->gemm(&d);
+  assert_memory_equal(c, c_first, 2 * (size_t)(AM * AN));
+  for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000;
+  d.c = c_first, d.a_as_before = false;
   dt.a_as_before = false;
   K()->gemm(&dt);
   memcpy(ct_old, ct_new, sizeof ct_old);
-  for (int i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* every sign flipped behind the promise */
+  for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* every sign flipped behind the promise */
   K()->gemm(&d); /* no promise: slot 3 now holds the flipped A */
-  for (int i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* back to the true A */
+  for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* back to the true A */
   dt.a_as_before = true;
   K()->gemm(&dt); /* promised: the copy of the flipped A, transposed */
   for (int i = 0; i < AK * AN; i++)
@@ -309,8 +316,19 @@ static void test_a_as_before(void **state) {
   hl_gemm_desc plain = d;
   plain.a_as_before = false, plain.c = c_first;
   K()->gemm(&plain);
-  assert_memory_equal(c, c_first, sizeof c);
-  free(a), free(a2), free(b), free(bt);
+  assert_memory_equal(c, c_first, 2 * (size_t)(AM * AN));
+  free(a), free(a2), free(b), free(bt), free(c_first), free(c);
+}
+
+/* A of 40 rows: the dX product widens it whole; of 600 rows on 2 threads,
+ * in parallel blocks of rows, its copy made block by block */
+static void test_a_as_before(void **state) {
+  (void)state;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  a_as_before_case(40);
+  a_as_before_case(600);
+  omp_set_num_threads(threads);
 }
 
 /* A product whose A and C copies alone exceed 32 MiB (GPT-2's logits) runs in
@@ -329,6 +347,52 @@ static void test_row_blocks(void **state) {
   gemm_case g = {.ta = false, .tb = false, .m = 9000, .n = 40, .k = 1000, .batch = 1, .at = HL_F16, .bt = HL_F16,
                  .ct = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 2.0f, .beta = 0.0f};
   check_case(&g);
+}
+
+/* One product with a half A or C and m of at least 64 rows per thread runs
+ * in blocks of C's rows shared among the threads (kernels/cpu/gemm_cpu.c,
+ * parallel_block_rows): an uneven last block, B plain and transposed,
+ * padded rows, C read (beta), a bias, an fp32 C; each checked against fp64
+ * on 2 threads, and the same bits as on 1 thread (the path not taken, one
+ * sgemm over all the rows: blocks of rows do not change any element's sum) */
+static void parallel_rows_case(const gemm_case *g) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  check_case_on(g);
+  const int64_t b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
+  void *a = filled(g->at, g->m * (g->k + g->pad_a), 31), *b = filled(g->bt, b_rows * b_cols, 32);
+  void *bias = g->bias ? filled(g->bias_t, g->n, 33) : NULL;
+  const size_t c_bytes = hl_dtype_size(g->ct) * (size_t)(g->m * (g->n + g->pad_c));
+  void *c[2] = {filled(g->ct, g->m * (g->n + g->pad_c), 34), malloc(c_bytes)};
+  assert_non_null(c[1]);
+  memcpy(c[1], c[0], c_bytes);
+  for (int run = 0; run < 2; run++) {
+    omp_set_num_threads(2 - run);
+    hl_gemm_desc d = {.trans_b = g->tb, .m = g->m, .n = g->n, .k = g->k, .batch = 1, .a_type = g->at,
+                      .b_type = g->bt, .c_type = g->ct, .compute = HL_COMPUTE_F32, .alpha = g->alpha,
+                      .beta = g->beta, .a = a, .lda = g->k + g->pad_a, .b = b, .ldb = b_cols, .c = c[run],
+                      .ldc = g->n + g->pad_c, .bias = bias, .bias_type = g->bias_t};
+    K()->gemm(&d);
+  }
+  assert_memory_equal(c[0], c[1], c_bytes);
+  omp_set_num_threads(threads);
+  free(a), free(b), free(bias), free(c[0]), free(c[1]);
+}
+
+static void test_parallel_row_blocks(void **state) {
+  (void)state;
+  for (int s = 1; s < 3; s++)
+    for (int tb = 0; tb < 2; tb++) {
+      gemm_case g = {.tb = tb, .m = 701, .n = 45, .k = 70, .batch = 1, .pad_a = 3, .pad_c = 2, .at = storage[s],
+                     .bt = storage[s], .ct = storage[s], .compute = HL_COMPUTE_F32, .alpha = 0.5f, .beta = 0.75f};
+      parallel_rows_case(&g);
+      g.beta = 0.0f, g.bias = true, g.bias_t = storage[s];
+      parallel_rows_case(&g);
+      g.bias = false, g.ct = HL_F32, g.bt = HL_F32, g.beta = 1.0f; /* only A half */
+      parallel_rows_case(&g);
+      g.at = HL_F32, g.bt = storage[s], g.ct = storage[s], g.m = 130; /* only C half, two blocks of 65 */
+      parallel_rows_case(&g);
+    }
 }
 
 /* A row bias (hl_gemm_desc.bias) on every path: one entry, a batch of small
@@ -547,7 +611,7 @@ int main(void) {
       cmocka_unit_test(test_transposes_and_padding),
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
-      cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_outer_batch), cmocka_unit_test(test_a_as_before),
+      cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_parallel_row_blocks), cmocka_unit_test(test_outer_batch), cmocka_unit_test(test_a_as_before),
       cmocka_unit_test(test_row_bias), cmocka_unit_test(test_row_bias_same_bits),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
