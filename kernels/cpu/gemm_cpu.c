@@ -259,6 +259,25 @@ static void c_copy_in(const hl_gemm_desc *d, const float *bias, uint16_t *c_half
   c_copy_in_blocks(d, bias, c_half, c, Lc);
 }
 
+/* rows x cols half elements (row stride lds) widened into dst (row stride
+ * ldd), or fp32 ones narrowed back, on the calling thread alone; the
+ * conversion chosen once per call, not per row (attention's heads are rows
+ * of 64 elements) */
+static void widen_rows(hl_dtype t, const uint16_t *src, int64_t lds, float *dst, int64_t ldd, int64_t rows,
+                       int64_t cols) {
+  const hl_cpu_widen_fn widen = hl_cpu_half_path_widen(t, hl_cpu_half_path_chosen(t));
+  if (lds == cols && ldd == cols) widen(src, dst, (size_t)(rows * cols));
+  else
+    for (int64_t r = 0; r < rows; r++) widen(src + r * lds, dst + r * ldd, (size_t)cols);
+}
+static void narrow_rows(hl_dtype t, const float *src, int64_t lds, uint16_t *dst, int64_t ldd, int64_t rows,
+                        int64_t cols) {
+  const hl_cpu_narrow_fn narrow = hl_cpu_half_path_narrow(t, hl_cpu_half_path_chosen(t));
+  if (lds == cols && ldd == cols) narrow(src, dst, (size_t)(rows * cols));
+  else
+    for (int64_t r = 0; r < rows; r++) narrow(src + r * lds, dst + r * ldd, (size_t)cols);
+}
+
 /* fp32 views of one batch entry's operands: the data itself or the calling
  * thread's widened copies (the shared ones made beforehand) */
 typedef struct {
@@ -267,9 +286,10 @@ typedef struct {
   int64_t lda, ldb, ldc;
 } entry_views;
 
-/* Entry i on the calling thread alone: widen what is half into its own
- * working copies, one sgemm (single-threaded: OpenBLAS's OpenMP build runs
- * serially inside a parallel region), round C back. */
+/* Entry i on the calling thread alone (inside a parallel region): widen
+ * what is half into its own working copies, one sgemm (single-threaded:
+ * OpenBLAS's OpenMP build runs serially inside a parallel region), round C
+ * back. */
 static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shared, const float *wb_shared,
                           const float *bias) {
   const int64_t a_rows = d->trans_a ? d->k : d->m, a_cols = d->trans_a ? d->m : d->k;
@@ -277,24 +297,27 @@ static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shar
   entry_views v = {(const float *)d->a + i * d->stride_a, (const float *)d->b + i * d->stride_b,
                    (float *)d->c + i * d->stride_c, d->lda, d->ldb, d->ldc};
   if (d->a_type != HL_F32) {
-    v.a = wa_shared ? wa_shared : widened_entries(0, d->a_type, d->a, i, 1, a_rows, a_cols, d->lda, d->stride_a);
-    v.lda = a_cols;
+    float *w = wa_shared ? (float *)wa_shared : ws_get(0, (size_t)(a_rows * a_cols));
+    if (!wa_shared) widen_rows(d->a_type, (const uint16_t *)d->a + i * d->stride_a, d->lda, w, a_cols, a_rows, a_cols);
+    v.a = w, v.lda = a_cols;
   }
   if (d->b_type != HL_F32) {
-    v.b = wb_shared ? wb_shared : widened_entries(1, d->b_type, d->b, i, 1, b_rows, b_cols, d->ldb, d->stride_b);
-    v.ldb = b_cols;
+    float *w = wb_shared ? (float *)wb_shared : ws_get(1, (size_t)(b_rows * b_cols));
+    if (!wb_shared) widen_rows(d->b_type, (const uint16_t *)d->b + i * d->stride_b, d->ldb, w, b_cols, b_rows, b_cols);
+    v.b = w, v.ldb = b_cols;
   }
   uint16_t *c_half = d->c_type != HL_F32 ? (uint16_t *)d->c + i * d->stride_c : NULL;
-  const half_layout Lc = {1, d->m, d->n, d->ldc, 0};
   if (c_half) {
-    v.c = ws_get(2, (size_t)(d->m * d->n));
-    c_copy_in(d, bias, c_half, v.c, Lc);
-    v.ldc = d->n;
+    v.c = ws_get(2, (size_t)(d->m * d->n)), v.ldc = d->n;
+    if (bias)
+      for (int64_t r = 0; r < d->m; r++) memcpy(v.c + r * d->n, bias, sizeof(float) * (size_t)d->n);
+    else if (d->beta != 0.0f)
+      widen_rows(d->c_type, c_half, d->ldc, v.c, d->n, d->m, d->n);
   }
   hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
                    (int)d->m, (int)d->n, (int)d->k, d->alpha, v.a, (int)v.lda, v.b, (int)v.ldb, bias ? 1.0f : d->beta,
                    v.c, (int)v.ldc);
-  if (c_half) convert(false, d->c_type, c_half, v.c, Lc);
+  if (c_half) narrow_rows(d->c_type, v.c, d->n, c_half, d->ldc, d->m, d->n);
 }
 
 /* Bytes of the fp32 copies one batch entry needs (an operand every entry
@@ -400,21 +423,6 @@ static void outer_groups(const hl_gemm_desc *d) {
     const hl_gemm_desc g = group_of(d, i);
     hl_cpu_gemm_blas(&g);
   }
-}
-
-/* rows x cols half elements (row stride lds) widened into dst (row stride
- * ldd), or fp32 ones narrowed back, on the calling thread alone */
-static void widen_rows(hl_dtype t, const uint16_t *src, int64_t lds, float *dst, int64_t ldd, int64_t rows,
-                       int64_t cols) {
-  if (lds == cols && ldd == cols) hl_cpu_widen(t, src, dst, (size_t)(rows * cols));
-  else
-    for (int64_t r = 0; r < rows; r++) hl_cpu_widen(t, src + r * lds, dst + r * ldd, (size_t)cols);
-}
-static void narrow_rows(hl_dtype t, const float *src, int64_t lds, uint16_t *dst, int64_t ldd, int64_t rows,
-                        int64_t cols) {
-  if (lds == cols && ldd == cols) hl_cpu_narrow(t, src, dst, (size_t)(rows * cols));
-  else
-    for (int64_t r = 0; r < rows; r++) hl_cpu_narrow(t, src + r * lds, dst + r * ldd, (size_t)cols);
 }
 
 /* One product (batch 1) with a half A or C, m large enough: blocks of C's
