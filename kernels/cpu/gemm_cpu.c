@@ -433,17 +433,20 @@ static void outer_groups(const hl_gemm_desc *d) {
  * sgemm, round). Each block's sgemm packs B again: kRowBlockMax rows keep
  * that a small share of the block's work (measured on 2 cores, the small
  * preset's linears in fp16: 3-10% faster than widening whole operands for
- * a shared sgemm, 128-row blocks slower). Not for a transposed A (a
- * linear's dW, k = the tokens): its column blocks were up to 8% slower. */
+ * a shared sgemm, 128-row blocks slower). A transposed A (a linear's dW,
+ * k = the tokens) only where its fp32 copy is ready (a_as_before): widened
+ * there in blocks of columns it was up to 8% slower, read from the ready
+ * copy 10% faster over the small preset's dW products. */
 enum { kRowBlockMax = 256, kRowBlockMin = 64 };
 /* At most this much of A and C copies per block (per thread) */
 static const int64_t kRowBlockBytes = 8 << 20;
 
-/* Rows per block where a product takes that path, else 0 */
-static int64_t parallel_block_rows(const hl_gemm_desc *d, int64_t batch) {
+/* Rows per block where a product takes that path, else 0 (a_ready: A's
+ * whole fp32 copy is made already) */
+static int64_t parallel_block_rows(const hl_gemm_desc *d, int64_t batch, bool a_ready) {
   const int threads = omp_get_max_threads();
   const bool half_a = d->a_type != HL_F32, half_c = d->c_type != HL_F32;
-  if (threads < 2 || batch != 1 || d->trans_a || omp_in_parallel() || !(half_a || half_c)) return 0;
+  if (threads < 2 || batch != 1 || (d->trans_a && !a_ready) || omp_in_parallel() || !(half_a || half_c)) return 0;
   /* as many blocks for every thread, each at most kRowBlockMax rows */
   const int64_t per_thread = (d->m + threads * kRowBlockMax - 1) / (threads * kRowBlockMax);
   const int64_t rows = (d->m + threads * per_thread - 1) / (threads * per_thread);
@@ -453,9 +456,9 @@ static int64_t parallel_block_rows(const hl_gemm_desc *d, int64_t batch) {
 
 /* The product in parallel blocks of `rows` of C's rows. A half A is widened
  * block by block into wa_whole at its own place (the fp32 copy a later
- * a_as_before call reuses; a_ready: it is that copy already), or, where
- * wa_whole is NULL, into each thread's own copy. A half B is widened whole
- * into wb first, by all the threads. */
+ * a_as_before call reuses; a_ready: it is that copy already, the only way
+ * a transposed A comes), or, where wa_whole is NULL, into each thread's own
+ * copy. A half B is widened whole into wb first, by all the threads. */
 static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, const float *bias, float *wa_whole,
                                        bool a_ready, float *wb) {
   const bool half_a = d->a_type != HL_F32, half_c = d->c_type != HL_F32;
@@ -472,10 +475,12 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
 #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < blocks; blk++) {
       const int64_t r = blk * rows, mb = d->m - r < rows ? d->m - r : rows;
-      /* this block's A: rows r.. of A */
+      /* this block's A: rows r.. of A, or columns r.. of the stored A^T */
       const float *a = (const float *)d->a + r * d->lda;
       int64_t lda = d->lda;
-      if (half_a) {
+      if (d->trans_a) {
+        a = wa_whole + r, lda = d->m;
+      } else if (half_a) {
         float *dst = wa_whole ? wa_whole + r * d->k : ws_get(0, (size_t)(mb * d->k));
         if (!a_ready || !wa_whole)
           widen_rows(d->a_type, (const uint16_t *)d->a + r * d->lda, d->lda, dst, d->k, mb, d->k);
@@ -491,7 +496,7 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
         else if (d->beta != 0.0f)
           widen_rows(d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
       }
-      hl_blas()->sgemm(CblasRowMajor, CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans, (int)mb, (int)d->n,
+      hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans, (int)mb, (int)d->n,
                        (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c, (int)ldc);
       if (c_half) narrow_rows(d->c_type, c, d->n, c_half, d->ldc, mb, d->n);
     }
@@ -552,7 +557,7 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   shared_a_.valid = false; /* until slot 3 holds d's A whole */
   bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   const bool by_entries = entries_in_parallel(d, batch);
-  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch);
+  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, a_ready && wa_shared && 4 * elements_of(Sa) <= kGroupBytes);
   if (block_rows) {
     /* A's whole copy is made block by block while it fits kGroupBytes;
      * beyond, each block is widened into its thread's own copy */

@@ -275,13 +275,14 @@ static void test_outer_batch(void **state) {
  * dW products). Seen by breaking the promise: A changed in between, the
  * promised call still multiplies the old copy; a call without the promise,
  * or with another A, converts afresh. */
-static void a_as_before_case(int64_t AM) {
-  enum { AK = 24, AN = 16 };
+static void a_as_before_case(int64_t AM, int64_t AK) {
+  enum { AN = 16 };
   const hl_dtype t = HL_F16;
   uint16_t *a = filled(t, AM * AK, 21), *a2 = filled(t, AM * AK, 23);
   void *b = filled(t, AK * AN, 22), *bt = filled(t, AM * AN, 24);
-  uint16_t *c_first = calloc((size_t)(AM * AN), 2), *c = calloc((size_t)(AM * AN), 2), ct_old[AK * AN], ct_new[AK * AN];
-  assert_true(c_first && c);
+  uint16_t *c_first = calloc((size_t)(AM * AN), 2), *c = calloc((size_t)(AM * AN), 2);
+  uint16_t *ct_old = calloc((size_t)(AK * AN), 2), *ct_new = calloc((size_t)(AK * AN), 2);
+  assert_true(c_first && c && ct_old && ct_new);
   hl_gemm_desc d = {.m = AM, .n = AN, .k = AK, .batch = 1, .a_type = t, .b_type = t, .c_type = t,
                     .compute = HL_COMPUTE_F32, .alpha = 1.0f, .a = a, .lda = AK, .b = b, .ldb = AN, .c = c_first, .ldc = AN};
   /* the transposed use of the same stored A: [K, M] x [M, N] */
@@ -297,18 +298,19 @@ static void a_as_before_case(int64_t AM) {
   d.c = c_first, d.a_as_before = false;
   dt.a_as_before = false;
   K()->gemm(&dt);
-  memcpy(ct_old, ct_new, sizeof ct_old);
+  memcpy(ct_old, ct_new, 2 * (size_t)(AK * AN));
   for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* every sign flipped behind the promise */
   K()->gemm(&d); /* no promise: slot 3 now holds the flipped A */
   for (int64_t i = 0; i < AM * AK; i++) a[i] ^= 0x8000; /* back to the true A */
   dt.a_as_before = true;
   K()->gemm(&dt); /* promised: the copy of the flipped A, transposed */
-  for (int i = 0; i < AK * AN; i++)
+  for (int64_t i = 0; i < AK * AN; i++)
     if (ct_new[i] != (ct_old[i] ^ 0x8000) && ct_old[i] != 0)
-      fail_msg("the promised call did not reuse the copy: element %d 0x%04x, old 0x%04x", i, ct_new[i], ct_old[i]);
+      fail_msg("the promised call did not reuse the copy: element %lld 0x%04x, old 0x%04x", (long long)i, ct_new[i],
+               ct_old[i]);
   dt.a_as_before = false;
   K()->gemm(&dt); /* no promise: the true A again */
-  assert_memory_equal(ct_new, ct_old, sizeof ct_old);
+  assert_memory_equal(ct_new, ct_old, 2 * (size_t)(AK * AN));
   /* a promise with another A is not taken for the old one */
   d.c = c;
   d.a = a2, d.a_as_before = true;
@@ -317,17 +319,19 @@ static void a_as_before_case(int64_t AM) {
   plain.a_as_before = false, plain.c = c_first;
   K()->gemm(&plain);
   assert_memory_equal(c, c_first, 2 * (size_t)(AM * AN));
-  free(a), free(a2), free(b), free(bt), free(c_first), free(c);
+  free(a), free(a2), free(b), free(bt), free(c_first), free(c), free(ct_old), free(ct_new);
 }
 
-/* A of 40 rows: the dX product widens it whole; of 600 rows on 2 threads,
- * in parallel blocks of rows, its copy made block by block */
+/* A of 40 x 24: each product whole; 600 x 24 on 2 threads: the plain
+ * product in parallel blocks of rows, A's copy made block by block; 600 x
+ * 200: the transposed one too, from the ready copy */
 static void test_a_as_before(void **state) {
   (void)state;
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
-  a_as_before_case(40);
-  a_as_before_case(600);
+  a_as_before_case(40, 24);
+  a_as_before_case(600, 24);
+  a_as_before_case(600, 200);
   omp_set_num_threads(threads);
 }
 
