@@ -259,23 +259,21 @@ static void c_copy_in(const hl_gemm_desc *d, const float *bias, uint16_t *c_half
   c_copy_in_blocks(d, bias, c_half, c, Lc);
 }
 
-/* rows x cols half elements (row stride lds) widened into dst (row stride
- * ldd), or fp32 ones narrowed back, on the calling thread alone; the
- * conversion chosen once per call, not per row (attention's heads are rows
- * of 64 elements) */
-static void widen_rows(hl_dtype t, const uint16_t *src, int64_t lds, float *dst, int64_t ldd, int64_t rows,
-                       int64_t cols) {
-  const hl_cpu_widen_fn widen = hl_cpu_half_path_widen(t, hl_cpu_half_path_chosen(t));
-  if (lds == cols && ldd == cols) widen(src, dst, (size_t)(rows * cols));
-  else
-    for (int64_t r = 0; r < rows; r++) widen(src + r * lds, dst + r * ldd, (size_t)cols);
-}
-static void narrow_rows(hl_dtype t, const float *src, int64_t lds, uint16_t *dst, int64_t ldd, int64_t rows,
-                        int64_t cols) {
-  const hl_cpu_narrow_fn narrow = hl_cpu_half_path_narrow(t, hl_cpu_half_path_chosen(t));
-  if (lds == cols && ldd == cols) narrow(src, dst, (size_t)(rows * cols));
-  else
-    for (int64_t r = 0; r < rows; r++) narrow(src + r * lds, dst + r * ldd, (size_t)cols);
+/* Between rows x cols half elements (row stride ldh) and fp32 ones (row
+ * stride ldf), on the calling thread alone: to_f32 widens half -> fp32,
+ * else narrows fp32 -> half. The conversion is chosen once per call, not
+ * per row (attention's heads are rows of 64 elements). */
+static void convert_rows(bool to_f32, hl_dtype t, uint16_t *half, int64_t ldh, float *f, int64_t ldf, int64_t rows,
+                         int64_t cols) {
+  const hl_cpu_half_path path = hl_cpu_half_path_chosen(t);
+  const hl_cpu_widen_fn widen = hl_cpu_half_path_widen(t, path);
+  const hl_cpu_narrow_fn narrow = hl_cpu_half_path_narrow(t, path);
+  const bool flat = ldh == cols && ldf == cols;
+  const int64_t runs = flat ? 1 : rows, n = flat ? rows * cols : cols;
+  for (int64_t r = 0; r < runs; r++) {
+    if (to_f32) widen(half + r * ldh, f + r * ldf, (size_t)n);
+    else narrow(f + r * ldf, half + r * ldh, (size_t)n);
+  }
 }
 
 /* fp32 views of one batch entry's operands: the data itself or the calling
@@ -298,12 +296,12 @@ static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shar
                    (float *)d->c + i * d->stride_c, d->lda, d->ldb, d->ldc};
   if (d->a_type != HL_F32) {
     float *w = wa_shared ? (float *)wa_shared : ws_get(0, (size_t)(a_rows * a_cols));
-    if (!wa_shared) widen_rows(d->a_type, (const uint16_t *)d->a + i * d->stride_a, d->lda, w, a_cols, a_rows, a_cols);
+    if (!wa_shared) convert_rows(true, d->a_type, (uint16_t *)d->a + i * d->stride_a, d->lda, w, a_cols, a_rows, a_cols);
     v.a = w, v.lda = a_cols;
   }
   if (d->b_type != HL_F32) {
     float *w = wb_shared ? (float *)wb_shared : ws_get(1, (size_t)(b_rows * b_cols));
-    if (!wb_shared) widen_rows(d->b_type, (const uint16_t *)d->b + i * d->stride_b, d->ldb, w, b_cols, b_rows, b_cols);
+    if (!wb_shared) convert_rows(true, d->b_type, (uint16_t *)d->b + i * d->stride_b, d->ldb, w, b_cols, b_rows, b_cols);
     v.b = w, v.ldb = b_cols;
   }
   uint16_t *c_half = d->c_type != HL_F32 ? (uint16_t *)d->c + i * d->stride_c : NULL;
@@ -312,12 +310,12 @@ static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shar
     if (bias)
       for (int64_t r = 0; r < d->m; r++) memcpy(v.c + r * d->n, bias, sizeof(float) * (size_t)d->n);
     else if (d->beta != 0.0f)
-      widen_rows(d->c_type, c_half, d->ldc, v.c, d->n, d->m, d->n);
+      convert_rows(true, d->c_type, c_half, d->ldc, v.c, d->n, d->m, d->n);
   }
   hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
                    (int)d->m, (int)d->n, (int)d->k, d->alpha, v.a, (int)v.lda, v.b, (int)v.ldb, bias ? 1.0f : d->beta,
                    v.c, (int)v.ldc);
-  if (c_half) narrow_rows(d->c_type, v.c, d->n, c_half, d->ldc, d->m, d->n);
+  if (c_half) convert_rows(false, d->c_type, c_half, d->ldc, v.c, d->n, d->m, d->n);
 }
 
 /* Bytes of the fp32 copies one batch entry needs (an operand every entry
@@ -483,7 +481,7 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
       } else if (half_a) {
         float *dst = wa_whole ? wa_whole + r * d->k : ws_get(0, (size_t)(mb * d->k));
         if (!a_ready || !wa_whole)
-          widen_rows(d->a_type, (const uint16_t *)d->a + r * d->lda, d->lda, dst, d->k, mb, d->k);
+          convert_rows(true, d->a_type, (uint16_t *)d->a + r * d->lda, d->lda, dst, d->k, mb, d->k);
         a = dst, lda = d->k;
       }
       float *c = (float *)d->c + r * d->ldc;
@@ -494,11 +492,11 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
         if (bias)
           for (int64_t i = 0; i < mb; i++) memcpy(c + i * d->n, bias, sizeof(float) * (size_t)d->n);
         else if (d->beta != 0.0f)
-          widen_rows(d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
+          convert_rows(true, d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
       }
       hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans, (int)mb, (int)d->n,
                        (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c, (int)ldc);
-      if (c_half) narrow_rows(d->c_type, c, d->n, c_half, d->ldc, mb, d->n);
+      if (c_half) convert_rows(false, d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
     }
   }
 }
