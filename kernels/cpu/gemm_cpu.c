@@ -276,6 +276,16 @@ static void convert_rows(bool to_f32, hl_dtype t, uint16_t *half, int64_t ldh, f
   }
 }
 
+/* rows of a half C's fp32 copy (packed, n wide) before the product, on the
+ * calling thread: the bias in every row, or C widened when beta reads it,
+ * or nothing (c_copy_in_blocks shared among threads) */
+static void c_start_rows(const hl_gemm_desc *d, const float *bias, uint16_t *c_half, float *c, int64_t rows) {
+  if (bias)
+    for (int64_t r = 0; r < rows; r++) memcpy(c + r * d->n, bias, sizeof(float) * (size_t)d->n);
+  else if (d->beta != 0.0f)
+    convert_rows(true, d->c_type, c_half, d->ldc, c, d->n, rows, d->n);
+}
+
 /* fp32 views of one batch entry's operands: the data itself or the calling
  * thread's widened copies (the shared ones made beforehand) */
 typedef struct {
@@ -296,21 +306,20 @@ static void entry_product(const hl_gemm_desc *d, int64_t i, const float *wa_shar
                    (float *)d->c + i * d->stride_c, d->lda, d->ldb, d->ldc};
   if (d->a_type != HL_F32) {
     float *w = wa_shared ? (float *)wa_shared : ws_get(0, (size_t)(a_rows * a_cols));
-    if (!wa_shared) convert_rows(true, d->a_type, (uint16_t *)d->a + i * d->stride_a, d->lda, w, a_cols, a_rows, a_cols);
+    if (!wa_shared)
+      convert_rows(true, d->a_type, (uint16_t *)d->a + i * d->stride_a, d->lda, w, a_cols, a_rows, a_cols);
     v.a = w, v.lda = a_cols;
   }
   if (d->b_type != HL_F32) {
     float *w = wb_shared ? (float *)wb_shared : ws_get(1, (size_t)(b_rows * b_cols));
-    if (!wb_shared) convert_rows(true, d->b_type, (uint16_t *)d->b + i * d->stride_b, d->ldb, w, b_cols, b_rows, b_cols);
+    if (!wb_shared)
+      convert_rows(true, d->b_type, (uint16_t *)d->b + i * d->stride_b, d->ldb, w, b_cols, b_rows, b_cols);
     v.b = w, v.ldb = b_cols;
   }
   uint16_t *c_half = d->c_type != HL_F32 ? (uint16_t *)d->c + i * d->stride_c : NULL;
   if (c_half) {
     v.c = ws_get(2, (size_t)(d->m * d->n)), v.ldc = d->n;
-    if (bias)
-      for (int64_t r = 0; r < d->m; r++) memcpy(v.c + r * d->n, bias, sizeof(float) * (size_t)d->n);
-    else if (d->beta != 0.0f)
-      convert_rows(true, d->c_type, c_half, d->ldc, v.c, d->n, d->m, d->n);
+    c_start_rows(d, bias, c_half, v.c, d->m);
   }
   hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
                    (int)d->m, (int)d->n, (int)d->k, d->alpha, v.a, (int)v.lda, v.b, (int)v.ldb, bias ? 1.0f : d->beta,
@@ -480,7 +489,7 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
         a = wa_whole + r, lda = d->m;
       } else if (half_a) {
         float *dst = wa_whole ? wa_whole + r * d->k : ws_get(0, (size_t)(mb * d->k));
-        if (!a_ready || !wa_whole)
+        if (!a_ready)
           convert_rows(true, d->a_type, (uint16_t *)d->a + r * d->lda, d->lda, dst, d->k, mb, d->k);
         a = dst, lda = d->k;
       }
@@ -489,13 +498,11 @@ static void product_in_parallel_blocks(const hl_gemm_desc *d, int64_t rows, cons
       uint16_t *c_half = half_c ? (uint16_t *)d->c + r * d->ldc : NULL;
       if (c_half) {
         c = ws_get(2, (size_t)(mb * d->n)), ldc = d->n;
-        if (bias)
-          for (int64_t i = 0; i < mb; i++) memcpy(c + i * d->n, bias, sizeof(float) * (size_t)d->n);
-        else if (d->beta != 0.0f)
-          convert_rows(true, d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
+        c_start_rows(d, bias, c_half, c, mb);
       }
-      hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans, (int)mb, (int)d->n,
-                       (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c, (int)ldc);
+      hl_blas()->sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans, d->trans_b ? CblasTrans : CblasNoTrans,
+                       (int)mb, (int)d->n, (int)d->k, d->alpha, a, (int)lda, b, (int)ldb, bias ? 1.0f : d->beta, c,
+                       (int)ldc);
       if (c_half) convert_rows(false, d->c_type, c_half, d->ldc, c, d->n, mb, d->n);
     }
   }
@@ -555,13 +562,14 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   shared_a_.valid = false; /* until slot 3 holds d's A whole */
   bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   const bool by_entries = entries_in_parallel(d, batch);
-  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, a_ready && wa_shared && 4 * elements_of(Sa) <= kGroupBytes);
+  /* in parallel blocks of rows, A's whole copy is made block by block while
+   * it fits kGroupBytes; beyond, each block is widened into its thread's own */
+  float *wa_whole = wa_shared && 4 * elements_of(Sa) <= kGroupBytes ? wa_shared : NULL;
+  const bool whole_ready = wa_whole && a_ready;
+  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, whole_ready);
   if (block_rows) {
-    /* A's whole copy is made block by block while it fits kGroupBytes;
-     * beyond, each block is widened into its thread's own copy */
-    float *wa = wa_shared && 4 * elements_of(Sa) <= kGroupBytes ? wa_shared : NULL;
-    product_in_parallel_blocks(d, block_rows, bias, wa, wa && a_ready, wb_shared);
-    if (wa) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
+    product_in_parallel_blocks(d, block_rows, bias, wa_whole, whole_ready, wb_shared);
+    if (wa_whole) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
     return;
   }
   const bool by_row_blocks = !by_entries && entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows;
