@@ -552,29 +552,32 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   const float *bias = bias_f32(d);
   /* an operand every entry shares (batch stride 0; both of a product
    * without a batch) is widened once: before the entries or row blocks
-   * below, or in the first group's conversion pass */
-  float *wa_shared = NULL, *wb_shared = NULL;
+   * below, or in the first group's conversion pass. Slot 3 is taken only
+   * on the paths that write A's whole copy (GPT-2's logits gradient would
+   * ask for 2.5 GB there, and never touch it). */
+  float *wb_shared = NULL;
   const half_layout Sa = {1, a_rows, a_cols, d->lda, 0}, Sb = {1, b_rows, b_cols, d->ldb, 0};
-  if (half_a && (!d->stride_a || batch == 1)) wa_shared = ws_get(3, (size_t)elements_of(Sa));
+  const bool share_a = half_a && (!d->stride_a || batch == 1);
   if (half_b && (!d->stride_b || batch == 1)) wb_shared = ws_get(4, (size_t)elements_of(Sb));
   /* the previous call's A again (a linear's output gradient): its copy stands */
-  const bool a_ready = wa_shared && shared_a_ready(d, a_rows, a_cols);
+  const bool a_ready = share_a && shared_a_ready(d, a_rows, a_cols);
   shared_a_.valid = false; /* until slot 3 holds d's A whole */
-  bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   const bool by_entries = entries_in_parallel(d, batch);
   /* in parallel blocks of rows, A's whole copy is made block by block while
    * it fits kGroupBytes; beyond, each block is widened into its thread's own */
-  float *wa_whole = wa_shared && 4 * elements_of(Sa) <= kGroupBytes ? wa_shared : NULL;
-  const bool whole_ready = wa_whole && a_ready;
-  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, whole_ready);
+  const bool whole_fits = share_a && 4 * elements_of(Sa) <= kGroupBytes;
+  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, whole_fits && a_ready);
   if (block_rows) {
-    product_in_parallel_blocks(d, block_rows, bias, wa_whole, whole_ready, wb_shared);
+    float *wa_whole = whole_fits ? ws_get(3, (size_t)elements_of(Sa)) : NULL;
+    product_in_parallel_blocks(d, block_rows, bias, wa_whole, whole_fits && a_ready, wb_shared);
     if (wa_whole) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
     return;
   }
   const bool by_row_blocks = !by_entries && entry_bytes_of(d) > kGroupBytes && (half_a || half_c) && d->m > kMinBlockRows;
+  /* row blocks widen A block by block there */
+  float *wa_shared = share_a && !by_row_blocks ? ws_get(3, (size_t)elements_of(Sa)) : NULL;
+  bool shared_pending = (wa_shared && !a_ready) || wb_shared;
   if (by_entries || by_row_blocks) {
-    if (by_row_blocks) wa_shared = NULL; /* widened block by block there */
     const bool widen_a = wa_shared && !a_ready;
     const int64_t work = (widen_a ? elements_of(Sa) : 0) + (wb_shared ? elements_of(Sb) : 0);
 #pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
