@@ -565,11 +565,11 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   const bool by_entries = entries_in_parallel(d, batch);
   /* in parallel blocks of rows, A's whole copy is made block by block while
    * it fits kGroupBytes; beyond, each block is widened into its thread's own */
-  const bool whole_fits = share_a && 4 * elements_of(Sa) <= kGroupBytes;
-  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, whole_fits && a_ready);
+  const bool whole_fits = share_a && 4 * elements_of(Sa) <= kGroupBytes, whole_ready = whole_fits && a_ready;
+  const int64_t block_rows = by_entries ? 0 : parallel_block_rows(d, batch, whole_ready);
   if (block_rows) {
     float *wa_whole = whole_fits ? ws_get(3, (size_t)elements_of(Sa)) : NULL;
-    product_in_parallel_blocks(d, block_rows, bias, wa_whole, whole_fits && a_ready, wb_shared);
+    product_in_parallel_blocks(d, block_rows, bias, wa_whole, whole_ready, wb_shared);
     if (wa_whole) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
     return;
   }
