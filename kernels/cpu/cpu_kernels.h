@@ -18,4 +18,11 @@ extern const struct hl_convert_kernels hl_cpu_convert_kernels;
  * hands it whatever oneDNN does not take; tests hold oneDNN's results to it. */
 void hl_cpu_gemm_blas(const hl_gemm_desc *d);
 
+/* The fp32 working copies hl_cpu_gemm_blas keeps for the calling thread
+ * between calls: their bytes (what malloc was asked for), and their release
+ * (they are otherwise freed when the thread exits). tests/gemm holds the
+ * copies to the bounds gemm_cpu.c states. */
+size_t hl_cpu_gemm_working_bytes(void);
+void hl_cpu_gemm_release_working(void);
+
 #endif

@@ -129,6 +129,17 @@ static float *ws_get(int slot, size_t elems) {
   return ws_.p[slot];
 }
 
+size_t hl_cpu_gemm_working_bytes(void) {
+  size_t bytes = 0;
+  for (int i = 0; i < kSlots; i++) bytes += sizeof(float) * ws_.cap[i];
+  return bytes;
+}
+
+void hl_cpu_gemm_release_working(void) {
+  ws_release(&ws_);
+  shared_a_.valid = false;
+}
+
 /* A batch of half matrices in memory: `entries` matrices of rows x cols,
  * row stride ld, entry stride `stride` */
 typedef struct {

@@ -4,7 +4,8 @@
  * Covered: every transpose combination, padded leading dimensions, strided
  * batches (on one thread and shared among two), outer batches (attention's
  * heads: bit for bit one call per group), alpha and beta != 0, fp16/bf16 storage (widened, fp32 sgemm,
- * rounded once), mixed operand types, fp64, empty shapes, and the reasons
+ * rounded once), mixed operand types, fp64, empty shapes, the size of the
+ * working copies where A's whole copy is not needed, and the reasons
  * supports() gives for what the CPU cannot run.
  *
  * Tolerances (stated, not tuned): an fp32-accumulated result may differ
@@ -21,6 +22,7 @@
 #include "formats/half.h"
 #include "formats/philox.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/gemm.h"
 #include "tests/support/hltest.h"
 
@@ -399,6 +401,30 @@ static void test_parallel_row_blocks(void **state) {
     }
 }
 
+/* A product that does not need A's whole fp32 copy does not allocate one
+ * (kernels/cpu/gemm_cpu.c: GPT-2's logits gradient would ask for 2.5 GB):
+ * a half A of 3000 x 4000 (48 MB in fp32) times a 4-column B runs in row
+ * blocks on one thread and in parallel blocks on two; either way the calling
+ * thread's copies stay within the 32 MiB of A and C blocks the file states
+ * plus B's copy. A whole copy of A would take them past 80 MB. */
+static void test_working_copies_bounded(void **state) {
+  (void)state;
+  const int threads = omp_get_max_threads();
+  const gemm_case g = {.m = 3000, .n = 4, .k = 4000, .batch = 1, .at = HL_F16, .bt = HL_F16, .ct = HL_F16,
+                       .compute = HL_COMPUTE_F32, .alpha = 1.0f, .beta = 0.0f};
+  const size_t bound = (32u << 20) + sizeof(float) * (size_t)(g.k * g.n);
+  for (int t = 1; t <= 2; t++) {
+    omp_set_num_threads(t);
+    hl_cpu_gemm_release_working();
+    check_case_on(&g);
+    const size_t bytes = hl_cpu_gemm_working_bytes();
+    if (bytes == 0 || bytes > bound)
+      fail_msg("%d thread(s): %zu bytes of working copies, want 1 to %zu", t, bytes, bound);
+  }
+  omp_set_num_threads(threads);
+  hl_cpu_gemm_release_working();
+}
+
 /* A row bias (hl_gemm_desc.bias) on every path: one entry, a batch of small
  * entries, row blocks, k = 0; bias in C's type and in fp32 */
 static void test_row_bias(void **state) {
@@ -616,6 +642,7 @@ int main(void) {
       cmocka_unit_test(test_alpha_beta),
       cmocka_unit_test(test_strided_batches), cmocka_unit_test(test_dense_batches_and_groups),
       cmocka_unit_test(test_row_blocks), cmocka_unit_test(test_parallel_row_blocks), cmocka_unit_test(test_outer_batch), cmocka_unit_test(test_a_as_before),
+      cmocka_unit_test(test_working_copies_bounded),
       cmocka_unit_test(test_row_bias), cmocka_unit_test(test_row_bias_same_bits),
       cmocka_unit_test(test_mixed_types),
       cmocka_unit_test(test_fp64),
