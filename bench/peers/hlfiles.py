@@ -160,14 +160,24 @@ def halflab_version():
 
 
 def cpu_model():
+    """The CPU's name as halflab's device line gives it: /proc/cpuinfo's model
+    name, with the family and model where cpuinfo has them ("AMD EPYC
+    (family 26, model 2)"): a VM's name alone does not tell generations apart."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, sep, value = line.partition(":")
+                key = key.strip()
+                if not sep:
+                    break  # the first processor's block ends at a blank line
+                fields.setdefault(key, value.strip())
     except OSError:
         pass
-    return platform.processor() or "unknown CPU"
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += " (family %s, model %s)" % (fields["cpu family"], fields["model"])
+    return name
 
 
 def load_average():

@@ -70,7 +70,7 @@ const hl_device_facts *hl_device_facts_get(hl_device_kind kind) {
 }
 
 /* Lower-case words of the device name joined by '-', without vendor marks
- * ("(R)", "(TM)") and filler ("CPU", "Processor", "@ 2.10GHz"). */
+ * ("(R)", "(TM)"), filler ("CPU", "Processor") and the clock after '@'. */
 static void slugify(const char *name, char *out, size_t len) {
   static const char *filler[] = {"r", "tm", "cpu", "processor", NULL};
   size_t k = 0;
@@ -78,7 +78,8 @@ static void slugify(const char *name, char *out, size_t len) {
   for (const char *p = name; *p;) {
     char word[64];
     size_t w = 0;
-    while (*p && !isalnum((unsigned char)*p)) p++;
+    while (*p && *p != '@' && !isalnum((unsigned char)*p)) p++;
+    if (*p == '@') break; /* "@ 2.10GHz": the clock, whose "2" would stay */
     while (*p && isalnum((unsigned char)*p) && w + 1 < sizeof word) word[w++] = (char)tolower((unsigned char)*p++);
     word[w] = '\0';
     if (!w) break;
@@ -91,24 +92,34 @@ static void slugify(const char *name, char *out, size_t len) {
   }
 }
 
+/* A CPU name without a digit ("AMD EPYC", what a VM shows for Zen 4 and
+ * Zen 5 alike) gains cpuid's family and model, so that two generations do
+ * not write into one results folder. */
+void hl_device_slug_of(hl_device_kind kind, const char *name, const char *model_id, char *out, size_t len) {
+  char s[80], id[48] = "";
+  slugify(name, s, sizeof s);
+  if (model_id && model_id[0] && !strpbrk(s, "0123456789")) slugify(model_id, id, sizeof id);
+  if (kind == HL_DEVICE_CPU) snprintf(out, len, "cpu-%s%s%s", s[0] ? s : "unknown", id[0] ? "-" : "", id);
+  else snprintf(out, len, "%s", s[0] ? s : "gpu");
+}
+
 const char *hl_device_slug(hl_device_kind kind) {
-  static char slug[HL_DEVICE_KINDS][96];
+  static char slug[HL_DEVICE_KINDS][128];
   if (!slug[kind][0]) {
-    char s[80];
-    slugify(hl_device_facts_get(kind)->name, s, sizeof s);
-    if (kind == HL_DEVICE_CPU) snprintf(slug[kind], sizeof slug[kind], "cpu-%s", s[0] ? s : "unknown");
-    else snprintf(slug[kind], sizeof slug[kind], "%s", s[0] ? s : "gpu");
+    const hl_device_facts *f = hl_device_facts_get(kind);
+    hl_device_slug_of(kind, f->name, f->model_id, slug[kind], sizeof slug[kind]);
   }
   return slug[kind];
 }
 
 const char *hl_device_describe(hl_device_kind kind) {
-  static char line[HL_DEVICE_KINDS][320];
+  static char line[HL_DEVICE_KINDS][384];
   if (!line[kind][0]) {
     const hl_device_facts *f = hl_device_facts_get(kind);
     if (kind == HL_DEVICE_CPU)
-      snprintf(line[kind], sizeof line[kind], "cpu: %s, %d logical cores, %d OpenMP threads, %.1f GiB",
-               f->name, f->sm_count, f->threads, (double)f->total_mem / (1u << 30));
+      snprintf(line[kind], sizeof line[kind], "cpu: %s%s%s%s, %d logical cores, %d OpenMP threads, %.1f GiB",
+               f->name, f->model_id[0] ? " (" : "", f->model_id, f->model_id[0] ? ")" : "", f->sm_count,
+               f->threads, (double)f->total_mem / (1u << 30));
     else
       snprintf(line[kind], sizeof line[kind], "cuda: %s, sm_%d%d, %d SMs, %.1f GiB", f->name, f->cc_major,
                f->cc_minor, f->sm_count, (double)f->total_mem / (1u << 30));

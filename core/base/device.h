@@ -30,8 +30,12 @@ const char *hl_device_kind_name(hl_device_kind kind);
 /* Facts, cached after the first query except free memory. */
 const hl_device_facts *hl_device_facts_get(hl_device_kind kind);
 
-/* Machine slug for results/<machine>/: "nvidia-h200", "cpu-intel-xeon-processor". */
+/* Machine slug for results/<machine>/: "nvidia-h200", "cpu-amd-epyc-9654-96-core",
+ * or, where the CPU's name has no digit (a VM's "AMD EPYC"), with cpuid's family
+ * and model: "cpu-amd-epyc-family-26-model-2". */
 const char *hl_device_slug(hl_device_kind kind);
+/* The same rule for a given name and model id (hl_device_facts.model_id) */
+void hl_device_slug_of(hl_device_kind kind, const char *name, const char *model_id, char *out, size_t len);
 
 /* One line describing the device for CSV metadata and program headers. */
 const char *hl_device_describe(hl_device_kind kind);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 struct hl_event {
@@ -90,6 +91,8 @@ static void cpu_facts(hl_device_facts *out) {
   memset(out, 0, sizeof *out);
   read_field("/proc/cpuinfo", "model name", out->name, sizeof out->name);
   if (!out->name[0]) snprintf(out->name, sizeof out->name, "unknown CPU");
+  const hl_cpu_features *c = hl_cpu_features_get();
+  if (c->vendor[0]) snprintf(out->model_id, sizeof out->model_id, "family %d, model %d", c->family, c->model);
   out->sm_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
   out->threads = omp_get_max_threads();
   char mhz[64];

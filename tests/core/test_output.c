@@ -1,8 +1,9 @@
 /* test_output.c — suite unit: the output helpers the programs
  * share: rows held for a whole table (cli/csv.h hl_csv_rows), numbers as
  * text (cli/cli.h hl_format_thousands, core/base/mem.h hl_format_bytes), the CRC-32 of
- * halflab's own files (core/base/crc32.h) and their all-or-nothing writing
- * (core/base/atomic_file.h). */
+ * halflab's own files (core/base/crc32.h), their all-or-nothing writing
+ * (core/base/atomic_file.h) and the results folder's machine name
+ * (core/base/device.h hl_device_slug_of). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "core/base/atomic_file.h"
 #include "cli/cli.h"
 #include "core/base/crc32.h"
+#include "core/base/device.h"
 #include "cli/csv.h"
 #include "tests/support/hltest.h"
 
@@ -138,12 +140,43 @@ static void test_atomic_file(void **state) {
   free(dir);
 }
 
+/* results/<machine>/: vendor marks, filler and clock dropped; a name without
+ * a digit gains the family and model, so a VM's "AMD EPYC" on Zen 4 and on
+ * Zen 5 are two folders; this machine's own name follows the same rule */
+static void test_machine_names(void **state) {
+  (void)state;
+  static const struct {
+    hl_device_kind kind;
+    const char *name, *model_id, *slug;
+  } cases[] = {
+      {HL_DEVICE_CPU, "AMD EPYC", "family 26, model 2", "cpu-amd-epyc-family-26-model-2"},
+      {HL_DEVICE_CPU, "AMD EPYC", "family 25, model 17", "cpu-amd-epyc-family-25-model-17"},
+      {HL_DEVICE_CPU, "AMD EPYC", "", "cpu-amd-epyc"},
+      {HL_DEVICE_CPU, "AMD EPYC 9654 96-Core Processor", "family 25, model 17", "cpu-amd-epyc-9654-96-core"},
+      {HL_DEVICE_CPU, "Intel(R) Xeon(R) Platinum 8480+", "family 6, model 143", "cpu-intel-xeon-platinum-8480"},
+      {HL_DEVICE_CPU, "Intel(R) Xeon(R) Processor @ 2.10GHz", "family 6, model 207",
+       "cpu-intel-xeon-family-6-model-207"},
+      {HL_DEVICE_CPU, "", "", "cpu-unknown"},
+      {HL_DEVICE_CUDA, "NVIDIA H200", "", "nvidia-h200"},
+  };
+  char s[128];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    hl_device_slug_of(cases[i].kind, cases[i].name, cases[i].model_id, s, sizeof s);
+    assert_string_equal(s, cases[i].slug);
+  }
+  const hl_device_facts *f = hl_device_facts_get(HL_DEVICE_CPU);
+  hl_device_slug_of(HL_DEVICE_CPU, f->name, f->model_id, s, sizeof s);
+  assert_string_equal(hl_device_slug(HL_DEVICE_CPU), s);
+  assert_true(strpbrk(s, "0123456789") != NULL || !f->model_id[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_numbers_as_text),
       cmocka_unit_test(test_rows),
       cmocka_unit_test(test_crc32),
       cmocka_unit_test(test_atomic_file),
+      cmocka_unit_test(test_machine_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
