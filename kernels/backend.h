@@ -24,7 +24,7 @@ typedef enum { HL_DEVICE_CPU = 0, HL_DEVICE_CUDA = 1, HL_DEVICE_KINDS = 2 } hl_d
 /* What a backend knows of its device; "unknown" fields are 0 or -1 as noted. */
 typedef struct hl_device_facts {
   char name[256];             /* "NVIDIA H200", "Intel(R) Xeon(R) Processor" */
-  char model_id[48];          /* CPU: "family 26, model 2" (cpuid's display family and model, as /proc/cpuinfo
+  char model_id[48];          /* CPU: "family 26 model 2" (cpuid's display family and model, as /proc/cpuinfo
                                  shows them): a VM's name ("AMD EPYC") does not tell generations apart;
                                  empty off x86 and on GPUs */
   int cc_major, cc_minor;     /* compute capability; 0 on the CPU */

@@ -42,7 +42,7 @@ g_B = 0.17
 g_T = 0.84
 do for [out=1:2] {
   if (out == 1) { eval png(W, H); set output dir.'/gemm-tflops.png' } else { eval svg(W, H); set output dir.'/gemm-tflops.svg' }
-  set multiplot title sprintf("GEMM throughput by precision, n x n x n (FLOPs = 2n^3, median of the timed launches)\n%s; %s", desc, peak_note)
+  set multiplot title sprintf("GEMM throughput by precision, n x n x n (FLOPs = 2n^3, median of the timed launches)\n%s\n%s", desc, peak_note)
   eval cell(1, 1)
   set xlabel 'matrix size n'
   set ylabel 'TFLOP/s'

@@ -17,7 +17,8 @@ if (!file_exists(tin)) {
   print sprintf("peers.gp: %s not found: no chart (run bench/peers/compare_cpu.sh or, on a GPU, bench/peers/gpu_compare.sh)", tin)
   exit
 }
-desc = device_of(tin)
+# both implementations' device descriptions, folded to the title's width
+desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g' | fold -s -w 100", tin))
 # the run's note, folded to the title's width
 note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g' | fold -s -w 100", tin))
 load = system(sprintf("sed -n 's/^# load: //p' '%s' | head -1", tin))
@@ -46,13 +47,13 @@ top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i+
 bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_ms_min\"] < m { m = $c[\"step_ms_min\"] } END { print m + 0 }' '%s'", tin)))
 
 W = 1900
-H = 880
+H = 920
 g_cols = 3
 g_rows = 1
 g_L = 0.08
 g_R = 0.985
 g_B = 0.27
-g_T = 0.72
+g_T = 0.68
 g_hs = 0.065
 do for [out=1:2] {
   if (out == 1) { eval png(W, H); set output dir.'/peers.png' } else { eval svg(W, H); set output dir.'/peers.svg' }

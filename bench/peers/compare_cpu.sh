@@ -78,7 +78,7 @@ skip() {
     echo "# halflab ${version:-unknown}"
     echo "# schema: 1"
     echo "# command: $command_line"
-    echo "# device: cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)$(awk -F': *' '/^cpu family/ && !f {f = $2} /^model[[:space:]]*:/ && !m {m = $2} END {if (f != "" && m != "") printf " (family %s, model %s)", f, m}' /proc/cpuinfo), $(nproc) logical cores"
+    echo "# device: cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)$(awk -F': *' '/^cpu family/ && !f {f = $2} /^model[[:space:]]*:/ && !m {m = $2} END {if (f != "" && m != "") printf " (family %s model %s)", f, m}' /proc/cpuinfo), $(nproc) logical cores"
     echo "# host: $(uname -n), $(uname -s) $(uname -r) $(uname -m)"
     echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# what: the PyTorch comparison (bench/peers/compare_cpu.sh) did not run; earlier measurements, if any, are kept"

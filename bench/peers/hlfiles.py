@@ -162,7 +162,7 @@ def halflab_version():
 def cpu_model():
     """The CPU's name as halflab's device line gives it: /proc/cpuinfo's model
     name, with the family and model where cpuinfo has them ("AMD EPYC
-    (family 26, model 2)"): a VM's name alone does not tell generations apart."""
+    (family 26 model 2)"): a VM's name alone does not tell generations apart."""
     fields = {}
     try:
         with open("/proc/cpuinfo") as f:
@@ -176,7 +176,7 @@ def cpu_model():
         pass
     name = fields.get("model name") or platform.processor() or "unknown CPU"
     if "cpu family" in fields and "model" in fields:
-        name += " (family %s, model %s)" % (fields["cpu family"], fields["model"])
+        name += " (family %s model %s)" % (fields["cpu family"], fields["model"])
     return name
 
 

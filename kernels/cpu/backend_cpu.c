@@ -92,7 +92,8 @@ static void cpu_facts(hl_device_facts *out) {
   read_field("/proc/cpuinfo", "model name", out->name, sizeof out->name);
   if (!out->name[0]) snprintf(out->name, sizeof out->name, "unknown CPU");
   const hl_cpu_features *c = hl_cpu_features_get();
-  if (c->vendor[0]) snprintf(out->model_id, sizeof out->model_id, "family %d, model %d", c->family, c->model);
+  /* no comma: the charts take a device line's name up to its first comma */
+  if (c->vendor[0]) snprintf(out->model_id, sizeof out->model_id, "family %d model %d", c->family, c->model);
   out->sm_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
   out->threads = omp_get_max_threads();
   char mhz[64];
