@@ -30,7 +30,9 @@ if (n_small == 0 && !have_wire) {
 # configuration's label and wire family, the step, the all-reduce's time
 # and exposed part (ms), its bytes per step and the step's ratio to the
 # one-process step of the same mode.
-bars = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } \
+# concatenated, not sprintf'd: gnuplot's sprintf garbles a format this long once
+# a long path lengthens the result (awk then sees its printf doubled)
+bars = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } \
   $1 ~ /^dp-small-/ && $c[\"status\"] == \"completed\" { r[$1 \" \" $2] = $0 } \
   END { print \"x,label,family,step,busy,exposed,mib,ratio\"; \
     split(\"fp32 amp-bf16 amp-fp16\", m, \" \"); \
@@ -39,10 +41,10 @@ bars = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] 
     split(\"none fp32 fp32 bf16 fp16\", f, \" \"); \
     for (i = 1; i <= 3; i++) { k = g[1] \" \" m[i]; if (!(k in r)) continue; split(r[k], a, \",\"); base = a[c[\"step_time_ms_median\"]]; \
       for (j = 1; j <= 5; j++) { k = g[j] \" \" m[i]; if (!(k in r)) continue; split(r[k], v, \",\"); \
-        printf \"%%d,%%s,%%s,%%s,%%s,%%s,%%.1f,%%.2f\\n\", 6 * (i - 1) + j - 1, l[j], f[j], v[c[\"step_time_ms_median\"]], \
+        printf \"%d,%s,%s,%s,%s,%s,%.1f,%.2f\\n\", 6 * (i - 1) + j - 1, l[j], f[j], v[c[\"step_time_ms_median\"]], \
           v[c[\"allreduce_ms_median\"]] == \"\" ? 0 : v[c[\"allreduce_ms_median\"]], \
           v[c[\"allreduce_exposed_ms_median\"]] == \"\" ? 0 : v[c[\"allreduce_exposed_ms_median\"]], \
-          v[c[\"allreduce_bytes\"]] / 1048576, v[c[\"step_time_ms_median\"]] / base } } }' '%s'", in)
+          v[c[\"allreduce_bytes\"]] / 1048576, v[c[\"step_time_ms_median\"]] / base } } }' '".in."'"
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | cut -d, -f1 | sed 's/_/\\\\_/g'", in))
 # the bar's colour: the wire's family; the one-process bar (no all-reduce) a grey no family uses
 bar_color(f) = f eq 'none' ? 0x999999 : fcolor_int(f)

@@ -19,7 +19,7 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
+desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
 
 modes = 'fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure'
 # colour: the mode's family; dash and point: the mode (style.gp)

@@ -18,7 +18,7 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
+desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
 
 modes = 'amp-fp16 fp16-static fp16-master'
 

@@ -23,7 +23,7 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
+desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
 file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 last(g) = real(system(sprintf("awk -F, '/^#/ || /^mode,/ { next } { n = $2 } END { print n + 0 }' '%s'", file(g, 'fp32'))))

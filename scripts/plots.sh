@@ -43,10 +43,12 @@ for d in "${dirs[@]}"; do
   fi
   plots/report.sh "$d"
 done
-# comparison charts when results/ holds several machines
-if [ $have_gnuplot = 1 ] && [ "$(ls -d results/*/ 2>/dev/null | wc -l)" -gt 1 ]; then
+# comparison charts where the folder above the ones drawn holds several
+# machines (results/, not a smoke run's scratch folder beside it)
+root=$(dirname "${dirs[0]}")
+if [ $have_gnuplot = 1 ] && [ "$(ls -d "$root"/*/ 2>/dev/null | wc -l)" -gt 1 ]; then
   for gp in plots/compare-*.gp; do
-    [ -e "$gp" ] && gnuplot -c "$gp" results
+    [ -e "$gp" ] && gnuplot -c "$gp" "$root"
   done
 fi
 exit 0
