@@ -7,7 +7,8 @@
  * without half-precision matrix units actually does with them: widen to
  * fp32 (exact), sgemm (fp32 accumulation), round the result to the output
  * type once (RNE). The widening is O(mk + kn) against the product's O(mnk);
- * it runs on the CPU's conversion instructions (kernels/cpu/half_arrays.h) into fp32
+ * it runs on the CPU's conversion instructions (kernels/cpu/half_arrays.h's
+ * operand widening: a signalling NaN may come out quiet, as the product leaves it) into fp32
  * working copies that each calling thread keeps between calls, so a call
  * pays neither malloc nor page faults for them. Those copies stay allocated
  * (at the size of the largest operands seen) until the thread exits.
@@ -175,7 +176,7 @@ static void convert_blocks(bool to_f32, hl_dtype t, uint16_t *half, float *packe
     const int64_t entry = flat ? 0 : run / L.rows, row = flat ? 0 : run % L.rows;
     uint16_t *h = half + entry * L.stride + row * L.ld + lo;
     float *f = packed + run * per_row + lo;
-    if (to_f32) hl_cpu_widen(t, h, f, (size_t)n);
+    if (to_f32) hl_cpu_widen_operand(t, h, f, (size_t)n);
     else hl_cpu_narrow(t, f, h, (size_t)n);
   }
 }
@@ -246,7 +247,7 @@ static const float *bias_f32(const hl_gemm_desc *d) {
   if (!d->bias) return NULL;
   if (d->bias_type == HL_F32) return d->bias;
   float *w = ws_get(kSlotBias, (size_t)d->n);
-  if (d->bias_type == HL_F16 || d->bias_type == HL_BF16) hl_cpu_widen(d->bias_type, d->bias, w, (size_t)d->n);
+  if (d->bias_type == HL_F16 || d->bias_type == HL_BF16) hl_cpu_widen_operand(d->bias_type, d->bias, w, (size_t)d->n);
   else
     for (int64_t j = 0; j < d->n; j++) w[j] = (float)hl_gemm_load(d->bias, d->bias_type, j);
   return w;
@@ -277,7 +278,7 @@ static void c_copy_in(const hl_gemm_desc *d, const float *bias, uint16_t *c_half
 static void convert_rows(bool to_f32, hl_dtype t, uint16_t *half, int64_t ldh, float *f, int64_t ldf, int64_t rows,
                          int64_t cols) {
   const hl_cpu_half_path path = hl_cpu_half_path_chosen(t);
-  const hl_cpu_widen_fn widen = hl_cpu_half_path_widen(t, path);
+  const hl_cpu_widen_fn widen = hl_cpu_half_path_widen_operand(t, path);
   const hl_cpu_narrow_fn narrow = hl_cpu_half_path_narrow(t, path);
   const bool flat = ldh == cols && ldf == cols;
   const int64_t runs = flat ? 1 : rows, n = flat ? rows * cols : cols;

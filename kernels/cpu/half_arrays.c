@@ -24,6 +24,13 @@ static void narrow_bf16_portable(const float *src, uint16_t *dst, size_t n) {
 
 /* ------------------------------------------------------------ vector -- */
 #if HL_HAVE_HALF_SIMD
+/* half.h's widening with a NaN's quiet bit set: what vcvtph2ps gives, for
+ * the tail of the quieting loop */
+static float quiet_f16_to_f32(uint16_t h) {
+  const float f = hl_f16_to_f32(h);
+  return hl_f16_isnan(h) ? hl_f32_from_bits(hl_f32_bits(f) | 0x00400000u) : f;
+}
+
 /* LANES at a time over the whole array, the tail element by element */
 #define VECTOR_WIDEN(NAME, TARGET, LANES, WIDEN, STORE_F32, ONE)                  \
   TARGET static void NAME(const uint16_t *src, float *dst, size_t n) {          \
@@ -41,6 +48,7 @@ static void narrow_bf16_portable(const float *src, uint16_t *dst, size_t n) {
 #define STORE16_HALF(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 
 VECTOR_WIDEN(widen_f16_avx2, HL_AVX2_TARGET, 8, hl_avx2_widen8_f16, _mm256_storeu_ps, hl_f16_to_f32)
+VECTOR_WIDEN(widen_f16_avx2_quieting, HL_AVX2_TARGET, 8, hl_avx2_widen8_f16_quieting, _mm256_storeu_ps, quiet_f16_to_f32)
 VECTOR_NARROW(narrow_f16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narrow8_f16, STORE8_HALF, hl_f32_to_f16)
 VECTOR_WIDEN(widen_bf16_avx2, HL_AVX2_TARGET, 8, hl_avx2_widen8_bf16, _mm256_storeu_ps, hl_bf16_to_f32)
 VECTOR_NARROW(narrow_bf16_avx2, HL_AVX2_TARGET, 8, _mm256_loadu_ps, hl_avx2_narrow8_bf16, STORE8_HALF,
@@ -54,17 +62,21 @@ VECTOR_NARROW(narrow_bf16_avx512, HL_AVX512_BF16_TARGET, 16, _mm512_loadu_ps, hl
 #define VECTOR_PATH(fn) NULL /* never present */
 #endif
 
-/* [fp16, bf16][path]; NULL: no such path (fp16 has no avx512 one: half_simd.h) */
+/* [fp16, bf16][path]; NULL: no such path (fp16 has no avx512 one:
+ * half_simd.h). widen_operand: the widening for values computed on at once,
+ * where a signalling NaN may come out quiet (F16C's own behaviour); the
+ * other paths have nothing to skip and give widen's bits. */
 static const struct {
   hl_cpu_widen_fn widen;
   hl_cpu_narrow_fn narrow;
+  hl_cpu_widen_fn widen_operand;
 } paths_[2][HL_HALF_PATH_COUNT] = {
-    {{widen_f16_portable, narrow_f16_portable},
-     {VECTOR_PATH(widen_f16_avx2), VECTOR_PATH(narrow_f16_avx2)},
-     {NULL, NULL}},
-    {{widen_bf16_portable, narrow_bf16_portable},
-     {VECTOR_PATH(widen_bf16_avx2), VECTOR_PATH(narrow_bf16_avx2)},
-     {VECTOR_PATH(widen_bf16_avx512), VECTOR_PATH(narrow_bf16_avx512)}},
+    {{widen_f16_portable, narrow_f16_portable, widen_f16_portable},
+     {VECTOR_PATH(widen_f16_avx2), VECTOR_PATH(narrow_f16_avx2), VECTOR_PATH(widen_f16_avx2_quieting)},
+     {NULL, NULL, NULL}},
+    {{widen_bf16_portable, narrow_bf16_portable, widen_bf16_portable},
+     {VECTOR_PATH(widen_bf16_avx2), VECTOR_PATH(narrow_bf16_avx2), VECTOR_PATH(widen_bf16_avx2)},
+     {VECTOR_PATH(widen_bf16_avx512), VECTOR_PATH(narrow_bf16_avx512), VECTOR_PATH(widen_bf16_avx512)}},
 };
 
 static int type_index(hl_dtype t) { return t == HL_BF16; }
@@ -125,6 +137,9 @@ hl_cpu_half_path hl_cpu_half_path_chosen(hl_dtype t) {
 
 hl_cpu_widen_fn hl_cpu_half_path_widen(hl_dtype t, hl_cpu_half_path p) { return paths_[type_index(t)][p].widen; }
 hl_cpu_narrow_fn hl_cpu_half_path_narrow(hl_dtype t, hl_cpu_half_path p) { return paths_[type_index(t)][p].narrow; }
+hl_cpu_widen_fn hl_cpu_half_path_widen_operand(hl_dtype t, hl_cpu_half_path p) {
+  return paths_[type_index(t)][p].widen_operand;
+}
 
 /* ----------------------------------------------- the kernels' entries -- */
 
@@ -145,4 +160,7 @@ void hl_cpu_widen(hl_dtype t, const uint16_t *src, float *dst, size_t n) {
 }
 void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n) {
   paths_[type_index(t)][hl_cpu_half_path_chosen(t)].narrow(src, dst, n);
+}
+void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n) {
+  paths_[type_index(t)][hl_cpu_half_path_chosen(t)].widen_operand(src, dst, n);
 }

@@ -34,6 +34,14 @@ void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
 /* The same for t = HL_F16 or HL_BF16 (the type a loop carries at run time) */
 void hl_cpu_widen(hl_dtype t, const uint16_t *src, float *dst, size_t n);
 void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n);
+/* hl_cpu_widen for values that are computed on at once and rounded back
+ * (GEMM operands, element-wise blocks, sums): a signalling NaN may come out
+ * quiet, as the arithmetic leaves it anyway, so the results keep their
+ * bits. fp16's F16C path then skips the fix-up that keeps a signalling
+ * NaN's bits (half_simd.h), which took 1.7x the time of the conversion
+ * itself in cache on the Zen 4 development machine. Other values: widen's
+ * bits. */
+void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n);
 
 typedef enum {
   HL_HALF_PATH_PORTABLE = 0, /* formats/half.h, one element at a time */
@@ -59,5 +67,6 @@ typedef void (*hl_cpu_widen_fn)(const uint16_t *src, float *dst, size_t n);
 typedef void (*hl_cpu_narrow_fn)(const float *src, uint16_t *dst, size_t n);
 hl_cpu_widen_fn hl_cpu_half_path_widen(hl_dtype t, hl_cpu_half_path p);
 hl_cpu_narrow_fn hl_cpu_half_path_narrow(hl_dtype t, hl_cpu_half_path p);
+hl_cpu_widen_fn hl_cpu_half_path_widen_operand(hl_dtype t, hl_cpu_half_path p);
 
 #endif

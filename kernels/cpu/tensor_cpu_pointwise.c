@@ -59,20 +59,20 @@ HL_FOR_FLOAT_TYPES(BINARY_ROW)
  * widening still runs on the conversion instructions. */
 static void widen_block(hl_dtype t, const uint16_t *src, int64_t stride, float *f, int64_t len) {
   if (stride == 1) {
-    hl_cpu_widen(t, src, f, (size_t)len);
+    hl_cpu_widen_operand(t, src, f, (size_t)len);
     return;
   }
   uint16_t gathered[HALF_BLOCK];
   for (int64_t i = 0; i < len; i++) gathered[i] = src[i * stride];
-  hl_cpu_widen(t, gathered, f, (size_t)len);
+  hl_cpu_widen_operand(t, gathered, f, (size_t)len);
 }
 
 /* A half row through the f32 loop block by block (o contiguous). */
 static void binary_row_half(hl_binary_op op, hl_dtype t, uint16_t *o, const uint16_t *a, int64_t sa,
                             const uint16_t *b, int64_t sb, int64_t n) {
   float fa[HALF_BLOCK], fb[HALF_BLOCK], fo[HALF_BLOCK];
-  if (!sa) hl_cpu_widen(t, a, fa, 1);
-  if (!sb) hl_cpu_widen(t, b, fb, 1);
+  if (!sa) hl_cpu_widen_operand(t, a, fa, 1);
+  if (!sb) hl_cpu_widen_operand(t, b, fb, 1);
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
     if (sa) widen_block(t, a + lo * sa, sa, fa, len);
@@ -188,7 +188,7 @@ static void unary_chunk_half(hl_unary_op op, hl_dtype t, uint16_t *o, const uint
   float f[HALF_BLOCK];
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    hl_cpu_widen(t, x + lo, f, (size_t)len);
+    hl_cpu_widen_operand(t, x + lo, f, (size_t)len);
     unary_chunk_F32(op, f, f, len, p);
     hl_cpu_narrow(t, f, o + lo, (size_t)len);
   }
@@ -234,8 +234,8 @@ static void unary_grad_chunk_half(hl_unary_grad_op op, hl_dtype t, uint16_t *dx,
   float fdy[HALF_BLOCK], fx[HALF_BLOCK], fdx[HALF_BLOCK];
   for (int64_t lo = 0; lo < n; lo += HALF_BLOCK) {
     const int64_t len = hl_min64(HALF_BLOCK, n - lo);
-    hl_cpu_widen(t, dy + lo, fdy, (size_t)len);
-    hl_cpu_widen(t, x + lo, fx, (size_t)len);
+    hl_cpu_widen_operand(t, dy + lo, fdy, (size_t)len);
+    hl_cpu_widen_operand(t, x + lo, fx, (size_t)len);
     unary_grad_chunk_F32(op, fdx, fdy, fx, len);
     hl_cpu_narrow(t, fdx, dx + lo, (size_t)len);
   }

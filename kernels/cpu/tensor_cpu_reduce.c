@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "kernels/cpu/half_arrays.h"
+#include "kernels/cpu/half_simd.h"
 #include "kernels/cpu/tensor_cpu.h"
 
 #define SUM_BLOCK 8192  /* elements per partial sum of a long row */
@@ -97,27 +98,58 @@ HL_VECTOR_CLONES static void add_row_f32(float *restrict acc, const float *restr
   for (int64_t k = 0; k < w; k++) acc[k] += row[k];
 }
 
+/* acc[k] += the half row's element k widened: the widening inside the
+ * loop, 8 lanes in registers (F16C for fp16, a shift for bf16), instead of
+ * a widened copy of the row stored and read back. The same additions in
+ * the same order as add_row_f32 on the widened row. */
+#if HL_HAVE_HALF_SIMD
+HL_AVX2_TARGET static void add_row_half_avx2(hl_dtype t, float *restrict acc, const uint16_t *restrict row, int64_t w) {
+  int64_t k = 0;
+  if (t == HL_F16)
+    for (; k + 8 <= w; k += 8)
+      _mm256_storeu_ps(acc + k, _mm256_add_ps(_mm256_loadu_ps(acc + k), hl_avx2_widen8_f16_quieting(row + k)));
+  else
+    for (; k + 8 <= w; k += 8)
+      _mm256_storeu_ps(acc + k, _mm256_add_ps(_mm256_loadu_ps(acc + k), hl_avx2_widen8_bf16(row + k)));
+  for (; k < w; k++) acc[k] += t == HL_F16 ? hl_f16_to_f32(row[k]) : hl_bf16_to_f32(row[k]);
+}
+#endif
+
+static void add_row_half(hl_dtype t, bool vector, float *restrict acc, const uint16_t *restrict row, int64_t w) {
+#if HL_HAVE_HALF_SIMD
+  if (vector) {
+    add_row_half_avx2(t, acc, row, w);
+    return;
+  }
+#endif
+  float widened[COL_CHUNK];
+  hl_cpu_widen_operand(t, row, widened, (size_t)w);
+  add_row_f32(acc, widened, w);
+}
+
 /* Column sums of f32, fp16 and bf16 (a bias gradient): sum_*'s column path,
  * the same chunks and the same order of additions, with each row segment
  * added by add_row_f32, which is compiled per ISA (the SUM_KERNEL loops are
- * baseline x86-64), after a half segment is widened by the CPU's conversion
- * instructions (exact): bit for bit the same sums, vectorised. */
+ * baseline x86-64), or by add_row_half, which widens a half segment with
+ * the CPU's conversion instructions (exact) as it adds: bit for bit the
+ * same sums, vectorised. */
 static void col_sum_f32_acc(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner,
                             float alpha) {
   const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
   const bool half = t != HL_F32;
+  /* the vector widening where the chosen conversion path has one */
+  const bool vector = half && hl_cpu_half_path_chosen(t) != HL_HALF_PATH_PORTABLE;
 #pragma omp parallel for schedule(static) if (outer * r * inner >= HL_PAR_MIN)
   for (int64_t oc = 0; oc < outer * nchunk; oc++) {
     const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
-    float total[COL_CHUNK], block[COL_CHUNK], widened[COL_CHUNK];
+    float total[COL_CHUNK], block[COL_CHUNK];
     for (int64_t k = 0; k < w; k++) total[k] = 0;
     for (int64_t j0 = 0; j0 < r; j0 += COL_BLOCK) {
       for (int64_t k = 0; k < w; k++) block[k] = 0;
       for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) {
         const int64_t at = (o * r + j) * inner + c0;
-        const float *row = (const float *)x + at;
-        if (half) hl_cpu_widen(t, (const uint16_t *)x + at, widened, (size_t)w), row = widened;
-        add_row_f32(block, row, w);
+        if (half) add_row_half(t, vector, block, (const uint16_t *)x + at, w);
+        else add_row_f32(block, (const float *)x + at, w);
       }
       add_row_f32(total, block, w);
     }

@@ -5,7 +5,8 @@
  * subnormals, NaNs with payloads, infinities, ties, the largest values — the
  * ends of every binade, a stride through the subnormals, random encodings);
  * every length around the vector widths, unaligned, without writing past
- * the end. Then which path the kernels use. A path this CPU lacks is
+ * the end; the operand widening the same, but for a NaN's quiet bit. Then
+ * which path the kernels use. A path this CPU lacks is
  * skipped, saying so. meson runs it twice: as it is and under
  * HALFLAB_CPU_UNITS=portable. (All 2^32 narrowing inputs: suite numerics.) */
 #include <stdio.h>
@@ -66,6 +67,14 @@ static size_t narrowing_inputs(float **out) {
   return k;
 }
 
+/* What an operand widening may give for h: the portable bits, or, for a
+ * NaN, those bits with the quiet bit set (got decides which is expected) */
+static uint32_t operand_widen_bits(hl_dtype t, uint16_t h, uint32_t got) {
+  const uint32_t exact = portable_widen_bits(t, h);
+  const bool nan = t == HL_F16 ? hl_f16_isnan(h) : hl_bf16_isnan(h);
+  return nan && got == (exact | 0x00400000u) ? got : exact;
+}
+
 typedef struct {
   hl_dtype type;
   hl_cpu_half_path path;
@@ -83,6 +92,7 @@ static void test_path(void **state) {
   skip_unless_present(c);
   const hl_cpu_widen_fn widen = hl_cpu_half_path_widen(c->type, c->path);
   const hl_cpu_narrow_fn narrow = hl_cpu_half_path_narrow(c->type, c->path);
+  const hl_cpu_widen_fn widen_operand = hl_cpu_half_path_widen_operand(c->type, c->path);
   const char *type = hl_dtype_format_name(c->type), *path = hl_cpu_half_path_name(c->path);
 
   /* widening: every encoding */
@@ -96,6 +106,12 @@ static void test_path(void **state) {
     if (hl_f32_bits(wide[h]) != portable_widen_bits(c->type, (uint16_t)h))
       fail_msg("%s 0x%04x widened on path %s: 0x%08x, portable 0x%08x", type, h, path, hl_f32_bits(wide[h]),
                portable_widen_bits(c->type, (uint16_t)h));
+  /* the operand widening: the same bits, but a NaN may have its quiet bit set */
+  widen_operand(codes, wide, CODES);
+  for (uint32_t h = 0; h < CODES; h++)
+    if (hl_f32_bits(wide[h]) != operand_widen_bits(c->type, (uint16_t)h, hl_f32_bits(wide[h])))
+      fail_msg("%s 0x%04x widened as an operand on path %s: 0x%08x, portable 0x%08x", type, h, path,
+               hl_f32_bits(wide[h]), portable_widen_bits(c->type, (uint16_t)h));
   free(codes), free(wide);
 
   /* narrowing */
@@ -126,6 +142,13 @@ static void test_path(void **state) {
         widen(half_buf + off, wide_buf + off, len);
         for (size_t i = 0; i < len; i++)
           assert_int_equal(hl_f32_bits(wide_buf[off + i]), portable_widen_bits(c->type, half_buf[off + i]));
+        assert_true(wide_buf[off + len] == -1.0f);
+        for (size_t i = 0; i < MAX_LEN + 8; i++) wide_buf[i] = -1.0f;
+        widen_operand(half_buf + off, wide_buf + off, len);
+        for (size_t i = 0; i < len; i++) {
+          const uint32_t got = hl_f32_bits(wide_buf[off + i]);
+          assert_int_equal(got, operand_widen_bits(c->type, half_buf[off + i], got));
+        }
         assert_true(wide_buf[off + len] == -1.0f);
       }
   free(in), free(out);
