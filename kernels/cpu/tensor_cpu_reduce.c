@@ -123,42 +123,66 @@ static void add_row_half(hl_dtype t, bool vector, float *restrict acc, const uin
   }
 #endif
   float widened[COL_CHUNK];
-  hl_cpu_widen_operand(t, row, widened, (size_t)w);
-  add_row_f32(acc, widened, w);
+  for (int64_t lo = 0; lo < w; lo += COL_CHUNK) {
+    const int64_t len = hl_min64(COL_CHUNK, w - lo);
+    hl_cpu_widen_operand(t, row + lo, widened, (size_t)len);
+    add_row_f32(acc + lo, widened, len);
+  }
 }
 
-/* Column sums of f32, fp16 and bf16 (a bias gradient): sum_*'s column path,
- * the same chunks and the same order of additions, with each row segment
- * added by add_row_f32, which is compiled per ISA (the SUM_KERNEL loops are
- * baseline x86-64), or by add_row_half, which widens a half segment with
- * the CPU's conversion instructions (exact) as it adds: bit for bit the
- * same sums, vectorised. */
+/* Column sums of f32, fp16 and bf16 (a bias gradient): sum_*'s column
+ * order of additions — per column, each block of COL_BLOCK rows summed in
+ * row order from 0, the block sums added in block order to a total from 0 —
+ * so bit for bit the same sums, but swept differently. A task is one block
+ * of rows times COL_WIDE columns: it reads each row's segment whole, one
+ * contiguous stream (a 256-column chunk per task down all the rows read 1 KiB
+ * per row at the row stride, a new page each time, which the hardware
+ * prefetcher does not follow: 0.43-0.73 ms against 0.15 on the Zen 4 VM,
+ * 2048 x 1536 f32, 2 threads),
+ * into its block sum, stored as a partial; the partials are then folded in
+ * block order. Segments are added by add_row_f32 (compiled per ISA) or
+ * add_row_half (a half segment widened as it is added). */
+#define COL_WIDE 2048 /* columns per task: its block sum (8 KiB) stays in L1 */
+
 static void col_sum_f32_acc(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner,
                             float alpha) {
-  const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
   const bool half = t != HL_F32;
   /* the vector widening where the chosen conversion path has one */
   const bool vector = half && hl_cpu_half_path_chosen(t) != HL_HALF_PATH_PORTABLE;
-#pragma omp parallel for schedule(static) if (outer * r * inner >= HL_PAR_MIN)
-  for (int64_t oc = 0; oc < outer * nchunk; oc++) {
-    const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
-    float total[COL_CHUNK], block[COL_CHUNK];
-    for (int64_t k = 0; k < w; k++) total[k] = 0;
-    for (int64_t j0 = 0; j0 < r; j0 += COL_BLOCK) {
+  const int64_t nblk = r > 0 ? (r + COL_BLOCK - 1) / COL_BLOCK : 1, nwide = (inner + COL_WIDE - 1) / COL_WIDE;
+  const size_t part_bytes = sizeof(float) * (size_t)(outer * nblk * inner);
+  float *part = malloc(part_bytes); /* [outer][block][inner] */
+  HL_CHECK_ALLOC(part, part_bytes, "the column sum's block partials");
+#pragma omp parallel if (outer * r * inner >= HL_PAR_MIN)
+  {
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < outer * nblk * nwide; task++) {
+      const int64_t o = task / (nblk * nwide), blk = task / nwide % nblk, c0 = task % nwide * COL_WIDE;
+      const int64_t w = hl_min64(COL_WIDE, inner - c0), j0 = blk * COL_BLOCK;
+      float *block = part + (o * nblk + blk) * inner + c0;
       for (int64_t k = 0; k < w; k++) block[k] = 0;
       for (int64_t j = j0; j < hl_min64(r, j0 + COL_BLOCK); j++) {
         const int64_t at = (o * r + j) * inner + c0;
         if (half) add_row_half(t, vector, block, (const uint16_t *)x + at, w);
         else add_row_f32(block, (const float *)x + at, w);
       }
-      add_row_f32(total, block, w);
     }
-    for (int64_t k = 0; k < w; k++) {
-      const float v = alpha * total[k];
-      if (t == HL_F32) ((float *)out)[o * inner + c0 + k] = v;
-      else ((uint16_t *)out)[o * inner + c0 + k] = t == HL_F16 ? HL_ST_F16(v) : HL_ST_BF16(v);
+    /* the totals: block partials in block order, COL_CHUNK columns a task */
+    const int64_t nchunk = (inner + COL_CHUNK - 1) / COL_CHUNK;
+#pragma omp for schedule(static)
+    for (int64_t oc = 0; oc < outer * nchunk; oc++) {
+      const int64_t o = oc / nchunk, c0 = oc % nchunk * COL_CHUNK, w = hl_min64(COL_CHUNK, inner - c0);
+      float total[COL_CHUNK];
+      for (int64_t k = 0; k < w; k++) total[k] = 0;
+      for (int64_t blk = 0; blk < nblk; blk++) add_row_f32(total, part + (o * nblk + blk) * inner + c0, w);
+      for (int64_t k = 0; k < w; k++) {
+        const float v = alpha * total[k];
+        if (t == HL_F32) ((float *)out)[o * inner + c0 + k] = v;
+        else ((uint16_t *)out)[o * inner + c0 + k] = t == HL_F16 ? HL_ST_F16(v) : HL_ST_BF16(v);
+      }
     }
   }
+  free(part);
 }
 
 void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner, double alpha) {
@@ -281,10 +305,34 @@ void hl_cpu_softmax_backward(hl_dtype t, void *dx, const void *dy, const void *y
     for (int64_t r = 0; r < rows; r++)                                                                       \
       layer_norm_row_##SUF(y + r * cols, mean + r, rstd + r, x + r * cols, w, b, cols, eps);                 \
   }                                                                                                          \
+  /* The common case (weight, bias and dx all wanted) in one pass for the                                     \
+   * partials and the row sums: each element's terms as the general path                                    \
+   * below computes them, the same sums in the same lanes, so the same bits;                                 \
+   * restrict, since nothing here aliases. 4x faster than the separate passes                                \
+   * on the Zen 4 VM (2048 x 384 rows: 0.75 -> 0.19 ms, 2 threads). */                                       \
+  HL_VECTOR_CLONES static void layer_norm_backward_row_affine_##SUF(                                          \
+      T *restrict dx, CT *restrict pw, CT *restrict pb, const T *restrict dy, const T *restrict x,           \
+      const T *restrict w, CT mean, CT rstd, int64_t n) {                                                    \
+    CT sg[HL_LANES] = {0}, sgx[HL_LANES] = {0};                                                              \
+    HL_LANE_LOOP(n, CT g = (CT)HL_LD_##SUF(dy[i]); CT xhat = ((CT)HL_LD_##SUF(x[i]) - mean) * rstd;          \
+                 pw[i] += g * xhat; pb[i] += g; CT gw = g * (CT)HL_LD_##SUF(w[i]);                           \
+                 sg[lane] += gw; sgx[lane] += gw * xhat;);                                                   \
+    HL_FOLD_LANES(sg);                                                                                       \
+    HL_FOLD_LANES(sgx);                                                                                      \
+    CT a = sg[0] / (CT)n, c = sgx[0] / (CT)n;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                                                        \
+      CT g = (CT)HL_LD_##SUF(dy[i]) * (CT)HL_LD_##SUF(w[i]), xhat = ((CT)HL_LD_##SUF(x[i]) - mean) * rstd;   \
+      dx[i] = HL_ST_##SUF((g - a - xhat * c) * rstd);                                                        \
+    }                                                                                                        \
+  }                                                                                                          \
   /* dx of one row; adds dy * xhat and dy into the block partials pw, pb */                                  \
   HL_VECTOR_CLONES static void layer_norm_backward_row_##SUF(T *dx, CT *pw, CT *pb, const T *dy, const T *x,  \
                                                              const T *w, CT mean, CT rstd, int64_t n) {      \
     CT sg[HL_LANES] = {0}, sgx[HL_LANES] = {0};                                                              \
+    if (dx && pw && pb && w) {                                                                               \
+      layer_norm_backward_row_affine_##SUF(dx, pw, pb, dy, x, w, mean, rstd, n);                             \
+      return;                                                                                                \
+    }                                                                                                        \
     if (pw && pb) {                                                                                          \
       for (int64_t i = 0; i < n; i++) {                                                                      \
         CT g = (CT)HL_LD_##SUF(dy[i]);                                                                       \

@@ -226,46 +226,51 @@ static float widen_from(int t, uint16_t v) { return t == HL_F16 ? hl_f16_to_f32(
  * loop in that order, the same on 1 and 2 threads */
 static void test_column_sums(void **state) {
   (void)state;
-  enum { OUTER = 2, R = 300, INNER = 600 };
+  /* the second shape crosses the kernel's 2048-column tasks, with one row
+   * beyond a 128-row block */
+  static const int64_t shapes[][3] = {{2, 300, 600}, {1, 129, 2100}};
   static const hl_dtype types[] = {HL_F32, HL_F16, HL_BF16};
-  float *x = malloc(sizeof(float) * OUTER * R * INNER), got[OUTER * INNER], again[OUTER * INNER];
-  assert_non_null(x);
-  for (int ti = 0; ti < 3; ti++) {
-    const hl_dtype t = types[ti];
-    const size_t es = hl_dtype_size(t);
-    /* values exact in t, stored in t's bits in x's first bytes */
-    uint16_t *h = (uint16_t *)x;
-    float *wide = malloc(sizeof(float) * OUTER * R * INNER);
-    assert_non_null(wide);
-    for (int64_t i = 0; i < OUTER * R * INNER; i++) {
-      const float v = ldexpf(hl_u32_to_unit_float(hl_philox_u32(9, 1 + ti, (uint64_t)i)) * 2.0f - 1.0f, (int)(i % 9) - 4);
-      if (t == HL_F32) wide[i] = v;
-      else wide[i] = widen_from(t, h[i] = round_to(t, v));
-    }
-    if (t == HL_F32) memcpy(x, wide, sizeof(float) * OUTER * R * INNER);
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    K()->sum(t, got, x, OUTER, R, INNER, 0.5);
-    omp_set_num_threads(threads > 1 ? threads : 2);
-    K()->sum(t, again, x, OUTER, R, INNER, 0.5);
-    omp_set_num_threads(threads);
-    assert_memory_equal(got, again, es * OUTER * INNER);
-    for (int o = 0; o < OUTER; o++)
-      for (int c = 0; c < INNER; c++) {
-        float total = 0;
-        for (int j0 = 0; j0 < R; j0 += 128) {
-          float block = 0;
-          for (int j = j0; j < R && j < j0 + 128; j++) block += wide[((int64_t)o * R + j) * INNER + c];
-          total += block;
-        }
-        const float want = 0.5f * total;
-        const bool same = t == HL_F32 ? !memcmp(&got[o * INNER + c], &want, sizeof want)
-                                      : ((uint16_t *)got)[o * INNER + c] == round_to(t, want);
-        if (!same) fail_msg("%s column sum [%d][%d] differs from the scalar loop", hl_dtype_name(t), o, c);
+  for (int si = 0; si < 2; si++) {
+    const int64_t OUTER = shapes[si][0], R = shapes[si][1], INNER = shapes[si][2], N = OUTER * R * INNER;
+    float *x = malloc(sizeof(float) * N), *got = malloc(sizeof(float) * OUTER * INNER);
+    float *again = malloc(sizeof(float) * OUTER * INNER), *wide = malloc(sizeof(float) * N);
+    assert_true(x && got && again && wide);
+    for (int ti = 0; ti < 3; ti++) {
+      const hl_dtype t = types[ti];
+      const size_t es = hl_dtype_size(t);
+      /* values exact in t, stored in t's bits in x's first bytes */
+      uint16_t *h = (uint16_t *)x;
+      for (int64_t i = 0; i < N; i++) {
+        const float v = ldexpf(hl_u32_to_unit_float(hl_philox_u32(9, 1 + ti, (uint64_t)i)) * 2.0f - 1.0f, (int)(i % 9) - 4);
+        if (t == HL_F32) wide[i] = v;
+        else wide[i] = widen_from(t, h[i] = round_to(t, v));
       }
-    free(wide);
+      if (t == HL_F32) memcpy(x, wide, sizeof(float) * N);
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      K()->sum(t, got, x, OUTER, R, INNER, 0.5);
+      omp_set_num_threads(threads > 1 ? threads : 2);
+      K()->sum(t, again, x, OUTER, R, INNER, 0.5);
+      omp_set_num_threads(threads);
+      assert_memory_equal(got, again, es * OUTER * INNER);
+      for (int64_t o = 0; o < OUTER; o++)
+        for (int64_t c = 0; c < INNER; c++) {
+          float total = 0;
+          for (int64_t j0 = 0; j0 < R; j0 += 128) {
+            float block = 0;
+            for (int64_t j = j0; j < R && j < j0 + 128; j++) block += wide[(o * R + j) * INNER + c];
+            total += block;
+          }
+          const float want = 0.5f * total;
+          const bool same = t == HL_F32 ? !memcmp(&got[o * INNER + c], &want, sizeof want)
+                                        : ((uint16_t *)got)[o * INNER + c] == round_to(t, want);
+          if (!same)
+            fail_msg("%s column sum [%lld][%lld] of %lldx%lldx%lld differs from the scalar loop", hl_dtype_name(t),
+                     (long long)o, (long long)c, (long long)OUTER, (long long)R, (long long)INNER);
+        }
+    }
+    free(x), free(got), free(again), free(wide);
   }
-  free(x);
 }
 
 static void test_softmax_layer_norm_rows(void **state) {
@@ -295,6 +300,55 @@ static void test_softmax_layer_norm_rows(void **state) {
     for (int c = 0; c < C; c++) v += (y[r * C + c] - m) * (y[r * C + c] - m);
     assert_true(fabs(m) < 1e-6 && fabs(v / C - 1) < 1e-3);
   }
+}
+
+/* v stored as element i of an array of dtype t (half types: rounded once) */
+static void store_as(void *a, hl_dtype t, int64_t i, double v) {
+  switch (t) {
+    case HL_F64: ((double *)a)[i] = v; break;
+    case HL_F32: ((float *)a)[i] = (float)v; break;
+    case HL_F16: ((uint16_t *)a)[i] = hl_f32_to_f16((float)v); break;
+    default: ((uint16_t *)a)[i] = hl_f32_to_bf16((float)v); break;
+  }
+}
+
+/* layer_norm_backward with weight, bias and dx all wanted runs one fused
+ * pass per row (kernels/cpu/tensor_cpu_reduce.c); asked for dx alone, or
+ * for dw and db alone, it takes the separate loops. Both must give the same
+ * bits, in every dtype, at row lengths around the 16 lanes and row counts
+ * around the 32-row blocks of the weight partials. */
+static void test_layer_norm_backward_fused_is_unfused(void **state) {
+  (void)state;
+  static const hl_dtype types[] = {HL_F64, HL_F32, HL_F16, HL_BF16};
+  static const int64_t shapes[][2] = {{1, 1}, {5, 7}, {33, 16}, {70, 17}, {65, 384}};
+  for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+      const hl_dtype t = types[ti];
+      const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+      const size_t es = hl_dtype_size(t), ms = t == HL_F64 ? 8 : 4;
+      char *x = malloc(n * es), *dy = malloc(n * es), *y = malloc(n * es), *w = malloc(cols * es), *b = malloc(cols * es);
+      char *dx = malloc(n * es), *dx2 = malloc(n * es), *dw = malloc(cols * es), *dw2 = malloc(cols * es);
+      char *db = malloc(cols * es), *db2 = malloc(cols * es), *mean = malloc(rows * ms), *rstd = malloc(rows * ms);
+      assert_true(x && dy && y && w && b && dx && dx2 && dw && dw2 && db && db2 && mean && rstd);
+      for (int64_t i = 0; i < n; i++) {
+        store_as(x, t, i, 2.0 * sin(0.37 * (double)i) + 0.25 * (double)(i % 5));
+        store_as(dy, t, i, cos(0.53 * (double)i + 1.0));
+      }
+      for (int64_t c = 0; c < cols; c++) {
+        store_as(w, t, c, 1.0 + 0.01 * (double)c);
+        store_as(b, t, c, 0.1 * sin((double)c));
+      }
+      K()->layer_norm(t, y, mean, rstd, x, w, b, rows, cols, 1e-5);
+      K()->layer_norm_backward(t, dx, dw, db, dy, x, w, mean, rstd, rows, cols);   /* fused */
+      K()->layer_norm_backward(t, dx2, NULL, NULL, dy, x, w, mean, rstd, rows, cols); /* dx alone */
+      K()->layer_norm_backward(t, NULL, dw2, db2, dy, x, w, mean, rstd, rows, cols);  /* partials alone */
+      if (memcmp(dx, dx2, n * es) || memcmp(dw, dw2, cols * es) || memcmp(db, db2, cols * es))
+        fail_msg("layer_norm_backward %s %lldx%lld: the fused pass differs from the separate ones (dx %s, dw %s, db %s)",
+                 hl_dtype_name(t), (long long)rows, (long long)cols, memcmp(dx, dx2, n * es) ? "differs" : "same",
+                 memcmp(dw, dw2, cols * es) ? "differs" : "same", memcmp(db, db2, cols * es) ? "differs" : "same");
+      free(x), free(dy), free(y), free(w), free(b), free(dx), free(dx2), free(dw), free(dw2), free(db), free(db2);
+      free(mean), free(rstd);
+    }
 }
 
 static void test_cross_entropy_kernel(void **state) {
@@ -565,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_f64_to_half_rounds_once), cmocka_unit_test(test_binary_rounds_once),
       cmocka_unit_test(test_binary_broadcast_and_inplace), cmocka_unit_test(test_unary_ops),
       cmocka_unit_test(test_sum_is_deterministic), cmocka_unit_test(test_column_sums), cmocka_unit_test(test_softmax_layer_norm_rows),
+      cmocka_unit_test(test_layer_norm_backward_fused_is_unfused),
       cmocka_unit_test(test_cross_entropy_kernel),  cmocka_unit_test(test_copy_and_masks),
       cmocka_unit_test(test_half_rows_bit_for_bit), cmocka_unit_test(test_causal_mask_every_dtype),
       cmocka_unit_test(test_gelu_kernels_against_reference),
