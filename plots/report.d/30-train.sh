@@ -158,7 +158,9 @@ if has tiny; then
       echo "its time moves with the machine's load and OpenMP's wait policy more than with the precision (the threads"
       echo "table below). halflab widens fp16 operands to fp32 for OpenBLAS's sgemm (this CPU's fp16 arithmetic is not"
       echo "used), so amp-fp16 saves memory (activations in 2 bytes instead of 4), not arithmetic; bf16 products:"
-      echo "$(tmeta onednn | grep . || echo 'widened too (no oneDNN recorded in this run)'). The small preset's comparison"
+      # the tiny amp-bf16 run's own line: train_summary.csv's header is the last run's, which may be
+      # another group's (profile-small-portable runs with the bf16 units off)
+      echo "$( (meta train_tiny_amp-bf16_summary.csv onednn 2>/dev/null || tmeta onednn) | grep . || echo 'widened too (no oneDNN recorded in this run)'). The small preset's comparison"
       echo "with PyTorch (below) times real work."
       echo
     fi ;;
