@@ -38,8 +38,8 @@ void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n);
  * (GEMM operands, element-wise blocks, sums): a signalling NaN may come out
  * quiet, as the arithmetic leaves it anyway, so the results keep their
  * bits. fp16's F16C path then skips the fix-up that keeps a signalling
- * NaN's bits (half_simd.h), which took 1.7x the time of the conversion
- * itself in cache on the Zen 4 development machine. Other values: widen's
+ * NaN's bits (half_simd.h): with it, widening took 1.8x as long in cache
+ * on the Zen 4 development machine. Other values: widen's
  * bits. */
 void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n);
 

@@ -6,10 +6,10 @@
  * dispatched per element and the f32 loops vectorise. fp16 and bf16 rows
  * go through the f32 loops a block at a time: widened (the CPU's conversion
  * instructions where allowed: half_arrays.h's operand widening), computed,
- * rounded once on the way back — the same f32 arithmetic and the same single rounding as an
- * element-by-element loop, bit for bit, but vectorised (the per-element
- * conversions kept the half loops scalar: fp16 GELU and its gradient took a
- * third of an amp-fp16 training step). */
+ * rounded once on the way back — the same f32 arithmetic and the same
+ * single rounding as an element-by-element loop, bit for bit, but
+ * vectorised (the per-element conversions kept the half loops scalar: fp16
+ * GELU and its gradient took a third of an amp-fp16 training step). */
 #include "kernels/cpu/half_arrays.h"
 #include "kernels/cpu/tensor_cpu.h"
 #include "kernels/tensor_index.h"

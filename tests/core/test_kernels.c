@@ -12,6 +12,7 @@
 #include "formats/half.h"
 #include "formats/philox.h"
 #include "kernels/backend.h"
+#include "kernels/gemm.h" /* hl_gemm_store */
 #include "kernels/tensor_kernels.h"
 #include "kernels/tensor_math.h"
 #include "tests/support/hltest.h"
@@ -302,16 +303,6 @@ static void test_softmax_layer_norm_rows(void **state) {
   }
 }
 
-/* v stored as element i of an array of dtype t (half types: rounded once) */
-static void store_as(void *a, hl_dtype t, int64_t i, double v) {
-  switch (t) {
-    case HL_F64: ((double *)a)[i] = v; break;
-    case HL_F32: ((float *)a)[i] = (float)v; break;
-    case HL_F16: ((uint16_t *)a)[i] = hl_f32_to_f16((float)v); break;
-    default: ((uint16_t *)a)[i] = hl_f32_to_bf16((float)v); break;
-  }
-}
-
 /* layer_norm_backward with weight, bias and dx all wanted runs one fused
  * pass per row (kernels/cpu/tensor_cpu_reduce.c); asked for dx alone, or
  * for dw and db alone, it takes the separate loops. Both must give the same
@@ -331,12 +322,12 @@ static void test_layer_norm_backward_fused_is_unfused(void **state) {
       char *db = malloc(cols * es), *db2 = malloc(cols * es), *mean = malloc(rows * ms), *rstd = malloc(rows * ms);
       assert_true(x && dy && y && w && b && dx && dx2 && dw && dw2 && db && db2 && mean && rstd);
       for (int64_t i = 0; i < n; i++) {
-        store_as(x, t, i, 2.0 * sin(0.37 * (double)i) + 0.25 * (double)(i % 5));
-        store_as(dy, t, i, cos(0.53 * (double)i + 1.0));
+        hl_gemm_store(x, t, i, 2.0 * sin(0.37 * (double)i) + 0.25 * (double)(i % 5));
+        hl_gemm_store(dy, t, i, cos(0.53 * (double)i + 1.0));
       }
       for (int64_t c = 0; c < cols; c++) {
-        store_as(w, t, c, 1.0 + 0.01 * (double)c);
-        store_as(b, t, c, 0.1 * sin((double)c));
+        hl_gemm_store(w, t, c, 1.0 + 0.01 * (double)c);
+        hl_gemm_store(b, t, c, 0.1 * sin((double)c));
       }
       K()->layer_norm(t, y, mean, rstd, x, w, b, rows, cols, 1e-5);
       K()->layer_norm_backward(t, dx, dw, db, dy, x, w, mean, rstd, rows, cols);   /* fused */
