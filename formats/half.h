@@ -181,18 +181,31 @@ HL_HD static inline float hl_fp8_to_f32_soft(hl_fp8 v, hl_fp8_kind kind) {
   return hl_f32_from_bits(sign | ((exp - (uint32_t)bias + 127u) << 23) | (man << (23u - man_bits)));
 }
 
-/* tf32: fp32's range with 10 mantissa bits, stored in an fp32 container. */
+/* tf32: fp32's range with 10 mantissa bits, stored in an fp32 container
+ * whose low 13 bits are zero.
+ *
+ * A NaN stays a NaN: its sign and the top of its payload (the bits tf32
+ * keeps) are kept and the quiet bit is set, as fp16's and bf16's conversions
+ * do. Clearing the low 13 bits alone, which is what the GPU's cvt.rna.tf32.f32
+ * does (ptxas 13, sm_80 and sm_90: "add 0x1000 unless |x| >= inf, then AND
+ * 0xffffe000"), turns the 2 x 8191 NaNs whose payload lies only in those bits
+ * into infinities; kernels/convert_math.h applies this rule on the device
+ * before the instruction. */
+HL_HD static inline uint32_t hl_tf32_nan_bits(uint32_t nan) { return (nan & 0xffffe000u) | 0x00400000u; }
+
 HL_HD static inline float hl_f32_round_tf32_rne(float f) {
   uint32_t x = hl_f32_bits(f);
-  if ((x & 0x7fffffffu) >= 0x7f800000u) return f;
+  if ((x & 0x7fffffffu) > 0x7f800000u) return hl_f32_from_bits(hl_tf32_nan_bits(x));
+  if ((x & 0x7fffffffu) == 0x7f800000u) return f;
   x += 0x0fffu + ((x >> 13) & 1u);
   return hl_f32_from_bits(x & 0xffffe000u);
 }
 
-/* The GPU's cvt.rna.tf32.f32: nearest, ties away from zero. */
+/* Nearest, ties away from zero: the rounding of the GPU's cvt.rna.tf32.f32. */
 HL_HD static inline float hl_f32_round_tf32_rna(float f) {
   uint32_t x = hl_f32_bits(f);
-  if ((x & 0x7fffffffu) >= 0x7f800000u) return f;
+  if ((x & 0x7fffffffu) > 0x7f800000u) return hl_f32_from_bits(hl_tf32_nan_bits(x));
+  if ((x & 0x7fffffffu) == 0x7f800000u) return f;
   x += 0x1000u;
   return hl_f32_from_bits(x & 0xffffe000u);
 }
@@ -253,7 +266,14 @@ HL_HD static inline float hl_fp8_to_f32(hl_fp8 v, hl_fp8_kind kind) {
 }
 
 /* ------------------------------------------------------------ arithmetic -- */
-/* Correctly rounded single operations. On the device: the half intrinsics. */
+/* Correctly rounded single operations. On the device +, -, * are the half
+ * intrinsics (one hardware instruction each, rounded once). Division is not:
+ * the intrinsic __hdiv is fp16's rcp.approx times a, corrected only for
+ * quotients below 2^-11, and bf16's div.approx, each up to about two fp32
+ * ulps off, while an fp16 quotient can lie within 2^-23 (relative) of a
+ * rounding midpoint. So both backends divide in fp32 with IEEE division
+ * (on the device __fdiv_rn) and round once, which the rule above makes the
+ * correctly rounded quotient; the CPU runs exactly what the GPU runs. */
 
 #if HL_DEVICE_CODE
 #define HL_F16_BINOP(name, intrinsic, op)                                        \
@@ -278,14 +298,33 @@ HL_HD static inline float hl_fp8_to_f32(hl_fp8 v, hl_fp8_kind kind) {
 HL_F16_BINOP(hl_f16_add, __hadd, +)
 HL_F16_BINOP(hl_f16_sub, __hsub, -)
 HL_F16_BINOP(hl_f16_mul, __hmul, *)
-HL_F16_BINOP(hl_f16_div, __hdiv, /)
 HL_BF16_BINOP(hl_bf16_add, __hadd, +)
 HL_BF16_BINOP(hl_bf16_sub, __hsub, -)
 HL_BF16_BINOP(hl_bf16_mul, __hmul, *)
-HL_BF16_BINOP(hl_bf16_div, __hdiv, /)
 
 #undef HL_F16_BINOP
 #undef HL_BF16_BINOP
+
+/* IEEE fp32 division, rounded to nearest even, on both backends. nvcc's
+ * -prec-div=false leaves __fdiv_rn as div.rn.f32; -ftz=true (and
+ * --use_fast_math) makes it div.rn.ftz.f32, which flushes fp32 subnormals:
+ * fp16 quotients never reach them in fp32 (|a/b| lies in [2^-40, 2^40]),
+ * bf16 ones can. */
+HL_HD static inline float hl_f32_div_rn(float a, float b) {
+#if HL_DEVICE_CODE
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+HL_HD static inline hl_f16 hl_f16_div(hl_f16 a, hl_f16 b) {
+  return hl_f32_to_f16(hl_f32_div_rn(hl_f16_to_f32(a), hl_f16_to_f32(b)));
+}
+
+HL_HD static inline hl_bf16 hl_bf16_div(hl_bf16 a, hl_bf16 b) {
+  return hl_f32_to_bf16(hl_f32_div_rn(hl_bf16_to_f32(a), hl_bf16_to_f32(b)));
+}
 
 /* ----------------------------------------------------------- predicates -- */
 

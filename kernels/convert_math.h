@@ -18,9 +18,12 @@ HL_HD static inline void hl_convert_one(hl_conversion c, uint32_t bits, void *ou
     case HL_CONV_E5M2_SAT: ((uint8_t *)out)[i] = hl_f32_to_fp8(x, HL_FP8_E5M2, 1); break;
     default: {
 #if HL_DEVICE_CODE && __CUDA_ARCH__ >= 800
+      /* the instruction clears a NaN's low 13 bits and nothing else, so a
+       * payload only there becomes inf: half.h's NaN rule goes first. The
+       * mask keeps the container's low bits zero whatever ptxas emits. */
       uint32_t r;
       asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-      ((uint32_t *)out)[i] = r;
+      ((uint32_t *)out)[i] = (bits & 0x7fffffffu) > 0x7f800000u ? hl_tf32_nan_bits(bits) : r & 0xffffe000u;
 #else
       ((uint32_t *)out)[i] = hl_f32_bits(hl_f32_round_tf32_rna(x));
 #endif

@@ -86,9 +86,12 @@ HL_HD static inline float hl_f64_to_f32_round_odd(double d) {
   return hl_f32_from_bits(b | 1u);
 }
 
-/* d rounded once to f (fp32, fp16, bf16, e4m3, e5m2; IEEE overflow). On the
- * GPU the hardware converts from double directly (cvt.rn.f16.f64, ...). */
+/* d rounded once to f (fp32, tf32, fp16, bf16, e4m3, e5m2; IEEE overflow).
+ * On the GPU the hardware converts from double directly (cvt.rn.f16.f64, ...);
+ * it has no conversion from double to tf32, so tf32 takes the host's way on
+ * both backends: to fp32 rounded to odd, then to tf32 (NaNs by half.h's rule). */
 HL_HD static inline uint32_t hl_probe_encode_f64(hl_dtype f, double d) {
+  if (f == HL_TF32) return hl_probe_encode(HL_TF32, hl_f64_to_f32_round_odd(d), 0);
 #if HL_DEVICE_CODE
   switch (f) {
     case HL_F16: return __half_as_ushort(__double2half(d));

@@ -2,8 +2,10 @@
  * -ftz=true (what --use_fast_math implies): there the fp32 operations flush
  * subnormal inputs and results to zero (PTX .ftz). kernels/cuda/meson.build
  * builds this file alone, in a static library of its own, because that flag
- * applies to a whole compilation unit. The fp16 operations are the
- * cuda_fp16 intrinsics, which the flag does not touch. */
+ * applies to a whole compilation unit. fp16 +, -, * are the cuda_fp16
+ * intrinsics, which the flag does not touch; fp16 division is fp32 division
+ * here too (formats/half.h), flushed by the flag, but fp16 quotients never
+ * reach fp32's subnormal range. */
 #include "kernels/cuda/check.h"
 #include "kernels/probe.h"
 #include "kernels/probe_math.h"

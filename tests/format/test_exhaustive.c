@@ -8,13 +8,18 @@
  *                                   portable conversion, bit for bit. PATH: portable, avx2 (both),
  *                                   avx512 (bf16); a path this CPU lacks is skipped, saying so.
  *   test_exhaustive e4m3 | e5m2     all 2^32 fp32 -> fp8, saturating and not, against the generic rounding
- *   test_exhaustive tf32            all 2^32 fp32 -> tf32 (RNE) likewise
+ *   test_exhaustive tf32            all 2^32 fp32 -> tf32 (RNE) likewise, and half.h's NaN rule
+ *   test_exhaustive tf32-rna        all 2^32 fp32 -> tf32, ties away (the GPU's cvt.rna), against
+ *                                   C's round(); and the instruction as its SASS reads, which must
+ *                                   agree on every input but the NaNs the device's rule takes
+ *   test_exhaustive fp16-div        all 2^32 operand pairs a / b in fp16 (bf16) against a quotient
+ *   test_exhaustive bf16-div        of the significands in integers, rounded by hand
  *   test_exhaustive fp8-decode      all 256 codes of each fp8 format decode to the OCP value
  *
- * The reference (format.c: scale to an integer significand, round with the
- * FPU's own ties-to-even, scale back) shares no code with half.h's bit
- * manipulation. One argument per meson test, so that the 2^32 sweeps run in
- * parallel. */
+ * The references (format.c: scale to an integer significand, round with the
+ * FPU's own ties-to-even, scale back; the integer division below) share no
+ * code with half.h's bit manipulation. One argument per meson test, so that
+ * the 2^32 sweeps run in parallel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,17 +107,180 @@ static void test_narrow_path(void **state) {
     fail_msg("%llu of 2^32 fp32 inputs convert wrongly to %s on path %s", (unsigned long long)bad, type, path);
 }
 
+/* half.h's tf32 NaN rule written out: the sign, the top 10 payload bits, the quiet bit */
+static uint32_t tf32_nan_rule(uint32_t x) { return (x & 0xffffe000u) | 0x00400000u; }
+
+/* What a tf32 rounding must give beyond its value: a NaN by the rule, and
+ * every result a tf32 (its container's low 13 bits zero). */
+static int tf32_shape_right(uint32_t x, uint32_t r) {
+  if ((x & 0x7fffffffu) > 0x7f800000u) return r == tf32_nan_rule(x);
+  return (r & 0x1fffu) == 0;
+}
+
 static void test_tf32(void **state) {
   (void)state;
   uint64_t bad = 0;
   for (uint64_t i = 0; i < ALL_F32; i++) {
     float x = hl_f32_from_bits((uint32_t)i);
-    double ours = hl_f32_round_tf32_rne(x);
+    float ours = hl_f32_round_tf32_rne(x);
     double ref = hl_format_round(HL_TF32, (double)x, HL_OVERFLOW_IEEE);
-    if (!same_value(ours, ref) && bad++ < MAX_REPORTS)
-      print_error("fp32 0x%08x (%a): ours %a, reference %a\n", (uint32_t)i, (double)x, ours, ref);
+    if ((!same_value(ours, ref) || !tf32_shape_right((uint32_t)i, hl_f32_bits(ours))) && bad++ < MAX_REPORTS)
+      print_error("fp32 0x%08x (%a): ours 0x%08x (%a), reference %a\n", (uint32_t)i, (double)x, hl_f32_bits(ours),
+                  (double)ours, ref);
   }
   if (bad) fail_msg("%llu of 2^32 fp32 inputs round differently to tf32", (unsigned long long)bad);
+}
+
+/* tf32 nearest, ties away, in doubles: x / q is exact, C's round() takes ties away */
+static double tf32_rna_reference(float x) {
+  if (isnan(x) || isinf(x) || x == 0) return x;
+  int e = ilogb(x);
+  if (e < -126) e = -126; /* subnormals share the smallest normal's quantum */
+  const double q = ldexp(1.0, e - 10);
+  return (double)(float)(round((double)x / q) * q); /* past FLT_MAX: inf */
+}
+
+/* cvt.rna.tf32.f32 as ptxas 13 compiles it for sm_80 and sm_90 (cuobjdump -sass):
+ *   FSETP.GEU.AND P0, PT, |R0|, +INF, PT      (true for inf and NaN)
+ *   @!P0 IMAD.IADD.U32 R0, R0, 0x1, 0x1000
+ *   LOP3.LUT R7, R0, 0xffffe000, RZ, 0xc0, !PT */
+static uint32_t cvt_rna_tf32_sass(uint32_t x) {
+  if ((x & 0x7fffffffu) < 0x7f800000u) x += 0x1000u;
+  return x & 0xffffe000u;
+}
+
+static void test_tf32_rna(void **state) {
+  (void)state;
+  uint64_t bad = 0, nan_to_inf = 0, nan_unquieted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad, nan_to_inf, nan_unquieted)
+  for (uint64_t i = 0; i < ALL_F32; i++) {
+    const uint32_t x = (uint32_t)i;
+    const float ours = hl_f32_round_tf32_rna(hl_f32_from_bits(x));
+    const double ref = tf32_rna_reference(hl_f32_from_bits(x));
+    if ((!same_value(ours, ref) || !tf32_shape_right(x, hl_f32_bits(ours))) && bad++ < MAX_REPORTS)
+      print_error("fp32 0x%08x: ours 0x%08x, reference %a\n", x, hl_f32_bits(ours), ref);
+    /* the device runs the instruction on everything but NaNs (kernels/convert_math.h) */
+    const uint32_t instr = cvt_rna_tf32_sass(x);
+    if (instr != hl_f32_bits(ours)) {
+      if ((x & 0x7fffffffu) <= 0x7f800000u) {
+        if (bad++ < MAX_REPORTS) print_error("fp32 0x%08x: the instruction gives 0x%08x, half.h 0x%08x\n", x, instr,
+                                             hl_f32_bits(ours));
+      } else if ((instr & 0x7fffffffu) == 0x7f800000u) {
+        nan_to_inf++;
+      } else {
+        nan_unquieted++;
+      }
+    }
+  }
+  if (bad) fail_msg("%llu of 2^32 fp32 inputs round wrongly to tf32 (ties away)", (unsigned long long)bad);
+  /* where the device's NaN branch matters: NaNs with a payload only in the low 13 bits (either
+   * sign) come out of the bare instruction as inf; other signalling NaNs stay NaN, unquieted */
+  printf("cvt.rna.tf32.f32 alone: %llu NaN inputs become inf, %llu stay signalling NaNs\n",
+         (unsigned long long)nan_to_inf, (unsigned long long)nan_unquieted);
+  assert_true(nan_to_inf == 2 * 8191);
+  assert_true(nan_unquieted == 2 * ((UINT64_C(1) << 22) - 1) - 2 * 8191);
+}
+
+/* ---------------------------------------------- division, every operand pair -- */
+
+/* A binary floating-point format by its field widths: 1 sign bit, w exponent
+ * bits, p - 1 fraction bits; IEEE's bias, subnormals, inf and NaN. */
+typedef struct {
+  int w, p;
+} bin_format;
+
+/* A code taken apart: its class, and a finite nonzero value as M 2^E with the
+ * significand M normalised to exactly p bits (subnormals too). */
+typedef struct {
+  uint8_t is_nan, is_inf, is_zero, sign;
+  int16_t E;
+  uint16_t M;
+} decoded;
+
+static decoded decode_code(bin_format F, uint32_t code) {
+  const int m = F.p - 1, bias = (1 << (F.w - 1)) - 1;
+  const uint32_t exp_all = (1u << F.w) - 1u, e = code >> m & exp_all, f = code & ((1u << m) - 1u);
+  decoded d = {e == exp_all && f, e == exp_all && !f, !e && !f, (uint8_t)(code >> (F.w + m) & 1u), 0, 0};
+  uint32_t M = e ? f | 1u << m : f;
+  int E = (e ? (int)e : 1) - bias - m;
+  while (M && M < 1u << m) M <<= 1, E--;
+  d.M = (uint16_t)M, d.E = (int16_t)E;
+  return d;
+}
+
+enum { DIV_IS_NAN = -1 };
+
+/* a / b exactly as IEEE 754 defines it, in integers only: the quotient of the
+ * two significands to 2p + 4 bits and a sticky bit for its remainder, rounded
+ * to nearest even at the format's quantum (subnormal or not), overflow to
+ * inf. Returns the result's code, or DIV_IS_NAN. */
+static int32_t div_reference(bin_format F, const decoded *a, const decoded *b) {
+  const int m = F.p - 1, bias = (1 << (F.w - 1)) - 1, emin = 1 - bias, S = 2 * F.p + 4;
+  const uint32_t exp_all = (1u << F.w) - 1u, frac_mask = (1u << m) - 1u;
+  const uint32_t sign = (uint32_t)(a->sign ^ b->sign) << (F.w + m), inf = exp_all << m;
+  if (a->is_nan || b->is_nan || (a->is_zero && b->is_zero) || (a->is_inf && b->is_inf)) return DIV_IS_NAN;
+  if (a->is_inf || b->is_zero) return (int32_t)(sign | inf);
+  if (a->is_zero || b->is_inf) return (int32_t)sign;
+  const uint64_t num = (uint64_t)a->M << S;
+  const uint64_t Q = num / b->M, rem = num % b->M; /* a / b = (Q + rem / Mb) 2^E0 */
+  const int E0 = a->E - b->E - S;
+  const int n = S + (a->M >= b->M);              /* Q's bit length: Q in [2^(S-1), 2^(S+1)) */
+  const int e = E0 + n - 1;                      /* floor(log2 |a / b|) */
+  int qe = (e > emin ? e : emin) - m;            /* the quantum's exponent */
+  const int shift = qe - E0;                     /* bits of Q below the quantum */
+  if (shift > n) return (int32_t)sign;           /* below half the quantum */
+  uint64_t q = Q >> shift, r = Q & ((UINT64_C(1) << shift) - 1u), half = UINT64_C(1) << (shift - 1);
+  if (r > half || (r == half && (rem || (q & 1u)))) q++;
+  if (q == 0) return (int32_t)sign;
+  if (q < UINT64_C(1) << m) return (int32_t)(sign | (uint32_t)q); /* subnormal */
+  if (q == UINT64_C(1) << F.p) q >>= 1, qe++;                      /* rounded up to the next binade */
+  const int biased = qe + m + bias;
+  if (biased >= (int)exp_all) return (int32_t)(sign | inf);
+  return (int32_t)(sign | (uint32_t)biased << m | ((uint32_t)q & frac_mask));
+}
+
+static int wrong_quotient(bin_format F, const decoded *codes, uint32_t a, uint32_t b, uint16_t got, int32_t *want) {
+  *want = div_reference(F, &codes[a], &codes[b]);
+  if (*want == DIV_IS_NAN) return !decode_code(F, got).is_nan;
+  return got != (uint16_t)*want;
+}
+
+static void check_division(bin_format F, const char *name, uint16_t (*div)(uint16_t, uint16_t)) {
+  static decoded codes[65536];
+  for (uint32_t c = 0; c < 65536; c++) codes[c] = decode_code(F, c);
+  uint64_t bad = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad)
+  for (uint32_t a = 0; a < 65536; a++)
+    for (uint32_t b = 0; b < 65536; b++) {
+      int32_t want;
+      bad += (uint64_t)wrong_quotient(F, codes, a, b, div((uint16_t)a, (uint16_t)b), &want);
+    }
+  if (!bad) return;
+  int shown = 0;
+  for (uint32_t a = 0; a < 65536 && shown < MAX_REPORTS; a++)
+    for (uint32_t b = 0; b < 65536 && shown < MAX_REPORTS; b++) {
+      int32_t want;
+      const uint16_t got = div((uint16_t)a, (uint16_t)b);
+      if (wrong_quotient(F, codes, a, b, got, &want))
+        shown++, want == DIV_IS_NAN
+                     ? print_error("%s 0x%04x / 0x%04x: half.h 0x%04x, reference NaN\n", name, a, b, got)
+                     : print_error("%s 0x%04x / 0x%04x: half.h 0x%04x, reference 0x%04x\n", name, a, b, got,
+                                   (unsigned)want);
+    }
+  fail_msg("%llu of 2^32 %s divisions are not correctly rounded", (unsigned long long)bad, name);
+}
+
+static uint16_t f16_div(uint16_t a, uint16_t b) { return hl_f16_div(a, b); }
+static uint16_t bf16_div(uint16_t a, uint16_t b) { return hl_bf16_div(a, b); }
+
+static void test_fp16_div(void **state) {
+  (void)state;
+  check_division((bin_format){5, 11}, "fp16", f16_div);
+}
+
+static void test_bf16_div(void **state) {
+  (void)state;
+  check_division((bin_format){8, 8}, "bf16", bf16_div);
 }
 
 static void check_fp8(hl_dtype fmt, hl_fp8_kind kind) {
@@ -189,6 +357,9 @@ int main(int argc, char **argv) {
       PATH_CHECK("bf16-avx2", 3),
       PATH_CHECK("bf16-avx512", 4),
       {"tf32", cmocka_unit_test(test_tf32)},
+      {"tf32-rna", cmocka_unit_test(test_tf32_rna)},
+      {"fp16-div", cmocka_unit_test(test_fp16_div)},
+      {"bf16-div", cmocka_unit_test(test_bf16_div)},
       {"e4m3", cmocka_unit_test(test_e4m3)},
       {"e5m2", cmocka_unit_test(test_e5m2)},
       {"fp8-decode", cmocka_unit_test(test_fp8_decode)},

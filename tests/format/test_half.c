@@ -126,6 +126,15 @@ static void test_tf32(void **state) {
   float tie_odd = 1.0f + 3 * 0x1p-11f;
   assert_true(hl_f32_round_tf32_rne(tie_odd) == 1.0f + 0x1p-9f);
   assert_true(hl_f32_round_tf32_rna(-tie) == -(1.0f + 0x1p-10f));
+  /* NaNs stay NaNs of their sign, quieted, with the top of their payload (low 13 bits zero) */
+  const uint32_t nan[][2] = {{0x7f800001u, 0x7fc00000u}, {0xff801fffu, 0xffc00000u}, {0x7f802001u, 0x7fc02000u},
+                             {0x7fffffffu, 0x7fffe000u}, {0xffc00000u, 0xffc00000u}};
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(hl_f32_bits(hl_f32_round_tf32_rne(hl_f32_from_bits(nan[i][0]))), nan[i][1]);
+    assert_int_equal(hl_f32_bits(hl_f32_round_tf32_rna(hl_f32_from_bits(nan[i][0]))), nan[i][1]);
+  }
+  assert_int_equal(hl_f32_bits(hl_f32_round_tf32_rna(-INFINITY)), 0xff800000u);
+  assert_int_equal(hl_f32_bits(hl_f32_round_tf32_rna(0x1.fffffep127f)), 0x7f800000u); /* ties away past max: inf */
 }
 
 static void test_format_table(void **state) {

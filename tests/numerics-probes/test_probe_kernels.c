@@ -194,8 +194,8 @@ static void test_pairwise_is_the_level_tree(void **state) {
 
 static void test_encode_f64_is_rounded_once(void **state) {
   (void)state;
-  const hl_dtype fmts[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
-  for (int fi = 0; fi < 5; fi++) {
+  const hl_dtype fmts[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+  for (int fi = 0; fi < 6; fi++) {
     hl_dtype f = fmts[fi];
     const hl_format_info *info = hl_format_get(f);
     for (uint64_t i = 0; i < 200000; i++) {
@@ -217,6 +217,17 @@ static void test_encode_f64_is_rounded_once(void **state) {
   }
   /* the double-rounding trap: 1 + (2^-11 + 2^-34) */
   assert_int_equal(hl_probe_encode_f64(HL_F16, 1.0 + 0x1p-11 + 0x1p-34), 0x3c01);
+  assert_int_equal(hl_probe_encode_f64(HL_TF32, 1.0 + 0x1p-11 + 0x1p-40), 0x1fc01); /* tf32: 1 + 2^-10 */
+  /* a NaN stays a NaN in tf32's 19 bits, whichever fp32 payload bits it had */
+  const uint32_t nans[] = {0x7f800001u, 0xff801fffu, 0x7fc00000u, 0x7f802000u};
+  for (int i = 0; i < 4; i++) {
+    const float x = hl_f32_from_bits(nans[i]);
+    const uint32_t code = hl_probe_encode(HL_TF32, x, 0), code_sat = hl_probe_encode(HL_TF32, x, 1);
+    if ((code & 0x3ffffu) <= 0x3fc00u || code != code_sat || (code >> 18) != nans[i] >> 31)
+      fail_msg("fp32 NaN 0x%08x encodes as tf32 0x%05x (saturating 0x%05x): not a NaN of its sign", nans[i], code,
+               code_sat);
+    assert_int_equal(hl_probe_encode_f64(HL_TF32, (double)x) & 0x3fc00u, 0x3fc00u);
+  }
 }
 
 static void test_arith_modes(void **state) {

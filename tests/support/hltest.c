@@ -345,6 +345,11 @@ int hl_table_find(const hl_table *t, ...) {
 void hl_require_gpu(void) {
   char why[256];
   if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
+    const char *require = getenv("HALFLAB_REQUIRE_GPU");
+    if (require && !strcmp(require, "1")) { /* scripts/gpu-check.sh: a GPU machine without a usable GPU is a fault */
+      printf("FAILED: HALFLAB_REQUIRE_GPU=1 and the GPU could not be used: %s\n", why);
+      exit(1);
+    }
     printf("skipped: no usable GPU: %s\n", why);
     exit(77);
   }

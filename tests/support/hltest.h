@@ -94,7 +94,9 @@ int hl_table_find(const hl_table *t, ...);
 
 /* ------------------------------------------------------------- gpu -- */
 
-/* Exits 77 (meson: skipped) with the reason when no usable GPU is present. */
+/* Exits 77 (meson: skipped) with the reason when no usable GPU is present;
+ * with HALFLAB_REQUIRE_GPU=1 (scripts/gpu-check.sh sets it) exits 1 instead,
+ * saying why the GPU could not be used. */
 void hl_require_gpu(void);
 
 /* Runs program PROG (hl_test_prog) with --device cpu ARGS, failing unless
