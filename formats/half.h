@@ -268,12 +268,12 @@ HL_HD static inline float hl_fp8_to_f32(hl_fp8 v, hl_fp8_kind kind) {
 /* ------------------------------------------------------------ arithmetic -- */
 /* Correctly rounded single operations. On the device +, -, * are the half
  * intrinsics (one hardware instruction each, rounded once). Division is not:
- * the intrinsic __hdiv is fp16's rcp.approx times a, corrected only for
- * quotients below 2^-11, and bf16's div.approx, each up to about two fp32
- * ulps off, while an fp16 quotient can lie within 2^-23 (relative) of a
- * rounding midpoint. So both backends divide in fp32 with IEEE division
- * (on the device __fdiv_rn) and round once, which the rule above makes the
- * correctly rounded quotient; the CPU runs exactly what the GPU runs. */
+ * fp16's __hdiv is rcp.approx (within 1 ulp) times a, corrected only below
+ * 143 x 2^-24, and a reciprocal 1 ulp off misrounds 128,744 of the 2^32
+ * fp16 quotients (numerics test fp16-div-approx); bf16's is div.approx. So
+ * both backends divide in fp32 with IEEE division (on the device __fdiv_rn)
+ * and round once, which the rule above makes the correctly rounded
+ * quotient; the CPU runs exactly what the GPU runs. */
 
 #if HL_DEVICE_CODE
 #define HL_F16_BINOP(name, intrinsic, op)                                        \
