@@ -310,7 +310,7 @@ HL_BF16_BINOP(hl_bf16_mul, __hmul, *)
  * --use_fast_math) makes it div.rn.ftz.f32, which flushes fp32 subnormals:
  * fp16 quotients never reach them in fp32 (|a/b| lies in [2^-40, 2^40]),
  * bf16 ones can. */
-HL_HD static inline float hl_f32_div_rn(float a, float b) {
+HL_HD static inline float hl_div_rn(float a, float b) {
 #if HL_DEVICE_CODE
   return __fdiv_rn(a, b);
 #else
@@ -319,11 +319,11 @@ HL_HD static inline float hl_f32_div_rn(float a, float b) {
 }
 
 HL_HD static inline hl_f16 hl_f16_div(hl_f16 a, hl_f16 b) {
-  return hl_f32_to_f16(hl_f32_div_rn(hl_f16_to_f32(a), hl_f16_to_f32(b)));
+  return hl_f32_to_f16(hl_div_rn(hl_f16_to_f32(a), hl_f16_to_f32(b)));
 }
 
 HL_HD static inline hl_bf16 hl_bf16_div(hl_bf16 a, hl_bf16 b) {
-  return hl_f32_to_bf16(hl_f32_div_rn(hl_bf16_to_f32(a), hl_bf16_to_f32(b)));
+  return hl_f32_to_bf16(hl_div_rn(hl_bf16_to_f32(a), hl_bf16_to_f32(b)));
 }
 
 /* ----------------------------------------------------------- predicates -- */

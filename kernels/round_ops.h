@@ -34,13 +34,7 @@ HL_HD static inline float hl_sub_rn(float a, float b) {
   return a - b;
 #endif
 }
-HL_HD static inline float hl_div_rn(float a, float b) {
-#if HL_DEVICE_CODE
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
+/* hl_div_rn is in formats/half.h, whose fp16/bf16 division is built on it */
 HL_HD static inline float hl_sqrt_rn(float a) {
 #if HL_DEVICE_CODE
   return __fsqrt_rn(a);

@@ -214,32 +214,33 @@ static decoded decode_code(bin_format F, uint32_t code) {
 enum { DIV_IS_NAN = -1 };
 
 /* a / b exactly as IEEE 754 defines it, in integers only: the quotient of the
- * two significands to 2p + 4 bits and a sticky bit for its remainder, rounded
- * to nearest even at the format's quantum (subnormal or not), overflow to
- * inf. Returns the result's code, or DIV_IS_NAN. */
+ * two significands to p + 3 or p + 4 bits (a guard bit and more) and a sticky
+ * bit for its remainder, rounded to nearest even at the format's quantum
+ * (subnormal or not), overflow to inf. Returns the result's code, or
+ * DIV_IS_NAN. 32-bit integers suffice for p <= 11. */
 static int32_t div_reference(bin_format F, const decoded *a, const decoded *b) {
-  const int m = F.p - 1, bias = (1 << (F.w - 1)) - 1, emin = 1 - bias, S = 2 * F.p + 4;
+  const int m = F.p - 1, bias = (1 << (F.w - 1)) - 1, emin = 1 - bias, S = F.p + 3;
   const uint32_t exp_all = (1u << F.w) - 1u, frac_mask = (1u << m) - 1u;
   const uint32_t sign = (uint32_t)(a->sign ^ b->sign) << (F.w + m), inf = exp_all << m;
   if (a->is_nan || b->is_nan || (a->is_zero && b->is_zero) || (a->is_inf && b->is_inf)) return DIV_IS_NAN;
   if (a->is_inf || b->is_zero) return (int32_t)(sign | inf);
   if (a->is_zero || b->is_inf) return (int32_t)sign;
-  const uint64_t num = (uint64_t)a->M << S;
-  const uint64_t Q = num / b->M, rem = num % b->M; /* a / b = (Q + rem / Mb) 2^E0 */
+  const uint32_t num = (uint32_t)a->M << S;
+  const uint32_t Q = num / b->M, rem = num % b->M; /* a / b = (Q + rem / Mb) 2^E0 */
   const int E0 = a->E - b->E - S;
   const int n = S + (a->M >= b->M);              /* Q's bit length: Q in [2^(S-1), 2^(S+1)) */
   const int e = E0 + n - 1;                      /* floor(log2 |a / b|) */
   int qe = (e > emin ? e : emin) - m;            /* the quantum's exponent */
   const int shift = qe - E0;                     /* bits of Q below the quantum */
   if (shift > n) return (int32_t)sign;           /* below half the quantum */
-  uint64_t q = Q >> shift, r = Q & ((UINT64_C(1) << shift) - 1u), half = UINT64_C(1) << (shift - 1);
+  uint32_t q = Q >> shift, r = Q & ((1u << shift) - 1u), half = 1u << (shift - 1);
   if (r > half || (r == half && (rem || (q & 1u)))) q++;
   if (q == 0) return (int32_t)sign;
-  if (q < UINT64_C(1) << m) return (int32_t)(sign | (uint32_t)q); /* subnormal */
-  if (q == UINT64_C(1) << F.p) q >>= 1, qe++;                      /* rounded up to the next binade */
+  if (q < 1u << m) return (int32_t)(sign | q); /* subnormal */
+  if (q == 1u << F.p) q >>= 1, qe++;           /* rounded up to the next binade */
   const int biased = qe + m + bias;
   if (biased >= (int)exp_all) return (int32_t)(sign | inf);
-  return (int32_t)(sign | (uint32_t)biased << m | ((uint32_t)q & frac_mask));
+  return (int32_t)(sign | (uint32_t)biased << m | (q & frac_mask));
 }
 
 static int wrong_quotient(bin_format F, const decoded *codes, uint32_t a, uint32_t b, uint16_t got, int32_t *want) {
@@ -277,7 +278,8 @@ static void check_division(bin_format F, const char *name, uint16_t (*div)(uint1
  * times a, rounded to fp16, corrected with an FMA only for results below 143 x 2^-24. With a
  * correctly rounded reciprocal it gives the correctly rounded quotient on every pair; its
  * rcp.approx.ftz.f32 is documented to within 1 ulp, and a reciprocal 1 ulp off already misrounds
- * many. Both directions are swept; the counts go to stdout (docs/cuda.md quotes them). */
+ * many (one ulp below misrounds as many: a sweep by hand gave the same counts). The counts go to
+ * stdout; docs/cuda.md quotes them. */
 static uint16_t hdiv_scheme(uint16_t a, uint16_t b, int ulps) {
   const float fa = hl_f16_to_f32(a), fb = hl_f16_to_f32(b);
   float rcp = 1.0f / fb;
@@ -296,24 +298,23 @@ static void test_fp16_div_approx(void **state) {
   const bin_format F = {5, 11};
   static decoded codes[65536];
   for (uint32_t c = 0; c < 65536; c++) codes[c] = decode_code(F, c);
-  uint64_t wrong[3] = {0, 0, 0}, wrong_normal[3] = {0, 0, 0};
-  for (int k = 0; k < 3; k++) {
+  uint64_t wrong[2] = {0, 0}, wrong_normal[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
     uint64_t w = 0, wn = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(+ : w, wn)
     for (uint32_t a = 0; a < 65536; a++)
       for (uint32_t b = 0; b < 65536; b++) {
         int32_t want;
-        const uint16_t got = hdiv_scheme((uint16_t)a, (uint16_t)b, k == 0 ? 0 : k == 1 ? 1 : -1);
+        const uint16_t got = hdiv_scheme((uint16_t)a, (uint16_t)b, k);
         if (wrong_quotient(F, codes, a, b, got, &want)) w++, wn += (got & 0x7c00u) != 0;
       }
     wrong[k] = w, wrong_normal[k] = wn;
   }
   printf("__hdiv's scheme, of 2^32 fp16 pairs: reciprocal correctly rounded: %llu misrounded; 1 ulp up: %llu "
-         "(%llu of them normal); 1 ulp down: %llu (%llu normal)\n",
-         (unsigned long long)wrong[0], (unsigned long long)wrong[1], (unsigned long long)wrong_normal[1],
-         (unsigned long long)wrong[2], (unsigned long long)wrong_normal[2]);
+         "(%llu of them normal)\n",
+         (unsigned long long)wrong[0], (unsigned long long)wrong[1], (unsigned long long)wrong_normal[1]);
   assert_true(wrong[0] == 0);
-  assert_true(wrong[1] > 0 && wrong[2] > 0);
+  assert_true(wrong[1] > 0);
 }
 
 static uint16_t f16_div(uint16_t a, uint16_t b) { return hl_f16_div(a, b); }

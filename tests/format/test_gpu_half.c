@@ -90,6 +90,20 @@ static void test_decode_every_code(void **state) {
   gpu->free(dev);
 }
 
+/* Results of `op` on a[i], b[i] that differ between the backends (NaN matches NaN); the first
+ * five are printed. */
+static uint64_t count_differences(hl_conversion kind, char op, const uint16_t *a, const uint16_t *b,
+                                  const uint16_t *from_gpu, const uint16_t *from_cpu, size_t n) {
+  uint64_t bad = 0;
+  if (!memcmp(from_gpu, from_cpu, n * 2)) return 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t g = from_gpu[i], h = from_cpu[i];
+    if (g == h || (is_nan_code(kind, g) && is_nan_code(kind, h))) continue;
+    if (bad++ < 5) print_error("%s 0x%04x %c 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kind], a[i], op, b[i], g, h);
+  }
+  return bad;
+}
+
 static void test_half_arithmetic(void **state) {
   (void)state;
   const size_t partners = 1024, n = 65536 * partners;
@@ -109,12 +123,7 @@ static void test_half_arithmetic(void **state) {
       gpu->convert->binop(kinds[k], *op, da, db, dout, n);
       gpu->copy_to_host(from_gpu, dout, n * 2);
       cpu->convert->binop(kinds[k], *op, a, b, from_cpu, n);
-      uint64_t bad = 0;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t g = from_gpu[i], h = from_cpu[i];
-        if (g == h || (is_nan_code(kinds[k], g) && is_nan_code(kinds[k], h))) continue;
-        if (bad++ < 5) print_error("%s 0x%04x %c 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kinds[k]], a[i], *op, b[i], g, h);
-      }
+      const uint64_t bad = count_differences(kinds[k], *op, a, b, from_gpu, from_cpu, n);
       if (bad) fail_msg("%s '%c': %llu of %zu results differ", names[kinds[k]], *op, (unsigned long long)bad, n);
     }
   gpu->free(da);
@@ -145,12 +154,7 @@ static void test_half_division_every_pair(void **state) {
       gpu->convert->binop(kinds[k], '/', da, db, dout, n);
       cpu->convert->binop(kinds[k], '/', a, b, from_cpu, n);
       gpu->copy_to_host(from_gpu, dout, n * 2);
-      if (!memcmp(from_gpu, from_cpu, n * 2)) continue;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t g = from_gpu[i], h = from_cpu[i];
-        if (g == h || (is_nan_code(kinds[k], g) && is_nan_code(kinds[k], h))) continue;
-        if (bad++ < 5) print_error("%s 0x%04x / 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kinds[k]], a[i], b[i], g, h);
-      }
+      bad += count_differences(kinds[k], '/', a, b, from_gpu, from_cpu, n);
     }
     if (bad) fail_msg("%s '/': %llu of 2^32 quotients differ", names[kinds[k]], (unsigned long long)bad);
   }

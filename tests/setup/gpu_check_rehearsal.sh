@@ -132,16 +132,24 @@ expect_stage() { # expect_stage NAME OUTDIR STAGE STATUS
   echo "$line" | grep -q -E "^\[t= *[0-9]+s\] $3 +$4( |\$)" || fail "$1: stage $3 should be $4: '${line:-not recorded}'"
 }
 
+# node_run NAME TREE DEADLINE MAY_FAIL ARGS...: gpu-check.sh in TREE in the node's shape, into
+# $tmp/out-NAME, then check_run (no GPU: exit 3 wanted)
+node_run() {
+  local name=$1 tree=$2 limit=$3 may_fail=$4 rc
+  shift 4
+  set +e
+  in_node "$tree" timeout $((limit + 60)) scripts/gpu-check.sh "$tmp/out-${name,,}" --deadline "$limit" "$@"
+  rc=$?
+  set -e
+  check_run "$name" "$tmp/out-${name,,}" $rc 3 "$limit" "$may_fail"
+}
+
 export HALFLAB_DEPS_DIR=$tmp/node-deps # gpu-check.sh's cache of unpacked packages
 gpu_stages=(numerics gemm-quick bandwidth-quick train-tiny mlp-step footprint dp-gpu peers)
 
 # ---- A: the whole run
 say "A: scripts/gpu-check.sh OUT --deadline $deadline --cuda-arch 90, in the node's shape"
-set +e
-in_node "$tmp/tree-a" timeout $((deadline + 60)) scripts/gpu-check.sh "$tmp/out-a" --deadline "$deadline" --cuda-arch 90
-rc=$?
-set -e
-check_run A "$tmp/out-a" $rc 3 "$deadline"
+node_run A "$tmp/tree-a" "$deadline" none --cuda-arch 90
 for s in preflight deps configure build; do expect_stage A "$tmp/out-a" $s ok; done
 expect_stage A "$tmp/out-a" gpu-tests no-GPU
 for s in "${gpu_stages[@]}"; do expect_stage A "$tmp/out-a" "$s" no-GPU; done
@@ -167,11 +175,7 @@ tar -xJf "$tmp/tree-b/.deps/debian-root.tar.xz" -C "$tmp/root-b"
 find "$tmp/root-b" -name '*cmocka*' -exec rm -rf {} +
 tar -cf - -C "$tmp/root-b" . | xz -0 -T2 >"$tmp/tree-b/.deps/debian-root.tar.xz"
 say "B: the same without cmocka"
-set +e
-in_node "$tmp/tree-b" timeout $((deadline + 60)) scripts/gpu-check.sh "$tmp/out-b" --deadline "$deadline" --cuda-arch 90
-rc=$?
-set -e
-check_run B "$tmp/out-b" $rc 3 "$deadline"
+node_run B "$tmp/tree-b" "$deadline" none --cuda-arch 90
 for s in configure build; do expect_stage B "$tmp/out-b" $s ok; done
 expect_stage B "$tmp/out-b" gpu-tests skipped
 grep -q 'Tests: not built (cmocka not found' "$tmp/out-b/summary.txt" || fail "B: the summary does not say the tests were not built"
@@ -180,11 +184,7 @@ for s in numerics gemm-quick bandwidth-quick train-tiny; do expect_stage B "$tmp
 
 # ---- C: B's build kept, a deadline too short for everything
 say "C: --keep-build --deadline 60"
-set +e
-in_node "$tmp/tree-b" timeout 120 scripts/gpu-check.sh "$tmp/out-c" --deadline 60 --keep-build --cuda-arch 90
-rc=$?
-set -e
-check_run C "$tmp/out-c" $rc 3 60
+node_run C "$tmp/tree-b" 60 none --keep-build --cuda-arch 90
 expect_stage C "$tmp/out-c" configure kept
 expect_stage C "$tmp/out-c" build ok
 ! grep -q -E 'Compiling|Linking' "$tmp/C-archive/gpu-check/logs/build.log" || fail "C: --keep-build rebuilt"
@@ -195,11 +195,7 @@ grep -q -E ' skipped +0s +needs ~[0-9]+ s, -?[0-9]+ s left before the deadline' 
 say "D: --keep-build, two targets that do not compile"
 echo '#error broken on purpose by the rehearsal' >>"$tmp/tree-a/tests/stream/test_stream_gpu.c"
 echo '#error broken on purpose by the rehearsal' >>"$tmp/tree-a/bench/bandwidth.c"
-set +e
-in_node "$tmp/tree-a" timeout $((deadline + 60)) scripts/gpu-check.sh "$tmp/out-d" --deadline "$deadline" --keep-build
-rc=$?
-set -e
-check_run D "$tmp/out-d" $rc 3 "$deadline" build
+node_run D "$tmp/tree-a" "$deadline" build --keep-build
 expect_stage D "$tmp/out-d" build FAILED
 grep -q -E '^    build: [0-9]+ targets failed' "$tmp/out-d/summary.txt" || fail "D: the summary does not count the failed targets"
 expect_stage D "$tmp/out-d" gpu-tests no-GPU
