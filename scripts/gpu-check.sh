@@ -189,16 +189,26 @@ failed_gpu_tests() { # the gpu suite's failures, by name, from the stage's log
   grep -E '^ *[0-9]+/[0-9]+ [^ ]+:gpu / [^ ]+ +(FAIL|TIMEOUT|ERROR)' "$box/logs/gpu-tests.log" 2>/dev/null |
     sed -E 's|.*:gpu / ([^ ]+) .*|\1|' | awk '!seen[$0]++' # meson lists a failure twice: as it ends, and at the end
 }
-sanitize() { # each failed GPU test once more under compute-sanitizer's memcheck
-  local sanitizer t rc=0
-  sanitizer=$(find_sanitizer) || { echo "compute-sanitizer not found: no reruns"; return 0; }
+sanitize() { # sanitize SECONDS TEST...: each failed GPU test once more under compute-sanitizer's memcheck,
+  # SECONDS each at most; a line per test says what memcheck found (the failures are gpu-tests')
+  local sanitizer per_test=$1 t line
+  shift
+  sanitizer=$(find_sanitizer) || { echo "sanitizer: compute-sanitizer not found: no reruns"; return 0; }
   for t in "$@"; do
-    echo "== $t under $sanitizer --tool memcheck"
-    HALFLAB_REQUIRE_GPU=1 meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 4 \
-      --wrapper "$sanitizer --tool memcheck --error-exitcode 99 --print-limit 20" "$t" || rc=1
-    cp "$build/meson-logs/testlog.txt" "$box/logs/sanitizer-$t.txt" 2>/dev/null
+    echo "== $t under $sanitizer --tool memcheck (at most $per_test s)"
+    HALFLAB_REQUIRE_GPU=1 timeout -k 5 "$per_test" meson test -C "$build" --no-rebuild --print-errorlogs --timeout-multiplier 10 \
+      --wrapper "$sanitizer --tool memcheck --error-exitcode 99 --print-limit 20" "$t" >"$box/logs/sanitizer-$t.log" 2>&1
+    case $? in
+      0) echo "sanitizer: $t: passed under memcheck, no memcheck errors" ;;
+      124 | 137) echo "sanitizer: $t: stopped after $per_test s (memcheck slows a test 10-100x)" ;;
+      *) line=$(grep -m1 -E "/ $t +(FAIL|TIMEOUT|ERROR)" "$box/logs/sanitizer-$t.log")
+        case "$line" in
+          *"exit status 99"*) echo "sanitizer: $t: memcheck reported errors (logs/sanitizer-$t.log)" ;;
+          *) echo "sanitizer: $t: failed again, no memcheck errors: ${line:-see logs/sanitizer-$t.log}" ;;
+        esac ;;
+    esac
   done
-  return $rc
+  return 0
 }
 have_tests() { [ -f "$build/meson-info/intro-tests.json" ] && grep -q '"halflab:gpu"' "$build/meson-info/intro-tests.json"; }
 program() { [ -x "$build/$1" ]; }
@@ -566,7 +576,8 @@ measure train-tiny 20 150 train/halflab-train --mode amp-fp16 --device cuda
 # 3. a failed GPU test once more under compute-sanitizer
 mapfile -t to_sanitize < <(failed_gpu_tests)
 if [ ${#to_sanitize[@]} -gt 0 ] && [ $gpu = 1 ]; then
-  stage sanitizer 30 240 gpu sanitize "${to_sanitize[@]}"
+  stage sanitizer 30 240 gpu sanitize $(( ($(left) < 240 ? $(left) : 240) / ${#to_sanitize[@]} )) "${to_sanitize[@]}"
+  grep '^sanitizer: ' "$box/logs/sanitizer.log" 2>/dev/null | sed 's/^/    /' >>"$summary"
 elif [ ${#to_sanitize[@]} -gt 0 ]; then
   record sanitizer skipped 0 "no GPU (would rerun: ${to_sanitize[*]})"
   skipped+=(sanitizer)

@@ -90,81 +90,83 @@ static void test_decode_every_code(void **state) {
   gpu->free(dev);
 }
 
-/* Results of `op` on a[i], b[i] that differ between the backends (NaN matches NaN); the first
- * five are printed. */
-static uint64_t count_differences(hl_conversion kind, char op, const uint16_t *a, const uint16_t *b,
-                                  const uint16_t *from_gpu, const uint16_t *from_cpu, size_t n) {
+/* Operands and results of n binary operations, on the host and on the device. */
+typedef struct {
+  size_t n;
+  uint16_t *a, *b, *from_gpu, *from_cpu; /* host */
+  uint16_t *da, *db, *dout;              /* device */
+} binop_buffers;
+
+static binop_buffers binop_buffers_new(size_t n) {
+  binop_buffers p = {n, malloc(n * 2), malloc(n * 2), malloc(n * 2), malloc(n * 2),
+                     gpu->alloc(n * 2), gpu->alloc(n * 2), gpu->alloc(n * 2)};
+  assert_true(p.a && p.b && p.from_gpu && p.from_cpu && p.da && p.db && p.dout);
+  return p;
+}
+
+static void binop_buffers_free(binop_buffers *p) {
+  gpu->free(p->da);
+  gpu->free(p->db);
+  gpu->free(p->dout);
+  free(p->a);
+  free(p->b);
+  free(p->from_gpu);
+  free(p->from_cpu);
+}
+
+/* `op` on the operands (already on the device) on both backends; the results that
+ * differ (NaN matches NaN), the first five printed. */
+static uint64_t binop_differences(binop_buffers *p, hl_conversion kind, char op) {
+  gpu->convert->binop(kind, op, p->da, p->db, p->dout, p->n);
+  cpu->convert->binop(kind, op, p->a, p->b, p->from_cpu, p->n);
+  gpu->copy_to_host(p->from_gpu, p->dout, p->n * 2);
+  if (!memcmp(p->from_gpu, p->from_cpu, p->n * 2)) return 0;
   uint64_t bad = 0;
-  if (!memcmp(from_gpu, from_cpu, n * 2)) return 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t g = from_gpu[i], h = from_cpu[i];
+  for (size_t i = 0; i < p->n; i++) {
+    uint32_t g = p->from_gpu[i], h = p->from_cpu[i];
     if (g == h || (is_nan_code(kind, g) && is_nan_code(kind, h))) continue;
-    if (bad++ < 5) print_error("%s 0x%04x %c 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kind], a[i], op, b[i], g, h);
+    if (bad++ < 5)
+      print_error("%s 0x%04x %c 0x%04x: GPU 0x%04x, CPU 0x%04x\n", names[kind], p->a[i], op, p->b[i], g, h);
   }
   return bad;
 }
 
+static const hl_conversion half_kinds[] = {HL_CONV_F16, HL_CONV_BF16};
+
 static void test_half_arithmetic(void **state) {
   (void)state;
-  const size_t partners = 1024, n = 65536 * partners;
-  uint16_t *a = malloc(n * 2), *b = malloc(n * 2), *from_gpu = malloc(n * 2), *from_cpu = malloc(n * 2);
-  assert_true(a && b && from_gpu && from_cpu);
-  for (size_t i = 0; i < n; i++) {
-    a[i] = (uint16_t)(i & 0xffffu);
-    b[i] = (uint16_t)hl_philox_u32(2024, 7, i);
+  binop_buffers p = binop_buffers_new(65536 * 1024); /* every value against 1024 partners */
+  for (size_t i = 0; i < p.n; i++) {
+    p.a[i] = (uint16_t)(i & 0xffffu);
+    p.b[i] = (uint16_t)hl_philox_u32(2024, 7, i);
   }
-  uint16_t *da = gpu->alloc(n * 2), *db = gpu->alloc(n * 2), *dout = gpu->alloc(n * 2);
-  assert_true(da && db && dout);
-  gpu->copy_from_host(da, a, n * 2);
-  gpu->copy_from_host(db, b, n * 2);
-  const hl_conversion kinds[] = {HL_CONV_F16, HL_CONV_BF16};
+  gpu->copy_from_host(p.da, p.a, p.n * 2);
+  gpu->copy_from_host(p.db, p.b, p.n * 2);
   for (int k = 0; k < 2; k++)
     for (const char *op = "+-*"; *op; op++) {
-      gpu->convert->binop(kinds[k], *op, da, db, dout, n);
-      gpu->copy_to_host(from_gpu, dout, n * 2);
-      cpu->convert->binop(kinds[k], *op, a, b, from_cpu, n);
-      const uint64_t bad = count_differences(kinds[k], *op, a, b, from_gpu, from_cpu, n);
-      if (bad) fail_msg("%s '%c': %llu of %zu results differ", names[kinds[k]], *op, (unsigned long long)bad, n);
+      const uint64_t bad = binop_differences(&p, half_kinds[k], *op);
+      if (bad) fail_msg("%s '%c': %llu of %zu results differ", names[half_kinds[k]], *op, (unsigned long long)bad, p.n);
     }
-  gpu->free(da);
-  gpu->free(db);
-  gpu->free(dout);
-  free(a);
-  free(b);
-  free(from_gpu);
-  free(from_cpu);
+  binop_buffers_free(&p);
 }
 
 /* '/' on all 2^32 operand pairs of each type, 2^26 at a time: a runs through
  * the 65536 codes, b holds the chunk's 1024 divisors, each 65536 times. */
 static void test_half_division_every_pair(void **state) {
   (void)state;
-  const size_t n = CHUNK;
-  uint16_t *a = malloc(n * 2), *b = malloc(n * 2), *from_gpu = malloc(n * 2), *from_cpu = malloc(n * 2);
-  uint16_t *da = gpu->alloc(n * 2), *db = gpu->alloc(n * 2), *dout = gpu->alloc(n * 2);
-  assert_true(a && b && from_gpu && from_cpu && da && db && dout);
-  for (size_t i = 0; i < n; i++) a[i] = (uint16_t)(i & 0xffffu);
-  gpu->copy_from_host(da, a, n * 2);
-  const hl_conversion kinds[] = {HL_CONV_F16, HL_CONV_BF16};
+  binop_buffers p = binop_buffers_new(CHUNK);
+  for (size_t i = 0; i < p.n; i++) p.a[i] = (uint16_t)(i & 0xffffu);
+  gpu->copy_from_host(p.da, p.a, p.n * 2);
   for (int k = 0; k < 2; k++) {
     uint64_t bad = 0;
-    for (uint64_t first = 0; first < (UINT64_C(1) << 32); first += n) {
-      for (size_t i = 0; i < n; i++) b[i] = (uint16_t)((first + i) >> 16);
-      gpu->copy_from_host(db, b, n * 2);
-      gpu->convert->binop(kinds[k], '/', da, db, dout, n);
-      cpu->convert->binop(kinds[k], '/', a, b, from_cpu, n);
-      gpu->copy_to_host(from_gpu, dout, n * 2);
-      bad += count_differences(kinds[k], '/', a, b, from_gpu, from_cpu, n);
+    for (uint64_t first = 0; first < (UINT64_C(1) << 32); first += p.n) {
+      for (size_t i = 0; i < p.n; i++) p.b[i] = (uint16_t)((first + i) >> 16);
+      gpu->copy_from_host(p.db, p.b, p.n * 2);
+      bad += binop_differences(&p, half_kinds[k], '/');
     }
-    if (bad) fail_msg("%s '/': %llu of 2^32 quotients differ", names[kinds[k]], (unsigned long long)bad);
+    if (bad) fail_msg("%s '/': %llu of 2^32 quotients differ", names[half_kinds[k]], (unsigned long long)bad);
   }
-  gpu->free(da);
-  gpu->free(db);
-  gpu->free(dout);
-  free(a);
-  free(b);
-  free(from_gpu);
-  free(from_cpu);
+  binop_buffers_free(&p);
 }
 
 int main(void) {
