@@ -139,8 +139,9 @@ static bool log_write(hl_csv *c, const char *text, size_t len) {
   return false;
 }
 
-hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
-                    size_t errlen) {
+/* units: the value of a "# units:" line after the metadata, or NULL. */
+static hl_csv *csv_open(const char *dir, const char *name, const char *header, const char *units, hl_csv_mode mode,
+                        char *err, size_t errlen) {
   hl_csv *c = calloc(1, sizeof *c);
   if (!c) {
     snprintf(err, errlen, "out of memory");
@@ -171,8 +172,8 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
   }
   if (fresh) {
     const char *meta = hl_meta_text();
-    const size_t nm = strlen(meta), nh = strlen(header);
-    char *text = malloc(nm + nh + 2);
+    const size_t nm = strlen(meta), nh = strlen(header), nu = units ? strlen(units) + sizeof "# units: \n" - 1 : 0;
+    char *text = malloc(nm + nu + nh + 2);
     if (!text) {
       snprintf(err, errlen, "out of memory");
       if (c->fd >= 0) close(c->fd);
@@ -181,11 +182,12 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
       return NULL;
     }
     memcpy(text, meta, nm);
-    memcpy(text + nm, header, nh);
-    text[nm + nh] = '\n';
+    if (units) snprintf(text + nm, nu + 1, "# units: %s\n", units);
+    memcpy(text + nm + nu, header, nh);
+    text[nm + nu + nh] = '\n';
     bool ok = true;
-    if (mode == HL_CSV_TABLE) fwrite(text, 1, nm + nh + 1, c->table.f); /* errors are kept by the stream */
-    else ok = log_write(c, text, nm + nh + 1);
+    if (mode == HL_CSV_TABLE) fwrite(text, 1, nm + nu + nh + 1, c->table.f); /* errors are kept by the stream */
+    else ok = log_write(c, text, nm + nu + nh + 1);
     free(text);
     if (!ok) {
       snprintf(err, errlen, "%s", c->failure);
@@ -197,6 +199,21 @@ hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_cs
   }
   return c;
 }
+
+hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
+                    size_t errlen) {
+  return csv_open(dir, name, header, NULL, mode, err, errlen);
+}
+
+hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
+                           size_t errlen) {
+  char header[4096], units[4096];
+  hl_schema_header(s, header, sizeof header);
+  hl_schema_units(s, units, sizeof units);
+  return csv_open(dir, name ? name : s->file, header, units, mode, err, errlen);
+}
+
+bool hl_csv_put(hl_csv *c, hl_row *r) { return hl_csv_row(c, "%s", hl_row_line(r)); }
 
 bool hl_csv_row(hl_csv *c, const char *fmt, ...) {
   if (c->failed) return false;
@@ -290,6 +307,21 @@ bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, 
     if (prefix) hl_csv_row(c, "%s,%s", prefix, r->rows[i]);
     else hl_csv_row(c, "%s", r->rows[i]);
   }
+  return hl_csv_close(c, err, errlen);
+}
+
+void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r) { hl_csv_rows_add(rows, "%s", hl_row_line(r)); }
+
+bool hl_csv_rows_write_schema(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s, char *err,
+                              size_t errlen) {
+  if (!name) name = s->file;
+  if (r->failed) {
+    snprintf(err, errlen, "out of memory keeping the rows of %s/%s", dir, name);
+    return false;
+  }
+  hl_csv *c = hl_csv_open_schema(dir, name, s, HL_CSV_TABLE, err, errlen);
+  if (!c) return false;
+  for (int i = 0; i < r->n; i++) hl_csv_row(c, "%s", r->rows[i]);
   return hl_csv_close(c, err, errlen);
 }
 

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/schema.h"
 #include "kernels/backend.h"
 
 #ifdef __cplusplus
@@ -42,6 +43,13 @@ typedef struct hl_csv hl_csv;
 /* NULL with a message in err (the path and strerror) on failure. */
 hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
                     size_t errlen);
+/* The file a schema describes (name NULL: the schema's file; a name for a
+ * file named per run from the schema's pattern): the metadata, a "# units:"
+ * line and the schema's header. */
+hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
+                           size_t errlen);
+/* A complete row (hl_row_line: fatal when a column is unset); as hl_csv_row. */
+bool hl_csv_put(hl_csv *c, hl_row *r);
 /* One row; the newline is added. false once the file has failed: a log's
  * row is then not written (the file keeps its complete lines) and
  * hl_csv_failure says why; a table's error may show only at hl_csv_close. */
@@ -69,6 +77,11 @@ void hl_csv_rows_add(hl_csv_rows *r, const char *fmt, ...) __attribute__((format
  * "PREFIX," when prefix is not NULL. false with a message in err. */
 bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header, const char *prefix,
                        char *err, size_t errlen);
+/* A complete row, kept (hl_row_line: fatal when a column is unset). */
+void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r);
+/* DIR/NAME (NULL: the schema's file) as a table with the schema's units line and header. */
+bool hl_csv_rows_write_schema(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s, char *err,
+                              size_t errlen);
 void hl_csv_rows_free(hl_csv_rows *r);
 
 #ifdef __cplusplus
