@@ -43,8 +43,8 @@
 #       and the gpu suite's log in results/<gpu>/gpu-check/; refuses to overwrite anything.
 #
 # Times (seconds), from tests/setup/gpu_check_rehearsal.sh on the 2-core development VM with no
-# GPU, and as expected on an H100 node (16 cores; not yet measured there) — README, "GPU
-# verification", has the table. On a GPU the budget is the build (~90 s on 16 cores), gpu-tests
+# GPU, and as expected on an H100 node (16 cores; not yet measured there) — docs/gpu-check.md
+# has the table. On a GPU the budget is the build (~90 s on 16 cores), gpu-tests
 # (~120 s: 2^32-input sweeps) and the measurements (~30-60 s each).
 set -uo pipefail
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")

@@ -16,7 +16,7 @@
 #
 # CUDA_MAJOR: the toolkit's major version (default: nvcc's, else 13); a wheel
 # for another major links another CUDA runtime and is not taken. meson.build
-# asks this script after the CUDA toolkit itself (README, "Build options").
+# asks this script after the CUDA toolkit itself (docs/build.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nccl_version=2.28.9 # the version the development machine's toolkit carries

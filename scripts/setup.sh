@@ -15,7 +15,7 @@
 #              exits 1, leaving the rest of the set-up in place.
 #
 # The CUDA backend is built when nvcc is on PATH (the CUDA toolkit does not
-# come from Debian; see README). Without it halflab builds for the CPU only.
+# come from Debian; see docs/build.md). Without it halflab builds for the CPU only.
 #
 # NCCL (data-parallel training on GPUs, meson option nccl), only where nvcc
 # is on PATH: NCCL is not part of the CUDA toolkit's own install, so when
