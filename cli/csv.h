@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define HL_CSV_SCHEMA 1
+#define HL_CSV_SCHEMA 2
 
 /* Run metadata shared by every file a program writes. */
 void hl_meta_init(int argc, char **argv);

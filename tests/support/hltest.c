@@ -4,6 +4,7 @@
 #include "core/base/error.h"
 #include "core/base/mem.h"
 #include "core/engine/tensor.h"
+#include "cli/csv.h"
 #include "formats/fatal.h"
 
 #include <ctype.h>
@@ -285,7 +286,9 @@ hl_table *hl_table_read(const char *path) {
   }
   free(line);
   fclose(f);
-  if (!strstr(t->meta, "# schema: 1\n")) fail_msg("%s: no '# schema: 1' line", path);
+  char schema_line[32];
+  snprintf(schema_line, sizeof schema_line, "# schema: %d\n", HL_CSV_SCHEMA);
+  if (!strstr(t->meta, schema_line)) fail_msg("%s: no '# schema: %d' line", path, HL_CSV_SCHEMA);
   if (!ok || !t->cols) {
     hl_table_free(t);
     return NULL;
