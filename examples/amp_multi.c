@@ -67,9 +67,25 @@ static float *grads_of(const recipe_mlp *m, int64_t *n) {
   return recipe_values(g, 4, n);
 }
 
+/* retain_graph is needed: the second backward through a graph the first freed fails. */
+static void show_retain_graph_needed(const recipe_opts *o, recipe_mlp m[2], hl_optim *opt[2], hl_scaler *scaler) {
+  hl_pool_push();
+  hl_tensor *x, *y, *l0, *l1;
+  recipe_batch(o->seed, 0, RECIPE_BATCH, o->device, &x, &y);
+  hl_tmp(x), hl_tmp(y);
+  losses(&m[0], &m[1], x, y, true, &l0, &l1);
+  HL_CHECK(hl_backward(hl_tmp(hl_scaler_scale(scaler, l0)), NULL, false)); /* no retain_graph */
+  hl_error_clear();
+  bool second = hl_backward(hl_tmp(hl_scaler_scale(scaler, l1)), NULL, false);
+  printf("second backward without retain_graph on the first: %s\n", second ? "accepted" : hl_error());
+  if (second) example_fail("the second backward through the freed shared graph was accepted");
+  for (int k = 0; k < 2; k++) hl_optim_zero_grad(opt[k]);
+  hl_pool_pop();
+}
+
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-multi",
-                              "The seed's two models, two losses, two optimizers and one scaler.",
+                              "Two models, two losses, two optimizers and one scaler.",
                               RECIPE_STEPS | RECIPE_INJECT, 20, "4", argc, argv);
   recipe_mlp m[2] = {recipe_mlp_new("model0", o.seed, 0, o.device), recipe_mlp_new("model1", o.seed, 1, o.device)};
   recipe_mlp ref[2] = {recipe_mlp_new("ref0", o.seed, 0, o.device), recipe_mlp_new("ref1", o.seed, 1, o.device)};
@@ -85,21 +101,7 @@ int main(int argc, char **argv) {
   double worst_grad = 0, expect_scale = sc.init_scale;
   int64_t tracker = 0;
 
-  /* retain_graph is needed: the second backward through a freed graph fails */
-  {
-    hl_pool_push();
-    hl_tensor *x, *y, *l0, *l1;
-    recipe_batch(o.seed, 0, RECIPE_BATCH, o.device, &x, &y);
-    hl_tmp(x), hl_tmp(y);
-    losses(&m[0], &m[1], x, y, true, &l0, &l1);
-    HL_CHECK(hl_backward(hl_tmp(hl_scaler_scale(scaler, l0)), NULL, false)); /* no retain_graph */
-    hl_error_clear();
-    bool second = hl_backward(hl_tmp(hl_scaler_scale(scaler, l1)), NULL, false);
-    printf("second backward without retain_graph on the first: %s\n", second ? "accepted" : hl_error());
-    if (second) example_fail("the second backward through the freed shared graph was accepted");
-    for (int k = 0; k < 2; k++) hl_optim_zero_grad(opt[k]);
-    hl_pool_pop();
-  }
+  show_retain_graph_needed(&o, m, opt, scaler);
 
   printf("\n%-5s %-10s %-10s %-8s %-10s %-12s %s\n", "step", "loss0", "loss1", "scale", "grad err", "model0 norm", "");
   for (int step = 1; step <= o.steps; step++) {
