@@ -316,8 +316,8 @@ else
     !h { split("", c); for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
     {
       k = $c["phase"] SUBSEP $c["op"]
-      ms[f, k] = $c["ms_per_step"]; pct[f, k] = $c["time_pct_of_step"]; calls[f, k] = $c["calls_per_step"]
-      gbs[f, k] = $c["gbytes_per_s"]; kind[k] = $c["kind"]
+      ms[f, k] = $c["time_ms_per_step"]; pct[f, k] = $c["time_of_step_pct"]; calls[f, k] = $c["calls_per_step"]
+      gbs[f, k] = $c["gb_per_s"]; kind[k] = $c["kind"]
       if ($c["kind"] != "op" && $c["kind"] != "kernel") { if (!(k in tail)) { tail[k] = 1; tails[++nt] = k } ; next }
       # the top ops of each mode, and every cast: what autocast costs is the question
       if ((++rank[f] <= top || $c["op"] == "to") && !(k in chosen)) { chosen[k] = 1; keys[++n] = k }
