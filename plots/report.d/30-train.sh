@@ -55,7 +55,7 @@ mode_table() { # GROUP: the mode table against fp32
          u = v[c[\"fp16_underflow_frac\"]]; us = v[c[\"fp16_underflow_scaled_frac\"]]
          printf \"| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f MiB | %s | %s / %s | %s | %s / %s |\\n\", m[k], st, \\
            el == \"\" ? \"-\" : sprintf(\"%.4f\", el), dl, ea == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * ea), da, \\
-           v[c[\"final_loss\"]] == \"\" ? \"-\" : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
+           v[c[\"final_loss\"]] == \"\" ? \"-\" : v[c[\"final_loss\"]] ~ /^-?(nan|inf)$/ ? v[c[\"final_loss\"]] : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
            t == \"\" ? \"-\" : (early ? t : sprintf(\"%.2f\", t)), sp, (v[c[\"tokens_per_s\"]] == \"\" || early) ? \"-\" : sprintf(\"%.0f\", v[c[\"tokens_per_s\"]]), mem, mr, \\
            u == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * u), us == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * us), \\
            v[c[\"grad_zero_frac\"]] == \"\" ? \"-\" : sprintf(\"%.3f%%\", 100 * v[c[\"grad_zero_frac\"]]), \\
