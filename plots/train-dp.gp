@@ -18,7 +18,7 @@ if (!file_exists(in)) {
   exit
 }
 count(cond) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s { n++ } END { print n + 0 }' '%s'", cond, in)))
-n_small = count('$1 ~ /^dp-small-/')
+n_small = count('$c["name"] ~ /^dp-small-/')
 wire(w) = sprintf("%s/train_dp-wire-%s_amp-fp16_steps.csv", dir, w)
 have_wire = file_exists(wire('fp32')) && (file_exists(wire('bf16')) || file_exists(wire('fp16')))
 if (n_small == 0 && !have_wire) {
@@ -33,7 +33,7 @@ if (n_small == 0 && !have_wire) {
 # concatenated, not sprintf'd: gnuplot's sprintf garbles a format this long once
 # a long path lengthens the result (awk then sees its printf doubled)
 bars = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } \
-  $1 ~ /^dp-small-/ && $c[\"status\"] == \"completed\" { r[$1 \" \" $2] = $0 } \
+  $c[\"name\"] ~ /^dp-small-/ && $c[\"status\"] == \"completed\" { r[$c[\"name\"] \" \" $c[\"mode\"]] = $0 } \
   END { print \"x,label,family,step,busy,exposed,mib,ratio\"; \
     split(\"fp32 amp-bf16 amp-fp16\", m, \" \"); \
     split(\"dp-small-1x2 dp-small-2x1-whole dp-small-2x1-fp32 dp-small-2x1-bf16 dp-small-2x1-fp16\", g, \" \"); \
@@ -83,13 +83,13 @@ do for [out=1:2] {
     set yrange [0:*]
     set offsets 0, 0, graph 0.14, 0
     plot bars using 'x':(column('step') - column('exposed')):(0.8):(bar_color(strcol('family'))):xtic(strcol('label')) with boxes lc rgb variable fs solid 0.85 noborder, \
-         '' using 'x':'step':($1 - 0.4):($1 + 0.4):(column('step') - column('exposed')):'step':(bar_color(strcol('family'))) with boxxyerror lc rgb variable fs pattern 4, \
+         '' using 'x':'step':(column('x') - 0.4):(column('x') + 0.4):(column('step') - column('exposed')):'step':(bar_color(strcol('family'))) with boxxyerror lc rgb variable fs pattern 4, \
          '' using 'x':'step':(sprintf('%.2fx', column('ratio'))) with labels offset 0, 0.8 font ',10'
 
     eval cell(1, 2)
     set title "the gradient all-reduce per step: time in the collectives (open) and its exposed part (filled: the wait after the backward, the write-back)\nlabels: MiB each rank sends per step\n"
     set ylabel 'ms per step (median)'
-    plot bars using ($1 + 0):(strcol('family') eq 'none' ? 1/0 : column('busy')):(0.8):(bar_color(strcol('family'))):xtic(strcol('label')) with boxes lc rgb variable lw 2 fs empty, \
+    plot bars using (column('x')):(strcol('family') eq 'none' ? 1/0 : column('busy')):(0.8):(bar_color(strcol('family'))):xtic(strcol('label')) with boxes lc rgb variable lw 2 fs empty, \
          '' using 'x':(strcol('family') eq 'none' ? 1/0 : column('exposed')):(0.5):(bar_color(strcol('family'))) with boxes lc rgb variable fs solid 0.85 noborder, \
          '' using 'x':(strcol('family') eq 'none' ? 1/0 : (column('busy') > column('exposed') ? column('busy') : column('exposed'))):(sprintf('%.1f', column('mib'))) with labels offset 0, 0.8 font ',10', \
          '' using 'x':(strcol('family') eq 'none' ? 0 : 1/0):('no all-reduce') with labels offset 0, 0.8 font ',10' tc rgb c_note

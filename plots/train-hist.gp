@@ -29,17 +29,18 @@ desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_hist.csv 2>
 file(g, m) = sprintf('%s/train_%s_%s_hist.csv', dir, g, m)
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 # the steps with histograms in fp32's file; the middle one
-midstep(g) = system(sprintf("awk -F, '/^#/ || /^mode,/ { next } { print $2 }' '%s' | sort -un | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'", file(g, 'fp32')))
-# rows of one step and one kind of gradients: (log2_lo + 0.5, percent); the exact zeros at x = zx
-rows(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v s=%s -v k=%s -v zx=%d '/^#/ || /^mode,/ { next } $2 == s && $3 == k && $8 !~ /nonfinite/ { print (length($5) ? $5 + 0.5 : zx), 100 * $7 }' '%s'", step, kind, zx, file(g, m))
+midstep(g) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"step\"] }' '%s' | sort -un | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'", file(g, 'fp32')))
+# rows of one step and one kind of gradients: (log2_lo + 0.5, percent); the exact zeros at x = zx (the
+# columns by name, given to awk as variables: the command sits inside the plot command's double quotes)
+rows(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v cs=step -v cg=grads -v cz=fp16_zone -v cl=log2_lo -v cf=frac -v s=%s -v k=%s -v zx=%d '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[cs] == s && $c[cg] == k && $c[cz] !~ /nonfinite/ { print (length($c[cl]) ? $c[cl] + 0.5 : zx), 100 * $c[cf] }' '%s'", step, kind, zx, file(g, m))
 # the same as an outline: the tops of the bins joined, down to the floor where a run of bins ends
 # (a filled bar would blend with fp32's, an outline per bin would hatch it)
-outline(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v s=%s -v k=%s -v zx=%d '/^#/ || /^mode,/ { next } $2 == s && $3 == k && $8 !~ /nonfinite/ { b = length($5) ? $5 + 0 : zx - 0.5; p[b] = 100 * $7; if (n == 0 || b < lo) lo = b; if (n == 0 || b > hi) hi = b; n++ } END { if (!n) exit; for (b = lo; b <= hi + 0.5; b += 0.5) { if (!(b in p)) continue; if (started && b != prev + 1) { print prev + 1, 1e-6; print blank } if (!started || b != prev + 1) print b, 1e-6; print b, p[b]; print b + 1, p[b]; prev = b; started = 1 } print prev + 1, 1e-6 }' '%s'", step, kind, zx, file(g, m))
-scaleof(g, m, step) = system(sprintf("awk -F, -v s=%s '/^#/ || /^mode,/ { next } $2 == s && $3 ~ /^scaled/ { print $4; exit }' '%s'", step, file(g, m)))
+outline(g, m, step, kind) = sprintf("< awk -F, -v OFS=, -v cs=step -v cg=grads -v cz=fp16_zone -v cl=log2_lo -v cf=frac -v s=%s -v k=%s -v zx=%d '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[cs] == s && $c[cg] == k && $c[cz] !~ /nonfinite/ { b = length($c[cl]) ? $c[cl] + 0 : zx - 0.5; p[b] = 100 * $c[cf]; if (n == 0 || b < lo) lo = b; if (n == 0 || b > hi) hi = b; n++ } END { if (!n) exit; for (b = lo; b <= hi + 0.5; b += 0.5) { if (!(b in p)) continue; if (started && b != prev + 1) { print prev + 1, 1e-6; print blank } if (!started || b != prev + 1) print b, 1e-6; print b, p[b]; print b + 1, p[b]; prev = b; started = 1 } print prev + 1, 1e-6 }' '%s'", step, kind, zx, file(g, m))
+scaleof(g, m, step) = system(sprintf("awk -F, -v s=%s '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step\"] == s && $c[\"grads\"] ~ /^scaled/ { print $c[\"scale\"]; exit }' '%s'", step, file(g, m)))
 what(g) = group_title(g)
 
 # the x range: from below the smallest bin of any chart's file (a multiple of 8) to 2^24
-lo = int(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ || /^mode,/ || !length($5) { next } $5 < m { m = $5 } END { print m + 0 }'", \
+lo = int(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } !length($c[\"log2_lo\"]) { next } $c[\"log2_lo\"] < m { m = $c[\"log2_lo\"] } END { print m + 0 }'", \
                         system(sprintf("ls '%s'/train_*_hist.csv | tr '\\n' ' '", dir)))))
 xmin = lo < -56 ? -8 * int((-lo + 11) / 8) : -64
 xmax = 24

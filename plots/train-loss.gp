@@ -31,7 +31,7 @@ have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq 
 # status and last step from the summary: "diverged at step 5", or ''
 note(g, m) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"status\"] != \"completed\" { printf \" (%%s at step %%s)\", $c[\"status\"], $c[\"steps_done\"] }' '%s/train_%s_%s_summary.csv' 2>/dev/null", dir, g, m))
 # the run's length (the steps asked, over the group's summaries)
-last(g) = real(system(sprintf("cat '%s'/train_%s_*_summary.csv 2>/dev/null | awk -F, '/^#/ { next } $1 == \"name\" { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"steps\"] > n { n = $c[\"steps\"] } END { print n + 0 }'", dir, g)))
+last(g) = real(system(sprintf("cat '%s'/train_%s_*_summary.csv 2>/dev/null | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"steps\"] > n { n = $c[\"steps\"] } END { print n + 0 }'", dir, g)))
 nevals(g, m) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } length($c[\"eval_acc\"]) { n++ } END { print n + 0 }' '%s'", file(g, m))))
 what(g) = group_title(g)
 

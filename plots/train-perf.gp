@@ -14,17 +14,17 @@ if (!file_exists(in)) {
   exit
 }
 count(cond) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s { n++ } END { print n + 0 }' '%s'", cond, in)))
-group = count('$1 == "gpt2"') > 0 ? 'gpt2' : 'tiny'
-sel = sprintf('$1 == "%s"', group)
+group = count('$c["name"] == "gpt2"') > 0 ? 'gpt2' : 'tiny'
+sel = sprintf('$c["name"] == "%s"', group)
 if (count(sel) == 0) {
   print sprintf("train-perf.gp: no tiny or gpt2 rows in %s: no chart", in)
   exit
 }
-nthreads = count('$1 ~ /^threads-/')
+nthreads = count('$c["name"] ~ /^threads-/')
 # the header and the rows where cond holds, modes in the order of the modes table
-rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s { r[$2] = $0 } END { split(\"fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure\", m, \" \"); for (k = 1; k <= 7; k++) if (m[k] in r) print r[m[k]] }' '%s'", cond, in)
-trows = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } $1 ~ /^threads-/' '%s'", in)
-ref(col) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s && $2 == \"fp32\" { print $c[\"%s\"] }' '%s'", sel, col, in)))
+rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s { r[$c[\"mode\"]] = $0 } END { split(\"fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure\", m, \" \"); for (k = 1; k <= 7; k++) if (m[k] in r) print r[m[k]] }' '%s'", cond, in)
+trows = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } $c[\"name\"] ~ /^threads-/' '%s'", in)
+ref(col) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s && $c[\"mode\"] == \"fp32\" { print $c[\"%s\"] }' '%s'", sel, col, in)))
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | cut -d, -f1 | sed 's/_/\\\\_/g'", in))
 t32 = ref('step_time_ms_median')
 r32 = ref(group eq 'gpt2' ? 'tokens_per_s' : 'tokens_per_s')

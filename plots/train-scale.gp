@@ -79,8 +79,8 @@ do for [out=1:2] {
       }
     }
     # the range by hand: a flat scale would be an empty autoscaled range
-    sc_lo = real(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ { next } $1 == \"mode\" { for (i = 1; i <= NF; i++) c[$i] = i; next } c[\"scale\"] && $c[\"scale\"] != \"\" && (m == \"\" || $c[\"scale\"] + 0 < m) { m = $c[\"scale\"] + 0 } END { print m + 0 }'", group_files(g))))
-    sc_hi = real(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ { next } $1 == \"mode\" { for (i = 1; i <= NF; i++) c[$i] = i; next } c[\"scale\"] && $c[\"scale\"] + 0 > m { m = $c[\"scale\"] + 0 } END { print m + 0 }'", group_files(g))))
+    sc_lo = real(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } c[\"scale\"] && $c[\"scale\"] != \"\" && (m == \"\" || $c[\"scale\"] + 0 < m) { m = $c[\"scale\"] + 0 } END { print m + 0 }'", group_files(g))))
+    sc_hi = real(system(sprintf("cat %s 2>/dev/null | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } c[\"scale\"] && $c[\"scale\"] + 0 > m { m = $c[\"scale\"] + 0 } END { print m + 0 }'", group_files(g))))
     set yrange [(sc_lo > 0 ? sc_lo : 1) / 2:(sc_hi > 0 ? sc_hi : 1) * 8]
     eval('plot '.cmd)
     unset label

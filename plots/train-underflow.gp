@@ -26,7 +26,7 @@ ng = words(groups)
 desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1 | sed 's/_/\\\\_/g'", dir))
 file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
-last(g) = real(system(sprintf("awk -F, '/^#/ || /^mode,/ { next } { n = $2 } END { print n + 0 }' '%s'", file(g, 'fp32'))))
+last(g) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { n = $c[\"step\"] } END { print n + 0 }' '%s'", file(g, 'fp32'))))
 what(g) = group_title(g)
 pct(c) = strcol(c) eq '' ? NaN : column(c) > 0 ? 100 * column(c) : NaN
 

@@ -63,6 +63,8 @@ double run_cast_cache_hit_rate(const run_result *r) {
   return lookups ? (double)r->autocast_cache_hits / (double)lookups : NAN;
 }
 
+int64_t run_steps_done(const run_result *r) { return r->first_step + r->steps_run - 1; }
+
 const char *run_status_name(run_status s) {
   static const char *names[] = {"completed", "stopped", "interrupted", "diverged", "failed"};
   return names[s];
@@ -237,13 +239,6 @@ static void dump_grads(const char *path, train_model *m, train_mode *t) {
 
 /* ------------------------------------------------------------- the loop -- */
 
-/* A measured value that may itself be inf or NaN (a diverged loss). */
-static const char *measured(double v, char *buf, size_t len) {
-  if (isnan(v)) snprintf(buf, len, "nan");
-  else snprintf(buf, len, "%.9g", v);
-  return buf;
-}
-
 static const char *nonfinite_name(double v) { return isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
 
 static bool is_hist_step(const train_opts *o, int64_t s) {
@@ -270,7 +265,7 @@ typedef struct {
   double items, tokens; /* per step: sequences or samples; tokens (NaN for the MLP) */
   host_batch h;
   stat_buffers sb;      /* allocated when some step takes statistics */
-  double *times;        /* ms per step of the whole run (a resumed run's earlier ones from its checkpoint) */
+  double *step_time_ms; /* every step of the whole run (a resumed run's earlier ones from its checkpoint) */
   int64_t n_times;
   int64_t consecutive_skips;
   double last_progress; /* when the progress line was last printed */
@@ -280,9 +275,9 @@ typedef struct {
   int rank, ranks;      /* data-parallel: this process's rank and their count (0 of 1 outside mpirun) */
   float *reduce_buf;    /* every parameter in f32: the CPU ranks' all-reduce, --check-replicas */
   hl_grad_buckets *buckets; /* CPU ranks: the gradient all-reduce (in buckets during the backward with --bucket-mb > 0) */
-  double *comm_ms, *comm_exposed_ms; /* hl_dist_reduces(): per step this process ran, the all-reduce's time and what the backward left exposed */
-  int64_t n_comm;
-  hl_grad_buckets_stats comm_last;
+  double *allreduce_ms, *allreduce_exposed_ms; /* hl_dist_reduces(): per step this process ran, the all-reduce's time and what the backward left exposed */
+  int64_t n_allreduce;
+  hl_grad_buckets_stats allreduce_last;
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
 } loop_state;
 
@@ -298,10 +293,11 @@ typedef struct {
   grad_census census, census_scaled;
   absorb_count absorb;
   bool skipped;     /* the scaler skipped the update (inf / NaN gradients) */
-  double step_s;
+  double step_time_s; /* the step's time (step_time_ms in the log) */
   eval_result ev;
+  bool evaluated;   /* ev holds this step's evaluation */
   uint64_t casts, cache_misses, cache_hits; /* autocast's counters over the step's forwards */
-  hl_grad_buckets_stats comm; /* hl_dist_reduces(): the step's gradient all-reduce */
+  hl_grad_buckets_stats allreduce; /* hl_dist_reduces(): the step's gradient all-reduce */
 } step_record;
 
 static loop_state loop_state_new(const train_opts *o, const train_data *d, train_model *m, train_mode *t,
@@ -317,8 +313,8 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
     s.sb.after = malloc(sizeof(float) * (size_t)m->numel);
     if (!s.sb.grad || !s.sb.before || !s.sb.after) hl_fatal("out of host memory for the gradient statistics");
   }
-  s.times = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
-  if (!s.times) hl_fatal("out of host memory");
+  s.step_time_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
+  if (!s.step_time_ms) hl_fatal("out of host memory");
   if (o->checkpoint && !(s.definition = run_definition_format(o))) hl_fatal("out of host memory");
   s.rank = hl_dist_rank();
   s.ranks = hl_dist_size();
@@ -327,9 +323,9 @@ static loop_state loop_state_new(const train_opts *o, const train_data *d, train
   if ((cpu_ranks || o->check_replicas) && !(s.reduce_buf = malloc(sizeof(float) * (size_t)m->numel)))
     hl_fatal("out of host memory for the gradient all-reduce");
   if (hl_dist_reduces()) {
-    s.comm_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
-    s.comm_exposed_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
-    if (!s.comm_ms || !s.comm_exposed_ms) hl_fatal("out of host memory for the all-reduce's timings");
+    s.allreduce_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
+    s.allreduce_exposed_ms = malloc(sizeof(double) * (size_t)(o->steps > 0 ? o->steps : 1));
+    if (!s.allreduce_ms || !s.allreduce_exposed_ms) hl_fatal("out of host memory for the all-reduce's timings");
   }
   if (cpu_ranks) {
     s.buckets = hl_grad_buckets_new(m->trainable, m->n_trainable, (int64_t)(o->bucket_mb * 1024 * 1024),
@@ -343,9 +339,9 @@ static void loop_state_free(loop_state *s) {
   free(s->definition);
   hl_grad_buckets_free(s->buckets);
   free(s->reduce_buf);
-  free(s->comm_ms);
-  free(s->comm_exposed_ms);
-  free(s->times);
+  free(s->allreduce_ms);
+  free(s->allreduce_exposed_ms);
+  free(s->step_time_ms);
   free(s->sb.grad);
   free(s->sb.before);
   free(s->sb.after);
@@ -363,10 +359,10 @@ static bool takes_statistics(const loop_state *s, int64_t step) {
 /* The summary's totals so far (the times point into the loop's array). */
 static run_totals totals_of(const loop_state *s, const run_result *r) {
   run_totals t = {.steps = s->n_times, .skipped = r->skipped, .consecutive_skips = s->consecutive_skips,
-                  .last_loss = r->last_loss, .eval_loss = r->eval_loss, .eval_acc = r->eval_acc,
-                  .eval_step = r->eval_step, .stats_n = r->stats_n, .mem_peak = r->mem_peak,
+                  .final_loss = r->final_loss, .eval_loss = r->eval_loss, .eval_acc = r->eval_acc,
+                  .eval_step = r->eval_step, .stats_n = r->stats_n, .mem_peak_bytes = r->mem_peak_bytes,
                   .autocast_casts = r->autocast_casts, .autocast_cache_misses = r->autocast_cache_misses,
-                  .autocast_cache_hits = r->autocast_cache_hits, .step_ms = s->times};
+                  .autocast_cache_hits = r->autocast_cache_hits, .step_time_ms = s->step_time_ms};
   memcpy(t.stats_sum, s->stats_sum, sizeof t.stats_sum);
   memcpy(t.stats_cnt, s->stats_cnt, sizeof t.stats_cnt);
   return t;
@@ -489,15 +485,15 @@ static void inject_inf(train_model *m) {
 static void allreduce_gradients(loop_state *s, step_record *rec) {
   hl_range_push("all-reduce");
   if (s->buckets) {
-    if (!hl_grad_buckets_finish(s->buckets, &rec->comm))
+    if (!hl_grad_buckets_finish(s->buckets, &rec->allreduce))
       hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
   } else { /* GPU ranks: one grouped all-reduce on the devices after the backward, all of it exposed */
     const double t0 = hl_now_s();
     if (!hl_dist_allreduce_grads_mean_device(s->m->trainable, s->m->n_trainable, s->o->allreduce_dtype))
       hl_fatal("step %lld: gradient all-reduce: %s", (long long)rec->step, hl_error());
-    rec->comm.busy_s = rec->comm.exposed_s = hl_now_s() - t0;
-    rec->comm.buckets = 1;
-    rec->comm.bytes = (uint64_t)s->m->numel * hl_dtype_size(s->o->allreduce_dtype);
+    rec->allreduce.busy_s = rec->allreduce.exposed_s = hl_now_s() - t0;
+    rec->allreduce.buckets = 1;
+    rec->allreduce.bytes = (uint64_t)s->m->numel * hl_dtype_size(s->o->allreduce_dtype);
   }
   hl_range_pop();
 }
@@ -648,7 +644,7 @@ static void train_step(loop_state *s, step_record *rec) {
   int64_t absorbed = 0;
   rec->skipped = optimizer_step(t, step, rec->stats ? &absorbed : NULL);
   s->be->synchronize();
-  rec->step_s = hl_now_s() - t0 - rec->paused;
+  rec->step_time_s = hl_now_s() - t0 - rec->paused;
   profile_pause(s);
   if (rec->stats && !rec->skipped) count_absorbed(s, absorbed, rec);
 }
@@ -659,19 +655,21 @@ static void train_step(loop_state *s, step_record *rec) {
  * finite (the model is then no use to evaluate). */
 static void evaluate_when_due(loop_state *s, step_record *rec, run_result *r) {
   rec->ev = (eval_result){NAN, NAN, 0};
+  rec->evaluated = false;
   if (s->rank != 0) return; /* the replicas agree: rank 0's evaluation is everyone's */
   const bool last = rec->step == s->o->steps;
   if (!rec->nonfinite_loss && (rec->step % s->o->eval_every == 0 || last)) {
     rec->ev = evaluate(s->o, s->d, s->m, s->t, s->dev);
+    rec->evaluated = true;
     r->eval_loss = rec->ev.loss, r->eval_acc = rec->ev.acc, r->eval_step = rec->step;
   }
 }
 
-/* The step's line of the per-step CSV; its statistics also go into the
- * summary's means. */
-static void write_row(loop_state *s, const step_record *rec, run_result *r) {
+/* The step's line of the per-step CSV (train_steps_schema); its statistics
+ * also go into the summary's means. */
+static void write_step_row(loop_state *s, const step_record *rec, run_result *r) {
   const hl_mem_stats ms = hl_mem_get_stats(s->dev);
-  if (ms.peak > r->mem_peak) r->mem_peak = ms.peak;
+  if (ms.peak > r->mem_peak_bytes) r->mem_peak_bytes = ms.peak;
   const bool counted = rec->stats && !rec->skipped;
   const grad_census *census = &rec->census, *census_scaled = &rec->census_scaled;
   double cols[STAT_COLUMNS] = {census_exact_zero_frac(census), census_underflow_frac(census),
@@ -685,16 +683,34 @@ static void write_row(loop_state *s, const step_record *rec, run_result *r) {
       if (!isnan(cols[k])) s->stats_sum[k] += cols[k], s->stats_cnt[k]++;
     r->stats_n++;
   }
-  const double step_s = rec->step_s;
-  char b[20][40];
-  output_step_row(s->out, "%s,%lld,%s,%s,%s,%.9g,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.9g,%s,%s,%llu,%llu", s->t->setup->name,
-                  (long long)rec->step, measured(r->last_loss, b[0], 40), output_cell(rec->ev.loss, b[1], 40),
-                  output_cell(rec->ev.acc, b[2], 40), rec->lr, output_cell(rec->scale, b[3], 40), rec->skipped ? 1 : 0,
-                  measured(rec->grad_norm, b[4], 40), output_cell(cols[0], b[5], 40), output_cell(cols[1], b[6], 40),
-                  output_cell(cols[2], b[7], 40), output_cell(cols[3], b[8], 40), output_cell(cols[4], b[9], 40),
-                  output_cell(cols[5], b[10], 40), output_cell(cols[6], b[11], 40), step_s * 1e3,
-                  output_cell(s->tokens / step_s, b[12], 40), output_cell(s->items / step_s, b[13], 40),
-                  (unsigned long long)ms.current, (unsigned long long)ms.peak);
+  if (!s->out) return; /* a data-parallel rank but 0: it writes nothing */
+  static const char *const stat_names[STAT_COLUMNS] = {
+      "grad_zero_frac", "fp16_underflow_frac", "fp16_underflow_scaled_frac", "fp16_zero_frac",
+      "fp16_zero_scaled_frac", "absorbed_frac", "fp16_absorbed_frac"};
+  const double step_time_s = rec->step_time_s;
+  hl_row row;
+  hl_row_begin(&row, &train_steps_schema);
+  hl_row_text(&row, "mode", s->t->setup->name);
+  hl_row_int(&row, "step", rec->step);
+  hl_row_real(&row, "loss", r->final_loss);
+  if (rec->evaluated) {
+    hl_row_real(&row, "eval_loss", rec->ev.loss);
+    hl_row_real(&row, "eval_acc", rec->ev.acc);
+  } else {
+    hl_row_missing(&row, "eval_loss");
+    hl_row_missing(&row, "eval_acc");
+  }
+  hl_row_real(&row, "lr", rec->lr);
+  hl_row_real(&row, "scale", rec->scale);
+  hl_row_bool(&row, "skipped", rec->skipped);
+  hl_row_real(&row, "grad_norm", rec->grad_norm);
+  for (int k = 0; k < STAT_COLUMNS; k++) train_row_real_or_missing(&row, stat_names[k], cols[k]);
+  hl_row_real(&row, "step_time_ms", step_time_s * 1e3);
+  train_row_real_or_missing(&row, "tokens_per_s", s->tokens / step_time_s);
+  train_row_real_or_missing(&row, "samples_per_s", s->items / step_time_s);
+  hl_row_int(&row, "mem_current_bytes", (int64_t)ms.current);
+  hl_row_int(&row, "mem_peak_bytes", (int64_t)ms.peak);
+  output_step_row(s->out, &row);
 }
 
 /* At most two progress lines a second, and the last step's. */
@@ -702,8 +718,8 @@ static void show_progress(loop_state *s, const step_record *rec, const run_resul
   const double now = hl_now_s();
   if (now - s->last_progress > 0.5 || rec->step == s->o->steps) {
     output_progress("%s %s step %lld/%lld  loss %.4f  scale %g%s  %.1f ms/step", s->o->name, s->t->setup->name,
-                    (long long)rec->step, (long long)s->o->steps, r->last_loss, rec->scale,
-                    rec->skipped ? " (skipped)" : "", rec->step_s * 1e3);
+                    (long long)rec->step, (long long)s->o->steps, r->final_loss, rec->scale,
+                    rec->skipped ? " (skipped)" : "", rec->step_time_s * 1e3);
     s->last_progress = now;
   }
 }
@@ -716,14 +732,14 @@ static bool run_ends_after(const loop_state *s, const step_record *rec, run_resu
   if (rec->nonfinite_loss) {
     if (!strcmp(s->t->setup->name, "fp32")) {
       r->status = RUN_FAILED;
-      snprintf(r->why, sizeof r->why, "non-finite loss (%s) at step %lld in fp32 mode", nonfinite_name(r->last_loss),
+      snprintf(r->why, sizeof r->why, "non-finite loss (%s) at step %lld in fp32 mode", nonfinite_name(r->final_loss),
                (long long)step);
       return true;
     }
     if (!s->t->scaled) {
       r->status = RUN_DIVERGED;
       snprintf(r->why, sizeof r->why, "the loss became %s at step %lld (no loss scaler to skip the step)",
-               nonfinite_name(r->last_loss), (long long)step);
+               nonfinite_name(r->final_loss), (long long)step);
       return true;
     }
   }
@@ -746,12 +762,12 @@ static bool run_ends_after(const loop_state *s, const step_record *rec, run_resu
  * while steps were left; a run that can resume gets its checkpoint. */
 static void finish_run(loop_state *s, run_result *r) {
   const train_opts *o = s->o;
-  if (r->status == RUN_COMPLETED && stop_signal && r->first_step + r->steps_done <= o->steps) {
+  if (r->status == RUN_COMPLETED && stop_signal && r->first_step + r->steps_run <= o->steps) {
     r->status = RUN_INTERRUPTED;
     r->signal = stop_signal;
   }
-  if (o->checkpoint && s->rank == 0 && r->steps_done > 0 && r->status <= RUN_INTERRUPTED)
-    save_checkpoint(s, r, r->first_step + r->steps_done - 1);
+  if (o->checkpoint && s->rank == 0 && r->steps_run > 0 && r->status <= RUN_INTERRUPTED)
+    save_checkpoint(s, r, r->first_step + r->steps_run - 1);
   output_progress_end();
 }
 
@@ -760,44 +776,50 @@ static void finish_run(loop_state *s, run_result *r) {
 static void summarize(const loop_state *s, run_result *r) {
   const train_opts *o = s->o;
   r->final_scale = hl_scaler_get_scale(s->t->scaler);
-  double *means[STAT_COLUMNS] = {&r->grad_zero, &r->underflow, &r->underflow_scaled, &r->fp16_zero,
-                                 &r->fp16_zero_scaled, &r->absorbed, &r->fp16_absorbed};
+  double *means[STAT_COLUMNS] = {&r->grad_zero_frac, &r->fp16_underflow_frac, &r->fp16_underflow_scaled_frac,
+                                 &r->fp16_zero_frac, &r->fp16_zero_scaled_frac, &r->absorbed_frac,
+                                 &r->fp16_absorbed_frac};
   for (int k = 0; k < STAT_COLUMNS; k++) *means[k] = s->stats_cnt[k] ? s->stats_sum[k] / s->stats_cnt[k] : NAN;
   /* the whole run's steps, a resumed run's earlier ones included */
   const int64_t skip = o->warmup < s->n_times ? o->warmup : 0;
-  r->timed_n = (int)(s->n_times - skip);
-  if (r->timed_n > 0) {
-    const hl_stats st = hl_stats_of(s->times + skip, r->timed_n);
-    r->step_ms_min = st.min;
-    r->step_ms_median = st.median;
-    r->items_per_s = (s->m->kind == MODEL_GPT ? s->tokens : s->items) / (r->step_ms_median / 1e3);
-  } else {
-    r->step_ms_min = r->step_ms_median = r->items_per_s = NAN;
+  r->timed_steps = (int)(s->n_times - skip);
+  r->step_time_ms_min = r->step_time_ms_median = r->tokens_per_s = r->samples_per_s = NAN;
+  if (r->timed_steps > 0) {
+    const hl_stats st = hl_stats_of(s->step_time_ms + skip, r->timed_steps);
+    r->step_time_ms_min = st.min;
+    r->step_time_ms_median = st.median;
+    /* the GPT's samples per second from its tokens per second: the figures the summary always gave */
+    if (s->m->kind == MODEL_GPT) {
+      r->tokens_per_s = s->tokens / (r->step_time_ms_median / 1e3);
+      r->samples_per_s = r->tokens_per_s / (double)o->seq;
+    } else {
+      r->samples_per_s = s->items / (r->step_time_ms_median / 1e3);
+    }
   }
   /* the all-reduce: over the steps this process ran after the warm-up */
-  r->comm_ms_median = r->comm_exposed_ms_median = NAN;
-  const int64_t comm_skip = o->warmup < s->n_comm ? o->warmup : 0;
-  if (s->n_comm - comm_skip > 0) {
-    r->comm_ms_median = hl_stats_of(s->comm_ms + comm_skip, (int)(s->n_comm - comm_skip)).median;
-    r->comm_exposed_ms_median = hl_stats_of(s->comm_exposed_ms + comm_skip, (int)(s->n_comm - comm_skip)).median;
+  r->allreduce_ms_median = r->allreduce_exposed_ms_median = NAN;
+  const int64_t allreduce_skip = o->warmup < s->n_allreduce ? o->warmup : 0;
+  if (s->n_allreduce - allreduce_skip > 0) {
+    r->allreduce_ms_median = hl_stats_of(s->allreduce_ms + allreduce_skip, (int)(s->n_allreduce - allreduce_skip)).median;
+    r->allreduce_exposed_ms_median = hl_stats_of(s->allreduce_exposed_ms + allreduce_skip, (int)(s->n_allreduce - allreduce_skip)).median;
   }
-  r->comm_buckets = s->comm_last.buckets;
-  r->comm_bytes = s->comm_last.bytes;
+  r->allreduce_buckets = s->allreduce_last.buckets;
+  r->allreduce_bytes = s->allreduce_last.bytes;
 }
 
 /* A resumed run starts from its checkpoint's totals. */
 static void take_totals(loop_state *s, run_result *r, const run_totals *t) {
   if (t->steps > s->o->steps) hl_fatal("--resume: the checkpoint's totals hold %lld steps, more than --steps", (long long)t->steps);
-  memcpy(s->times, t->step_ms, sizeof(double) * (size_t)t->steps);
+  memcpy(s->step_time_ms, t->step_time_ms, sizeof(double) * (size_t)t->steps);
   s->n_times = t->steps;
   s->consecutive_skips = t->consecutive_skips;
   memcpy(s->stats_sum, t->stats_sum, sizeof s->stats_sum);
   memcpy(s->stats_cnt, t->stats_cnt, sizeof s->stats_cnt);
   r->skipped = t->skipped;
-  r->last_loss = t->last_loss;
+  r->final_loss = t->final_loss;
   r->eval_loss = t->eval_loss, r->eval_acc = t->eval_acc, r->eval_step = t->eval_step;
   r->stats_n = (int)t->stats_n;
-  r->mem_peak = t->mem_peak;
+  r->mem_peak_bytes = t->mem_peak_bytes;
   r->autocast_casts = t->autocast_casts;
   r->autocast_cache_misses = t->autocast_cache_misses;
   r->autocast_cache_hits = t->autocast_cache_hits;
@@ -817,7 +839,7 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
   run_result r;
   memset(&r, 0, sizeof r);
   r.first_step = first_step;
-  r.eval_loss = r.eval_acc = r.last_loss = NAN;
+  r.eval_loss = r.eval_acc = r.final_loss = NAN;
   loop_state s = loop_state_new(o, d, m, t, dev, first_step, out);
   if (resumed) take_totals(&s, &r, resumed);
   for (int64_t step = first_step; step <= o->steps; step++) {
@@ -835,29 +857,29 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
       break;
     }
     step_record rec = {.step = step, .stats = takes_statistics(&s, step)};
-    if (o->profile && r.steps_done == o->warmup) { /* the warm-up is over: the profile starts again */
+    if (o->profile && r.steps_run == o->warmup) { /* the warm-up is over: the profile starts again */
       hl_op_profile_reset();
       r.profile_steps = 0;
-      r.profile_step_ms = 0;
+      r.profile_step_time_ms = 0;
     }
     train_step(&s, &rec);
     if (r.profile_steps++ == 0) r.profile_first_step = step;
-    r.profile_step_ms += rec.step_s * 1e3;
-    s.times[s.n_times++] = rec.step_s * 1e3;
-    if (s.comm_ms) {
-      s.comm_ms[s.n_comm] = rec.comm.busy_s * 1e3;
-      s.comm_exposed_ms[s.n_comm++] = rec.comm.exposed_s * 1e3;
-      s.comm_last = rec.comm;
+    r.profile_step_time_ms += rec.step_time_s * 1e3;
+    s.step_time_ms[s.n_times++] = rec.step_time_s * 1e3;
+    if (s.allreduce_ms) {
+      s.allreduce_ms[s.n_allreduce] = rec.allreduce.busy_s * 1e3;
+      s.allreduce_exposed_ms[s.n_allreduce++] = rec.allreduce.exposed_s * 1e3;
+      s.allreduce_last = rec.allreduce;
     }
-    r.steps_done++;
+    r.steps_run++;
     r.skipped += rec.skipped;
     r.autocast_casts += rec.casts;
     r.autocast_cache_misses += rec.cache_misses;
     r.autocast_cache_hits += rec.cache_hits;
     s.consecutive_skips = rec.skipped ? s.consecutive_skips + 1 : 0;
-    r.last_loss = rec.loss_sum / o->accum;
+    r.final_loss = rec.loss_sum / o->accum;
     evaluate_when_due(&s, &rec, &r);
-    write_row(&s, &rec, &r);
+    write_step_row(&s, &rec, &r);
     output_keep(out, &r); /* what a failure's summary will say */
     show_progress(&s, &rec, &r);
     if (run_ends_after(&s, &rec, &r)) break;

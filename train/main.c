@@ -195,27 +195,174 @@ static hl_out_lock *lock_run(const train_opts *o, const char *outdir) {
   return l;
 }
 
+/* --list-params and --columns-md print and write nothing: true when one of
+ * them was asked for (and done). */
+static bool print_only(const train_opts *o, const train_data *d, bool writer) {
+  if (o->list_params && writer) setup_list_params(o, d, stdout);
+  return o->list_params;
+}
+
+/* Where the run starts: step 1, or after a checkpoint's step (--resume,
+ * whose definition matched the command line while parsing), with the
+ * checkpoint's state applied to the model, optimizer and scaler. */
+typedef struct {
+  int64_t first_step;
+  run_totals totals, *resumed; /* resumed: &totals, or NULL for a fresh run */
+  const char *hist_rows;       /* the checkpoint's histogram rows (its bytes, until hl_checkpoint_close) */
+  size_t hist_len;
+} start_point;
+
+static start_point apply_resume(const train_opts *o, train_model *m, train_mode *t) {
+  start_point p = {.first_step = 1};
+  if (!o->resumed) return p;
+  hl_train_state st = {.params = m->trainable, .n_params = m->n_trainable, .optims = &t->opt, .n_optims = 1,
+                       .scaler = t->scaler};
+  if (!hl_checkpoint_apply(o->resumed, &st)) hl_usage_error("--resume: %s", hl_error());
+  size_t len = 0;
+  const char *totals = hl_checkpoint_get_field(o->resumed, RESUME_FIELD_TOTALS, &len);
+  if (!totals || !run_totals_parse(totals, len, o->steps, &p.totals) || p.totals.steps != st.step)
+    hl_usage_error("--resume %s: the checkpoint's summary totals are missing or cannot be read", o->resume);
+  p.resumed = &p.totals;
+  p.hist_rows = hl_checkpoint_get_field(o->resumed, RESUME_FIELD_HIST, &p.hist_len);
+  if (!p.hist_rows) hl_usage_error("--resume %s: the checkpoint holds no histogram rows", o->resume);
+  p.first_step = st.step + 1;
+  hl_meta_set("resumed", "from %s after step %lld", o->resume, (long long)st.step);
+  hl_meta_set("resume-overrides", "%s", o->resume_overrides);
+  return p;
+}
+
+/* What a process holds for the run, freed at its end. */
+typedef struct {
+  train_data *d;
+  train_model m;
+  train_mode t;
+} run_parts;
+
+static void run_parts_free(run_parts *p) {
+  setup_mode_free(&p->t);
+  setup_model_free(&p->m);
+  data_free(p->d);
+}
+
+/* A number of the result line; "-" when it was not measured, "nan" when
+ * it is one (a loss that stopped being a number). */
+static const char *result_cell(double v, bool measured, char *buf, size_t len) {
+  if (!measured) snprintf(buf, len, "-");
+  else if (isnan(v)) snprintf(buf, len, "nan");
+  else snprintf(buf, len, "%.4g", v);
+  return buf;
+}
+
+/* The run's result on stdout, under the summary's column names, and what
+ * autocast's cast cache saved. */
+static void print_result(const train_opts *o, const train_mode *t, const run_result *r) {
+  char loss[32], eval_loss[32], eval_acc[32], step_time[32];
+  printf("%-10s %-13s %10s %10s %10s %9s %8s %19s %14s  %s\n", "name", "mode", "steps_done", "final_loss", "eval_loss",
+         "eval_acc", "skipped", "step_time_ms_median", "mem_peak_bytes", "status");
+  if (isnan(r->step_time_ms_median)) snprintf(step_time, sizeof step_time, "-");
+  else snprintf(step_time, sizeof step_time, "%.3f", r->step_time_ms_median);
+  printf("%-10s %-13s %10lld %10s %10s %9s %8lld %19s %14llu  %s\n", o->name, o->mode->name,
+         (long long)run_steps_done(r), result_cell(r->final_loss, run_steps_done(r) > 0, loss, sizeof loss),
+         result_cell(r->eval_loss, r->eval_step > 0, eval_loss, sizeof eval_loss),
+         result_cell(r->eval_acc, r->eval_step > 0, eval_acc, sizeof eval_acc), (long long)r->skipped, step_time,
+         (unsigned long long)r->mem_peak_bytes, run_status_name(r->status));
+  if (t->autocast == HL_DTYPE_NONE || r->steps_run == 0) return;
+  /* what the cast cache saved: a weight used again in the same forward is converted once */
+  const double steps = (double)r->steps_run, rate = run_cast_cache_hit_rate(r);
+  char rate_text[48];
+  if (isnan(rate)) snprintf(rate_text, sizeof rate_text, "- (no f32 weight was cast)");
+  else snprintf(rate_text, sizeof rate_text, "%.1f%%", 100 * rate);
+  printf("autocast %s casts per step: %.1f made (%.1f of weights, then cached; %.1f of activations and inputs, never cached), "
+         "%.1f answered by the cache; cache hit rate %s\n",
+         hl_dtype_name(t->autocast), (double)r->autocast_casts / steps, (double)r->autocast_cache_misses / steps,
+         (double)(r->autocast_casts - r->autocast_cache_misses) / steps, (double)r->autocast_cache_hits / steps,
+         rate_text);
+}
+
+/* Where the run's files went, and why it ended when it did not complete. */
+static void report_files(const train_opts *o, const run_result *r, const char *outdir) {
+  const char *suffix = output_suffix(r->status), *profile = o->profile && r->profile_steps > 0 ? ",profile" : "";
+  if (suffix[0])
+    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv%s (train_summary.csv holds completed runs only)\n",
+            TRAIN_PROG, outdir, o->name, o->mode->name, profile, suffix);
+  else
+    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
+            o->name, o->mode->name, profile);
+  if (r->status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o->mode->name, r->why);
+}
+
+/* A failed run ends the process (exit 1); under mpirun every rank knows,
+ * rank 0 says it, then all end together. */
+static void end_if_failed(const train_opts *o, const run_result *r, const char *outdir, bool writer) {
+  if (r->status != RUN_FAILED) return;
+  const char *suffix = output_suffix(r->status);
+  if (hl_dist_size() == 1)
+    hl_fatal("%s; the run's files are %s/train_%s_%s_*.csv%s", r->why, outdir, o->name, o->mode->name, suffix);
+  if (writer)
+    fprintf(stderr, "%s: %s; the run's files are %s/train_%s_%s_*.csv%s\n", TRAIN_PROG, r->why, outdir, o->name,
+            o->mode->name, suffix);
+  fflush(stderr);
+  hl_dist_barrier();
+  hl_dist_finalize();
+  exit(HL_EXIT_FAILURE);
+}
+
+/* The run, from its start point to its files' final names; the process's
+ * exit status. */
+static int train_and_finish(train_opts *o, run_parts *p, hl_device_kind dev, const char *outdir, bool writer,
+                            start_point *start, hl_out_lock *run_lock) {
+  train_output *out = writer ? output_open(o, &p->m, outdir, dev, start->first_step - 1) : NULL;
+  if (o->resumed) {
+    output_hist_restore(out, start->hist_rows, start->hist_len);
+    hl_checkpoint_close(o->resumed); /* the rows are copied: the file's bytes go */
+    o->resumed = NULL;
+  }
+  loop_install_signals();
+  run_result r = loop_run(o, p->d, &p->m, &p->t, dev, start->first_step, start->resumed, out);
+  if (start->resumed) free(start->totals.step_time_ms);
+  output_finish(out, &r); /* the files' names by the status: docs/train.md, "What a run leaves behind" */
+  end_if_failed(o, &r, outdir, writer);
+  const int status = r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
+  if (writer) { /* the result and messages are rank 0's */
+    print_result(o, &p->t, &r);
+    report_files(o, &r, outdir);
+  }
+  run_parts_free(p);
+  hl_out_lock_release(run_lock);
+  if (writer && r.status == RUN_INTERRUPTED)
+    fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
+            r.signal, (long long)run_steps_done(&r), output_suffix(r.status));
+  /* data-parallel: the other ranks wait here for rank 0's files and lines, since mpirun ends the job
+   * as soon as one rank exits with a status other than 0 (128 + signal) */
+  hl_dist_finalize();
+  return status;
+}
+
 int main(int argc, char **argv) {
   hl_dist_init(&argc, &argv); /* mpirun's job: before anything reads argv */
   hl_cli_init(TRAIN_PROG, argc, argv);
   const bool writer = hl_dist_rank() == 0;
   train_opts o;
   train_parse_options(argc, argv, &o);
+  if (o.columns_md) {
+    if (writer) train_print_columns(stdout);
+    hl_dist_finalize();
+    return 0;
+  }
   hl_dist_start_watchdog(o.rank_timeout, "--rank-timeout"); /* data-parallel only */
 
   char err[1024];
-  train_data *d = data_new(&o, err, sizeof err);
-  if (!d) hl_usage_error("%s", err);
-  if (o.list_params) {
-    if (writer) setup_list_params(&o, d, stdout);
+  run_parts p = {.d = data_new(&o, err, sizeof err)};
+  if (!p.d) hl_usage_error("%s", err);
+  if (print_only(&o, p.d, writer)) {
     hl_dist_finalize();
-    data_free(d);
+    data_free(p.d);
     return 0;
   }
 
   char notice[1024];
   const hl_device_kind dev = pick_device(&o, notice, sizeof notice);
-  require_memory(&o, d, dev);
+  require_memory(&o, p.d, dev);
   /* every output path proven writable before any work; nothing made yet */
   char outbuf[4096];
   const char *outdir = writer && o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
@@ -224,117 +371,28 @@ int main(int argc, char **argv) {
   struct stat out_st;
   hl_out_lock *run_lock = outdir && stat(outdir, &out_st) == 0 ? lock_run(&o, outdir) : NULL;
   if (writer) fputs(notice, stderr);
-  describe_run(&o, d, dev);
+  describe_run(&o, p.d, dev);
 
-  train_model m;
-  if (!setup_model(&o, d, dev, &m)) {
+  if (!setup_model(&o, p.d, dev, &p.m)) {
     /* a file that does not fit is bad input; one the system failed to read is a runtime failure */
     if (o.init_weights && !hl_error_is_system()) hl_usage_error("--init-weights: %s", hl_error());
     hl_fatal("building the model: %s", hl_error());
   }
-  train_mode t;
-  if (!setup_mode(&o, &m, &t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
-
-  int64_t first_step = 1;
-  run_totals resumed_totals, *resumed = NULL;
-  const char *hist_rows = NULL;
-  size_t hist_len = 0;
-  if (o.resumed) { /* its definition matched the command line while parsing */
-    hl_train_state st = {.params = m.trainable, .n_params = m.n_trainable, .optims = &t.opt, .n_optims = 1,
-                         .scaler = t.scaler};
-    if (!hl_checkpoint_apply(o.resumed, &st)) hl_usage_error("--resume: %s", hl_error());
-    size_t len = 0;
-    const char *totals = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_TOTALS, &len);
-    if (!totals || !run_totals_parse(totals, len, o.steps, &resumed_totals) || resumed_totals.steps != st.step)
-      hl_usage_error("--resume %s: the checkpoint's summary totals are missing or cannot be read", o.resume);
-    resumed = &resumed_totals;
-    hist_rows = hl_checkpoint_get_field(o.resumed, RESUME_FIELD_HIST, &hist_len);
-    if (!hist_rows) hl_usage_error("--resume %s: the checkpoint holds no histogram rows", o.resume);
-    first_step = st.step + 1;
-    hl_meta_set("resumed", "from %s after step %lld", o.resume, (long long)st.step);
-    hl_meta_set("resume-overrides", "%s", o.resume_overrides);
-  }
+  if (!setup_mode(&o, &p.m, &p.t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
+  start_point start = apply_resume(&o, &p.m, &p.t);
 
   /* every input accepted: from here on a failure is a runtime failure (exit 1) */
   if (outdir) {
     outdir = hl_cli_outdir(o.out, dev, outbuf, sizeof outbuf);
     if (!run_lock) run_lock = lock_run(&o, outdir);
   }
-  if (writer && o.save_init && !hl_params_save(m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
-  if (writer && o.export_batches && !data_export_batches(d, &o, o.export_batches, err, sizeof err)) hl_fatal("%s", err);
+  if (writer && o.save_init && !hl_params_save(p.m.params, o.save_init)) hl_fatal("--save-init: %s", hl_error());
+  if (writer && o.export_batches && !data_export_batches(p.d, &o, o.export_batches, err, sizeof err))
+    hl_fatal("%s", err);
   if (o.steps == 0) {
-    setup_mode_free(&t);
-    setup_model_free(&m);
-    data_free(d);
+    run_parts_free(&p);
     hl_dist_finalize();
     return 0;
   }
-
-  train_output *out = writer ? output_open(&o, &m, outdir, dev, first_step - 1) : NULL;
-  if (o.resumed) {
-    output_hist_restore(out, hist_rows, hist_len);
-    hl_checkpoint_close(o.resumed); /* the rows are copied: the file's bytes go */
-    o.resumed = NULL;
-  }
-  loop_install_signals();
-  run_result r = loop_run(&o, d, &m, &t, dev, first_step, resumed, out);
-  if (resumed) free(resumed_totals.step_ms);
-  output_finish(out, &r); /* the files' names by the status: docs/train.md, "What a run leaves behind" */
-  const char *suffix = output_suffix(r.status);
-  if (r.status == RUN_FAILED && hl_dist_size() > 1) { /* every rank knows: rank 0 says it, then all end together */
-    if (writer)
-      fprintf(stderr, "%s: %s; the run's files are %s/train_%s_%s_*.csv%s\n", TRAIN_PROG, r.why, outdir, o.name,
-              o.mode->name, suffix);
-    fflush(stderr);
-    hl_dist_barrier();
-    hl_dist_finalize();
-    exit(HL_EXIT_FAILURE);
-  }
-  if (r.status == RUN_FAILED)
-    hl_fatal("%s; the run's files are %s/train_%s_%s_*.csv%s", r.why, outdir, o.name, o.mode->name, suffix);
-  if (!writer) { /* the summary and messages are rank 0's */
-    setup_mode_free(&t);
-    setup_model_free(&m);
-    data_free(d);
-    hl_dist_finalize();
-    return r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
-  }
-
-  char mem[32];
-  printf("%-10s %-13s %7s %9s %10s %9s %8s %12s %12s  %s\n", "run", "mode", "steps", "loss", "eval_loss", "eval_acc",
-         "skipped", "step_ms", "peak_mem", "status");
-  printf("%-10s %-13s %7lld %9.4g %10.4g %9.4g %8lld %12.3f %12s  %s\n", o.name, o.mode->name,
-         (long long)(r.first_step + r.steps_done - 1), r.last_loss, r.eval_loss, r.eval_acc, (long long)r.skipped,
-         r.step_ms_median, hl_format_bytes(r.mem_peak, mem, sizeof mem), run_status_name(r.status));
-  if (t.autocast != HL_DTYPE_NONE && r.steps_done > 0) {
-    /* what the cast cache saved: a weight used again in the same forward is converted once */
-    const double steps = (double)r.steps_done, rate = run_cast_cache_hit_rate(&r);
-    char rate_text[48];
-    if (isnan(rate)) snprintf(rate_text, sizeof rate_text, "- (no f32 weight was cast)");
-    else snprintf(rate_text, sizeof rate_text, "%.1f%%", 100 * rate);
-    printf("autocast %s casts per step: %.1f made (%.1f of weights, then cached; %.1f of activations and inputs, never cached), "
-           "%.1f answered by the cache; cache hit rate %s\n",
-           hl_dtype_name(t.autocast), (double)r.autocast_casts / steps, (double)r.autocast_cache_misses / steps,
-           (double)(r.autocast_casts - r.autocast_cache_misses) / steps, (double)r.autocast_cache_hits / steps,
-           rate_text);
-  }
-  if (suffix[0])
-    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv%s (train_summary.csv holds completed runs only)\n",
-            TRAIN_PROG, outdir, o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "", suffix);
-  else
-    fprintf(stderr, "%s: wrote %s/train_%s_%s_{steps,hist,summary%s}.csv and train_summary.csv\n", TRAIN_PROG, outdir,
-            o.name, o.mode->name, o.profile && r.profile_steps > 0 ? ",profile" : "");
-  if (r.status == RUN_DIVERGED) fprintf(stderr, "%s: %s diverged: %s\n", TRAIN_PROG, o.mode->name, r.why);
-
-  setup_mode_free(&t);
-  setup_model_free(&m);
-  data_free(d);
-  hl_out_lock_release(run_lock);
-  if (r.status == RUN_INTERRUPTED)
-    fprintf(stderr, "%s: stopped by signal %d after step %lld; the %s CSVs hold every completed step\n", TRAIN_PROG,
-            r.signal, (long long)(r.first_step + r.steps_done - 1), suffix);
-  /* data-parallel: the other ranks wait here for rank 0's files and lines, since mpirun ends the job
-   * as soon as one rank exits with a status other than 0 (128 + signal) */
-  hl_dist_finalize();
-  return r.status == RUN_INTERRUPTED ? 128 + r.signal : 0;
+  return train_and_finish(&o, &p, dev, outdir, writer, &start, run_lock);
 }

@@ -75,6 +75,8 @@ static const char usage[] =
     "  --stats-every N       gradient census and absorbed updates every N steps (tiny: 1; small, gpt2: 10)\n"
     "  --hist-steps LIST     steps whose gradient histogram is written (default: first, middle, last)\n"
     "  --list-params         print each parameter's dtype, name, shape and bytes under --mode; write nothing\n"
+    "  --columns-md          print the columns of every CSV this program writes (name, unit, type, meaning, the\n"
+    "                        function computing it), as Markdown; write nothing\n"
     "  --trace-ops           print the first step's ops with their dtypes on stderr\n"
     "  --profile             time, bytes and calls per op and phase (forward, backward, optimizer, other) over\n"
     "                        the steps after --warmup: train_NAME_MODE_profile.csv\n"
@@ -154,7 +156,7 @@ static int choice(const char *option, const char *value, const char *const *name
 typedef struct {
   const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name, *allreduce_dtype;
   const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
-  bool list_params, trace_ops, profile;
+  bool list_params, columns_md, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps, check_replicas;
   double init_gain, eval_frac, lr, momentum, weight_decay, clip_norm, grad_penalty, init_scale, rank_timeout, bucket_mb;
@@ -251,6 +253,7 @@ static const train_option train_options[] = {
     OPT_INT("stats-every", stats_every, 0, MAX_STEPS),
     OPT_TEXT("hist-steps", hist),
     OPT_FLAG("list-params", list_params),
+    OPT_FLAG("columns-md", columns_md),
     OPT_FLAG("trace-ops", trace_ops),
     OPT_FLAG("profile", profile),
     /* for peers */
@@ -469,6 +472,7 @@ static void copy_plain_values(const given *g, train_opts *o) {
   o->checkpoint = g->checkpoint;
   o->resume = g->resume;
   o->list_params = g->list_params;
+  o->columns_md = g->columns_md;
   o->trace_ops = g->trace_ops;
   o->profile = g->profile;
   o->save_init = g->save_init;

@@ -40,22 +40,6 @@
 #include "cli/timer.h"
 #include "train/train.h"
 
-static const char step_header[] =
-    "mode,step,loss,eval_loss,eval_acc,lr,scale,skipped,grad_norm,grad_zero_frac,fp16_underflow_frac,"
-    "fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,absorbed_frac,fp16_absorbed_frac,step_time_ms,"
-    "tokens_per_s,samples_per_s,mem_current_bytes,mem_peak_bytes";
-
-static const char hist_header[] = "mode,step,grads,scale,log2_lo,count,frac,fp16_zone";
-
-static const char summary_header[] =
-    "name,mode,model,task,device,status,steps,steps_done,skipped,final_loss,eval_step,eval_loss,eval_acc,"
-    "final_scale,grad_zero_frac,fp16_underflow_frac,fp16_underflow_scaled_frac,fp16_zero_frac,fp16_zero_scaled_frac,"
-    "absorbed_frac,fp16_absorbed_frac,step_time_ms_median,step_time_ms_min,timed_steps,tokens_per_s,samples_per_s,"
-    "mem_peak_bytes,param_bytes,params,layers,heads,embd,vocab,seq,batch,accum,optimizer,lr,schedule,init_gain,init_scale,"
-    "seed,threads,omp_wait_policy,load_start,load_end,wall_s,autocast_casts,autocast_cache_misses,autocast_cache_hits,"
-    "autocast_cache_hit_rate,ranks,allreduce_dtype,bucket_mb,allreduce_buckets,allreduce_bytes,allreduce_ms_median,"
-    "allreduce_exposed_ms_median";
-
 /* ---------------------------------------------------------- the files -- */
 
 typedef enum { FILE_STEPS, FILE_HIST, FILE_SUMMARY, FILE_PROFILE, RUN_FILES } run_file;
@@ -72,7 +56,7 @@ struct train_output {
   const train_model *m;
   hl_device_kind dev;
   hl_csv *log;
-  hl_csv_rows hist; /* without the mode cell, which the file's writer puts first */
+  hl_csv_rows hist; /* train_hist_schema's rows so far */
   double load_start, t_start;
   file_state at[RUN_FILES]; /* this run's files (AT_NONE: none written) */
   bool staged_summary;      /* train_summary.csv.inprogress is this run's */
@@ -115,10 +99,13 @@ static double load_average(void) {
   return v;
 }
 
-/* The step of a data row: its second cell (mode,step,...). */
-static long long row_step(const char *line) {
-  const char *comma = strchr(line, ',');
-  return comma ? strtoll(comma + 1, NULL, 10) : -1;
+/* The cell of a data row in the given column (0 from the left), as a
+ * number; -1 when the row has no such cell. */
+static long long row_cell_number(const char *line, int column) {
+  const char *p = line;
+  for (int i = 0; i < column && p; i++)
+    if ((p = strchr(p, ','))) p++;
+  return p ? strtoll(p, NULL, 10) : -1;
 }
 
 /* A resumed run's log: the rows of `src` up to `step`, after its metadata
@@ -142,12 +129,22 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   size_t cap = 0;
   ssize_t n;
   bool header = false;
+  char want[4096];
+  hl_schema_header(&train_steps_schema, want, sizeof want);
+  const int step_column = hl_schema_find(&train_steps_schema, "step");
   while ((n = getline(&line, &cap, f)) > 0) {
     if (!header && line[0] == '#') {
       fputs(line, o);
       continue;
     }
     if (!header) {
+      if (strncmp(line, want, strlen(want)) || (line[strlen(want)] != '\n' && line[strlen(want)] != '\0')) {
+        snprintf(err, len, "resuming from %s: its columns are not this halflab-train's (an older halflab?)", src);
+        free(line);
+        fclose(f);
+        hl_atomic_discard(&a);
+        return false;
+      }
       const char *cmd = strstr(hl_meta_text(), "# command: ");
       const char *eol = cmd ? strchr(cmd, '\n') : NULL;
       fprintf(o, "# resumed: after step %lld by%.*s\n", step, cmd && eol ? (int)(eol - cmd - 10) : 0,
@@ -159,7 +156,7 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
       header = true;
       continue;
     }
-    if (line[n - 1] == '\n' && row_step(line) <= step) fputs(line, o);
+    if (line[n - 1] == '\n' && row_cell_number(line, step_column) <= step) fputs(line, o);
   }
   free(line);
   fclose(f);
@@ -201,7 +198,7 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
   w->load_start = load_average();
   w->t_start = hl_now_s();
   w->kept.first_step = resumed_step + 1;
-  w->kept.eval_loss = w->kept.eval_acc = w->kept.last_loss = NAN;
+  w->kept.eval_loss = w->kept.eval_acc = w->kept.final_loss = NAN;
   char name[256], path[4400], err[4600];
   snprintf(name, sizeof name, "%s_steps.csv%s", w->base, state_suffix[AT_INPROGRESS]);
   run_path(w, FILE_STEPS, AT_INPROGRESS, path, sizeof path);
@@ -221,24 +218,38 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
       continued = true;
     }
   }
-  w->log = hl_csv_open(dir, name, step_header, continued ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err, sizeof err);
+  w->log = hl_csv_open_schema(dir, name, &train_steps_schema, continued ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err,
+                              sizeof err);
   w->at[FILE_STEPS] = AT_INPROGRESS;
   if (!w->log) io_failure(w, err);
   return w;
 }
 
-void output_step_row(train_output *w, const char *fmt, ...) {
+void output_step_row(train_output *w, hl_row *row) {
   if (!w) return; /* a data-parallel rank but 0: it writes nothing */
-  char line[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (!hl_csv_row(w->log, "%s", line)) io_failure(w, hl_csv_failure(w->log)); /* at once: the row is the record */
+  if (!hl_csv_put(w->log, row)) io_failure(w, hl_csv_failure(w->log)); /* at once: the row is the record */
 }
 
 void output_keep(train_output *w, const run_result *r) {
   if (w) w->kept = *r;
+}
+
+/* One row of the histograms: log2_lo < HIST_MIN_LOG2 leaves the bin's cell
+ * empty (the exact-zero and nonfinite rows). */
+static void add_hist_row(train_output *w, int64_t step, const char *grads, double scale, int log2_lo, int64_t count,
+                         double total, const char *zone) {
+  hl_row row;
+  hl_row_begin(&row, &train_hist_schema);
+  hl_row_text(&row, "mode", w->o->mode->name);
+  hl_row_int(&row, "step", step);
+  hl_row_text(&row, "grads", grads);
+  hl_row_real(&row, "scale", scale);
+  if (log2_lo >= HIST_MIN_LOG2) hl_row_int(&row, "log2_lo", log2_lo);
+  else hl_row_missing(&row, "log2_lo");
+  hl_row_int(&row, "count", count);
+  hl_row_real(&row, "frac", (double)count / total);
+  hl_row_text(&row, "fp16_zone", zone);
+  hl_csv_rows_put(&w->hist, &row);
 }
 
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale) {
@@ -248,17 +259,13 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
   for (int k = 0; k < 2; k++) {
     const double total = (double)hist_total(h[k]);
     if (total == 0) continue;
-    hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,exact-zero", (long long)step, which[k], k ? scale : 1.0,
-                    (long long)h[k]->zero, (double)h[k]->zero / total);
+    add_hist_row(w, step, which[k], k ? scale : 1.0, HIST_MIN_LOG2 - 1, h[k]->zero, total, "exact-zero");
     for (int b = 0; b < HIST_BINS; b++) {
       if (!h[k]->bin[b]) continue;
       const int e = b + HIST_MIN_LOG2;
-      hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,%d,%lld,%.9g,%s", (long long)step, which[k], k ? scale : 1.0, e,
-                      (long long)h[k]->bin[b], (double)h[k]->bin[b] / total, hist_fp16_zone(e));
+      add_hist_row(w, step, which[k], k ? scale : 1.0, e, h[k]->bin[b], total, hist_fp16_zone(e));
     }
-    if (h[k]->nonfinite)
-      hl_csv_rows_add(&w->hist, "%lld,%s,%.9g,,%lld,%.9g,nonfinite", (long long)step, which[k], k ? scale : 1.0,
-                      (long long)h[k]->nonfinite, (double)h[k]->nonfinite / total);
+    if (h[k]->nonfinite) add_hist_row(w, step, which[k], k ? scale : 1.0, HIST_MIN_LOG2 - 1, h[k]->nonfinite, total, "nonfinite");
   }
 }
 
@@ -278,142 +285,219 @@ char *output_hist_rows(const train_output *w, size_t *len) {
   return text;
 }
 
+/* A checkpoint's histogram rows: whole rows of train_hist_schema, or, from
+ * a checkpoint of an older halflab, the rows without their first cell (the
+ * mode), which this run's mode completes. A row of any other width is
+ * refused (exit 1): the histograms would not be the run's. */
 void output_hist_restore(train_output *w, const char *rows, size_t len) {
   if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   const char *p = rows, *end = rows + len;
+  const int columns = train_hist_schema.n_columns;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
-    hl_csv_rows_add(&w->hist, "%.*s", (int)(eol - p), p);
+    int cells = 1;
+    for (const char *c = p; c < eol; c++) cells += *c == ',';
+    if (cells == columns) hl_csv_rows_add(&w->hist, "%.*s", (int)(eol - p), p);
+    else if (cells == columns - 1) hl_csv_rows_add(&w->hist, "%s,%.*s", w->o->mode->name, (int)(eol - p), p);
+    else io_failure(w, "--resume: the checkpoint's histogram rows do not have the histogram file's columns");
     p = eol + 1;
   }
 }
 
 /* ------------------------------------------------------------- summary -- */
 
-const char *output_cell(double v, char *buf, size_t len) {
-  if (isnan(v)) buf[0] = '\0';
-  else snprintf(buf, len, "%.9g", v);
-  return buf;
-}
-
-/* Columns that summary_header has after an older header it starts with
- * (columns are only ever added at the end), or -1 when it does not. */
-static int columns_added_after(const char *older) {
-  const size_t n = strlen(older);
-  if (strncmp(summary_header, older, n) || summary_header[n] != ',') return -1;
-  int added = 0;
-  for (const char *c = summary_header + n; *c; c++) added += *c == ',';
-  return added;
-}
-
-/* ------------------------------------------------------------- tables -- */
-
-static bool write_table(const train_output *w, const char *name, const char *header, const hl_csv_rows *rows,
-                        const char *mode, char *err, size_t len) {
-  return hl_csv_rows_write(rows, w->dir, name, header, mode, err, len);
-}
-
-/* The data-parallel columns, allreduce_dtype to allreduce_exposed_ms_median:
- * empty in one process, which all-reduces nothing (a GPU rank alone under
- * mpirun does: NCCL runs for one). */
-static const char *comm_cells(const train_opts *o, const run_result *r, char *out, size_t len) {
-  if (!hl_dist_reduces()) {
-    snprintf(out, len, ",,,,,");
-    return out;
-  }
-  char ms[2][48];
-  snprintf(out, len, "%s,%g,%d,%llu,%s,%s", train_wire_name(o->allreduce_dtype), o->bucket_mb, r->comm_buckets,
-           (unsigned long long)r->comm_bytes, output_cell(r->comm_ms_median, ms[0], 48),
-           output_cell(r->comm_exposed_ms_median, ms[1], 48));
-  return out;
-}
-
-/* The run's row of the summary tables. */
-static void summary_row(const train_output *w, const run_result *r, char *row, size_t len) {
+/* The run's row of the summary tables (train_run_summary_schema; the
+ * columns of train_summary_schema are the same). */
+static void summary_row(const train_output *w, const run_result *r, hl_row *row) {
   const train_opts *o = w->o;
   const train_model *m = w->m;
   const char *policy = getenv("OMP_WAIT_POLICY");
-  char b[24][48], comm[256];
   const bool gpt = o->model == MODEL_GPT;
-  snprintf(row, len,
-           "%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%s,%lld,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%llu,%llu,%lld,"
-           "%d,%d,%d,%d,%lld,%lld,%d,%s,%.9g,%s,%.9g,%s,%llu,%d,%s,%s,%s,%.3f,%llu,%llu,%llu,%s,%d,%s",
-           o->name, o->mode->name, gpt ? "gpt" : "mlp", train_task_name(o->task), hl_device_kind_name(w->dev),
-           run_status_name(r->status), (long long)o->steps, (long long)(r->first_step + r->steps_done - 1),
-           (long long)r->skipped, output_cell(r->last_loss, b[0], 48), (long long)r->eval_step, output_cell(r->eval_loss, b[1], 48),
-           output_cell(r->eval_acc, b[2], 48), output_cell(r->final_scale, b[3], 48), output_cell(r->grad_zero, b[4], 48),
-           output_cell(r->underflow, b[5], 48), output_cell(r->underflow_scaled, b[6], 48), output_cell(r->fp16_zero, b[7], 48),
-           output_cell(r->fp16_zero_scaled, b[8], 48), output_cell(r->absorbed, b[9], 48), output_cell(r->fp16_absorbed, b[10], 48),
-           output_cell(r->step_ms_median, b[11], 48), output_cell(r->step_ms_min, b[12], 48), r->timed_n,
-           output_cell(gpt ? r->items_per_s : NAN, b[13], 48),
-           output_cell(gpt ? r->items_per_s / (double)o->seq : r->items_per_s, b[14], 48), (unsigned long long)r->mem_peak,
-           (unsigned long long)hl_params_bytes(m->params), (long long)hl_params_numel(m->params),
-           gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1, gpt ? o->gpt.n_head : 0, gpt ? o->gpt.n_embd : o->mlp.n_in,
-           gpt ? o->gpt.vocab_size : o->classes, (long long)o->seq, (long long)o->batch, o->accum,
-           hl_optim_kind_name(o->optimizer), o->lr, o->cosine ? "cosine" : "constant", o->init_gain,
-           output_cell(o->mode->scaling == HL_LOSS_SCALE_NONE ? NAN : o->init_scale, b[15], 48),
-           (unsigned long long)o->seed, w->dev == HL_DEVICE_CPU ? omp_get_max_threads() : 0,
-           policy && *policy ? policy : "default", output_cell(w->load_start, b[16], 48), output_cell(load_average(), b[17], 48),
-           hl_now_s() - w->t_start, (unsigned long long)r->autocast_casts, (unsigned long long)r->autocast_cache_misses,
-           (unsigned long long)r->autocast_cache_hits, output_cell(run_cast_cache_hit_rate(r), b[18], 48), hl_dist_size(),
-           comm_cells(o, r, comm, sizeof comm));
+  hl_row_begin(row, &train_run_summary_schema);
+  hl_row_text(row, "name", o->name);
+  hl_row_text(row, "mode", o->mode->name);
+  hl_row_text(row, "model", gpt ? "gpt" : "mlp");
+  hl_row_text(row, "task", train_task_name(o->task));
+  hl_row_text(row, "device", hl_device_kind_name(w->dev));
+  hl_row_text(row, "status", run_status_name(r->status));
+  hl_row_int(row, "steps", o->steps);
+  hl_row_int(row, "steps_done", run_steps_done(r));
+  hl_row_int(row, "skipped", r->skipped);
+  if (run_steps_done(r) > 0) hl_row_real(row, "final_loss", r->final_loss); /* nan or inf: the loss the run reached */
+  else hl_row_missing(row, "final_loss");
+  if (r->eval_step > 0) {
+    hl_row_int(row, "eval_step", r->eval_step);
+    hl_row_real(row, "eval_loss", r->eval_loss);
+    hl_row_real(row, "eval_acc", r->eval_acc);
+  } else {
+    hl_row_missing(row, "eval_step");
+    hl_row_missing(row, "eval_loss");
+    hl_row_missing(row, "eval_acc");
+  }
+  train_row_real_or_missing(row, "final_scale", r->final_scale);
+  train_row_real_or_missing(row, "grad_zero_frac", r->grad_zero_frac);
+  train_row_real_or_missing(row, "fp16_underflow_frac", r->fp16_underflow_frac);
+  train_row_real_or_missing(row, "fp16_underflow_scaled_frac", r->fp16_underflow_scaled_frac);
+  train_row_real_or_missing(row, "fp16_zero_frac", r->fp16_zero_frac);
+  train_row_real_or_missing(row, "fp16_zero_scaled_frac", r->fp16_zero_scaled_frac);
+  train_row_real_or_missing(row, "absorbed_frac", r->absorbed_frac);
+  train_row_real_or_missing(row, "fp16_absorbed_frac", r->fp16_absorbed_frac);
+  train_row_real_or_missing(row, "step_time_ms_median", r->step_time_ms_median);
+  train_row_real_or_missing(row, "step_time_ms_min", r->step_time_ms_min);
+  hl_row_int(row, "timed_steps", r->timed_steps);
+  train_row_real_or_missing(row, "tokens_per_s", r->tokens_per_s);
+  train_row_real_or_missing(row, "samples_per_s", r->samples_per_s);
+  hl_row_int(row, "mem_peak_bytes", (int64_t)r->mem_peak_bytes);
+  hl_row_int(row, "param_bytes", (int64_t)hl_params_bytes(m->params));
+  hl_row_int(row, "params", hl_params_numel(m->params));
+  hl_row_int(row, "layers", gpt ? o->gpt.n_layer : o->mlp.n_hidden + 1);
+  if (gpt) hl_row_int(row, "heads", o->gpt.n_head);
+  else hl_row_missing(row, "heads");
+  hl_row_int(row, "embd", gpt ? o->gpt.n_embd : o->mlp.n_in);
+  hl_row_int(row, "vocab", gpt ? o->gpt.vocab_size : o->classes);
+  hl_row_int(row, "seq", o->seq);
+  hl_row_int(row, "batch", o->batch);
+  hl_row_int(row, "accum", o->accum);
+  hl_row_text(row, "optimizer", hl_optim_kind_name(o->optimizer));
+  hl_row_real(row, "lr", o->lr);
+  hl_row_text(row, "schedule", o->cosine ? "cosine" : "constant");
+  hl_row_real(row, "init_gain", o->init_gain);
+  if (o->mode->scaling == HL_LOSS_SCALE_NONE) hl_row_missing(row, "init_scale");
+  else hl_row_real(row, "init_scale", o->init_scale);
+  hl_row_int(row, "seed", (int64_t)o->seed);
+  if (w->dev == HL_DEVICE_CPU) hl_row_int(row, "threads", omp_get_max_threads());
+  else hl_row_missing(row, "threads");
+  hl_row_text(row, "omp_wait_policy", policy && *policy ? policy : "default");
+  train_row_real_or_missing(row, "load_start", w->load_start);
+  train_row_real_or_missing(row, "load_end", load_average());
+  hl_row_real(row, "wall_s", hl_now_s() - w->t_start);
+  hl_row_int(row, "autocast_casts", (int64_t)r->autocast_casts);
+  hl_row_int(row, "autocast_cache_misses", (int64_t)r->autocast_cache_misses);
+  hl_row_int(row, "autocast_cache_hits", (int64_t)r->autocast_cache_hits);
+  train_row_real_or_missing(row, "autocast_cache_hit_rate", run_cast_cache_hit_rate(r));
+  hl_row_int(row, "ranks", hl_dist_size());
+  /* one process all-reduces nothing (a GPU rank alone under mpirun does: NCCL runs for one) */
+  if (hl_dist_reduces()) {
+    hl_row_text(row, "allreduce_dtype", train_wire_name(o->allreduce_dtype));
+    hl_row_real(row, "bucket_mb", o->bucket_mb);
+    hl_row_int(row, "allreduce_buckets", r->allreduce_buckets);
+    hl_row_int(row, "allreduce_bytes", (int64_t)r->allreduce_bytes);
+    train_row_real_or_missing(row, "allreduce_ms_median", r->allreduce_ms_median);
+    train_row_real_or_missing(row, "allreduce_exposed_ms_median", r->allreduce_exposed_ms_median);
+  } else {
+    static const char *const data_parallel[] = {"allreduce_dtype",   "bucket_mb",           "allreduce_buckets",
+                                                "allreduce_bytes",   "allreduce_ms_median", "allreduce_exposed_ms_median"};
+    for (size_t i = 0; i < sizeof data_parallel / sizeof data_parallel[0]; i++) hl_row_missing(row, data_parallel[i]);
+  }
 }
 
 static bool write_summary(const train_output *w, const run_result *r, file_state at, char *err, size_t len) {
-  char row[4096], name[256];
-  summary_row(w, r, row, sizeof row);
+  char name[256];
+  hl_row row;
+  summary_row(w, r, &row);
   hl_csv_rows one = {0};
-  hl_csv_rows_add(&one, "%s", row);
+  hl_csv_rows_put(&one, &row);
   snprintf(name, sizeof name, "%s_summary.csv%s", w->base, state_suffix[at]);
   if (r->why[0]) hl_meta_set("why", "%s", r->why);
-  const bool ok = write_table(w, name, summary_header, &one, NULL, err, len);
+  const bool ok = hl_csv_rows_write_schema(&one, w->dir, name, &train_run_summary_schema, err, len);
   hl_csv_rows_free(&one);
   return ok;
 }
 
+/* ------------------------------------------- an earlier train_summary.csv -- */
+
+/* Splits a line (without its newline) at its commas, in place; the number
+ * of cells, at most max (the rest stay in the last one). */
+static int split_cells(char *line, char **cells, int max) {
+  int n = 0;
+  cells[n++] = line;
+  for (char *c = line; *c && n < max; c++)
+    if (*c == ',') {
+      *c = '\0';
+      cells[n++] = c + 1;
+    }
+  return n;
+}
+
+/* Where each column of train_summary_schema is in an earlier table's
+ * header, by name (-1: the table has no such column, its rows get an empty
+ * cell). Columns the schema does not have are listed in `dropped`. false
+ * when the table has no name or mode column: not this program's. */
+static bool map_columns(char *header, int *from, int *n_old, char *dropped, size_t len) {
+  char *names[HL_SCHEMA_MAX_COLUMNS * 2];
+  *n_old = split_cells(header, names, HL_SCHEMA_MAX_COLUMNS * 2);
+  const hl_schema *s = &train_summary_schema;
+  for (int i = 0; i < s->n_columns; i++) {
+    from[i] = -1;
+    for (int k = 0; k < *n_old; k++)
+      if (!strcmp(names[k], s->columns[i].name)) from[i] = k;
+  }
+  dropped[0] = '\0';
+  for (int k = 0; k < *n_old; k++)
+    if (hl_schema_find(s, names[k]) < 0)
+      snprintf(dropped + strlen(dropped), len - strlen(dropped), "%s%s", dropped[0] ? ", " : "", names[k]);
+  return from[hl_schema_find(s, "name")] >= 0 && from[hl_schema_find(s, "mode")] >= 0;
+}
+
+/* The rows of an earlier train_summary.csv at `path` but this run's, in
+ * this schema's columns: columns are matched by name, so that a table of an
+ * older halflab (fewer columns) keeps its rows with empty cells for the
+ * newer columns. A table without name and mode columns is not kept, and a
+ * column this halflab does not know loses its cells: each said on stderr. */
+static void keep_other_runs(const train_output *w, const char *path, hl_csv_rows *rows) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  const hl_schema *s = &train_summary_schema;
+  const int name_at = hl_schema_find(s, "name"), mode_at = hl_schema_find(s, "mode");
+  char *line = NULL, dropped[1024];
+  size_t cap = 0;
+  ssize_t n;
+  bool header = false;
+  int from[HL_SCHEMA_MAX_COLUMNS], n_old = 0;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[0] == '#') continue;
+    if (line[n - 1] == '\n') line[--n] = '\0';
+    if (!header) {
+      header = true;
+      if (!map_columns(line, from, &n_old, dropped, sizeof dropped)) {
+        fprintf(stderr, "%s: %s has no name and mode columns (not halflab-train's?): its rows are dropped\n", TRAIN_PROG,
+                path);
+        break;
+      }
+      if (dropped[0])
+        fprintf(stderr, "%s: %s: columns this halflab-train does not write are dropped: %s\n", TRAIN_PROG, path, dropped);
+      continue;
+    }
+    char *cells[HL_SCHEMA_MAX_COLUMNS * 2];
+    if (split_cells(line, cells, HL_SCHEMA_MAX_COLUMNS * 2) != n_old) {
+      fprintf(stderr, "%s: %s: a row of %s,%s without its header's %d cells is dropped\n", TRAIN_PROG, path, cells[0],
+              n_old > 1 ? cells[1] : "", n_old);
+      continue;
+    }
+    if (!strcmp(cells[from[name_at]], w->o->name) && !strcmp(cells[from[mode_at]], w->o->mode->name)) continue;
+    char kept[HL_ROW_MAX_CHARS + HL_SCHEMA_MAX_COLUMNS];
+    size_t k = 0;
+    for (int i = 0; i < s->n_columns; i++)
+      k += (size_t)snprintf(kept + k, sizeof kept - k, "%s%s", i ? "," : "", from[i] >= 0 ? cells[from[i]] : "");
+    hl_csv_rows_add(rows, "%s", kept);
+  }
+  free(line);
+  fclose(f);
+}
+
 /* train_summary.csv.inprogress: the rows of train_summary.csv for other
- * runs (same header, or an older one whose rows get empty cells for the
- * newer columns), then this run's. */
+ * runs (keep_other_runs), then this run's. */
 static bool stage_train_summary(train_output *w, const char *row, char *err, size_t len) {
-  const train_opts *o = w->o;
   char path[4400];
   snprintf(path, sizeof path, "%s/train_summary.csv", w->dir);
   hl_csv_rows rows = {0};
-  FILE *f = fopen(path, "r");
-  if (f) {
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t n;
-    bool header = false;
-    int added = 0; /* empty cells each older row gets */
-    char empty_cells[sizeof summary_header]; /* more commas than the header has */
-    memset(empty_cells, ',', sizeof empty_cells - 1);
-    empty_cells[sizeof empty_cells - 1] = '\0';
-    while ((n = getline(&line, &lcap, f)) > 0) {
-      if (line[0] == '#') continue;
-      if (line[n - 1] == '\n') line[--n] = '\0';
-      if (!header) {
-        header = true;
-        added = strcmp(line, summary_header) ? columns_added_after(line) : 0;
-        if (added < 0) {
-          fprintf(stderr, "%s: %s has other columns (an older halflab?): its rows are dropped\n", TRAIN_PROG, path);
-          break;
-        }
-        continue;
-      }
-      char key[256];
-      snprintf(key, sizeof key, "%s,%s,", o->name, o->mode->name);
-      if (!strncmp(line, key, strlen(key))) continue;
-      hl_csv_rows_add(&rows, "%s%s", line, empty_cells + sizeof empty_cells - 1 - added);
-    }
-    free(line);
-    fclose(f);
-  }
+  keep_other_runs(w, path, &rows);
   hl_csv_rows_add(&rows, "%s", row);
   hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
   w->staged_summary = true; /* from here, train_summary.csv.inprogress may be this run's */
-  const bool ok = write_table(w, "train_summary.csv.inprogress", summary_header, &rows, NULL, err, len);
+  const bool ok =
+      hl_csv_rows_write_schema(&rows, w->dir, "train_summary.csv.inprogress", &train_summary_schema, err, len);
   hl_meta_set("rows", "this run");
   hl_csv_rows_free(&rows);
   return ok;
@@ -429,7 +513,7 @@ static bool write_tables(train_output *w, const run_result *r, file_state at, ch
   for (int k = FILE_HIST; k < RUN_FILES; k++) unlink(run_path(w, (run_file)k, at, path, sizeof path));
   w->at[FILE_HIST] = at;
   snprintf(name, sizeof name, "%s_hist.csv%s", w->base, state_suffix[at]);
-  if (!write_table(w, name, hist_header, &w->hist, w->o->mode->name, err, len)) return false;
+  if (!hl_csv_rows_write_schema(&w->hist, w->dir, name, &train_hist_schema, err, len)) return false;
   w->at[FILE_SUMMARY] = at;
   if (!write_summary(w, r, at, err, len)) return false;
   snprintf(name, sizeof name, "%s_profile.csv%s", w->base, state_suffix[at]);
@@ -529,14 +613,14 @@ static bool rename_into_place(train_output *w, bool profiled, char *err, size_t 
 
 /* A completed (or diverged) run: every table staged, then the renames. */
 static bool end_completed(train_output *w, const run_result *r, char *err, size_t len) {
-  char row[4096];
-  summary_row(w, r, row, sizeof row);
+  hl_row row;
+  summary_row(w, r, &row);
   /* runs of other names may finish into this folder at the same time: the
    * read-modify-write of train_summary.csv, from its staging to its rename,
    * is theirs one at a time */
   hl_out_lock *summary_lock = hl_out_lock_wait(w->dir, "train_summary.csv", err, len);
   if (!summary_lock) return false;
-  const bool ok = stage_train_summary(w, row, err, len) && write_tables(w, r, AT_INPROGRESS, err, len) &&
+  const bool ok = stage_train_summary(w, hl_row_line(&row), err, len) && write_tables(w, r, AT_INPROGRESS, err, len) &&
                   rename_into_place(w, w->at[FILE_PROFILE] == AT_INPROGRESS, err, len);
   hl_out_lock_release(summary_lock);
   if (ok) remove_stale(w, AT_FINAL);

@@ -17,9 +17,6 @@
 #include "core/engine/registry.h"
 #include "train/train.h"
 
-static const char profile_header[] =
-    "phase,op,kind,calls,calls_per_step,time_ms,ms_per_step,time_pct_of_step,bytes,gbytes_per_s";
-
 /* The table is written as NAME.tmp renamed to NAME, for NAME the final
  * name, its .inprogress stage and the .interrupted and .failed names: each
  * must be free for a file (absent, or a file; the folder's own permission
@@ -45,21 +42,32 @@ static int by_time_desc(const void *a, const void *b) {
   return strcmp(x->op, y->op);
 }
 
-/* One row; calls < 0 and bytes < 0 leave those cells (and the rate) empty. */
-static void add_row(hl_csv_rows *rows, const char *phase, const char *op, const char *kind, long long calls,
-                    long long bytes, double ns, double step_ms, int64_t steps) {
+/* One row of train_profile_schema; calls < 0 and bytes < 0 leave those
+ * cells (and the rate) empty. */
+static void add_profile_row(hl_csv_rows *rows, const char *phase, const char *op, const char *kind, long long calls,
+                            long long bytes, double ns, double step_time_ms, int64_t steps) {
   const double ms = ns / 1e6;
-  char c[2][32] = {"", ""}, b[2][32] = {"", ""};
+  hl_row row;
+  hl_row_begin(&row, &train_profile_schema);
+  hl_row_text(&row, "phase", phase);
+  hl_row_text(&row, "op", op);
+  hl_row_text(&row, "kind", kind);
   if (calls >= 0) {
-    snprintf(c[0], sizeof c[0], "%lld", calls);
-    snprintf(c[1], sizeof c[1], "%.6g", (double)calls / (double)steps);
+    hl_row_int(&row, "calls", calls);
+    hl_row_real(&row, "calls_per_step", (double)calls / (double)steps);
+  } else {
+    hl_row_missing(&row, "calls");
+    hl_row_missing(&row, "calls_per_step");
   }
-  if (bytes >= 0) {
-    snprintf(b[0], sizeof b[0], "%lld", bytes);
-    if (ns > 0) snprintf(b[1], sizeof b[1], "%.6g", (double)bytes / ns); /* bytes per ns = GB/s */
-  }
-  hl_csv_rows_add(rows, "%s,%s,%s,%s,%s,%.6f,%.6f,%.3f,%s,%s", phase, op, kind, c[0], c[1], ms, ms / (double)steps,
-                  step_ms > 0 ? 100.0 * ms / step_ms : 0.0, b[0], b[1]);
+  hl_row_real(&row, "time_ms", ms);
+  hl_row_real(&row, "time_ms_per_step", ms / (double)steps);
+  if (step_time_ms > 0) hl_row_real(&row, "time_of_step_pct", 100.0 * ms / step_time_ms);
+  else hl_row_missing(&row, "time_of_step_pct");
+  if (bytes >= 0) hl_row_int(&row, "bytes", bytes);
+  else hl_row_missing(&row, "bytes");
+  if (bytes >= 0 && ns > 0) hl_row_real(&row, "gb_per_s", (double)bytes / ns); /* bytes per ns = GB/s */
+  else hl_row_missing(&row, "gb_per_s");
+  hl_csv_rows_put(rows, &row);
 }
 
 bool profile_write(const train_opts *o, const char *dir, const char *name, hl_device_kind dev, const run_result *r,
@@ -73,15 +81,15 @@ bool profile_write(const train_opts *o, const char *dir, const char *name, hl_de
   qsort(e, (size_t)n, sizeof *e, by_time_desc);
 
   const int64_t steps = r->profile_steps;
-  const double step_ms = r->profile_step_ms;
+  const double step_time_ms = r->profile_step_time_ms;
   double op_ns[HL_PROFILE_PHASES] = {0}, all_ns = 0;
   long long calls[HL_PROFILE_PHASES] = {0}, bytes[HL_PROFILE_PHASES] = {0};
   hl_csv_rows rows = {0};
   for (int i = 0; i < n; i++) {
     /* an op of the registry, or a kernel the engine or an optimizer called itself */
     const char *kind = e[i].beside ? "beside" : hl_op_find(e[i].op) ? "op" : "kernel";
-    add_row(&rows, hl_profile_phase_name(e[i].phase), e[i].op, kind, (long long)e[i].calls, (long long)e[i].bytes,
-            (double)e[i].self_ns, step_ms, steps);
+    add_profile_row(&rows, hl_profile_phase_name(e[i].phase), e[i].op, kind, (long long)e[i].calls, (long long)e[i].bytes,
+            (double)e[i].self_ns, step_time_ms, steps);
     if (e[i].beside) continue; /* overlaps the phase: not part of its sums */
     op_ns[e[i].phase] += (double)e[i].self_ns;
     calls[e[i].phase] += (long long)e[i].calls;
@@ -91,13 +99,13 @@ bool profile_write(const train_opts *o, const char *dir, const char *name, hl_de
   for (int p = 0; p < HL_PROFILE_PHASES; p++) {
     const double wall = (double)hl_op_profile_phase_ns((hl_profile_phase)p);
     const char *name = hl_profile_phase_name((hl_profile_phase)p);
-    add_row(&rows, name, "(phase total)", "phase", calls[p], bytes[p], wall, step_ms, steps);
-    add_row(&rows, name, "(unattributed)", "unattributed", -1, -1, wall > op_ns[p] ? wall - op_ns[p] : 0, step_ms,
+    add_profile_row(&rows, name, "(phase total)", "phase", calls[p], bytes[p], wall, step_time_ms, steps);
+    add_profile_row(&rows, name, "(unattributed)", "unattributed", -1, -1, wall > op_ns[p] ? wall - op_ns[p] : 0, step_time_ms,
             steps);
   }
-  add_row(&rows, "step", "(step total)", "step", -1, -1, step_ms * 1e6, step_ms, steps);
-  add_row(&rows, "step", "(unattributed)", "unattributed", -1, -1, step_ms * 1e6 > all_ns ? step_ms * 1e6 - all_ns : 0,
-          step_ms, steps);
+  add_profile_row(&rows, "step", "(step total)", "step", -1, -1, step_time_ms * 1e6, step_time_ms, steps);
+  add_profile_row(&rows, "step", "(unattributed)", "unattributed", -1, -1, step_time_ms * 1e6 > all_ns ? step_time_ms * 1e6 - all_ns : 0,
+          step_time_ms, steps);
   free(e);
 
   const int64_t last = r->profile_first_step + steps - 1;
@@ -125,7 +133,7 @@ bool profile_write(const train_opts *o, const char *dir, const char *name, hl_de
                               "unattributed: the phase's or the step's time outside every op and kernel (the framework's "
                               "own work: graph bookkeeping, allocation, dispatch); step: the summed step_time_ms of the "
                               "profiled steps");
-  const bool ok = hl_csv_rows_write(&rows, dir, name, profile_header, NULL, err, len);
+  const bool ok = hl_csv_rows_write_schema(&rows, dir, name, &train_profile_schema, err, len);
   hl_csv_rows_free(&rows);
   *wrote = ok;
   return ok;

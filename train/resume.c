@@ -262,16 +262,16 @@ char *run_totals_format(const run_totals *t) {
   text_buf b = {0};
   add(&b, "steps %lld\nskipped %lld\nconsecutive_skips %lld\n", (long long)t->steps, (long long)t->skipped,
       (long long)t->consecutive_skips);
-  add(&b, "last_loss %a\neval_loss %a\neval_acc %a\neval_step %lld\n", t->last_loss, t->eval_loss, t->eval_acc,
+  add(&b, "last_loss %a\neval_loss %a\neval_acc %a\neval_step %lld\n", t->final_loss, t->eval_loss, t->eval_acc,
       (long long)t->eval_step);
   add(&b, "stats_n %lld\nstats_sum", (long long)t->stats_n);
   for (int k = 0; k < RUN_STAT_COLUMNS; k++) add(&b, " %a", t->stats_sum[k]);
   add(&b, "\nstats_cnt");
   for (int k = 0; k < RUN_STAT_COLUMNS; k++) add(&b, " %lld", (long long)t->stats_cnt[k]);
-  add(&b, "\nmem_peak %llu\nautocast %llu %llu %llu\nstep_ms", (unsigned long long)t->mem_peak,
+  add(&b, "\nmem_peak %llu\nautocast %llu %llu %llu\nstep_ms", (unsigned long long)t->mem_peak_bytes,
       (unsigned long long)t->autocast_casts, (unsigned long long)t->autocast_cache_misses,
       (unsigned long long)t->autocast_cache_hits);
-  for (int64_t i = 0; i < t->steps; i++) add(&b, " %a", t->step_ms[i]);
+  for (int64_t i = 0; i < t->steps; i++) add(&b, " %a", t->step_time_ms[i]);
   add(&b, "\n");
   return finish(&b);
 }
@@ -316,7 +316,7 @@ bool run_totals_parse(const char *text, size_t len, int64_t capacity, run_totals
   expect_key(&r, "steps"), t->steps = next_int(&r);
   expect_key(&r, "skipped"), t->skipped = next_int(&r);
   expect_key(&r, "consecutive_skips"), t->consecutive_skips = next_int(&r);
-  expect_key(&r, "last_loss"), t->last_loss = next_real(&r);
+  expect_key(&r, "last_loss"), t->final_loss = next_real(&r);
   expect_key(&r, "eval_loss"), t->eval_loss = next_real(&r);
   expect_key(&r, "eval_acc"), t->eval_acc = next_real(&r);
   expect_key(&r, "eval_step"), t->eval_step = next_int(&r);
@@ -325,7 +325,7 @@ bool run_totals_parse(const char *text, size_t len, int64_t capacity, run_totals
   for (int k = 0; k < RUN_STAT_COLUMNS; k++) t->stats_sum[k] = next_real(&r);
   expect_key(&r, "stats_cnt");
   for (int k = 0; k < RUN_STAT_COLUMNS; k++) t->stats_cnt[k] = next_int(&r);
-  expect_key(&r, "mem_peak"), t->mem_peak = (uint64_t)next_int(&r);
+  expect_key(&r, "mem_peak"), t->mem_peak_bytes = (uint64_t)next_int(&r);
   expect_key(&r, "autocast");
   t->autocast_casts = (uint64_t)next_int(&r);
   t->autocast_cache_misses = (uint64_t)next_int(&r);
@@ -333,15 +333,15 @@ bool run_totals_parse(const char *text, size_t len, int64_t capacity, run_totals
   expect_key(&r, "step_ms");
   if (r.ok && t->steps > capacity) r.ok = false;
   if (r.ok) {
-    t->step_ms = malloc(sizeof(double) * (size_t)(capacity > 0 ? capacity : 1));
-    if (!t->step_ms) r.ok = false;
+    t->step_time_ms = malloc(sizeof(double) * (size_t)(capacity > 0 ? capacity : 1));
+    if (!t->step_time_ms) r.ok = false;
   }
-  for (int64_t i = 0; r.ok && i < t->steps; i++) t->step_ms[i] = next_real(&r);
+  for (int64_t i = 0; r.ok && i < t->steps; i++) t->step_time_ms[i] = next_real(&r);
   if (r.ok && strcmp(r.p, "\n")) r.ok = false;
   free(copy);
   if (!r.ok) {
-    free(t->step_ms);
-    t->step_ms = NULL;
+    free(t->step_time_ms);
+    t->step_time_ms = NULL;
   }
   return r.ok;
 }

@@ -23,6 +23,7 @@
  *              through the run (in progress, final, interrupted, failed),
  *              progress
  *   profile_csv.c  --profile's table of ops, phases and the step time
+ *   schemas.c  the columns of every CSV above, described once (cli/schema.h)
  */
 #ifndef HL_TRAIN_H
 #define HL_TRAIN_H
@@ -31,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/schema.h"
 #include "core/training/fault.h"
 #include "core/models/nn.h"
 #include "core/training/optim.h"
@@ -116,6 +118,7 @@ typedef struct {
   char name[64];
   bool quick;
   bool list_params;
+  bool columns_md;     /* --columns-md: print every CSV's columns as Markdown, write nothing */
   bool trace_ops;
   bool profile;        /* --profile: train_NAME_MODE_profile.csv (core/engine/op_profile.h) */
   const char *init_weights;
@@ -274,19 +277,21 @@ typedef struct {
   int64_t steps;        /* steps 1 .. steps are counted */
   int64_t skipped;
   int64_t consecutive_skips;
-  double last_loss;
+  double final_loss;
   double eval_loss, eval_acc;
   int64_t eval_step;
   double stats_sum[RUN_STAT_COLUMNS];
   int64_t stats_cnt[RUN_STAT_COLUMNS], stats_n;
-  uint64_t mem_peak;
+  uint64_t mem_peak_bytes;
   uint64_t autocast_casts, autocast_cache_misses, autocast_cache_hits;
-  double *step_ms;      /* [steps]: every step's time, for the median */
+  double *step_time_ms; /* [steps]: every step's time, for the median */
 } run_totals;
 
-/* As text (malloc'd, exact: hex floats); NULL when out of memory. */
+/* As text (malloc'd, exact: hex floats); NULL when out of memory. The
+ * text's keys are the checkpoint format's (older names kept: last_loss,
+ * mem_peak, step_ms), so that earlier checkpoints still resume. */
 char *run_totals_format(const run_totals *t);
-/* Back from text, step_ms malloc'd with room for `capacity` steps; false
+/* Back from text, step_time_ms malloc'd with room for `capacity` steps; false
  * when the text is not such text or holds more steps. */
 bool run_totals_parse(const char *text, size_t len, int64_t capacity, run_totals *t);
 
@@ -296,31 +301,32 @@ typedef enum { RUN_COMPLETED = 0, RUN_STOPPED, RUN_INTERRUPTED, RUN_DIVERGED, RU
 const char *run_status_name(run_status s);
 
 typedef struct {
-  int64_t steps_done, first_step;
+  int64_t steps_run, first_step; /* steps this process ran, from first_step (a resumed run: its checkpoint's + 1) */
   int64_t skipped;
-  double last_loss;
+  double final_loss;          /* the last step's; NaN before the first */
   double eval_loss, eval_acc; /* last evaluation; NaN when none */
-  int64_t eval_step;
+  int64_t eval_step;          /* 0 when none */
   double final_scale;
   /* means over the steps with statistics */
-  double underflow, underflow_scaled, fp16_zero, fp16_zero_scaled, grad_zero, absorbed, fp16_absorbed;
+  double grad_zero_frac, fp16_underflow_frac, fp16_underflow_scaled_frac, fp16_zero_frac, fp16_zero_scaled_frac,
+      absorbed_frac, fp16_absorbed_frac;
   int stats_n;
-  /* timing over the steps after the warm-up */
-  double step_ms_median, step_ms_min, items_per_s;
-  int timed_n;
+  /* timing over the steps after the warm-up (NaN when none) */
+  double step_time_ms_median, step_time_ms_min, tokens_per_s, samples_per_s;
+  int timed_steps;
   /* --profile: the steps it covers (the timed ones) and their summed step time */
   int64_t profile_steps, profile_first_step;
-  double profile_step_ms;
-  uint64_t mem_peak;
+  double profile_step_time_ms;
+  uint64_t mem_peak_bytes;
   /* autocast's casts in the training steps this process ran (evaluation,
    * under no-grad, left out): conversions made, the weight casts among them
    * the cache then kept (misses), and weight casts the cache answered */
   uint64_t autocast_casts, autocast_cache_misses, autocast_cache_hits;
   /* data-parallel: the gradient all-reduce per step, medians over the steps
    * this process ran after the warm-up (NaN / 0 in one process) */
-  double comm_ms_median, comm_exposed_ms_median;
-  int comm_buckets;
-  uint64_t comm_bytes;
+  double allreduce_ms_median, allreduce_exposed_ms_median;
+  int allreduce_buckets;
+  uint64_t allreduce_bytes;
   run_status status;
   char why[256];
   int signal;
@@ -329,6 +335,8 @@ typedef struct {
 /* The cast cache's hit rate, hits / (hits + misses); NaN when no weight cast
  * was asked for (no autocast, or weights already in the autocast dtype). */
 double run_cast_cache_hit_rate(const run_result *r);
+/* The last step completed: first_step + steps_run - 1 (0 when none). */
+int64_t run_steps_done(const run_result *r);
 
 /* Installs the SIGINT / SIGTERM handlers: the loop stops at the next step
  * boundary, and a second signal ends the process at once. */
@@ -356,7 +364,7 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
                           int64_t resumed_step);
 /* One line of the log; a write that fails ends the run at once (exit 1,
  * the file and the error named, the log's complete lines kept). */
-void output_step_row(train_output *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void output_step_row(train_output *w, hl_row *row);
 void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const grad_hist *scaled, double scale);
 /* The histogram rows so far, '\n'-terminated each (malloc'd; *len its
  * size), for a checkpoint; and those rows given back to a resumed run. */
@@ -371,8 +379,6 @@ void output_keep(train_output *w, const run_result *r);
 void output_finish(train_output *w, const run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);
-/* A CSV cell: empty when not measured (NaN), else %.9g. */
-const char *output_cell(double v, char *buf, size_t len);
 
 /* --profile: refuses (exit 2) a profile CSV that could not be written at
  * any of its names; nothing is created. */
@@ -382,6 +388,20 @@ void profile_check_output(const train_opts *o, const char *dir);
  * the failure in err. */
 bool profile_write(const train_opts *o, const char *dir, const char *name, hl_device_kind dev, const run_result *r,
                    bool *wrote, char *err, size_t len);
+
+/* ------------------------------------------------------------ schemas -- */
+
+/* The CSVs (schemas.c): the per-step log, the histograms, a run's summary,
+ * train_summary.csv (the same columns) and --profile's table. */
+extern const hl_schema train_steps_schema, train_hist_schema, train_run_summary_schema, train_summary_schema,
+    train_profile_schema;
+#define TRAIN_SCHEMAS 5
+extern const hl_schema *const train_schemas[TRAIN_SCHEMAS]; /* in that order */
+/* --columns-md: every schema's section of docs/columns.md, in that order. */
+void train_print_columns(FILE *out);
+/* A real cell that is empty when v is NaN: the quantity was not measured
+ * or does not apply (a NaN that is a result goes through hl_row_real). */
+void train_row_real_or_missing(hl_row *row, const char *column, double v);
 
 /* A progress line on stderr when it is a terminal. */
 void output_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

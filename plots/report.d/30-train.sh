@@ -55,7 +55,7 @@ mode_table() { # GROUP: the mode table against fp32
          u = v[c[\"fp16_underflow_frac\"]]; us = v[c[\"fp16_underflow_scaled_frac\"]]
          printf \"| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f MiB | %s | %s / %s | %s | %s / %s |\\n\", m[k], st, \\
            el == \"\" ? \"-\" : sprintf(\"%.4f\", el), dl, ea == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * ea), da, \\
-           v[c[\"final_loss\"]] == \"\" ? \"-\" : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
+           v[c[\"final_loss\"]] == \"\" ? \"-\" : v[c[\"final_loss\"]] ~ /^-?(nan|inf)$/ ? v[c[\"final_loss\"]] : sprintf(\"%.4f\", v[c[\"final_loss\"]]), v[c[\"skipped\"]], \\
            t == \"\" ? \"-\" : (early ? t : sprintf(\"%.2f\", t)), sp, (v[c[\"tokens_per_s\"]] == \"\" || early) ? \"-\" : sprintf(\"%.0f\", v[c[\"tokens_per_s\"]]), mem, mr, \\
            u == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * u), us == \"\" ? \"-\" : sprintf(\"%.2f%%\", 100 * us), \\
            v[c[\"grad_zero_frac\"]] == \"\" ? \"-\" : sprintf(\"%.3f%%\", 100 * v[c[\"grad_zero_frac\"]]), \\
@@ -316,8 +316,8 @@ else
     !h { split("", c); for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
     {
       k = $c["phase"] SUBSEP $c["op"]
-      ms[f, k] = $c["ms_per_step"]; pct[f, k] = $c["time_pct_of_step"]; calls[f, k] = $c["calls_per_step"]
-      gbs[f, k] = $c["gbytes_per_s"]; kind[k] = $c["kind"]
+      ms[f, k] = $c["time_ms_per_step"]; pct[f, k] = $c["time_of_step_pct"]; calls[f, k] = $c["calls_per_step"]
+      gbs[f, k] = $c["gb_per_s"]; kind[k] = $c["kind"]
       if ($c["kind"] != "op" && $c["kind"] != "kernel") { if (!(k in tail)) { tail[k] = 1; tails[++nt] = k } ; next }
       # the top ops of each mode, and every cast: what autocast costs is the question
       if ((++rank[f] <= top || $c["op"] == "to") && !(k in chosen)) { chosen[k] = 1; keys[++n] = k }

@@ -87,8 +87,10 @@ dev='# device: cuda: NVIDIA H200 (synthetic), sm_90, 132 SMs, 139.8 GiB; cpu: sy
   done
 } >"$gpu/bandwidth_host.csv"
 # the training runs: the CPU's tiny group renamed to the gpt2 preset of a GPU run
-sed -e "s/^# device: .*/$dev/" -e 's/^tiny,\([^,]*\),\([^,]*\),\([^,]*\),cpu,/gpt2,\1,\2,\3,cuda,/' "$cpu/train_summary.csv" |
-  awk -F, '/^#/ || /^name,/ || /^gpt2,/' >"$gpu/train_summary.csv"
+awk -F, -v OFS=, -v dev="$dev" '/^# device: / { print dev; next } /^#/ { print; next }
+  !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next }
+  $c["name"] == "tiny" && $c["device"] == "cpu" { $c["name"] = "gpt2"; $c["device"] = "cuda"; print }' \
+  "$cpu/train_summary.csv" >"$gpu/train_summary.csv"
 for f in "$cpu"/train_tiny_*_steps.csv; do
   sed "s/^# device: .*/$dev/" "$f" >"$gpu/$(basename "${f/train_tiny_/train_gpt2_}")"
 done

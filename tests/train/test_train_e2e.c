@@ -635,7 +635,7 @@ static void test_cast_cache_counts(void **state) {
   assert_null(strstr(r.out, "autocast"));
   hl_run_free(&r);
   /* an older halflab's train_summary.csv (without these columns at its end) keeps its rows, the new cells
-   * empty; one with other columns is replaced, with a line saying so */
+   * empty */
   /* the older header: the 4 autocast columns and the 7 data-parallel ones after them cut off */
   must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){11}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
                   hl_path(dir, "train_summary.csv")));
@@ -648,10 +648,27 @@ static void test_cast_cache_counts(void **state) {
               empty(all, older, "ranks"));
   assert_string_equal(hl_table_get(all, newer, "ranks"), "1");
   assert_true(hl_table_num(all, older, "steps_done") == steps && hl_table_num(all, newer, "autocast_casts") > 0);
+  const int rows_before = all->nrows;
   hl_table_free(all);
+  /* columns are matched by name: in another order, and with one this halflab does not write (its cells dropped,
+   * said on stderr), every other run's row stays */
+  must_run(hl_run("awk -F, -v OFS=, '/^#/ { print; next } { t = $1; $1 = $2; $2 = t; print $0 \",\" (h++ ? \"x\" : \"extra\") }' "
+                  "'%s' > '%s.new' && mv '%s.new' '%s'",
+                  hl_path(dir, "train_summary.csv"), hl_path(dir, "train_summary.csv"), hl_path(dir, "train_summary.csv"),
+                  hl_path(dir, "train_summary.csv")));
+  r = hl_run_ok("%s " SMALL " --steps 1 --mode amp-bf16 --name reordered --out %s", train(), dir);
+  assert_non_null(strstr(r.err, "columns this halflab-train does not write are dropped: extra"));
+  hl_run_free(&r);
+  all = hl_table_read(hl_path(dir, "train_summary.csv"));
+  assert_int_equal(all->nrows, rows_before + 1);
+  assert_int_equal(hl_table_col(all, "extra"), -1);
+  assert_true(hl_table_find(all, "name", "older", "mode", "fp32", NULL) >= 0);
+  assert_true(hl_table_find(all, "name", "newer", "mode", "amp-bf16", NULL) >= 0);
+  hl_table_free(all);
+  /* a table without name and mode columns is not halflab-train's: replaced, with a line saying so */
   must_run(hl_run("sed -i '/^#/!s/^name,/label,/' '%s'", hl_path(dir, "train_summary.csv")));
   r = hl_run_ok("%s " SMALL " --steps 1 --mode amp-bf16 --name newest --out %s", train(), dir);
-  assert_non_null(strstr(r.err, "has other columns (an older halflab?): its rows are dropped"));
+  assert_non_null(strstr(r.err, "has no name and mode columns (not halflab-train's?): its rows are dropped"));
   hl_run_free(&r);
   all = hl_table_read(hl_path(dir, "train_summary.csv"));
   assert_int_equal(all->nrows, 1);
@@ -793,8 +810,8 @@ static double profile_num(const hl_table *t, const char *phase, const char *op, 
  * within the phases' and the step's, and the products the model runs. */
 static hl_table *check_profile(const char *dir, const char *mode, int steps, int warmup) {
   hl_table *t = csv(dir, "tiny", mode, "profile");
-  const char *cols[] = {"phase", "op", "kind", "calls", "calls_per_step", "time_ms", "ms_per_step", "time_pct_of_step",
-                        "bytes", "gbytes_per_s"};
+  const char *cols[] = {"phase", "op", "kind", "calls", "calls_per_step", "time_ms", "time_ms_per_step",
+                        "time_of_step_pct", "bytes", "gb_per_s"};
   for (int k = 0; k < 10; k++) assert_true(hl_table_col(t, cols[k]) >= 0);
   const char *m = strstr(t->meta, "# profile_steps: ");
   assert_non_null(m);
@@ -810,7 +827,7 @@ static hl_table *check_profile(const char *dir, const char *mode, int steps, int
   hl_table_free(st);
   const double total = profile_num(t, "step", "(step total)", "time_ms");
   assert_true(fabs(total - step_ms) <= 1e-3 * step_ms);
-  assert_true(fabs(profile_num(t, "step", "(step total)", "time_pct_of_step") - 100) < 1e-9);
+  assert_true(fabs(profile_num(t, "step", "(step total)", "time_of_step_pct") - 100) < 1e-9);
 
   const char *phases[] = {"forward", "backward", "optimizer", "other"};
   double ops_ms[4] = {0}, all_ops = 0, prev = INFINITY;
