@@ -178,7 +178,7 @@ enum { MAX_SIZES = 64 }; /* --sizes values, and the first dimension of bw_run's 
 
 typedef struct {
   bool done;
-  double gbps, gelems, ref_gbps;
+  double gb_per_s, gelem_per_s, ref_gb_per_s;
   const char *ref;
 } bw_result;
 
@@ -207,7 +207,7 @@ typedef struct {
 /* The fastest reference copy at one size: what every type's kernels at
  * that size are compared with */
 typedef struct {
-  double gbps;
+  double gb_per_s;
   const char *name;
 } bw_reference;
 
@@ -289,10 +289,10 @@ static void record_metadata(const bw_run *run, bool quick) {
   hl_meta_set("peak_source", "%s", run->peaks.source);
   hl_meta_set("method", "%s", bench_method_text(dev, &run->method));
   hl_meta_set("bytes", "BabelStream's accounting: arrays moved x element size x n (copy 2, scale 2, add 3, triad 3, "
-              "dot 2; reference copies 2); gbps = 1e9 bytes/s from the median time, gbps_best from the minimum");
+              "dot 2; reference copies 2); gb_per_s = 1e9 bytes/s from the median time, gb_per_s_best from the minimum");
   hl_meta_set("reference", "%s", gpu ? "memcpy-d2d: cudaMemcpyAsync device to device of the same array size, same run"
                                      : "memcpy: one memcpy call (one thread); memcpy-omp: a memcpy per OpenMP thread "
-                                       "over its share; ref_gbps is the faster of the two at that size");
+                                       "over its share; ref_gb_per_s is the faster of the two at that size");
   if (!gpu)
     hl_meta_set("stores", "CPU kernels store regularly while the arrays a kernel touches fit the last-level cache (%.0f "
                 "MiB) and with non-temporal (streaming) AVX stores beyond it, as glibc's memcpy does for large copies",
@@ -300,6 +300,27 @@ static void record_metadata(const bw_run *run, bool quick) {
   hl_meta_set("validation", "after the timed runs every element of a, b, c equals the value the same arithmetic gives "
               "on one element (bit for bit), dot within 1e-3 of n a b");
   if (quick) hl_meta_set("quick", "yes");
+}
+
+/* The cells every row of bandwidth.csv has: what moved, its timing, the
+ * rates and the datasheet figure; the caller sets the rest */
+static void moved_cells(hl_row *row, const bw_run *run, const char *kernel, const char *dtype, size_t array_bytes,
+                        size_t elements, int arrays, const bench_timing *tm) {
+  const int64_t moved_bytes = (int64_t)arrays * (int64_t)array_bytes;
+  const double hbm = run->peaks.value[PEAK_HBM];
+  hl_row_begin(row, &bench_bandwidth_schema);
+  hl_row_text(row, "device", run->dev->name);
+  hl_row_text(row, "kernel", kernel);
+  hl_row_text(row, "dtype", dtype);
+  hl_row_int(row, "array_bytes", (int64_t)array_bytes);
+  hl_row_int(row, "elements", (int64_t)elements);
+  hl_row_int(row, "arrays", arrays);
+  hl_row_int(row, "moved_bytes", moved_bytes);
+  bench_row_timing(row, tm);
+  hl_row_real(row, "gb_per_s", (double)moved_bytes / (tm->ms.median * 1e-3) / 1e9);
+  hl_row_real(row, "gb_per_s_best", (double)moved_bytes / (tm->ms.min * 1e-3) / 1e9);
+  if (hbm > 0) hl_row_real(row, "datasheet_gb_per_s", hbm);
+  else hl_row_missing(row, "datasheet_gb_per_s");
 }
 
 /* The platform's own copies of r's arrays (GPU: device to device; CPU:
@@ -315,15 +336,18 @@ static void time_references(bw_run *run, run_ctx *r, golden *g, size_t bytes, bw
     const bench_timing tm = bench_time(run->dev, &run->method, launch, r);
     hl_range_pop();
     golden_step(g, r->t, r->kernel, r->s);
-    const double moved = 2.0 * (double)r->bytes, gbps = moved / (tm.ms.median * 1e-3) / 1e9;
-    if (gbps > ref->gbps) ref->gbps = gbps, ref->name = name;
-    char b1[32];
-    const double hbm = run->peaks.value[PEAK_HBM];
-    hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,,,,,%s,,%d", run->dev->name,
-                   name, "bytes", r->bytes, r->bytes, 2, moved, tm.warmups, tm.samples, tm.inner, tm.ms.min,
-                   tm.ms.median, tm.ms.max, gbps, moved / (tm.ms.min * 1e-3) / 1e9,
-                   hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "", tm.attempts);
-    printf("%-6s %-11s %10.1f %10.4f %9.2f %9s %7s\n", "-", name, r->bytes / 1048576.0, tm.ms.median, gbps, "-", "-");
+    const int64_t moved_bytes = 2 * (int64_t)r->bytes;
+    const double gb_per_s = (double)moved_bytes / (tm.ms.median * 1e-3) / 1e9;
+    if (gb_per_s > ref->gb_per_s) ref->gb_per_s = gb_per_s, ref->name = name;
+    hl_row row;
+    moved_cells(&row, run, name, "bytes", r->bytes, r->bytes, 2, &tm);
+    hl_row_missing(&row, "gelem_per_s");
+    hl_row_missing(&row, "ref_kernel");
+    hl_row_missing(&row, "ref_gb_per_s");
+    hl_row_missing(&row, "ref_pct");
+    hl_row_missing(&row, "datasheet_pct");
+    hl_csv_rows_put(&run->rows, &row);
+    printf("%-6s %-11s %10.1f %14.4f %9.2f %11s %7s\n", "-", name, r->bytes / 1048576.0, tm.ms.median, gb_per_s, "-", "-");
   }
 }
 
@@ -344,19 +368,23 @@ static void time_kernels(bw_run *run, run_ctx *r, golden *g, int si, size_t byte
     const bench_timing tm = bench_time(run->dev, &run->method, launch, r);
     hl_range_pop();
     golden_step(g, r->t, k, r->s);
-    const double moved = (double)kernel_arrays[k] * (double)r->bytes;
-    const double gbps = moved / (tm.ms.median * 1e-3) / 1e9, gelems = gbps / (double)es;
+    const double moved_bytes = (double)kernel_arrays[k] * (double)r->bytes;
+    const double gb_per_s = moved_bytes / (tm.ms.median * 1e-3) / 1e9, gelem_per_s = gb_per_s / (double)es;
+    const double ref_pct = 100.0 * gb_per_s / ref->gb_per_s;
     bw_result *br = &run->res[si][hl_stream_slot(t)][k];
-    br->done = true, br->gbps = gbps, br->gelems = gelems, br->ref_gbps = ref->gbps, br->ref = ref->name;
-    char b1[32], b2[32];
-    hl_csv_rows_add(&run->rows, "%s,%s,%s,%zu,%zu,%d,%.0f,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.4g,%s,%s,%d",
-                   run->dev->name, kernel_names[k], hl_dtype_format_name(t), r->bytes, r->n, kernel_arrays[k], moved,
-                   tm.warmups, tm.samples, tm.inner, tm.ms.min, tm.ms.median, tm.ms.max, gbps,
-                   moved / (tm.ms.min * 1e-3) / 1e9, gelems, ref->name, ref->gbps, 100.0 * gbps / ref->gbps,
-                   hbm > 0 ? bench_num(hbm, b1, sizeof b1) : "",
-                   hbm > 0 ? bench_num(100.0 * gbps / hbm, b2, sizeof b2) : "", tm.attempts);
-    printf("%-6s %-11s %10.1f %10.4f %9.2f %9.3f %7.1f\n", hl_dtype_format_name(t), kernel_names[k], r->bytes / 1048576.0,
-           tm.ms.median, gbps, gelems, 100.0 * gbps / ref->gbps);
+    br->done = true, br->gb_per_s = gb_per_s, br->gelem_per_s = gelem_per_s, br->ref_gb_per_s = ref->gb_per_s,
+    br->ref = ref->name;
+    hl_row row;
+    moved_cells(&row, run, kernel_names[k], hl_dtype_format_name(t), r->bytes, r->n, kernel_arrays[k], &tm);
+    hl_row_real(&row, "gelem_per_s", gelem_per_s);
+    hl_row_text(&row, "ref_kernel", ref->name);
+    hl_row_real(&row, "ref_gb_per_s", ref->gb_per_s);
+    hl_row_real(&row, "ref_pct", ref_pct);
+    if (hbm > 0) hl_row_real(&row, "datasheet_pct", 100.0 * gb_per_s / hbm);
+    else hl_row_missing(&row, "datasheet_pct");
+    hl_csv_rows_put(&run->rows, &row);
+    printf("%-6s %-11s %10.1f %14.4f %9.2f %11.3f %7.1f\n", hl_dtype_format_name(t), kernel_names[k], r->bytes / 1048576.0,
+           tm.ms.median, gb_per_s, gelem_per_s, ref_pct);
     fflush(stdout);
   }
 }
@@ -382,14 +410,15 @@ static void run_type(bw_run *run, int si, size_t bytes, hl_dtype t, unsigned ker
   r.c = bench_alloc(dev, r.bytes, "array c");
   dev->be->stream->init(r.t, r.a, r.b, r.c, n, kA, kB, kC);
   golden g = {hl_stream_round(r.t, kA), hl_stream_round(r.t, kB), hl_stream_round(r.t, kC)};
-  if (ref->gbps == 0) time_references(run, &r, &g, bytes, ref);
+  if (ref->gb_per_s == 0) time_references(run, &r, &g, bytes, ref);
   time_kernels(run, &r, &g, si, bytes, kernels, ref);
   check_arrays(run, &r, &g, kernels);
   bench_free(dev, r.a), bench_free(dev, r.b), bench_free(dev, r.c);
 }
 
 static void run_sweep(bw_run *run, const bw_options *o) {
-  printf("%-6s %-11s %10s %10s %9s %9s %7s\n", "dtype", "kernel", "array_MiB", "median_ms", "GB/s", "Gelem/s", "%ref");
+  printf("%-6s %-11s %10s %14s %9s %11s %7s\n", "dtype", "kernel", "array_MiB", "time_ms_median", "gb_per_s",
+         "gelem_per_s", "ref_pct");
   hl_range_push("bandwidth");
   for (int si = 0; si < o->nsizes; si++) {
     bw_reference ref = {0, run->gpu ? "memcpy-d2d" : "memcpy"};
@@ -400,10 +429,7 @@ static void run_sweep(bw_run *run, const bw_options *o) {
 }
 
 static void write_bandwidth_csv(bw_run *run) {
-  bench_rows_write(&run->rows, run->outdir, "bandwidth.csv",
-                   "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,"
-                   "time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,"
-                   "pct_of_datasheet,attempts");
+  bench_rows_write(&run->rows, run->outdir, &bench_bandwidth_schema);
   hl_csv_rows_free(&run->rows);
 }
 
@@ -418,22 +444,27 @@ static void time_host_copies(const bw_run *run, const bw_options *o, uint64_t la
   void *pinned = dev->be->stream->host_alloc_pinned(largest);
   if (!pinned) hl_fatal("cudaMallocHost of %llu bytes failed: out of page-locked memory", (unsigned long long)largest);
   memset(pageable, 1, largest), memset(pinned, 1, largest);
-  printf("%-6s %-9s %10s %10s %9s\n", "copy", "memory", "MiB", "median_ms", "GB/s");
+  printf("%-6s %-9s %10s %14s %9s\n", "copy", "memory", "MiB", "time_ms_median", "gb_per_s");
   for (int si = 0; si < o->nsizes; si++)
     for (int dir = 0; dir < 2; dir++)
       for (int mem = 0; mem < 2; mem++) {
         host_copy hc = {dev, dbuf, mem ? pinned : pageable, (size_t)o->sizes[si], dir};
         const bench_timing tm = bench_time(dev, &run->method, launch_host_copy, &hc);
-        const double gbps = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
-        hl_csv_rows_add(&host, "%s,%s,%s,%zu,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%d", dev->name, dir ? "d2h" : "h2d",
-                       mem ? "pinned" : "pageable", hc.bytes, tm.warmups, tm.samples, tm.inner, tm.ms.min,
-                       tm.ms.median, tm.ms.max, gbps, (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9, tm.attempts);
-        printf("%-6s %-9s %10.1f %10.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
-               hc.bytes / 1048576.0, tm.ms.median, gbps);
+        const double gb_per_s = (double)hc.bytes / (tm.ms.median * 1e-3) / 1e9;
+        hl_row row;
+        hl_row_begin(&row, &bench_bandwidth_host_schema);
+        hl_row_text(&row, "device", dev->name);
+        hl_row_text(&row, "direction", dir ? "d2h" : "h2d");
+        hl_row_text(&row, "memory", mem ? "pinned" : "pageable");
+        hl_row_int(&row, "bytes", (int64_t)hc.bytes);
+        bench_row_timing(&row, &tm);
+        hl_row_real(&row, "gb_per_s", gb_per_s);
+        hl_row_real(&row, "gb_per_s_best", (double)hc.bytes / (tm.ms.min * 1e-3) / 1e9);
+        hl_csv_rows_put(&host, &row);
+        printf("%-6s %-9s %10.1f %14.4f %9.2f\n", dir ? "d2h" : "h2d", mem ? "pinned" : "pageable",
+               hc.bytes / 1048576.0, tm.ms.median, gb_per_s);
       }
-  bench_rows_write(&host, run->outdir, "bandwidth_host.csv",
-                   "device,direction,memory,bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,"
-                   "gbps_best,attempts");
+  bench_rows_write(&host, run->outdir, &bench_bandwidth_host_schema);
   hl_range_pop();
   hl_csv_rows_free(&host);
   dev->be->stream->host_free_pinned(pinned);
@@ -462,14 +493,14 @@ static void check_triad_targets(bench_targets *targets, const bw_run *run, int l
       if (t == HL_F32) bench_target_skip(targets, dev, name, "not run");
       continue;
     }
-    snprintf(detail, sizeof detail, "%.1f GB/s = %.1f%% of %s %.1f GB/s", tr->gbps, 100.0 * tr->gbps / tr->ref_gbps,
-             tr->ref, tr->ref_gbps);
+    snprintf(detail, sizeof detail, "%.1f GB/s = %.1f%% of %s %.1f GB/s", tr->gb_per_s, 100.0 * tr->gb_per_s / tr->ref_gb_per_s,
+             tr->ref, tr->ref_gb_per_s);
     if (t == HL_F32) {
-      bench_target(targets, dev, name, tr->gbps / tr->ref_gbps, gpu ? 0.95 : 0.80, detail);
+      bench_target(targets, dev, name, tr->gb_per_s / tr->ref_gb_per_s, gpu ? 0.95 : 0.80, detail);
     } else {
       snprintf(name, sizeof name, "%s triad at %llu MiB against the same-run %s", hl_dtype_format_name(t),
                (unsigned long long)(largest >> 20), gpu ? "device-to-device copy" : "memcpy");
-      bench_target_info(targets, dev, name, tr->gbps / tr->ref_gbps, detail);
+      bench_target_info(targets, dev, name, tr->gb_per_s / tr->ref_gb_per_s, detail);
     }
   }
 }
@@ -487,8 +518,8 @@ static void check_half_rate_targets(bench_targets *targets, const bw_run *run, i
     snprintf(name, sizeof name, "%s triad Gelem/s >= %.1fx fp32's at the largest size", hl_dtype_format_name(t), want);
     if (h->done && f->done) {
       char detail[256];
-      snprintf(detail, sizeof detail, "%.2f vs %.2f Gelem/s = %.2fx", h->gelems, f->gelems, h->gelems / f->gelems);
-      bench_target(targets, run->dev, name, h->gelems / f->gelems, want, detail);
+      snprintf(detail, sizeof detail, "%.2f vs %.2f Gelem/s = %.2fx", h->gelem_per_s, f->gelem_per_s, h->gelem_per_s / f->gelem_per_s);
+      bench_target(targets, run->dev, name, h->gelem_per_s / f->gelem_per_s, want, detail);
     } else {
       bench_target_skip(targets, run->dev, name, "not both run");
     }
@@ -513,11 +544,11 @@ int bench_bandwidth_main(int argc, char **argv) {
   free(run.scratch);
 
   /* ---- the targets at the largest size */
-  bench_targets targets = {0};
+  bench_targets targets = {.schema = &bench_bandwidth_targets_schema};
   const int li = largest_index(&opt, largest);
   check_triad_targets(&targets, &run, li, largest);
   check_half_rate_targets(&targets, &run, li);
-  bench_targets_write(&targets, run.outdir, "bandwidth_targets.csv");
+  bench_targets_write(&targets, run.outdir);
   fprintf(stderr, "%s: bandwidth: wrote %s/bandwidth.csv\n", hl_prog(), run.outdir);
   return 0;
 }

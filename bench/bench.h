@@ -137,17 +137,34 @@ void *bench_host_alloc(size_t bytes, const char *what);
 const char *bench_outdir(const char *requested, hl_device_kind kind, const char *const *tables, char *buf, size_t len);
 #define BENCH_TABLES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* --------------------------------------------------------- schemas -- */
+/* The column table of every CSV halflab-bench writes (schemas.c): each
+ * writes its file's header, "# units:" line and rows (cli/schema.h). */
+extern const hl_schema bench_gemm_schema, bench_gemm_targets_schema, bench_gemm_accuracy_schema;
+extern const hl_schema bench_bandwidth_schema, bench_bandwidth_host_schema, bench_bandwidth_targets_schema;
+extern const hl_schema bench_mlp_step_schema, bench_mlp_step_targets_schema;
+extern const hl_schema bench_footprint_params_schema, bench_footprint_training_schema;
+/* All of them, NULL-terminated, in the order `halflab-bench --columns-md` prints them */
+extern const hl_schema *const bench_schemas[];
+
 /* ---------------------------------------------------------- rows -- */
-/* Result rows (cli/csv.h's hl_csv_rows) are kept until the run is complete
- * and validated, then written at once: a failed run leaves no CSV behind.
- * Writes DIR/NAME (atomic table) with header and rows; exit 1 on failure.
- * NAME is one of bench_outdir's tables (else it is locked now). */
-void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header);
+/* Result rows (cli/csv.h's hl_csv_rows, each filled by hl_row_* and kept by
+ * hl_csv_rows_put) are kept until the run is complete and validated, then
+ * written at once: a failed run leaves no CSV behind. Writes DIR/FILE of the
+ * schema (atomic table) with its units line, header and rows; exit 1 on
+ * failure. The file is one of bench_outdir's tables (else it is locked now). */
+void bench_rows_write(const hl_csv_rows *r, const char *dir, const hl_schema *s);
+
+/* A measured point's timing cells: warmups, samples, inner, time_ms_min,
+ * time_ms_median, time_ms_max and attempts */
+void bench_row_timing(hl_row *row, const bench_timing *t);
 
 /* ---------------------------------------------------------- targets -- */
-/* A performance target of issue 3: prints "PASS|MISS|SKIP target: detail"
- * on stdout and keeps a row for NAME_targets.csv. value/threshold as ratios. */
+/* A performance target: prints "PASS|MISS|SKIP target: detail" on stdout
+ * and keeps a row for the schema's NAME_targets.csv. value/threshold as
+ * ratios. */
 typedef struct {
+  const hl_schema *schema; /* bench_*_targets_schema */
   hl_csv_rows rows;
   int pass, miss, skip;
 } bench_targets;
@@ -159,13 +176,11 @@ void bench_target_at_most(bench_targets *t, const bench_device *d, const char *n
                           const char *detail);
 /* A ratio reported beside the targets that is not one of them ("INFO") */
 void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail);
-void bench_targets_write(bench_targets *t, const char *dir, const char *file);
+/* The schema's file in dir, when there is a row */
+void bench_targets_write(bench_targets *t, const char *dir);
 
 /* -------------------------------------------------------- progress -- */
 /* A line on stderr, only when stderr is a terminal */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* "%.4g", or "" for NaN (an empty CSV cell) */
-const char *bench_num(double v, char *buf, size_t len);
 
 #endif

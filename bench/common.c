@@ -231,20 +231,45 @@ const char *bench_outdir(const char *requested, hl_device_kind kind, const char 
 
 /* ---------------------------------------------------------- rows -- */
 
-void bench_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header) {
+void bench_rows_write(const hl_csv_rows *r, const char *dir, const hl_schema *s) {
   char err[4400];
-  lock_table(dir, name); /* a table bench_outdir was not told of: locked before it is written */
-  if (!hl_csv_rows_write(r, dir, name, header, NULL, err, sizeof err)) hl_fatal("%s", err);
+  lock_table(dir, s->file); /* a table bench_outdir was not told of: locked before it is written */
+  if (!hl_csv_rows_write_schema(r, dir, NULL, s, err, sizeof err)) hl_fatal("%s", err);
+}
+
+void bench_row_timing(hl_row *row, const bench_timing *t) {
+  hl_row_int(row, "warmups", t->warmups);
+  hl_row_int(row, "samples", t->samples);
+  hl_row_int(row, "inner", t->inner);
+  hl_row_real(row, "time_ms_min", t->ms.min);
+  hl_row_real(row, "time_ms_median", t->ms.median);
+  hl_row_real(row, "time_ms_max", t->ms.max);
+  hl_row_int(row, "attempts", t->attempts);
 }
 
 /* ---------------------------------------------------------- targets -- */
+
+/* A row of the targets table; value or threshold NULL: an empty cell (a
+ * NaN value is a result, written "nan") */
+static void target_row(bench_targets *t, const bench_device *d, const char *name, const double *value,
+                       const double *threshold, const char *status, const char *detail) {
+  hl_row row;
+  hl_row_begin(&row, t->schema);
+  hl_row_text(&row, "target", name);
+  hl_row_text(&row, "device", d->name);
+  value ? hl_row_real(&row, "value", *value) : hl_row_missing(&row, "value");
+  threshold ? hl_row_real(&row, "threshold", *threshold) : hl_row_missing(&row, "threshold");
+  hl_row_text(&row, "status", status);
+  hl_row_text(&row, "detail", detail);
+  hl_csv_rows_put(&t->rows, &row);
+}
 
 void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
                   const char *detail) {
   const bool pass = value >= threshold;
   pass ? t->pass++ : t->miss++;
   printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
-  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, threshold, pass ? "PASS" : "MISS", detail);
+  target_row(t, d, name, &value, &threshold, pass ? "PASS" : "MISS", detail);
 }
 
 void bench_target_at_most(bench_targets *t, const bench_device *d, const char *name, double value, double limit,
@@ -252,23 +277,23 @@ void bench_target_at_most(bench_targets *t, const bench_device *d, const char *n
   const bool pass = value <= limit;
   pass ? t->pass++ : t->miss++;
   printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
-  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,%.4f,%s,%s", name, d->name, value, limit, pass ? "PASS" : "MISS", detail);
+  target_row(t, d, name, &value, &limit, pass ? "PASS" : "MISS", detail);
 }
 
 void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail) {
   printf("INFO  %s: %s\n", name, detail);
-  hl_csv_rows_add(&t->rows, "%s,%s,%.4f,,INFO,%s", name, d->name, value, detail);
+  target_row(t, d, name, &value, NULL, "INFO", detail);
 }
 
 void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why) {
   t->skip++;
   printf("SKIP  %s: %s\n", name, why);
-  hl_csv_rows_add(&t->rows, "%s,%s,,,SKIP,%s", name, d->name, why);
+  target_row(t, d, name, NULL, NULL, "SKIP", why);
 }
 
-void bench_targets_write(bench_targets *t, const char *dir, const char *file) {
+void bench_targets_write(bench_targets *t, const char *dir) {
   if (t->rows.n == 0) return;
-  bench_rows_write(&t->rows, dir, file, "target,device,value,threshold,status,detail");
+  bench_rows_write(&t->rows, dir, t->schema);
   hl_csv_rows_free(&t->rows);
 }
 
@@ -284,10 +309,4 @@ void bench_progress(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-}
-
-const char *bench_num(double v, char *buf, size_t len) {
-  if (isnan(v)) buf[0] = '\0';
-  else snprintf(buf, len, "%.6g", v);
-  return buf;
 }

@@ -507,11 +507,24 @@ static void measure_policy(fp_run *r, int mi, hl_weight_policy p, uint64_t seed)
   param_bytes b = measure_params(&r->dev, m, p, seed, &g);
   hl_range_pop();
   const double pct = 100.0 * (double)b.independent / (double)b.analytic;
-  hl_csv_rows_add(&r->prow, "%s,%s,%d,%d,%d,%d,%d,%s,%lld,%d,%llu,%llu,%lld,%s,%.3f", r->dev.name, m->name,
-                  m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size,
-                  hl_weight_policy_name(p), (long long)hl_gpt_param_count(&m->cfg), b.tensors,
-                  (unsigned long long)b.analytic, (unsigned long long)b.allocator, (long long)b.independent,
-                  independent_method(&r->dev), pct);
+  hl_row row;
+  hl_row_begin(&row, &bench_footprint_params_schema);
+  hl_row_text(&row, "device", r->dev.name);
+  hl_row_text(&row, "model", m->name);
+  hl_row_int(&row, "layers", m->cfg.n_layer);
+  hl_row_int(&row, "heads", m->cfg.n_head);
+  hl_row_int(&row, "embd", m->cfg.n_embd);
+  hl_row_int(&row, "vocab", m->cfg.vocab_size);
+  hl_row_int(&row, "block", m->cfg.block_size);
+  hl_row_text(&row, "policy", hl_weight_policy_name(p));
+  hl_row_int(&row, "params", hl_gpt_param_count(&m->cfg));
+  hl_row_int(&row, "tensors", b.tensors);
+  hl_row_int(&row, "analytic_bytes", (int64_t)b.analytic);
+  hl_row_int(&row, "allocator_bytes", (int64_t)b.allocator);
+  hl_row_int(&row, "independent_bytes", b.independent);
+  hl_row_text(&row, "independent_method", independent_method(&r->dev));
+  hl_row_real(&row, "independent_of_analytic_pct", pct);
+  hl_csv_rows_put(&r->prow, &row);
   printf("%-10s %-6s %12lld %16llu %16llu %16lld %7.2f%%\n", m->name, hl_weight_policy_name(p),
          (long long)hl_gpt_param_count(&m->cfg), (unsigned long long)b.analytic, (unsigned long long)b.allocator,
          (long long)b.independent, pct);
@@ -556,16 +569,30 @@ static void training_state_row(fp_run *r, int mi, int k, int64_t B, int64_t T, b
   const int64_t maxb = hl_gpt_max_batch(&m->cfg, s, fp_moments(o->opt), T, r->memory);
   const step_bytes *ms = &r->measured[mi][k];
   const bool shown = measured_pass && ms->done;
-  char meas[256] = ",,,,,";
-  if (shown)
-    snprintf(meas, sizeof meas, "%llu,%llu,%llu,%llu,%llu,%llu", (unsigned long long)ms->weights,
-             (unsigned long long)ms->master, (unsigned long long)ms->gradients, (unsigned long long)ms->moments,
-             (unsigned long long)ms->saved, (unsigned long long)ms->peak);
-  hl_csv_rows_add(&r->trow, "%s,%s,%s,%s,%lld,%lld,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%lld,%s,%s", r->dev.name,
-                  m->name, s->name, o->opt->name, (long long)B, (long long)T, (unsigned long long)e.weights,
-                  (unsigned long long)e.master, (unsigned long long)e.gradients, (unsigned long long)e.moments,
-                  (unsigned long long)e.weight_casts, (unsigned long long)e.activations, (unsigned long long)e.peak,
-                  (unsigned long long)r->memory, (long long)maxb, shown ? "yes" : "no", meas);
+  hl_row row;
+  hl_row_begin(&row, &bench_footprint_training_schema);
+  hl_row_text(&row, "device", r->dev.name);
+  hl_row_text(&row, "model", m->name);
+  hl_row_text(&row, "mode", s->name);
+  hl_row_text(&row, "optimizer", o->opt->name);
+  hl_row_int(&row, "batch", B);
+  hl_row_int(&row, "seq", T);
+  hl_row_int(&row, "weights_bytes", (int64_t)e.weights);
+  hl_row_int(&row, "master_bytes", (int64_t)e.master);
+  hl_row_int(&row, "gradients_bytes", (int64_t)e.gradients);
+  hl_row_int(&row, "moments_bytes", (int64_t)e.moments);
+  hl_row_int(&row, "weight_casts_bytes", (int64_t)e.weight_casts);
+  hl_row_int(&row, "activations_bytes", (int64_t)e.activations);
+  hl_row_int(&row, "peak_bytes", (int64_t)e.peak);
+  hl_row_int(&row, "memory_bytes", (int64_t)r->memory);
+  hl_row_int(&row, "max_batch", maxb);
+  hl_row_bool(&row, "measured", shown);
+  const char *alloc_columns[] = {"alloc_weights_bytes", "alloc_master_bytes", "alloc_gradients_bytes",
+                                 "alloc_moments_bytes", "alloc_saved_bytes",  "alloc_peak_bytes"};
+  const uint64_t alloc[] = {ms->weights, ms->master, ms->gradients, ms->moments, ms->saved, ms->peak};
+  for (int i = 0; i < 6; i++)
+    shown ? hl_row_int(&row, alloc_columns[i], (int64_t)alloc[i]) : hl_row_missing(&row, alloc_columns[i]);
+  hl_csv_rows_put(&r->trow, &row);
   const double mib = 1048576.0;
   char bt[32];
   snprintf(bt, sizeof bt, "%lldx%lld", (long long)B, (long long)T);
@@ -597,14 +624,8 @@ static void training_state(fp_run *r) {
 }
 
 static void write_csvs(fp_run *r) {
-  bench_rows_write(&r->prow, r->outdir, "footprint_params.csv",
-                   "device,model,layers,heads,embd,vocab,block,policy,params,tensors,analytic_bytes,allocator_bytes,"
-                   "independent_bytes,independent_method,independent_pct_of_analytic");
-  bench_rows_write(&r->trow, r->outdir, "footprint_training.csv",
-                   "device,model,mode,optimizer,batch,seq,weights_bytes,master_bytes,gradients_bytes,moments_bytes,"
-                   "weight_casts_bytes,activations_bytes,peak_bytes,memory_bytes,max_batch,measured,"
-                   "alloc_weights_bytes,alloc_master_bytes,alloc_gradients_bytes,alloc_moments_bytes,alloc_saved_bytes,"
-                   "alloc_peak_bytes");
+  bench_rows_write(&r->prow, r->outdir, &bench_footprint_params_schema);
+  bench_rows_write(&r->trow, r->outdir, &bench_footprint_training_schema);
   hl_csv_rows_free(&r->prow);
   hl_csv_rows_free(&r->trow);
   fprintf(stderr, "%s: footprint: wrote %s/footprint_params.csv and footprint_training.csv\n", hl_prog(), r->outdir);

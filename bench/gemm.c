@@ -470,7 +470,7 @@ static void list_variants(const bench_device *d) {
 
 typedef struct {
   bool done;
-  double tflops, pct;
+  double tflop_per_s, peak_pct;
   double max_err_over_bound; /* validation: the largest |error| / bound (<= 1, or the run stops) */
   char impl[256];            /* what ran, for the targets' details */
 } gemm_result;
@@ -499,8 +499,8 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
       bench_target_skip(t, d, name, "peak unknown for this device");
     } else {
       const gemm_result *r = &res[at * GEMM_VARIANTS + fp16];
-      snprintf(detail, sizeof detail, "%.1f TFLOP/s = %.1f%% of %.1f TFLOP/s", r->tflops, r->pct, pk->value[PEAK_FP16]);
-      bench_target(t, d, name, r->pct / 100.0, 0.75, detail);
+      snprintf(detail, sizeof detail, "%.1f TFLOP/s = %.1f%% of %.1f TFLOP/s", r->tflop_per_s, r->peak_pct, pk->value[PEAK_FP16]);
+      bench_target(t, d, name, r->peak_pct / 100.0, 0.75, detail);
     }
     return;
   }
@@ -514,23 +514,23 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
     char name[96];
     if (r32->done && rob->done) {
       snprintf(name, sizeof name, "fp32 %lld^3 within 5%% of OpenBLAS called directly", (long long)s->m);
-      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", r32->tflops * 1e3, rob->tflops * 1e3,
-               r32->tflops / rob->tflops);
-      bench_target(t, d, name, r32->tflops / rob->tflops, 0.95, detail);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", r32->tflop_per_s * 1e3, rob->tflop_per_s * 1e3,
+               r32->tflop_per_s / rob->tflop_per_s);
+      bench_target(t, d, name, r32->tflop_per_s / rob->tflop_per_s, 0.95, detail);
       checked++;
     }
     if (rb16->done && rod->done) {
       snprintf(name, sizeof name, "bf16 %lld^3 within 10%% of oneDNN called directly", (long long)s->m);
-      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", rb16->tflops * 1e3, rod->tflops * 1e3,
-               rb16->tflops / rod->tflops);
-      bench_target(t, d, name, rb16->tflops / rod->tflops, 0.90, detail);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", rb16->tflop_per_s * 1e3, rod->tflop_per_s * 1e3,
+               rb16->tflop_per_s / rod->tflop_per_s);
+      bench_target(t, d, name, rb16->tflop_per_s / rod->tflop_per_s, 0.90, detail);
       checked++;
     }
     if ((s->m == 2048 || s->m == 4096) && rb16->done && r32->done) {
       snprintf(name, sizeof name, "bf16 path %lld^3 >= 3x the fp32 path (goal 5x)", (long long)s->m);
-      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.2fx; bf16 ran on %.120s", rb16->tflops * 1e3,
-               r32->tflops * 1e3, rb16->tflops / r32->tflops, rb16->impl[0] ? rb16->impl : "?");
-      bench_target(t, d, name, rb16->tflops / r32->tflops, 3.0, detail);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.2fx; bf16 ran on %.120s", rb16->tflop_per_s * 1e3,
+               r32->tflop_per_s * 1e3, rb16->tflop_per_s / r32->tflop_per_s, rb16->impl[0] ? rb16->impl : "?");
+      bench_target(t, d, name, rb16->tflop_per_s / r32->tflop_per_s, 3.0, detail);
       checked++;
     }
     if (rbw->done) {
@@ -539,20 +539,20 @@ static void check_targets(bench_targets *t, const bench_device *d, const bench_p
       snprintf(name, sizeof name, "bf16 fallback (widened) %lld^3 within its error bound", (long long)s->m);
       char vs[96] = "";
       if (rb16->done && r32->done)
-        snprintf(vs, sizeof vs, "; bf16 path / fallback = %.2fx; fallback / fp32 path = %.3f", rb16->tflops / rbw->tflops,
-                 rbw->tflops / r32->tflops);
+        snprintf(vs, sizeof vs, "; bf16 path / fallback = %.2fx; fallback / fp32 path = %.3f", rb16->tflop_per_s / rbw->tflop_per_s,
+                 rbw->tflop_per_s / r32->tflop_per_s);
       snprintf(detail, sizeof detail, "max |err| / bound = %.3g over %d sampled entries; %.1f GFLOP/s%s",
-               rbw->max_err_over_bound, CHECKED_ENTRIES, rbw->tflops * 1e3, vs);
+               rbw->max_err_over_bound, CHECKED_ENTRIES, rbw->tflop_per_s * 1e3, vs);
       bench_target_at_most(t, d, name, rbw->max_err_over_bound, 1.0, detail);
       checked++;
     }
     if (r16->done && r32->done) {
       snprintf(name, sizeof name, "fp16 path %lld^3 >= 80%% of the fp32 path", (long long)s->m);
       char b16[32] = "not run";
-      if (rb16->done) snprintf(b16, sizeof b16, "%.3f", rb16->tflops / r32->tflops);
-      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f (bf16 path: %s)", r16->tflops * 1e3,
-               r32->tflops * 1e3, r16->tflops / r32->tflops, b16);
-      bench_target(t, d, name, r16->tflops / r32->tflops, 0.80, detail);
+      if (rb16->done) snprintf(b16, sizeof b16, "%.3f", rb16->tflop_per_s / r32->tflop_per_s);
+      snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f (bf16 path: %s)", r16->tflop_per_s * 1e3,
+               r32->tflop_per_s * 1e3, r16->tflop_per_s / r32->tflop_per_s, b16);
+      bench_target(t, d, name, r16->tflop_per_s / r32->tflop_per_s, 0.80, detail);
       checked++;
     }
   }
@@ -676,7 +676,7 @@ static void record_metadata(const gemm_run *run, bool quick) {
   hl_meta_set("validation", "every point: %d sampled entries of the first slot against an fp64 product of the stored "
               "inputs, bound of kernels/gemm.h hl_gemm_error_bound: |err| <= out |exact| + term sum|a b| + abs; max_err_norm = "
               "max |err| / sum|a b|, err_bound_norm = term, max_err_over_bound = max |err| / bound (<= 1)", CHECKED_ENTRIES);
-  hl_meta_set("flops", "2 m n k per batch entry; tflops from the median time, tflops_best from the minimum");
+  hl_meta_set("flop", "2 m n k per batch entry; tflop_per_s from the median time, tflop_per_s_best from the minimum");
   hl_meta_set("seed", "%llu", (unsigned long long)run->seed);
   if (quick) hl_meta_set("quick", "yes");
 }
@@ -726,25 +726,50 @@ static void record_point(gemm_run *run, const point *p, int si, int vi, const po
   const gemm_variant *v = p->v;
   const shape *s = p->s;
   const bench_timing *t = &o->timing;
-  const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k * (double)s->batch;
-  const double tflops = flops / (t->ms.median * 1e-3) / 1e12, best = flops / (t->ms.min * 1e-3) / 1e12;
+  const int64_t flop = 2 * s->m * s->n * s->k * s->batch;
+  const double tflop_per_s = (double)flop / (t->ms.median * 1e-3) / 1e12;
   const double peak = run->peaks.value[v->peak];
-  const double pct = peak > 0 ? 100.0 * tflops / peak : NAN;
-  char impl[256], b1[32], b2[32];
+  const double peak_pct = peak > 0 ? 100.0 * tflop_per_s / peak : NAN;
+  char impl[256], b2[32];
   gemm_implementation(dev, v, &p->desc, impl, sizeof impl);
-  hl_csv_rows_add(&run->rows,
-                 "%s,%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%.6g,%d,%d,%d,%zu,%.6g,%.6g,%.6g,%.6g,%.6g,%s,%s,%.3g,%.3g,%.3g,%d",
-                 dev->name, s->study, s->name, v->name, hl_dtype_name(v->in), hl_gemm_compute_name(v->compute),
-                 hl_dtype_name(v->out), impl, (long long)s->m, (long long)s->n, (long long)s->k,
-                 (long long)s->batch, s->ta, s->tb, flops, t->warmups, t->samples, t->inner, p->nslots, t->ms.min,
-                 t->ms.median, t->ms.max, tflops, best, peak > 0 ? bench_num(peak, b1, sizeof b1) : "",
-                 bench_num(pct, b2, sizeof b2), o->max_err_norm, o->err_bound_norm, o->max_err_over_bound, t->attempts);
+  hl_row row;
+  hl_row_begin(&row, &bench_gemm_schema);
+  hl_row_text(&row, "device", dev->name);
+  hl_row_text(&row, "study", s->study);
+  hl_row_text(&row, "shape", s->name);
+  hl_row_text(&row, "variant", v->name);
+  hl_row_text(&row, "dtype", hl_dtype_name(v->in));
+  hl_row_text(&row, "accumulate", hl_gemm_compute_name(v->compute));
+  hl_row_text(&row, "out_dtype", hl_dtype_name(v->out));
+  hl_row_text(&row, "implementation", impl);
+  hl_row_int(&row, "m", s->m);
+  hl_row_int(&row, "n", s->n);
+  hl_row_int(&row, "k", s->k);
+  hl_row_int(&row, "batch", s->batch);
+  hl_row_bool(&row, "trans_a", s->ta);
+  hl_row_bool(&row, "trans_b", s->tb);
+  hl_row_int(&row, "flop", flop);
+  bench_row_timing(&row, t);
+  hl_row_int(&row, "rotation_slots", (int64_t)p->nslots);
+  hl_row_real(&row, "tflop_per_s", tflop_per_s);
+  hl_row_real(&row, "tflop_per_s_best", (double)flop / (t->ms.min * 1e-3) / 1e12);
+  if (peak > 0) {
+    hl_row_real(&row, "peak_tflop_per_s", peak);
+    hl_row_real(&row, "peak_pct", peak_pct);
+  } else {
+    hl_row_missing(&row, "peak_tflop_per_s");
+    hl_row_missing(&row, "peak_pct");
+  }
+  hl_row_real(&row, "max_err_norm", o->max_err_norm);
+  hl_row_real(&row, "err_bound_norm", o->err_bound_norm);
+  hl_row_real(&row, "max_err_over_bound", o->max_err_over_bound);
+  hl_csv_rows_put(&run->rows, &row);
   gemm_result *r = &run->results[si * GEMM_VARIANTS + vi];
-  r->done = true, r->tflops = tflops, r->pct = pct, r->max_err_over_bound = o->max_err_over_bound;
+  r->done = true, r->tflop_per_s = tflop_per_s, r->peak_pct = peak_pct, r->max_err_over_bound = o->max_err_over_bound;
   snprintf(r->impl, sizeof r->impl, "%s", impl);
-  printf("%-12s %-6s %-13s %6lld %6lld %6lld %5lld %10.4f %9.3f %7s\n", v->name, s->study, s->name,
-         (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t->ms.median, tflops,
-         isnan(pct) ? "-" : bench_num(pct, b2, sizeof b2));
+  printf("%-12s %-6s %-13s %6lld %6lld %6lld %5lld %14.4f %11.3f %8s\n", v->name, s->study, s->name,
+         (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, t->ms.median, tflop_per_s,
+         isnan(peak_pct) ? "-" : (snprintf(b2, sizeof b2, "%.6g", peak_pct), b2));
   fflush(stdout);
 }
 
@@ -774,8 +799,8 @@ static void run_point(gemm_run *run, int vi, int si, const operand_pools *pools)
 static void run_variants(gemm_run *run) {
   run->results = calloc((size_t)run->shapes.n * GEMM_VARIANTS, sizeof *run->results);
   if (!run->results) hl_fatal("out of memory");
-  printf("%-12s %-6s %-13s %6s %6s %6s %5s %10s %9s %7s\n", "variant", "study", "shape", "m", "n", "k", "batch",
-         "median_ms", "TFLOP/s", "%peak");
+  printf("%-12s %-6s %-13s %6s %6s %6s %5s %14s %11s %8s\n", "variant", "study", "shape", "m", "n", "k", "batch",
+         "time_ms_median", "tflop_per_s", "peak_pct");
   operand_pools pools = {.type = HL_F64};
   /* Variants that share an input type share the pools; within such a group
    * each shape's variants run back to back (each reference just before its
@@ -797,10 +822,7 @@ static void run_variants(gemm_run *run) {
 }
 
 static void write_gemm_csv(gemm_run *run) {
-  bench_rows_write(&run->rows, run->outdir, "gemm.csv",
-                   "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,"
-                   "flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,"
-                   "tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound,attempts");
+  bench_rows_write(&run->rows, run->outdir, &bench_gemm_schema);
   hl_csv_rows_free(&run->rows);
 }
 
@@ -829,9 +851,9 @@ int bench_gemm_main(int argc, char **argv) {
   write_gemm_csv(&run);
 
   /* ---- the targets, from this run's rows */
-  bench_targets targets = {0};
+  bench_targets targets = {.schema = &bench_gemm_targets_schema};
   check_targets(&targets, &dev, &run.peaks, run.results, &run.shapes);
-  bench_targets_write(&targets, run.outdir, "gemm_targets.csv");
+  bench_targets_write(&targets, run.outdir);
   fprintf(stderr, "%s: gemm: wrote %s/gemm.csv\n", hl_prog(), run.outdir);
   free(run.results);
   free(run.shapes.s);

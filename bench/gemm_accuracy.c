@@ -253,9 +253,22 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           }
           const char *input = v->tf32 ? "tf32" : hl_dtype_name(v->in);
           const char *out = method == SIMULATED ? hl_dtype_name(v->acc) : hl_dtype_name(library_out(gv));
-          hl_csv_rows_add(&rows, "%s,%s,%s,%s,%s,%s,%s,%d,%d,%lld,%.6g,%.6g,%s", method == SIMULATED ? "cpu" : on->name,
-                         method_names[method], v->name, input, hl_dtype_name(v->acc), out,
-                         data_names[data], m, m, (long long)k, rel, rel_acc, impl);
+          hl_row row;
+          hl_row_begin(&row, &bench_gemm_accuracy_schema);
+          hl_row_text(&row, "device", method == SIMULATED ? "cpu" : on->name);
+          hl_row_text(&row, "method", method_names[method]);
+          hl_row_text(&row, "variant", v->name);
+          hl_row_text(&row, "input", input);
+          hl_row_text(&row, "accumulate", hl_dtype_name(v->acc));
+          hl_row_text(&row, "out_dtype", out);
+          hl_row_text(&row, "data", data_names[data]);
+          hl_row_int(&row, "m", m);
+          hl_row_int(&row, "n", m);
+          hl_row_int(&row, "k", k);
+          hl_row_real(&row, "rel_err", rel);
+          hl_row_real(&row, "rel_err_accumulation", rel_acc);
+          hl_row_text(&row, "implementation", impl);
+          hl_csv_rows_put(&rows, &row);
           printf("%-12s %-9s %-13s %6lld %12.4g %12.4g\n", v->name, method_names[method], data_names[data],
                  (long long)k, rel, rel_acc);
         }
@@ -263,8 +276,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   }
   hl_range_pop();
   free(a), free(b), free(orig), free(st);
-  bench_rows_write(&rows, outdir, "gemm_accuracy.csv",
-                   "device,method,variant,input,accumulate,out_dtype,data,m,n,k,rel_err,rel_err_accumulation,implementation");
+  bench_rows_write(&rows, outdir, &bench_gemm_accuracy_schema);
   hl_csv_rows_free(&rows);
   fflush(stdout); /* the table first, then the note, when both go to one file */
   fprintf(stderr, "%s: gemm --accuracy: wrote %s/gemm_accuracy.csv\n", hl_prog(), outdir);

@@ -31,7 +31,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "\n"
           "Options every subcommand takes: --device auto|cpu|cuda, --out DIR, --quick, --seed N, --reps N,\n"
-          "--help, --version\n");
+          "--help, --version\n"
+          "\n"
+          "halflab-bench --columns-md   prints the columns of every CSV the program writes (name, unit,\n"
+          "                             type, meaning, the function that computes it) as Markdown\n");
 }
 
 /* "gemm, bandwidth, mlp-step or footprint" */
@@ -50,6 +53,11 @@ int main(int argc, char **argv) {
   const char *sub = argv[1];
   if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
     usage(stdout);
+    return 0;
+  }
+  if (!strcmp(sub, "--columns-md")) {
+    if (argc > 2) hl_usage_error("--columns-md takes no other argument ('%s')", argv[2]);
+    for (const hl_schema *const *s = bench_schemas; *s; s++) hl_schema_markdown(*s, stdout);
     return 0;
   }
   if (!strcmp(sub, "--version")) {

@@ -669,104 +669,140 @@ static void validate_bf16(core_mlp *c, direct_bf16_mlp *d, double *loss_rel, dou
 }
 #endif
 
-int bench_mlp_step_main(int argc, char **argv) {
-  bench_common common = {.cli = hl_cli_common_defaults(usage)};
-  long long batch = 256;
+/* ------------------------------------------------------------- main -- */
+
+/* One run's state between its steps */
+typedef struct {
+  bench_device dev;
+  bool gpu;
+  long long batch;
+  const char *dir;
+  char dirbuf[4096];
+  core_mlp c;
+  direct_mlp d;
+  bench_launch direct;
+  bool bf16;          /* the bf16 step runs here; else bf16_why says why */
+  char bf16_why[320];
+#ifdef HL_HAVE_ONEDNN
+  core_mlp cb;
+  direct_bf16_mlp db;
+  double bf16_loss_rel, bf16_grad_rel;
+#endif
+  bench_method m;
+  bench_timing td, tc, tdb, tcb; /* direct and core, fp32 then bf16 */
+  double ratio, ratio_bf16;      /* core / direct median step times */
+  hl_csv_rows rows;              /* mlp_step.csv, written once the metadata is complete */
+} mlp_run;
+
+static void parse_options(int argc, char **argv, bench_common *common, long long *batch) {
   static const struct option longopts[] = {{"batch", required_argument, NULL, 'b'}, BENCH_COMMON_LONGOPTS, {0}};
   int opt;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    if (bench_common_option(&common, opt, argv)) continue;
-    if (opt == 'b') batch = hl_parse_int("--batch", optarg, 1, 65536);
+    if (bench_common_option(common, opt, argv)) continue;
+    if (opt == 'b') *batch = hl_parse_int("--batch", optarg, 1, 65536);
     else bench_bad_option(opt, argv);
   }
   if (optind < argc) hl_usage_error("mlp-step: unexpected argument '%s'", argv[optind]);
-  const int reps = bench_parse_reps(common.reps);
-  bench_device dev;
-  bench_device_open(&dev, common.cli.device);
-  const bool gpu = dev.kind != HL_DEVICE_CPU;
-  if (gpu && (!dev.be->tensor || !dev.be->gemm))
-    hl_fatal("mlp-step: the %s backend of this build lacks tensor or GEMM kernels", dev.name);
-  char dirbuf[4096];
-  const char *dir = bench_outdir(common.cli.out, dev.kind, BENCH_TABLES("mlp_step.csv", "mlp_step_targets.csv"), dirbuf,
-                                sizeof dirbuf);
+}
 
-  core_mlp c = {0};
-  direct_mlp d = {0};
-  setup(&dev, &c, &d, (int)batch, common.cli.seed);
-  bench_launch direct = gpu ? direct_step_device : direct_step;
-  validate(&c, &d, direct);
-  /* bf16: where the core's bf16 products run on oneDNN, which the direct side calls */
-  char bf16_why[320] = "";
-  bool bf16 = false;
-  if (gpu)
-    snprintf(bf16_why, sizeof bf16_why, "the bf16 step is measured on the CPU (its direct side is oneDNN's matmul)");
-  else bf16 = bf16_step_runs((int)batch, bf16_why, sizeof bf16_why);
-  for (char *ch = bf16_why; *ch; ch++)
+/* bf16: where the core's bf16 products run on oneDNN, which the direct side
+ * calls; set up and validated, or bf16_why says why not */
+static void bf16_plan(mlp_run *r, uint64_t seed) {
+  const long long batch = r->batch;
+  if (r->gpu)
+    snprintf(r->bf16_why, sizeof r->bf16_why, "the bf16 step is measured on the CPU (its direct side is oneDNN's matmul)");
+  else r->bf16 = bf16_step_runs((int)batch, r->bf16_why, sizeof r->bf16_why);
+  for (char *ch = r->bf16_why; *ch; ch++)
     if (*ch == ',') *ch = ';'; /* one CSV cell */
 #ifdef HL_HAVE_ONEDNN
-  core_mlp cb = {0};
-  direct_bf16_mlp db;
-  memset(&db, 0, sizeof db);
-  double bf16_loss_rel = NAN, bf16_grad_rel = NAN;
-  if (bf16) {
-    setup_bf16(&cb, &db, (int)batch, common.cli.seed);
-    validate_bf16(&cb, &db, &bf16_loss_rel, &bf16_grad_rel);
+  r->bf16_loss_rel = r->bf16_grad_rel = NAN;
+  if (r->bf16) {
+    setup_bf16(&r->cb, &r->db, (int)batch, seed);
+    validate_bf16(&r->cb, &r->db, &r->bf16_loss_rel, &r->bf16_grad_rel);
   }
+#else
+  (void)seed;
 #endif
+}
 
-  bench_method m = bench_method_for(&dev, reps, common.cli.quick);
-  bench_progress("mlp-step: timing the direct %s step", gpu ? "cuBLAS" : "sgemm");
-  bench_timing td = bench_time(&dev, &m, direct, &d);
+static void time_steps(mlp_run *r, int reps, bool quick) {
+  r->m = bench_method_for(&r->dev, reps, quick);
+  bench_progress("mlp-step: timing the direct %s step", r->gpu ? "cuBLAS" : "sgemm");
+  r->td = bench_time(&r->dev, &r->m, r->direct, &r->d);
   bench_progress("mlp-step: timing the core's step");
-  bench_timing tc = bench_time(&dev, &m, core_step, &c);
-  const double ratio = tc.ms.median / td.ms.median;
-  bench_timing tdb = {0}, tcb = {0};
+  r->tc = bench_time(&r->dev, &r->m, core_step, &r->c);
+  r->ratio = r->tc.ms.median / r->td.ms.median;
 #ifdef HL_HAVE_ONEDNN
-  if (bf16) {
+  if (r->bf16) {
     bench_progress("mlp-step: timing the direct oneDNN bf16 step");
-    tdb = bench_time(&dev, &m, direct_bf16_step, &db);
+    r->tdb = bench_time(&r->dev, &r->m, direct_bf16_step, &r->db);
     bench_progress("mlp-step: timing the core's bf16 step");
-    tcb = bench_time(&dev, &m, core_step, &cb);
+    r->tcb = bench_time(&r->dev, &r->m, core_step, &r->cb);
   }
 #endif
-  const double ratio_bf16 = bf16 ? tcb.ms.median / tdb.ms.median : NAN;
-  const double flops = 3.0 * 2.0 * (double)batch * ((double)IN * H1 + (double)H1 * H2 + (double)H2 * OUT);
+  r->ratio_bf16 = r->bf16 ? r->tcb.ms.median / r->tdb.ms.median : NAN;
+}
 
-  if (gpu) printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, %s\n", IN, H1, H2, OUT, batch, dev.facts->name);
+/* The table on stdout and the rows of mlp_step.csv: direct and core, fp32 then bf16 */
+static void keep_rows(mlp_run *r) {
+  const bench_device *dev = &r->dev;
+  const long long batch = r->batch;
+  const double flop = 3.0 * 2.0 * (double)batch * ((double)IN * H1 + (double)H1 * H2 + (double)H2 * OUT);
+  if (r->gpu) printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, %s\n", IN, H1, H2, OUT, batch, dev->facts->name);
   else printf("mlp-step: MLP %d-%d-%d-%d, batch %lld, %d threads\n", IN, H1, H2, OUT, batch, omp_get_max_threads());
-  printf("%-8s %-9s %10s %10s %10s %9s\n", "impl", "precision", "min ms", "median ms", "max ms", "GFLOP/s");
-  const bench_timing *tt[4] = {&td, &tc, &tdb, &tcb};
+  printf("%-8s %-9s %11s %14s %11s %11s\n", "impl", "precision", "time_ms_min", "time_ms_median", "time_ms_max",
+         "gflop_per_s");
+  const bench_timing *tt[4] = {&r->td, &r->tc, &r->tdb, &r->tcb};
   const char *names[4] = {"direct", "core", "direct", "core"};
-  hl_csv_rows rows = {0};
+  hl_csv_rows *rows = &r->rows;
   for (int i = 0; i < 4; i++) {
     const bool is_bf16 = i >= 2;
-    const char *precision = is_bf16 ? "bf16" : "fp32";
-    if (is_bf16 && !bf16) { /* not run: the row says why, with no numbers */
-      hl_csv_rows_add(&rows, "%s,%s,%lld,%d,,,,,,,%s,not run: %s", names[i], dev.name, batch, omp_get_max_threads(),
-                      precision, bf16_why);
+    hl_row row;
+    hl_row_begin(&row, &bench_mlp_step_schema);
+    hl_row_text(&row, "impl", names[i]);
+    hl_row_text(&row, "device", dev->name);
+    hl_row_int(&row, "batch", batch);
+    hl_row_int(&row, "threads", omp_get_max_threads());
+    hl_row_text(&row, "precision", is_bf16 ? "bf16" : "fp32");
+    static const char *const measured[] = {"time_ms_min", "time_ms_median", "time_ms_max", "samples", "gflop_per_s",
+                                           "ratio_to_direct"};
+    if (is_bf16 && !r->bf16) { /* not run: the row says why, with no numbers */
+      for (size_t k = 0; k < sizeof measured / sizeof measured[0]; k++) hl_row_missing(&row, measured[k]);
+      hl_row_textf(&row, "note", "not run: %s", r->bf16_why);
+      hl_csv_rows_put(rows, &row);
       continue;
     }
-    const double ref = is_bf16 ? tdb.ms.median : td.ms.median;
-    printf("%-8s %-9s %10.3f %10.3f %10.3f %9.1f\n", names[i], precision, tt[i]->ms.min, tt[i]->ms.median,
-           tt[i]->ms.max, flops / (tt[i]->ms.median * 1e6));
-    hl_csv_rows_add(&rows, "%s,%s,%lld,%d,%.4f,%.4f,%.4f,%d,%.2f,%.4f,%s,", names[i], dev.name, batch,
-                    omp_get_max_threads(), tt[i]->ms.min, tt[i]->ms.median, tt[i]->ms.max, tt[i]->ms.n,
-                    flops / (tt[i]->ms.median * 1e6), tt[i]->ms.median / ref, precision);
+    const double ref = is_bf16 ? r->tdb.ms.median : r->td.ms.median, gflop_per_s = flop / (tt[i]->ms.median * 1e6);
+    printf("%-8s %-9s %11.3f %14.3f %11.3f %11.1f\n", names[i], is_bf16 ? "bf16" : "fp32", tt[i]->ms.min,
+           tt[i]->ms.median, tt[i]->ms.max, gflop_per_s);
+    hl_row_real(&row, "time_ms_min", tt[i]->ms.min);
+    hl_row_real(&row, "time_ms_median", tt[i]->ms.median);
+    hl_row_real(&row, "time_ms_max", tt[i]->ms.max);
+    hl_row_int(&row, "samples", tt[i]->ms.n);
+    hl_row_real(&row, "gflop_per_s", gflop_per_s);
+    hl_row_real(&row, "ratio_to_direct", tt[i]->ms.median / ref);
+    hl_row_missing(&row, "note");
+    hl_csv_rows_put(rows, &row);
   }
-  printf("core / direct: %.3f (fp32; median step times)\n", ratio);
-  if (bf16) printf("core / direct: %.3f (bf16 autocast; median step times)\n", ratio_bf16);
-  else printf("bf16 step not run: %s\n", bf16_why);
+  printf("core / direct: %.3f (fp32; median step times)\n", r->ratio);
+  if (r->bf16) printf("core / direct: %.3f (bf16 autocast; median step times)\n", r->ratio_bf16);
+  else printf("bf16 step not run: %s\n", r->bf16_why);
+}
+
+static void record_metadata(const mlp_run *r) {
+  const bool gpu = r->gpu;
+  const long long batch = r->batch;
   /* the wait policy decides how idle OpenMP workers share the cores (docs/core.md, "Threads") */
   const char *wait = getenv("OMP_WAIT_POLICY");
   hl_meta_set("omp_wait_policy", "%s", wait ? wait : "unset (libgomp spins after each parallel region)");
-  hl_meta_set("method", "%s", bench_method_text(&dev, &m));
+  hl_meta_set("method", "%s", bench_method_text(&r->dev, &r->m));
   hl_meta_set("model", "MLP %d-%d-%d-%d relu, mean cross-entropy, SGD lr %g; fp32, and bf16 autocast (f32 weights)",
               IN, H1, H2, OUT, lr);
   hl_meta_set("direct", "%s", gpu ? "cuBLAS through backend->gemm (fp32 compute, no tf32) and the tensor kernels called directly"
                                   : "cblas_sgemm (OpenBLAS) and plain loops");
 #ifdef HL_HAVE_ONEDNN
-  if (bf16) {
+  if (r->bf16) {
     char core_gemm[200];
     hl_gemm_desc probe = forward_product(0, (int)batch, NULL, NULL, NULL);
     hl_onednn_gemm_describe(&probe, core_gemm, sizeof core_gemm);
@@ -774,53 +810,85 @@ int bench_mlp_step_main(int argc, char **argv) {
                 "the casts by kernels/cpu/half_arrays.h's conversions; dnnl_primitive_execute called directly (%s; "
                 "bf16 x bf16 -> bf16 with fp32 sums; the bias as a sum post-op) and plain loops; the core's bf16 "
                 "products: %s",
-                db.fwd[0].what, core_gemm);
+                r->db.fwd[0].what, core_gemm);
     hl_meta_set("bf16_validation",
                 "one forward and backward from the same weights: loss %.3g relative (tolerance 2^-8); gradients %.3g "
                 "of max |g| at worst (tolerance 2^-6)",
-                bf16_loss_rel, bf16_grad_rel);
+                r->bf16_loss_rel, r->bf16_grad_rel);
   }
+#else
+  (void)batch;
 #endif
-  if (!bf16) hl_meta_set("direct_bf16", "not run: %s", bf16_why);
-  bench_rows_write(&rows, dir, "mlp_step.csv",
-                   "impl,device,batch,threads,time_ms_min,time_ms_median,time_ms_max,samples,gflops,ratio_to_direct,"
-                   "precision,note");
-  hl_csv_rows_free(&rows);
-  bench_targets targets = {0};
+  if (!r->bf16) hl_meta_set("direct_bf16", "not run: %s", r->bf16_why);
+}
+
+/* The CPU's goal (core / direct <= 1.25, fp32 and bf16); on a GPU the fp32 ratio, reported */
+static void report_targets(const mlp_run *r) {
+  const bench_device *dev = &r->dev;
+  const bench_timing *td = &r->td, *tc = &r->tc, *tdb = &r->tdb, *tcb = &r->tcb;
+  bench_targets targets = {.schema = &bench_mlp_step_targets_schema};
   char detail[512];
-  if (gpu) {
+  if (r->gpu) {
     /* issue 4's goal is the CPU's; on a GPU the same ratio is reported */
-    snprintf(detail, sizeof detail, "core step %.3f ms vs direct cuBLAS %.3f ms: %.3fx", tc.ms.median, td.ms.median,
-             ratio);
-    bench_target_info(&targets, &dev, "MLP step through the AMP core against the same step on cuBLAS directly", ratio, detail);
+    snprintf(detail, sizeof detail, "core step %.3f ms vs direct cuBLAS %.3f ms: %.3fx", tc->ms.median, td->ms.median,
+             r->ratio);
+    bench_target_info(&targets, dev, "MLP step through the AMP core against the same step on cuBLAS directly", r->ratio, detail);
   } else {
-    snprintf(detail, sizeof detail, "core step %.3f ms vs direct sgemm %.3f ms: %.3fx (goal <= 1.25x)", tc.ms.median,
-             td.ms.median, ratio);
-    bench_target(&targets, &dev, "MLP step through the AMP core within 1.25x of the same step on sgemm directly",
-                 td.ms.median / tc.ms.median, 1.0 / 1.25, detail);
+    snprintf(detail, sizeof detail, "core step %.3f ms vs direct sgemm %.3f ms: %.3fx (goal <= 1.25x)", tc->ms.median,
+             td->ms.median, r->ratio);
+    bench_target(&targets, dev, "MLP step through the AMP core within 1.25x of the same step on sgemm directly",
+                 td->ms.median / tc->ms.median, 1.0 / 1.25, detail);
   }
   const char *bf16_target =
       "MLP bf16-autocast step through the AMP core within 1.25x of the same arithmetic on oneDNN directly";
-  if (bf16) {
+  if (r->bf16) {
     snprintf(detail, sizeof detail, "core bf16 step %.3f ms vs direct oneDNN bf16 %.3f ms: %.3fx (goal <= 1.25x)",
-             tcb.ms.median, tdb.ms.median, ratio_bf16);
-    bench_target(&targets, &dev, bf16_target, tdb.ms.median / tcb.ms.median, 1.0 / 1.25, detail);
+             tcb->ms.median, tdb->ms.median, r->ratio_bf16);
+    bench_target(&targets, dev, bf16_target, tdb->ms.median / tcb->ms.median, 1.0 / 1.25, detail);
   } else {
-    bench_target_skip(&targets, &dev, bf16_target, bf16_why);
+    bench_target_skip(&targets, dev, bf16_target, r->bf16_why);
   }
-  bench_targets_write(&targets, dir, "mlp_step_targets.csv");
+  bench_targets_write(&targets, r->dir);
+}
 
+static void free_run(mlp_run *r) {
 #ifdef HL_HAVE_ONEDNN
-  if (bf16) free_bf16(&cb, &db);
+  if (r->bf16) free_bf16(&r->cb, &r->db);
 #endif
-  core_free(&c);
+  core_free(&r->c);
+  direct_mlp *d = &r->d;
   for (int l = 0; l < LAYERS; l++) {
-    float *arrays[] = {d.w[l], d.b[l], d.dw[l], d.db[l], d.a[l + 1], d.d[l + 1], d.g[l + 1]};
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) buffer_free(&dev, arrays[i]);
+    float *arrays[] = {d->w[l], d->b[l], d->dw[l], d->db[l], d->a[l + 1], d->d[l + 1], d->g[l + 1]};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) buffer_free(&r->dev, arrays[i]);
   }
-  buffer_free(&dev, d.x);
-  buffer_free(&dev, d.t);
-  void *scalars[] = {d.loss_dev, d.row_loss, d.lse, d.bad, d.one};
-  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) buffer_free(&dev, scalars[i]);
+  buffer_free(&r->dev, d->x);
+  buffer_free(&r->dev, d->t);
+  void *scalars[] = {d->loss_dev, d->row_loss, d->lse, d->bad, d->one};
+  for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) buffer_free(&r->dev, scalars[i]);
+}
+
+int bench_mlp_step_main(int argc, char **argv) {
+  bench_common common = {.cli = hl_cli_common_defaults(usage)};
+  static mlp_run r; /* large (the models' buffers); one per process */
+  r.batch = 256;
+  parse_options(argc, argv, &common, &r.batch);
+  const int reps = bench_parse_reps(common.reps);
+  bench_device_open(&r.dev, common.cli.device);
+  r.gpu = r.dev.kind != HL_DEVICE_CPU;
+  if (r.gpu && (!r.dev.be->tensor || !r.dev.be->gemm))
+    hl_fatal("mlp-step: the %s backend of this build lacks tensor or GEMM kernels", r.dev.name);
+  r.dir = bench_outdir(common.cli.out, r.dev.kind, BENCH_TABLES("mlp_step.csv", "mlp_step_targets.csv"), r.dirbuf,
+                       sizeof r.dirbuf);
+  setup(&r.dev, &r.c, &r.d, (int)r.batch, common.cli.seed);
+  r.direct = r.gpu ? direct_step_device : direct_step;
+  validate(&r.c, &r.d, r.direct);
+  bf16_plan(&r, common.cli.seed);
+  time_steps(&r, reps, common.cli.quick);
+  keep_rows(&r);
+  record_metadata(&r);
+  bench_rows_write(&r.rows, r.dir, &bench_mlp_step_schema);
+  hl_csv_rows_free(&r.rows);
+  report_targets(&r);
+  free_run(&r);
   return 0;
 }

@@ -38,10 +38,10 @@ mib(b) = b / 1048576.0
 # plotting only those keeps each line unbroken
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, in)
 tri(t) = rows(sprintf('$c["kernel"] == "triad" && $c["dtype"] == "%s"', t))
-plot tri('fp32') using (mib(column('array_bytes'))):(column('gelems')) with linespoints pt 7 lw 2 lc rgb c_fp32 title 'fp32', \
-     tri('fp16') using (mib(column('array_bytes'))):(column('gelems')) with linespoints pt 5 lw 2 lc rgb c_fp16 title 'fp16', \
-     tri('bf16') using (mib(column('array_bytes'))):(column('gelems')) with linespoints pt 9 lw 2 lc rgb c_bf16 title 'bf16', \
-     tri('fp32') using (mib(column('array_bytes'))):(2 * column('gelems')) with lines dt 2 lw 1.5 lc rgb '#000000' title '2 x fp32'
+plot tri('fp32') using (mib(column('array_bytes'))):(column('gelem_per_s')) with linespoints pt 7 lw 2 lc rgb c_fp32 title 'fp32', \
+     tri('fp16') using (mib(column('array_bytes'))):(column('gelem_per_s')) with linespoints pt 5 lw 2 lc rgb c_fp16 title 'fp16', \
+     tri('bf16') using (mib(column('array_bytes'))):(column('gelem_per_s')) with linespoints pt 9 lw 2 lc rgb c_bf16 title 'bf16', \
+     tri('fp32') using (mib(column('array_bytes'))):(2 * column('gelem_per_s')) with lines dt 2 lw 1.5 lc rgb '#000000' title '2 x fp32'
 
 eval svg(1280, 800)
 set output dir.'/bandwidth-gelems.svg'

@@ -33,10 +33,10 @@ mib(b) = b / 1048576.0
 # plotting only those keeps each line unbroken
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, in)
 is(d, m) = rows(sprintf('$c["direction"] == "%s" && $c["memory"] == "%s"', d, m))
-plot is('h2d', 'pinned') using (mib(column('bytes'))):(column('gbps')) with linespoints pt 7 lw 2 lc rgb cat_color(1) title 'host to device, pinned', \
-     is('h2d', 'pageable') using (mib(column('bytes'))):(column('gbps')) with linespoints pt 6 dt 2 lw 2 lc rgb cat_color(1) title 'host to device, pageable', \
-     is('d2h', 'pinned') using (mib(column('bytes'))):(column('gbps')) with linespoints pt 7 lw 2 lc rgb cat_color(6) title 'device to host, pinned', \
-     is('d2h', 'pageable') using (mib(column('bytes'))):(column('gbps')) with linespoints pt 6 dt 2 lw 2 lc rgb cat_color(6) title 'device to host, pageable'
+plot is('h2d', 'pinned') using (mib(column('bytes'))):(column('gb_per_s')) with linespoints pt 7 lw 2 lc rgb cat_color(1) title 'host to device, pinned', \
+     is('h2d', 'pageable') using (mib(column('bytes'))):(column('gb_per_s')) with linespoints pt 6 dt 2 lw 2 lc rgb cat_color(1) title 'host to device, pageable', \
+     is('d2h', 'pinned') using (mib(column('bytes'))):(column('gb_per_s')) with linespoints pt 7 lw 2 lc rgb cat_color(6) title 'device to host, pinned', \
+     is('d2h', 'pageable') using (mib(column('bytes'))):(column('gb_per_s')) with linespoints pt 6 dt 2 lw 2 lc rgb cat_color(6) title 'device to host, pageable'
 
 eval svg(1280, 800)
 set output dir.'/bandwidth-host.svg'

@@ -1,7 +1,7 @@
 # plots/bandwidth.gp RESULTS_DIR — memory bandwidth of BabelStream's kernels
 # against the array size: one panel per kernel (copy, scale, add, triad,
 # dot), one line per element type in its family's colour, and in every
-# panel the copy reference the report's tables use (ref_gbps of the same
+# panel the copy reference the report's tables use (ref_gb_per_s of the same
 # rows: on a CPU the faster of memcpy and memcpy-omp at that size, on a GPU
 # cudaMemcpy D2D, both from the same run). The sixth panel shows the
 # references themselves (and the datasheet figure where known).
@@ -17,8 +17,8 @@ if (!file_exists(in)) {
 desc = device_of(in)
 col(name) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) if ($i == \"%s\") print i; exit }' '%s'", name, in))
 maxof(name) = real(system(sprintf("awk -F, -v c=%s '/^#/ || !h++ { next } $c + 0 > m { m = $c + 0 } END { print m + 0 }' '%s'", col(name), in)))
-sheet = maxof("datasheet_gbps")
-gbps_max = (maxof("gbps") > sheet ? maxof("gbps") : sheet) * 1.08
+sheet = maxof("datasheet_gb_per_s")
+gb_per_s_max = (maxof("gb_per_s") > sheet ? maxof("gb_per_s") : sheet) * 1.08
 refs = system(sprintf("awk -F, '/^#/ || !h++ { next } $3 == \"bytes\" { print $2 }' '%s' | awk '!s[$0]++' | tr '\\n' ' '", in))
 dtypes = system(sprintf("awk -F, '/^#/ || !h++ { next } $3 != \"bytes\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
 # the reference the tables name (ref_kernel of the kernels' rows); "memcpy-omp" can name a per-size choice
@@ -62,7 +62,7 @@ do for [out=1:2] {
   set xtics 4
   set xlabel 'array size (MiB, each array)'
   set ylabel 'GB/s (10^9 bytes/s)'
-  set yrange [0:gbps_max]
+  set yrange [0:gb_per_s_max]
   set xrange [*:*]
   unset key
   do for [p=1:6] {
@@ -72,12 +72,12 @@ do for [out=1:2] {
       set title kern_what[p]
       do for [t=1:3] {
         if (has(dt[t])) {
-          cmd = cmd.sprintf("%s rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gbps')) with linespoints pt %d ps 1 lw 2.5 lc rgb '%s' notitle", \
+          cmd = cmd.sprintf("%s rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d ps 1 lw 2.5 lc rgb '%s' notitle", \
                             cmd eq '' ? '' : ',', dt[t], kern[p], dt_pt[t], fcolor(dt[t]))
         }
       }
       # the tables' reference at each size, from the same rows
-      cmd = cmd.sprintf(", rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\" && $c[\"ref_gbps\"] != \"\"') using (mib(column('array_bytes'))):(column('ref_gbps')) with lines dt 2 lw 3 lc rgb c_ref notitle", \
+      cmd = cmd.sprintf(", rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\" && $c[\"ref_gb_per_s\"] != \"\"') using (mib(column('array_bytes'))):(column('ref_gb_per_s')) with lines dt 2 lw 3 lc rgb c_ref notitle", \
                         first_dtype, kern[p])
       if (sheet > 0) { cmd = cmd.sprintf(", %g with lines dt 3 lw 2 lc rgb '#882255' notitle", sheet) }
       eval('plot '.cmd)
@@ -87,7 +87,7 @@ do for [out=1:2] {
       do for [r in "memcpy-d2d memcpy memcpy-omp"] {
         if (hasref(r)) {
           i = i + 1
-          cmd = cmd.sprintf("%s rows('$c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gbps')) with linespoints pt %d lw 2.5 dt %d lc rgb '%s' title '%s'", \
+          cmd = cmd.sprintf("%s rows('$c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d lw 2.5 dt %d lc rgb '%s' title '%s'", \
                             cmd eq '' ? '' : ',', r, 6 + i, i, cat_color(i + 2), \
                             r eq 'memcpy-d2d' ? 'cudaMemcpy D2D' : r)
         }

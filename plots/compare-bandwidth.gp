@@ -34,9 +34,9 @@ cmd = ''
 do for [i=1:words(machines)] {
   f = root.'/'.word(machines, i).'/bandwidth.csv'
   c = color[(i - 1) % 8 + 1]
-  cmd = cmd.sprintf("%s rows('%s', '$c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp32\"') using (column('array_bytes') / 1048576.0):(column('gbps')) with linespoints pt 7 ps 0.7 lw 2 lc rgb '%s' title '%s fp32'", \
+  cmd = cmd.sprintf("%s rows('%s', '$c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp32\"') using (column('array_bytes') / 1048576.0):(column('gb_per_s')) with linespoints pt 7 ps 0.7 lw 2 lc rgb '%s' title '%s fp32'", \
                     cmd eq '' ? '' : ',', f, c, word(machines, i))
-  cmd = cmd.sprintf(", rows('%s', '$c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp16\"') using (column('array_bytes') / 1048576.0):(column('gbps')) with linespoints dt 2 pt 6 ps 0.7 lw 1.5 lc rgb '%s' title '%s fp16'", \
+  cmd = cmd.sprintf(", rows('%s', '$c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp16\"') using (column('array_bytes') / 1048576.0):(column('gb_per_s')) with linespoints dt 2 pt 6 ps 0.7 lw 1.5 lc rgb '%s' title '%s fp16'", \
                     f, c, word(machines, i))
 }
 eval('plot '.cmd)

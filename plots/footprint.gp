@@ -28,8 +28,8 @@ first(file, cond, name) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i =
 count(file, cond) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s { n++ } END { print n + 0 }' '%s'", cond, file)))
 
 gpt2 = '$c["model"] == "gpt2-124m"'
-main = gpt2.' && $c["measured"] == "no"'
-meas = gpt2.' && $c["measured"] == "yes"'
+main = gpt2.' && $c["measured"] == 0'
+meas = gpt2.' && $c["measured"] == 1'
 nmeas = count(tin, meas)
 ind = first(pin, gpt2, 'independent_method')
 ind_name = ind eq 'rss' ? 'process RSS delta' : 'cudaMemGetInfo delta'

@@ -26,7 +26,7 @@ set datafile columnheaders
 array id[8] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8", "openblas", "onednn-bf16"]
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 # each variant's median TFLOP/s over the sweep
-med(v) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"align\" && $c[\"variant\"] == \"%s\" { print $c[\"tflops\"] }' '%s' | sort -g | awk '{ v[NR] = $1 } END { print (NR %% 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'", v, in)))
+med(v) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"align\" && $c[\"variant\"] == \"%s\" { print $c[\"tflop_per_s\"] }' '%s' | sort -g | awk '{ v[NR] = $1 } END { print (NR %% 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'", v, in)))
 array median[8]
 do for [i=1:8] { median[i] = has(id[i]) ? med(id[i]) : 0 }
 gpu = on_gpu(in)
@@ -54,7 +54,7 @@ do for [out=1:2] {
   do for [i=1:8] {
     if (has(id[i])) {
       sel = sprintf('rows(''$c["study"] == "align" && $c["variant"] == "%s"'')', id[i])
-      y = sprintf("(100 * (column('tflops') / %.9g - 1))", median[i])
+      y = sprintf("(100 * (column('tflop_per_s') / %.9g - 1))", median[i])
       cmd = cmd.sprintf("%s %s using (column('m')):%s with lines lw 2.5 dt %d lc rgb '%s' notitle", cmd eq '' ? '' : ',', sel, y, variant_dash(id[i]), fcolor(id[i]))
       cmd = cmd.sprintf(", %s using (column('m')):(m8(column('m')) ? %s : 1/0) with points pt %d ps 1.8 lc rgb '%s' notitle", sel, y, variant_pt(id[i]) == 6 ? 7 : variant_pt(id[i]) == 4 ? 5 : variant_pt(id[i]), fcolor(id[i]))
       cmd = cmd.sprintf(", %s using (column('m')):(!m8(column('m')) ? %s : 1/0) with points pt %d ps 1.8 lw 2 lc rgb '%s' notitle", sel, y, variant_pt(id[i]) == 7 ? 6 : variant_pt(id[i]) == 5 ? 4 : variant_pt(id[i]) == 9 ? 8 : 6, fcolor(id[i]))

@@ -86,9 +86,9 @@ do for [out=1:2] {
   # the ratio only where both sides ran (NaN != NaN marks a missing one), every other one
   # higher so that neighbouring labels never meet
   set xtics rotate by -35 left
-  plot pairs using 3:4:5:xtic(strcol(1)." ".strcol(2)) lc rgb '#7F7F7F' title 'halflab', \
-       '' using 6:7:8 fs pattern 2 lc rgb '#333333' title 'PyTorch', \
-       '' using ($0):(column(6) == column(6) && column(3) == column(3) ? (column(8) > column(5) ? column(8) : column(5)) * (int($0) % 2 ? 2.3 : 1.45) : 1/0):(sprintf('%.2fx', column(6) / column(3))) \
+  plot pairs using (column('h')):(column('hmin')):(column('hmax')):xtic(strcol('mode')." ".strcol('where')) lc rgb '#7F7F7F' title 'halflab', \
+       '' using (column('p')):(column('pmin')):(column('pmax')) fs pattern 2 lc rgb '#333333' title 'PyTorch', \
+       '' using ($0):(column('p') == column('p') && column('h') == column('h') ? (column('pmax') > column('hmax') ? column('pmax') : column('hmax')) * (int($0) % 2 ? 2.3 : 1.45) : 1/0):(sprintf('%.2fx', column('p') / column('h'))) \
           with labels notitle
   unset logscale y
   set ytics autofreq
@@ -130,7 +130,7 @@ do for [out=1:2] {
     do for [i=1:3] {
       if (run[i] ne '') {
         dsrc[i] = diff(i)
-        cmd = cmd.sprintf("%sdsrc[%d] using 1:2 with points pt %d ps 1.6 lc rgb '%s' notitle", cmd eq '' ? '' : ', ', i, mpt[i], mcolor[i])
+        cmd = cmd.sprintf("%sdsrc[%d] using (column('step')):(column('difference')) with points pt %d ps 1.6 lc rgb '%s' notitle", cmd eq '' ? '' : ', ', i, mpt[i], mcolor[i])
       }
     }
     eval('plot '.cmd.", 2**-24 with lines dt 3 lw 2 lc rgb c_fp32 notitle, 2**-11 with lines dt 3 lw 2 lc rgb c_fp16 notitle, 2**-8 with lines dt 3 lw 2 lc rgb c_bf16 notitle")

@@ -605,7 +605,8 @@ targets=$(find "$box/results" -name '*_targets.csv' 2>/dev/null | sort)
 if [ -n "$targets" ]; then
   say "targets (from the programs' *_targets.csv):"
   for f in $targets; do
-    grep -v '^#' "$f" | tail -n +2 | awk -F, -v file="$(basename "$f")" '{printf "    %-5s %s (%s)\n", $5, $1, file}' >>"$summary"
+    awk -F, -v file="$(basename "$f")" '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
+      { printf "    %-5s %s (%s)\n", $c["status"], $c["target"], file }' "$f" >>"$summary"
   done
 fi
 if [ $gpu = 0 ]; then

@@ -82,6 +82,7 @@ skip() {
     echo "# host: $(uname -n), $(uname -s) $(uname -r) $(uname -m)"
     echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# what: the PyTorch comparison (bench/peers/compare_cpu.sh) did not run; earlier measurements, if any, are kept"
+    echo "# units: " # reason is text: no unit (step_times.py --columns-md describes the file)
     echo "reason"
     echo "$reason"
   } >"$out/peer_skipped.csv.tmp"

@@ -3,6 +3,8 @@
   read_weights / write_weights   core/models/nn.h's weight file ("HLWTS001"; docs/models.md)
   read_batches                   halflab-train --export-batches ("HLBAT001"; docs/train.md)
   Meta                           the "# " metadata lines every halflab CSV starts with (cli/csv.h)
+  Column, Schema                 a CSV's column table, as cli/schema.h's: header, "# units:" line,
+                                 every row (each column set once) and the docs' Markdown section
 
 numpy only (no torch), so the files can be read anywhere. Every reader checks
 the magic, the sizes and zlib's CRC-32 before it returns anything: a
@@ -17,7 +19,10 @@ import subprocess
 import sys
 import zlib
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # the CSV helpers need no numpy; the weight and batch files do
+    np = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CSV_SCHEMA = 1
@@ -257,6 +262,87 @@ def write_table(path, meta, header, rows):
         for r in rows:
             f.write(",".join(r) + "\n")
     os.replace(tmp, path)
+
+
+INT, REAL, TEXT = "integer", "real", "text"
+
+
+class Column:
+    """One column: name (units in it), unit ("1": a plain number; "": text), kind, the
+    printf format of a real, what it means, and the function that computes it."""
+
+    def __init__(self, name, unit, kind, fmt, meaning, filled_by):
+        assert re.match(r"^[a-z0-9_]+$", name), name
+        assert (kind == TEXT) == (unit == ""), name
+        self.name, self.unit, self.kind, self.fmt, self.meaning, self.filled_by = name, unit, kind, fmt, meaning, filled_by
+
+
+class Schema:
+    """A CSV described once (cli/schema.h): the same table writes the header, the
+    "# units:" line, every row, and the file's section of docs/columns.md."""
+
+    def __init__(self, file, program, written_by, about, columns):
+        names = [c.name for c in columns]
+        assert len(set(names)) == len(names), file
+        self.file, self.program, self.written_by, self.about, self.columns = file, program, written_by, about, columns
+
+    def header(self):
+        return ",".join(c.name for c in self.columns)
+
+    def units(self):
+        return ",".join("%s=%s" % (c.name, c.unit) for c in self.columns if c.unit)
+
+    def row(self, values):
+        """The cells of one row from {column: value}: every column exactly once. None: an
+        empty cell (missing); integers exactly; reals in the column's format, NaN as nan;
+        a real given as text (a cell read from another CSV) is read and written again."""
+        names = [c.name for c in self.columns]
+        if set(values) != set(names):
+            raise ValueError("%s: the row %s %s" % (self.file, "lacks" if set(names) - set(values) else "adds",
+                                                   sorted(set(names) ^ set(values))))
+        cells = []
+        for c in self.columns:
+            v = values[c.name]
+            if v is None or v == "":
+                cells.append("")
+            elif c.kind == INT:
+                if isinstance(v, float) and v != int(v):
+                    raise ValueError("%s: column %s is an integer, given %r" % (self.file, c.name, v))
+                cells.append("%d" % int(v))
+            elif c.kind == REAL:
+                x = float(v)
+                cells.append("nan" if x != x else "inf" if x == float("inf") else "-inf" if x == -float("inf")
+                             else c.fmt % x)
+            else:
+                if re.search(r'[,"\n\r]', str(v)):
+                    raise ValueError("%s: column %s given %r, which holds a comma, a quote or a line break" %
+                                     (self.file, c.name, v))
+                cells.append(str(v))
+        return cells
+
+    def write(self, path, meta, rows):
+        """PATH as a table (written to PATH.tmp, renamed when complete): the metadata, the
+        "# units:" line, the header and each row ({column: value})."""
+        cells = [self.row(r) for r in rows]
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(meta.text())
+            f.write("# units: %s\n" % self.units())
+            f.write(self.header() + "\n")
+            for r in cells:
+                f.write(",".join(r) + "\n")
+        os.replace(tmp, path)
+
+    def markdown(self):
+        """The file's section of docs/columns.md, as cli/schema.c's hl_schema_markdown."""
+        def md(text):
+            return text.replace("|", "\\|")
+        out = ["## %s" % self.file, "", "Written by `%s` in `%s`. %s" % (self.program, self.written_by, md(self.about)),
+               "", "| column | unit | type | meaning | computed in |", "|---|---|---|---|---|"]
+        for c in self.columns:
+            kind = "real `%s`" % c.fmt if c.kind == REAL else c.kind
+            out.append("| `%s` | %s | %s | %s | `%s` |" % (c.name, c.unit or "-", kind, md(c.meaning), c.filled_by))
+        return "\n".join(out) + "\n\n"
 
 
 def read_csv(path):

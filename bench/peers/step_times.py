@@ -3,6 +3,8 @@
 
     step_times.py --runs DIR --out FILE --preset NAME [--targets FILE] [--warmup N] [--load-before L --load-after L]
                   [--note TEXT]
+    step_times.py --columns-md
+
 
 Reads, in DIR, halflab-train's train_NAME_MODE_{steps,summary}.csv and the
 peer's peer_NAME_MODE_{steps,summary}.csv (NAME = peers-POLICY, as
@@ -34,13 +36,63 @@ import os
 import re
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # --columns-md needs no numpy; reading runs does
+    np = None
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hlfiles  # noqa: E402
 
-HEADER = ("impl,device,preset,mode,omp_wait_policy,threads,tokens_per_step,steps,timed_steps,step_ms_min,step_ms_median,"
-          "step_ms_max,tokens_per_s,final_loss,eval_loss,load_start,load_end,run,attention,rounds,run_medians_ms")
+C, INT, REAL, TEXT = hlfiles.Column, hlfiles.INT, hlfiles.REAL, hlfiles.TEXT
+HERE = "bench/peers/step_times.py: "
+STEP_TIMES = hlfiles.Schema(
+    "peer_step_times.csv", "bench/peers/step_times.py", HERE + "main",
+    "One row per implementation (halflab, pytorch), device, mode and OMP_WAIT_POLICY: step times over the steps "
+    "after the warm-up, from each side's per-step rows, over every round of the run.", [
+        C("impl", "", TEXT, None, "halflab or pytorch", HERE + "read_runs"),
+        C("device", "", TEXT, None, "cpu or cuda", HERE + "read_runs"),
+        C("preset", "", TEXT, None, "the halflab-train preset the runs used (--preset)", HERE + "main"),
+        C("mode", "", TEXT, None, "the precision mode", HERE + "read_runs"),
+        C("omp_wait_policy", "", TEXT, None, "OMP_WAIT_POLICY of the CPU runs; - on a GPU", HERE + "read_runs"),
+        C("threads", "1", INT, None, "threads the run used", HERE + "read_runs"),
+        C("tokens_per_step", "tokens", INT, None, "batch x accumulation x sequence length", HERE + "read_runs"),
+        C("steps", "1", INT, None, "steps the first round ran", HERE + "read_runs"),
+        C("timed_steps", "1", INT, None, "steps after the warm-up, over every round", HERE + "summarise"),
+        C("step_ms_min", "ms", REAL, "%.4f", "the fastest timed step", HERE + "summarise"),
+        C("step_ms_median", "ms", REAL, "%.4f", "the median of the rounds' median step times", HERE + "summarise"),
+        C("step_ms_max", "ms", REAL, "%.4f", "the slowest timed step", HERE + "summarise"),
+        C("tokens_per_s", "tokens/s", REAL, "%.6g", "tokens_per_step / step_ms_median", HERE + "summarise"),
+        C("final_loss", "1", REAL, "%.9g", "the first round's last training loss (its summary's); empty when not "
+          "recorded", HERE + "read_runs"),
+        C("eval_loss", "1", REAL, "%.9g", "the first round's evaluation loss; empty when not evaluated", HERE + "read_runs"),
+        C("load_start", "1", REAL, "%.9g", "the 1-minute load average when the first round started", HERE + "read_runs"),
+        C("load_end", "1", REAL, "%.9g", "the 1-minute load average when the last round ended", HERE + "read_runs"),
+        C("run", "", TEXT, None, "the comparison run's name (peers-POLICY), rounds folded", HERE + "read_runs"),
+        C("attention", "", TEXT, None, "the attention's form: sdpa or exact (halflab: exact, its only form)",
+          HERE + "read_runs"),
+        C("rounds", "1", INT, None, "rounds the row is over", HERE + "summarise"),
+        C("run_medians_ms", "", TEXT, None, "each round's median step time in ms, in the order they ran, ;-separated",
+          HERE + "summarise"),
+    ])
+TARGETS_SCHEMA = hlfiles.Schema(
+    "peer_targets.csv", "bench/peers/step_times.py --targets", HERE + "write_targets",
+    "One row per CPU target and OMP_WAIT_POLICY: PASS when value <= threshold, SKIP where a side did not run.", [
+        C("target", "", TEXT, None, "what is claimed, with the policy", HERE + "write_targets"),
+        C("device", "", TEXT, None, "cpu", HERE + "write_targets"),
+        C("value", "1", REAL, "%.4f", "the first step time over the second (medians); empty for SKIP",
+          HERE + "write_targets"),
+        C("threshold", "1", REAL, "%.4g", "the largest value that passes", HERE + "write_targets"),
+        C("status", "", TEXT, None, "PASS, MISS or SKIP", HERE + "write_targets"),
+        C("detail", "", TEXT, None, "the step times behind the value, or why the target was skipped",
+          HERE + "write_targets"),
+    ])
+SKIPPED = hlfiles.Schema(
+    "peer_skipped.csv", "bench/peers/compare_cpu.sh", "bench/peers/compare_cpu.sh: skip",
+    "One row: why the PyTorch comparison did not run (earlier measurements are kept).", [
+        C("reason", "", TEXT, None, "why the comparison was skipped", "bench/peers/compare_cpu.sh: skip"),
+    ])
+SCHEMAS = (STEP_TIMES, TARGETS_SCHEMA, SKIPPED)
 # metadata lines carried over from the runs' CSVs: (key in the run's CSV, implementation, key written)
 CARRIED = (("cpu-features", "halflab", "cpu-features"), ("blas", "halflab", "halflab_blas"),
            ("torch_blas", "pytorch", "torch_blas"), ("torch_onednn", "pytorch", "torch_onednn"),
@@ -64,6 +116,10 @@ TARGETS = (("amp-bf16 step <= 0.6x halflab's fp32 step", ("halflab", "amp-bf16")
            ("amp-fp16 step <= 1.0x PyTorch's amp-fp16 step", ("halflab", "amp-fp16"), ("pytorch", "amp-fp16"), 1.0))
 
 
+def target_row(target, value, threshold, status, detail):
+    return dict(target=target, device="cpu", value=value, threshold=threshold, status=status, detail=detail)
+
+
 def write_targets(path, meta, rows, onednn_line):
     """peer_targets.csv: each target per OMP_WAIT_POLICY of the CPU rows."""
     med = {(r["impl"], r["mode"], r["omp_wait_policy"]): r for r in rows if r["device"] == "cpu"}
@@ -76,12 +132,13 @@ def write_targets(path, meta, rows, onednn_line):
             label = "%s (%s)" % (name, pol)
             a, b = med.get(num + (pol,)), med.get(den + (pol,))
             if "amp-bf16" in (num[1], den[1]) and not bf16_units:
-                out.append([label, "cpu", "", "%.4g" % limit, "SKIP", "bf16 products did not run on the CPU's bf16 units "
-                            "(%s): no target claimed for that path" % (onednn_line or "no # onednn: line")])
+                out.append(target_row(label, None, limit, "SKIP", "bf16 products did not run on the CPU's bf16 units "
+                                      "(%s): no target claimed for that path"
+                                      % (onednn_line or "no # onednn: line").replace(",", ";")))  # one CSV cell
                 continue
             if not a or not b:
                 missing = "%s %s" % (num if not a else den)
-                out.append([label, "cpu", "", "%.4g" % limit, "SKIP", "no %s run under %s" % (missing, pol)])
+                out.append(target_row(label, None, limit, "SKIP", "no %s run under %s" % (missing, pol)))
                 continue
             ratio = float(a["step_ms_median"]) / float(b["step_ms_median"])
             detail = "%s %s %.1f ms / %s %s %.1f ms (medians of %s and %s rounds)" % (
@@ -89,27 +146,18 @@ def write_targets(path, meta, rows, onednn_line):
                 b["rounds"])
             if den[0] == "pytorch":
                 detail += "; PyTorch's attention: %s" % b["attention"]
-            out.append([label, "cpu", "%.4f" % ratio, "%.4g" % limit, "PASS" if ratio <= limit else "MISS", detail])
+            out.append(target_row(label, ratio, limit, "PASS" if ratio <= limit else "MISS", detail))
     meta.set("targets", "value = the first step time over the second (medians); PASS when value <= threshold")
-    hlfiles.write_table(path, meta, "target,device,value,threshold,status,detail", out)
+    TARGETS_SCHEMA.write(path, meta, out)
     for r in out:
-        print("%-4s  %s: %s" % (r[4], r[0], r[5]))
+        print("%-4s  %s: %s" % (r["status"], r["target"], r["detail"]))
 
 
-def main(argv):
-    p = argparse.ArgumentParser(prog="step_times", description=__doc__.split("\n")[0])
-    p.add_argument("--runs", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--preset", required=True, help="the halflab-train preset of the runs (tiny, small, gpt2)")
-    p.add_argument("--warmup", type=int, default=None, help="steps left out (default: each summary's own count)")
-    p.add_argument("--load-before", default="")
-    p.add_argument("--load-after", default="")
-    p.add_argument("--note", default="")
-    p.add_argument("--targets", default=None, help="also write the CPU targets to this file")
-    a = p.parse_args(argv)
-
+def read_runs(runs_dir, warmup):
+    """Every comparison run in runs_dir with its summary: (runs, devices, torch version, carried metadata,
+    halflab's oneDNN line)."""
     runs, devices, torch_version, carried, onednn_line = [], {}, "", {}, ""
-    for path in sorted(glob.glob(os.path.join(a.runs, "*_peers-*_steps.csv"))):
+    for path in sorted(glob.glob(os.path.join(runs_dir, "*_peers-*_steps.csv"))):
         base = os.path.basename(path)
         m = re.match(r"^(train|peer)_(peers-[A-Za-z0-9.-]+?)_(fp32|amp-bf16|amp-fp16|fp16-[a-z]+)_steps\.csv$", base)
         if not m:
@@ -122,7 +170,7 @@ def main(argv):
             continue
         smeta, _, summ = hlfiles.read_csv(summary_path)
         s = summ[0]
-        warm = a.warmup if a.warmup is not None else int(s["steps_done"]) - int(s["timed_steps"])
+        warm = warmup if warmup is not None else int(s["steps_done"]) - int(s["timed_steps"])
         t = np.array([float(r["step_time_ms"]) for r in steps if r["step_time_ms"]])
         timed = t[warm:] if warm < len(t) else t
         if len(timed) == 0:
@@ -145,7 +193,12 @@ def main(argv):
                          tokens=tokens, steps=s["steps_done"], timed=timed, median=med, final_loss=s["final_loss"],
                          eval_loss=s["eval_loss"], load_start=s["load_start"], load_end=s["load_end"],
                          run=re.sub(r"-r[0-9]+$", "", m.group(2)), round=m.group(2), attention=attention))
-    # one row per implementation, device, mode and policy, over its rounds (in the order they ran)
+    return runs, devices, torch_version, carried, onednn_line
+
+
+def summarise(runs, preset):
+    """One row of peer_step_times.csv ({column: value}) per implementation, device, mode and policy, over its
+    rounds (in the order they ran)."""
     groups = {}
     for r in sorted(runs, key=lambda r: r["round"]):
         groups.setdefault((r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["run"]), []).append(r)
@@ -155,14 +208,43 @@ def main(argv):
         med = float(np.median(medians))
         timed = np.concatenate([r["timed"] for r in g])
         first, last = g[0], g[-1]
-        rows.append(dict(impl=impl, device=device, preset=a.preset, mode=mode, omp_wait_policy=policy,
-                         threads=first["threads"], tokens_per_step="%d" % first["tokens"], steps=first["steps"],
-                         timed_steps=str(len(timed)), step_ms_min="%.4f" % timed.min(), step_ms_median="%.4f" % med,
-                         step_ms_max="%.4f" % timed.max(), tokens_per_s="%.6g" % (first["tokens"] / (med / 1e3)),
+        # step times as written (%.4f): the targets' ratios are those of the file's medians
+        rows.append(dict(impl=impl, device=device, preset=preset, mode=mode, omp_wait_policy=policy,
+                         threads=int(first["threads"]), tokens_per_step=int(first["tokens"]), steps=int(first["steps"]),
+                         timed_steps=len(timed), step_ms_min=float("%.4f" % timed.min()),
+                         step_ms_median=float("%.4f" % med), step_ms_max=float("%.4f" % timed.max()),
+                         tokens_per_s=first["tokens"] / (med / 1e3),
                          final_loss=first["final_loss"], eval_loss=first["eval_loss"],
                          load_start=first["load_start"], load_end=last["load_end"], run=run,
-                         attention=first["attention"], rounds=str(len(g)),
+                         attention=first["attention"], rounds=len(g),
                          run_medians_ms=";".join("%.1f" % x for x in medians)))
+    return rows
+
+
+def main(argv):
+    if argv == ["--columns-md"]:
+        for schema in SCHEMAS:
+            sys.stdout.write(schema.markdown())
+        return 0
+    p = argparse.ArgumentParser(prog="step_times", description=__doc__.split("\n")[0])
+    p.add_argument("--columns-md", action="store_true",
+                   help="print the columns of every CSV this script writes as Markdown, and nothing else")
+    p.add_argument("--runs", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--preset", required=True, help="the halflab-train preset of the runs (tiny, small, gpt2)")
+    p.add_argument("--warmup", type=int, default=None, help="steps left out (default: each summary's own count)")
+    p.add_argument("--load-before", default="")
+    p.add_argument("--load-after", default="")
+    p.add_argument("--note", default="")
+    p.add_argument("--targets", default=None, help="also write the CPU targets to this file")
+    a = p.parse_args(argv)
+    if a.columns_md:
+        p.error("--columns-md takes no other option")
+    if np is None:
+        p.error("numpy is not installed (the peer's Python has it: scripts/peer-python.sh)")
+
+    runs, devices, torch_version, carried, onednn_line = read_runs(a.runs, a.warmup)
+    rows = summarise(runs, a.preset)
     if not rows:
         print("step_times: no comparison runs in %s" % a.runs, file=sys.stderr)
         return 1
@@ -182,14 +264,15 @@ def main(argv):
         meta.set("load", "before: %s; after: %s" % (a.load_before, a.load_after))
     if a.note:
         meta.set("note", a.note)
-    hlfiles.write_table(a.out, meta, HEADER, [[r[c] for c in HEADER.split(",")] for r in rows])
+    STEP_TIMES.write(a.out, meta, rows)
     if a.targets:
         write_targets(a.targets, meta, rows, onednn_line)
 
-    print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s  %s" % ("impl", "dev", "mode", "policy", "threads", "min_ms",
-                                                                "median_ms", "max_ms", "tokens/s", "attention"))
+    print("%-8s %-5s %-9s %-8s %7s %12s %14s %12s %12s  %s" % ("impl", "dev", "mode", "policy", "threads",
+                                                                "step_ms_min", "step_ms_median", "step_ms_max",
+                                                                "tokens_per_s", "attention"))
     for r in rows:
-        print("%-8s %-5s %-9s %-8s %7s %10s %10s %10s %12s  %s" % (
+        print("%-8s %-5s %-9s %-8s %7d %12.4f %14.4f %12.4f %12.6g  %s" % (
             r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["threads"], r["step_ms_min"],
             r["step_ms_median"], r["step_ms_max"], r["tokens_per_s"], r["attention"]))
     med = {(r["impl"], r["device"], r["mode"], r["omp_wait_policy"]): float(r["step_ms_median"]) for r in rows}

@@ -57,13 +57,13 @@ if have gemm.csv; then
   echo "| variant | inputs | accumulate | output | best TFLOP/s | shape (m x n x k, batch) | % of dense peak | what ran |"
   echo "|---|---|---|---|---|---|---|---|"
   table gemm.csv '
-    { v = $c["variant"]; t = $c["tflops"] + 0
+    { v = $c["variant"]; t = $c["tflop_per_s"] + 0
       if (!(v in best) || t > best[v]) { best[v] = t; row[v] = $0 }
       if (!(v in seen)) { seen[v] = 1; order[++n] = v } }
     END {
       for (i = 1; i <= n; i++) {
         split(row[order[i]], f, ",")
-        pct = f[c["pct_of_peak"]] == "" ? "peak unknown" : sprintf("%.1f%%", f[c["pct_of_peak"]])
+        pct = f[c["peak_pct"]] == "" ? "peak unknown" : sprintf("%.1f%%", f[c["peak_pct"]])
         printf "| %s | %s | %s | %s | %.4g | %s x %s x %s, %s (%s) | %s | %s |\n", order[i], f[c["dtype"]], f[c["accumulate"]],
           f[c["out_dtype"]], best[order[i]], f[c["m"]], f[c["n"]], f[c["k"]], f[c["batch"]], f[c["shape"]], pct, f[c["implementation"]]
       }
@@ -79,7 +79,7 @@ if have gemm.csv; then
   echo "Speed-up over fp32 at the largest square size of the run:"
   echo
   table gemm.csv '
-    $c["study"] == "square" { t[$c["m"], $c["variant"]] = $c["tflops"]; if ($c["m"] + 0 > top) top = $c["m"] + 0; v[$c["variant"]] = 1 }
+    $c["study"] == "square" { t[$c["m"], $c["variant"]] = $c["tflop_per_s"]; if ($c["m"] + 0 > top) top = $c["m"] + 0; v[$c["variant"]] = 1 }
     END {
       if (!((top, "fp32") in t)) { print "_no fp32 point at the largest size_"; exit }
       for (x in v) if (x != "fp32" && (top, x) in t) printf "- %s: %.2fx fp32 at %d^3 (%.4g vs %.4g TFLOP/s)\n", x, t[top, x] / t[top, "fp32"], top, t[top, x], t[top, "fp32"]
@@ -121,8 +121,8 @@ if have bandwidth.csv; then
   echo
   # what the reference is, in words from the numbers: a limit only if no kernel exceeds it
   table bandwidth.csv '
-    $c["dtype"] != "bytes" && $c["pct_of_ref"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; n = 0; above = 0; lo = ""; hi = "" }
-      if (b == top) { p = $c["pct_of_ref"] + 0; n++; if (p > 100) above++; if (lo == "" || p < lo) lo = p; if (hi == "" || p > hi) hi = p; ref = $c["ref_kernel"] } }
+    $c["dtype"] != "bytes" && $c["ref_pct"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; n = 0; above = 0; lo = ""; hi = "" }
+      if (b == top) { p = $c["ref_pct"] + 0; n++; if (p > 100) above++; if (lo == "" || p < lo) lo = p; if (hi == "" || p > hi) hi = p; ref = $c["ref_kernel"] } }
     END { if (!n) exit
       printf "At %d MiB the kernels reach %.0f%% to %.0f%% of the copy reference (%s, same run). ", top / 1048576, lo, hi, ref
       if (above) printf "%d of the %d kernel and type pairs exceed it, so the copy is a reference point, not a limit: a kernel can move more bytes per second than this copy does.\n", above, n
@@ -137,8 +137,8 @@ if have bandwidth.csv; then
         split(r[i], f, ",")
         if (f[c["array_bytes"]] + 0 != top || (f[c["kernel"]] != "triad" && f[c["kernel"]] != "copy")) continue
         printf "| %s | %s | %d MiB | %.1f | %.2f | %.1f%% | %s %.1f GB/s | %s |\n", f[c["dtype"]], f[c["kernel"]], top / 1048576,
-          f[c["gbps"]], f[c["gelems"]], f[c["pct_of_ref"]], f[c["ref_kernel"]], f[c["ref_gbps"]],
-          f[c["pct_of_datasheet"]] == "" ? "-" : sprintf("%.1f%%", f[c["pct_of_datasheet"]])
+          f[c["gb_per_s"]], f[c["gelem_per_s"]], f[c["ref_pct"]], f[c["ref_kernel"]], f[c["ref_gb_per_s"]],
+          f[c["datasheet_pct"]] == "" ? "-" : sprintf("%.1f%%", f[c["datasheet_pct"]])
       }
     }'
   echo
@@ -150,7 +150,7 @@ if have bandwidth_host.csv; then
   echo "| direction | host memory | GB/s |"
   echo "|---|---|---|"
   table bandwidth_host.csv '
-    { b = $c["bytes"] + 0; if (b > top) { top = b; n = 0 } if (b == top) r[++n] = $c["direction"] "|" $c["memory"] "|" $c["gbps"] }
+    { b = $c["bytes"] + 0; if (b > top) { top = b; n = 0 } if (b == top) r[++n] = $c["direction"] "|" $c["memory"] "|" $c["gb_per_s"] }
     END { for (i = 1; i <= n; i++) { split(r[i], f, "|"); printf "| %s | %s | %.2f |\n", f[1], f[2], f[3] } }'
   echo
 fi
@@ -189,7 +189,7 @@ echo
 # ---- the captions: what each chart shows here, computed from the same CSVs
 if have gemm.csv; then
   # at the largest square size: each variant's share of its peak
-  peaks=$(table gemm.csv '$c["study"] == "square" { if ($c["m"] + 0 > top) top = $c["m"] + 0; r[$c["m"], $c["variant"]] = $c["pct_of_peak"]; v[$c["variant"]] = 1 }
+  peaks=$(table gemm.csv '$c["study"] == "square" { if ($c["m"] + 0 > top) top = $c["m"] + 0; r[$c["m"], $c["variant"]] = $c["peak_pct"]; v[$c["variant"]] = 1 }
     END { for (x in v) if ((top, x) in r && r[top, x] != "" && x !~ /^(openblas|onednn-bf16)$/) s = s sprintf("%s%s %.0f%%", s == "" ? "" : ", ", x, r[top, x]); if (s != "") printf "at n = %d the variants reach %s of their peak", top, s }')
   if on_gpu; then
     how="The curves rise while the GPU fills up (small n are launch- and latency-bound) and flatten towards the peak"
@@ -199,7 +199,7 @@ if have gemm.csv; then
   chart gemm-tflops "GEMM TFLOP/s against size per variant" \
     "TFLOP/s against n for n x n x n products, log axes; colour is the precision family (dashed: the library called directly, dotted: the fallback), and the dotted horizontal lines the peak of the unit each runs on. $how${peaks:+; $peaks}."
   # bf16 and fp16 against fp32 at the largest size; what that means on this device
-  sp=$(table gemm.csv '$c["study"] == "square" { t[$c["m"], $c["variant"]] = $c["tflops"]; if ($c["m"] + 0 > top) top = $c["m"] + 0 }
+  sp=$(table gemm.csv '$c["study"] == "square" { t[$c["m"], $c["variant"]] = $c["tflop_per_s"]; if ($c["m"] + 0 > top) top = $c["m"] + 0 }
     END { for (i = 1; i <= 2; i++) { x = i == 1 ? "bf16" : "fp16"; if (!((top, x) in t) || !((top, "fp32") in t)) continue; r = t[top, x] / t[top, "fp32"]
             s = s sprintf("%s%s runs at %.2fx fp32 (%s)", s == "" ? "" : "; ", x, r, r > 1.05 ? "a gain" : r < 0.95 ? "a loss" : "no gain: within 5%") }
           if (s != "") printf "At n = %d, %s", top, s }')
@@ -211,7 +211,7 @@ if have gemm.csv; then
   chart gemm-speedup "speed-up over fp32 against size" \
     "Each variant's TFLOP/s divided by fp32's at the same n: above 1 the narrower type pays off. $how${sp:+ $sp.}"
   if table gemm.csv '$c["study"] == "align" { f = 1 } END { exit !f }'; then
-    al=$(table gemm.csv '$c["study"] == "align" { v = $c["variant"]; x = $c["tflops"] + 0; if (!(v in lo) || x < lo[v]) lo[v] = x; if (!(v in hi) || x > hi[v]) hi[v] = x
+    al=$(table gemm.csv '$c["study"] == "align" { v = $c["variant"]; x = $c["tflop_per_s"] + 0; if (!(v in lo) || x < lo[v]) lo[v] = x; if (!(v in hi) || x > hi[v]) hi[v] = x
           if ($c["m"] % 8 == 0) { a8[v] += x; n8[v]++ } else { a1[v] += x; n1[v]++ } }
       END { for (v in lo) { if (!n8[v] || !n1[v]) continue; d = 100 * (a8[v] / n8[v]) / (a1[v] / n1[v]) - 100
               s = s sprintf("%s%s: spread %.1f%%, multiples of 8 %+.1f%% against the rest", s == "" ? "" : "; ", v, 100 * (hi[v] / lo[v] - 1), d)
@@ -238,11 +238,11 @@ if have gemm_accuracy.csv; then
     "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32."
 fi
 if have bandwidth.csv; then
-  bw=$(table bandwidth.csv '$c["dtype"] != "bytes" && $c["pct_of_ref"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; s = "" } if (b == top && $c["kernel"] == "triad") s = s sprintf("%s%s triad %.0f%%", s == "" ? "" : ", ", $c["dtype"], $c["pct_of_ref"]) }
+  bw=$(table bandwidth.csv '$c["dtype"] != "bytes" && $c["ref_pct"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; s = "" } if (b == top && $c["kernel"] == "triad") s = s sprintf("%s%s triad %.0f%%", s == "" ? "" : ", ", $c["dtype"], $c["ref_pct"]) }
     END { if (s != "") printf "At %d MiB: %s of the reference.", top / 1048576, s }')
   chart bandwidth "bandwidth per kernel and type" \
     "GB/s of each kernel against the array size, one panel per kernel, one line per type (its family colour), with the same-run copy of the same size that the tables use as reference (grey dashes); the last panel shows the copies behind it. Small arrays fit in cache and run above the memory's rate; from a few times the last-level cache onwards the kernels run at the memory's. $bw"
-  ge=$(table bandwidth.csv '$c["kernel"] == "triad" { b = $c["array_bytes"] + 0; if (b > top) top = b; g[b, $c["dtype"]] = $c["gelems"] }
+  ge=$(table bandwidth.csv '$c["kernel"] == "triad" { b = $c["array_bytes"] + 0; if (b > top) top = b; g[b, $c["dtype"]] = $c["gelem_per_s"] }
     END { if (!((top, "fp32") in g)) exit; for (i = 1; i <= 2; i++) { x = i == 1 ? "fp16" : "bf16"; if (!((top, x) in g)) continue; r = g[top, x] / g[top, "fp32"]
             s = s sprintf("%s%s %.2fx fp32 (%s)", s == "" ? "" : ", ", x, r, r >= 1.8 ? "at the 2x line: memory-bound" : "below it: converting the halves costs more than the bytes saved") }
           printf "At %d MiB: %s.", top / 1048576, s }')

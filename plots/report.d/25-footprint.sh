@@ -35,7 +35,7 @@ if [ -f "$dir/footprint_params.csv" ]; then
   table footprint_params.csv "$AWK_FMT"'
     { printf "| %s | %s | %s | %s (%s MiB) | %s | %s | %.2f%% |\n", $c["model"], $c["policy"], commas($c["params"]),
         commas($c["analytic_bytes"]), mib($c["analytic_bytes"]), commas($c["allocator_bytes"]),
-        commas($c["independent_bytes"]), $c["independent_pct_of_analytic"] }'
+        commas($c["independent_bytes"]), $c["independent_of_analytic_pct"] }'
   echo
 fi
 
@@ -50,7 +50,7 @@ if [ -f "$dir/footprint_training.csv" ]; then
   echo "\"largest batch\" fits the peak into $mem."
   # the peak against the sum of the parts listed, from the same rows
   table footprint_training.csv '
-    $c["measured"] == "no" { sum = $c["weights_bytes"] + $c["master_bytes"] + $c["gradients_bytes"] + $c["moments_bytes"] + $c["weight_casts_bytes"] + $c["activations_bytes"]
+    $c["measured"] == 0 { sum = $c["weights_bytes"] + $c["master_bytes"] + $c["gradients_bytes"] + $c["moments_bytes"] + $c["weight_casts_bytes"] + $c["activations_bytes"]
       if (sum <= 0) next; r = 100 * ($c["peak_bytes"] / sum - 1); n++; if (r > 0) above++; if (n == 1 || r < lo) lo = r; if (n == 1 || r > hi) hi = r }
     END { if (!n) exit
       if (above == n) printf "Every peak exceeds the sum of its parts (by %.1f%% to %.1f%%): the step'"'"'s transient tensors (backward'"'"'s activation gradients and scratch buffers) come on top of what the columns list.\n", lo, hi
@@ -60,7 +60,7 @@ if [ -f "$dir/footprint_training.csv" ]; then
   echo "| model | mode | batch x seq | weights | master | gradients | moments | weight casts | activations | peak | largest batch |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   table footprint_training.csv "$AWK_FMT"'
-    $c["measured"] == "no" {
+    $c["measured"] == 0 {
       printf "| %s | %s | %s x %s | %s | %s | %s | %s | %s | %s | **%s GiB** | %s |\n", $c["model"], $c["mode"], $c["batch"], $c["seq"],
         gib($c["weights_bytes"]), gib($c["master_bytes"]), gib($c["gradients_bytes"]), gib($c["moments_bytes"]),
         gib($c["weight_casts_bytes"]), gib($c["activations_bytes"]), gib($c["peak_bytes"]), $c["max_batch"] }'
@@ -70,7 +70,7 @@ if [ -f "$dir/footprint_training.csv" ]; then
   echo "With this unfused attention that outweighs the halved linear activations beyond about T = 14 x width / heads"
   echo "tokens (896 for GPT-2's shape)."
   echo
-  if table footprint_training.csv '$c["measured"] == "yes" { found = 1 } END { exit !found }'; then
+  if table footprint_training.csv '$c["measured"] == 1 { found = 1 } END { exit !found }'; then
     echo "### The measured step against the analytic figures"
     echo
     echo "One real training step ($step): forward and loss under the mode's autocast, backward, the optimizer's"
@@ -79,7 +79,7 @@ if [ -f "$dir/footprint_training.csv" ]; then
     echo "| model | mode | batch x seq | saved (analytic) | saved (allocator) | peak (analytic) | peak (allocator) | allocator / analytic peak |"
     echo "|---|---|---|---|---|---|---|---|"
     table footprint_training.csv "$AWK_FMT"'
-      $c["measured"] == "yes" {
+      $c["measured"] == 1 {
         printf "| %s | %s | %s x %s | %s MiB | %s MiB | %s MiB | %s MiB | %.4f |\n", $c["model"], $c["mode"], $c["batch"], $c["seq"],
           mib($c["weight_casts_bytes"] + $c["activations_bytes"]), mib($c["alloc_saved_bytes"]), mib($c["peak_bytes"]),
           mib($c["alloc_peak_bytes"]), $c["alloc_peak_bytes"] / $c["peak_bytes"] }'

@@ -1,11 +1,13 @@
-/* test_bench_e2e.c — suite e2e: halflab-bench gemm and bandwidth run end to
- * end on the CPU at tiny sizes, their CSV read back; bad input gives one line
- * on stderr, exit status 2 and no file. */
+/* test_bench_e2e.c — suite e2e: halflab-bench gemm, bandwidth and mlp-step
+ * run end to end on the CPU at tiny sizes, their CSV read back and held
+ * against their column tables (bench/schemas.c); --columns-md prints every
+ * table; bad input gives one line on stderr, exit status 2 and no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/bench/schema_check.h"
 #include "tests/support/hltest.h"
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
@@ -38,9 +40,11 @@ static void test_gemm_tiny(void **state) {
   hl_table *t = hl_table_read(hl_path(dir, "gemm.csv"));
   assert_non_null(t);
   static const char *cols[] = {"device", "study", "variant", "dtype", "accumulate", "implementation", "m", "n", "k",
-                               "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflops", "peak_tflops",
-                               "pct_of_peak", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", "attempts", NULL};
+                               "batch", "time_ms_min", "time_ms_median", "time_ms_max", "tflop_per_s", "peak_tflop_per_s",
+                               "peak_pct", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", "attempts", NULL};
   expect_columns(t, cols);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm.csv"), &bench_gemm_schema), t->nrows);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm_targets.csv"), &bench_gemm_targets_schema), 1);
   /* every CPU variant at both sizes: fp32, fp16, bf16, the CPU's bf16
    * fallback, the OpenBLAS reference and, with oneDNN built in and a bf16
    * matmul in it for this CPU (AVX512-BF16 or AMX; not on AVX2 alone), the
@@ -64,19 +68,22 @@ static void test_gemm_tiny(void **state) {
   for (int i = 0; i < t->nrows; i++) {
     const double lo = hl_table_num(t, i, "time_ms_min"), med = hl_table_num(t, i, "time_ms_median"), hi = hl_table_num(t, i, "time_ms_max");
     assert_true(lo > 0 && lo <= med && med <= hi);
-    const double m = hl_table_num(t, i, "m"), flops = 2 * m * hl_table_num(t, i, "n") * hl_table_num(t, i, "k") * hl_table_num(t, i, "batch");
-    /* tflops is 2mnk / median time */
-    assert_true(fabs(hl_table_num(t, i, "tflops") - flops / (med * 1e-3) / 1e12) <= 1e-3 * hl_table_num(t, i, "tflops"));
-    assert_true(hl_table_num(t, i, "tflops") > 1e-5 && hl_table_num(t, i, "tflops") < 100); /* a CPU: GFLOP/s to a few TFLOP/s */
+    const double m = hl_table_num(t, i, "m"), flop = 2 * m * hl_table_num(t, i, "n") * hl_table_num(t, i, "k") * hl_table_num(t, i, "batch");
+    /* flop is 2mnk, exactly; tflop_per_s is flop / median time */
+    assert_true(hl_table_num(t, i, "flop") == flop);
+    const double tflop_per_s = hl_table_num(t, i, "tflop_per_s");
+    assert_true(fabs(tflop_per_s - flop / (med * 1e-3) / 1e12) <= 1e-3 * tflop_per_s);
+    assert_true(tflop_per_s > 1e-5 && tflop_per_s < 100); /* a CPU: GFLOP/s to a few TFLOP/s */
     /* validated before timing: the sampled error within the bound */
     assert_true(hl_table_num(t, i, "max_err_over_bound") <= 1.0);
     if (!strcmp(hl_table_get(t, i, "dtype"), "f32")) assert_true(hl_table_num(t, i, "max_err_norm") < 1e-6);
     /* a CPU in the built-in table has a peak (its unit's FLOP/cycle x cores x clock), others none */
     if (strstr(t->meta, "# peak_source: CPU table")) {
-      const double peak = hl_table_num(t, i, "peak_tflops"), pct = hl_table_num(t, i, "pct_of_peak");
-      assert_true(peak > 0 && fabs(pct - 100 * hl_table_num(t, i, "tflops") / peak) <= 1e-3 * pct + 1e-6);
+      const double peak = hl_table_num(t, i, "peak_tflop_per_s"), pct = hl_table_num(t, i, "peak_pct");
+      assert_true(peak > 0 && fabs(pct - 100 * tflop_per_s / peak) <= 1e-3 * pct + 1e-6);
     } else {
-      assert_string_equal(hl_table_get(t, i, "pct_of_peak"), "");
+      assert_string_equal(hl_table_get(t, i, "peak_tflop_per_s"), "");
+      assert_string_equal(hl_table_get(t, i, "peak_pct"), "");
     }
     assert_string_equal(hl_table_get(t, i, "accumulate"), "f32");
     assert_int_equal((int)hl_table_num(t, i, "samples"), 3);
@@ -125,6 +132,7 @@ static void test_gemm_accuracy_tiny(void **state) {
   assert_non_null(t);
   static const char *cols[] = {"method", "variant", "input", "accumulate", "data", "k", "rel_err", "rel_err_accumulation", NULL};
   expect_columns(t, cols);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm_accuracy.csv"), &bench_gemm_accuracy_schema), t->nrows);
   assert_int_equal(t->nrows, 3 * 2 * 2); /* variants x data x k */
   int f32 = hl_table_find(t, "variant", "fp32", "data", "positive", "k", "1024", NULL);
   int f16 = hl_table_find(t, "variant", "fp16", "data", "positive", "k", "1024", NULL);
@@ -176,10 +184,12 @@ static void test_bandwidth_tiny(void **state) {
   hl_run_result r = hl_run_ok("%s bandwidth --device cpu --sizes 64KiB,1MiB --reps 3 --out %s", bench(), dir);
   hl_table *t = hl_table_read(hl_path(dir, "bandwidth.csv"));
   assert_non_null(t);
-  static const char *cols[] = {"device", "kernel", "dtype", "array_bytes", "elements", "bytes_moved", "time_ms_min",
-                               "time_ms_median", "time_ms_max", "gbps", "gbps_best", "gelems", "ref_kernel", "ref_gbps",
-                               "pct_of_ref", "datasheet_gbps", "attempts", NULL};
+  static const char *cols[] = {"device", "kernel", "dtype", "array_bytes", "elements", "moved_bytes", "time_ms_min",
+                               "time_ms_median", "time_ms_max", "gb_per_s", "gb_per_s_best", "gelem_per_s", "ref_kernel",
+                               "ref_gb_per_s", "ref_pct", "datasheet_gb_per_s", "attempts", NULL};
   expect_columns(t, cols);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "bandwidth.csv"), &bench_bandwidth_schema), t->nrows);
+  expect_csv_follows_schema(hl_path(dir, "bandwidth_targets.csv"), &bench_bandwidth_targets_schema);
   /* 2 sizes x (2 reference copies + 3 types x 5 kernels) */
   assert_int_equal(t->nrows, 2 * (2 + 15));
   static const char *kernels[] = {"copy", "scale", "add", "triad", "dot"};
@@ -191,15 +201,20 @@ static void test_bandwidth_tiny(void **state) {
       int i = hl_table_find(t, "kernel", kernels[k], "dtype", dtypes[d], "array_bytes", "1048576", NULL);
       if (i < 0) fail_msg("no row for %s %s at 1 MiB", kernels[k], dtypes[d]);
       assert_true(hl_table_num(t, i, "elements") == 1048576.0 / width[d]);
-      assert_true(hl_table_num(t, i, "bytes_moved") == arrays[k] * 1048576.0);
-      const double gbps = hl_table_num(t, i, "gbps");
-      assert_true(gbps > 0.05 && gbps < 10000);
-      assert_true(fabs(gbps - hl_table_num(t, i, "bytes_moved") / (hl_table_num(t, i, "time_ms_median") * 1e-3) / 1e9) < 1e-3 * gbps);
-      assert_true(fabs(hl_table_num(t, i, "gelems") * width[d] - gbps) < 1e-3 * gbps); /* same bytes, width-fold elements */
-      assert_true(fabs(hl_table_num(t, i, "pct_of_ref") - 100 * gbps / hl_table_num(t, i, "ref_gbps")) < 1e-2 * hl_table_num(t, i, "pct_of_ref"));
-      assert_string_equal(hl_table_get(t, i, "datasheet_gbps"), "");
+      assert_true(hl_table_num(t, i, "moved_bytes") == arrays[k] * 1048576.0);
+      const double gb_per_s = hl_table_num(t, i, "gb_per_s");
+      assert_true(gb_per_s > 0.05 && gb_per_s < 10000);
+      assert_true(fabs(gb_per_s - hl_table_num(t, i, "moved_bytes") / (hl_table_num(t, i, "time_ms_median") * 1e-3) / 1e9) < 1e-3 * gb_per_s);
+      assert_true(fabs(hl_table_num(t, i, "gelem_per_s") * width[d] - gb_per_s) < 1e-3 * gb_per_s); /* same bytes, width-fold elements */
+      assert_true(fabs(hl_table_num(t, i, "ref_pct") - 100 * gb_per_s / hl_table_num(t, i, "ref_gb_per_s")) < 1e-2 * hl_table_num(t, i, "ref_pct"));
+      assert_string_equal(hl_table_get(t, i, "datasheet_gb_per_s"), "");
+      assert_string_equal(hl_table_get(t, i, "datasheet_pct"), "");
     }
-  assert_true(hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL) >= 0);
+  /* the platform's copies: the kernel-only columns empty, never 0 */
+  const int memcpy_row = hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL);
+  assert_true(memcpy_row >= 0);
+  static const char *empty[] = {"gelem_per_s", "ref_kernel", "ref_gb_per_s", "ref_pct", "datasheet_pct"};
+  for (int e = 0; e < 5; e++) assert_string_equal(hl_table_get(t, memcpy_row, empty[e]), "");
   assert_true(hl_table_find(t, "kernel", "memcpy-omp", "array_bytes", "65536", NULL) >= 0);
   hl_table_free(t);
   hl_table *g = hl_table_read(hl_path(dir, "bandwidth_targets.csv"));
@@ -208,6 +223,46 @@ static void test_bandwidth_tiny(void **state) {
   hl_table_free(g);
   assert_false(hl_file_exists(hl_path(dir, "bandwidth_host.csv"))); /* GPU only */
   hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* mlp_step.csv and its targets as their tables say (their values: tests/core/test_examples.c) */
+static void test_mlp_step_schema(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run_ok("%s mlp-step --device cpu --batch 16 --reps 2 --quick --out %s", bench(), dir);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "mlp_step.csv"), &bench_mlp_step_schema), 4);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "mlp_step_targets.csv"), &bench_mlp_step_targets_schema), 2);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* --columns-md: every table's section, in bench_schemas' order, nothing written */
+static void test_columns_md(void **state) {
+  (void)state;
+  hl_run_result r = hl_run_ok("%s --columns-md", bench());
+  const char *at = r.out;
+  for (const hl_schema *const *s = bench_schemas; *s; s++) {
+    char heading[128];
+    snprintf(heading, sizeof heading, "## %s\n", (*s)->file);
+    const char *found = strstr(at, heading);
+    if (!found) fail_msg("--columns-md: no '%s' after the sections before it", (*s)->file);
+    at = found + 1;
+    for (int c = 0; c < (*s)->n_columns; c++) {
+      char row[128];
+      snprintf(row, sizeof row, "| `%s` |", (*s)->columns[c].name);
+      assert_non_null(strstr(found, row));
+    }
+  }
+  assert_non_null(strstr(r.out, "| column | unit | type | meaning | computed in |"));
+  hl_run_free(&r);
+  r = hl_run("%s --help", bench());
+  assert_non_null(strstr(r.out, "--columns-md"));
+  hl_run_free(&r);
+  char *dir = hl_tmpdir();
+  hl_expect_refused(dir, 2, "--columns-md", "%s --columns-md gemm", bench());
   hl_rmtree(dir);
   free(dir);
 }
@@ -277,6 +332,8 @@ int main(void) {
       cmocka_unit_test(test_gemm_accuracy_tiny),
       cmocka_unit_test(test_gemm_accuracy_onednn),
       cmocka_unit_test(test_bandwidth_tiny),
+      cmocka_unit_test(test_mlp_step_schema),
+      cmocka_unit_test(test_columns_md),
       cmocka_unit_test(test_list_writes_nothing),
       cmocka_unit_test(test_bad_input),
   };

@@ -2,13 +2,15 @@
  * its CSV read back: GPT-2 124M's 124,439,808 parameters and their bytes
  * per policy (analytic = allocator to the byte; the process RSS within 1%
  * + 4 MiB of the analytic figure), the training state of every mode, the
- * measured step against the analytic one; the --list output; and bad
+ * measured step against the analytic one; both CSVs as their column tables
+ * (bench/schemas.c) say, the unmeasured cells empty; the --list output; and bad
  * input refused with one line, exit status 2 and no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/bench/schema_check.h"
 #include "tests/support/hltest.h"
 
 static const char *bench(void) { return hl_test_prog("halflab-bench"); }
@@ -21,6 +23,8 @@ static void test_cpu_run(void **state) {
   hl_table *p = hl_table_read(hl_path(dir, "footprint_params.csv"));
   assert_non_null(p);
   assert_int_equal(p->nrows, 4);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "footprint_params.csv"), &bench_footprint_params_schema), 4);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "footprint_training.csv"), &bench_footprint_training_schema), 10);
   const char *policy[4] = {"fp32", "fp16", "bf16", "int8"};
   /* docs/models.md's figures; int8 worked out in tests/models/test_params.c */
   const double bytes[4] = {497759232, 248879616, 248879616, 164353536};
@@ -44,9 +48,10 @@ static void test_cpu_run(void **state) {
   const char *modes[5] = {"fp32", "amp-fp16", "amp-bf16", "fp16-master", "fp16-pure"};
   assert_int_equal(t->nrows, 10); /* 5 modes at 8 x 1024 (analytic) and at the measured 1 x 16 */
   for (int m = 0; m < 5; m++) {
-    int a = hl_table_find(t, "mode", modes[m], "measured", "no", NULL);
-    int s = hl_table_find(t, "mode", modes[m], "measured", "yes", NULL);
+    int a = hl_table_find(t, "mode", modes[m], "measured", "0", NULL);
+    int s = hl_table_find(t, "mode", modes[m], "measured", "1", NULL);
     assert_true(a >= 0 && s >= 0);
+    assert_string_equal(hl_table_get(t, a, "alloc_peak_bytes"), ""); /* not measured: empty, never 0 */
     assert_true(hl_table_num(t, a, "batch") == 8 && hl_table_num(t, a, "seq") == 1024);
     assert_true(hl_table_num(t, s, "batch") == 1 && hl_table_num(t, s, "seq") == 16);
     const bool half = m >= 3, master = m == 3;
@@ -84,7 +89,9 @@ static void test_custom_shape(void **state) {
                               bench(), dir);
   hl_table *p = hl_table_read(hl_path(dir, "footprint_params.csv"));
   assert_non_null(p);
-  assert_int_equal(p->nrows, 4); /* 2 models x 2 policies */
+  assert_int_equal(p->nrows, 4);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "footprint_params.csv"), &bench_footprint_params_schema), 4);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "footprint_training.csv"), &bench_footprint_training_schema), 8);
   int row = hl_table_find(p, "model", "custom", "policy", "fp32", NULL);
   assert_true(row >= 0);
   /* 500x64 + 32x64 + 2 x (12x64x64 + 13x64) + 2x64 */
@@ -95,7 +102,7 @@ static void test_custom_shape(void **state) {
   hl_table *t = hl_table_read(hl_path(dir, "footprint_training.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 8); /* 2 models x 2 modes x (analytic, measured) */
-  int a = hl_table_find(t, "model", "custom", "mode", "fp16-pure", "measured", "no", NULL);
+  int a = hl_table_find(t, "model", "custom", "mode", "fp16-pure", "measured", "0", NULL);
   assert_true(a >= 0);
   assert_true(hl_table_num(t, a, "seq") == 32 && hl_table_num(t, a, "batch") == 4);
   assert_true(hl_table_num(t, a, "memory_bytes") == 16.0 * 1073741824);

@@ -3,7 +3,8 @@
 # of three rounds: each row's median is the median of the rounds' medians
 # (not of the pooled steps), min and max are over every timed step, and
 # peer_targets.csv holds every target per policy with the right ratio and
-# status, SKIP where a side did not run or bf16 did not run on bf16 units.
+# status, SKIP where a side did not run or bf16 did not run on bf16 units;
+# both files as their column tables say, and --columns-md prints every table.
 # Needs the peer's Python (numpy); skipped (77) without it, failed where
 # HALFLAB_REQUIRE_PEER=1.
 set -euo pipefail
@@ -70,7 +71,36 @@ check("amp-bf16 step <= 1.0x PyTorch's amp-bf16 step", 1.25, "MISS")
 check("fp32 step <= 1.0x PyTorch's fp32 step", 110 / 121, "PASS")
 check("amp-fp16 step <= 1.1x halflab's fp32 step", 1.1, "PASS")
 check("amp-fp16 step <= 1.0x PyTorch's amp-fp16 step", None, "SKIP")  # PyTorch's amp-fp16 did not run
+# each file as its column table says: units line, header, one cell per column, integers exact
+import re, step_times
+for name, schema in (("times.csv", step_times.STEP_TIMES), ("targets.csv", step_times.TARGETS_SCHEMA)):
+    lines = open(os.path.join(tmp, name)).read().splitlines()
+    assert "# units: " + schema.units() in lines, (name, lines)
+    body = [l for l in lines if not l.startswith("#")]
+    assert body[0] == schema.header(), (name, body[0])
+    for line in body[1:]:
+        cells = line.split(",")
+        assert len(cells) == len(schema.columns), (name, line)
+        for c, v in zip(schema.columns, cells):
+            assert c.kind != hlfiles.INT or v == "" or re.match(r"^-?[0-9]+$", v), (name, c.name, v)
+# a row that misses a column, or adds one, is refused
+full = {c.name: "" for c in step_times.TARGETS_SCHEMA.columns}
+for bad in ({k: v for k, v in full.items() if k != "detail"}, dict(full, extra="x")):
+    try:
+        step_times.TARGETS_SCHEMA.row(bad)
+        raise AssertionError("a row with the wrong columns was written")
+    except ValueError:
+        pass
 PY
+# --columns-md: every file's section, in the format of halflab-bench --columns-md
+"$python" "$src/bench/peers/step_times.py" --columns-md >"$tmp/columns.md"
+for f in peer_step_times.csv peer_targets.csv peer_skipped.csv; do
+  grep -qx "## $f" "$tmp/columns.md" || { echo "test_step_times: --columns-md has no section for $f" >&2; exit 1; }
+done
+grep -qx '| column | unit | type | meaning | computed in |' "$tmp/columns.md" ||
+  { echo "test_step_times: --columns-md has no column table" >&2; exit 1; }
+grep -qx '| `step_ms_median` | ms | real `%.4f` | .* | `bench/peers/step_times.py: summarise` |' "$tmp/columns.md" ||
+  { echo "test_step_times: --columns-md: step_ms_median's row is not as hl_schema_markdown writes it" >&2; exit 1; }
 # bf16 not on bf16 units: both bf16 targets SKIP, naming why
 rm -rf "$tmp/runs"/*
 UNITS=no run halflab peers-passive-r1 fp32 passive 999 100
@@ -78,6 +108,6 @@ UNITS=no run halflab peers-passive-r1 amp-bf16 passive 999 90
 run pytorch peers-passive-r1 amp-bf16 passive 999 40
 "$python" "$src/bench/peers/step_times.py" --runs "$tmp/runs" --out "$tmp/times.csv" --targets "$tmp/targets.csv" \
   --preset small >"$tmp/log"
-n=$(grep -c '^amp-bf16 .*,SKIP,bf16 products did not run on the CPU.s bf16 units (oneDNN 2.6.3 built in, not used' "$tmp/targets.csv")
+n=$(grep -c '^amp-bf16 .*,SKIP,bf16 products did not run on the CPU.s bf16 units (oneDNN 2.6.3 built in; not used' "$tmp/targets.csv")
 [ "$n" = 2 ] || { cat "$tmp/targets.csv" >&2; echo "test_step_times: expected both bf16 targets SKIP" >&2; exit 1; }
 echo "test_step_times: rounds aggregated, targets right"

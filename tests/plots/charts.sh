@@ -58,7 +58,7 @@ mkdir -p "$gpu"
 dev='# device: cuda: NVIDIA H200 (synthetic), sm_90, 132 SMs, 139.8 GiB; cpu: synthetic host'
 {
   echo "$dev"
-  echo "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,flops,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflops,tflops_best,peak_tflops,pct_of_peak,max_err_norm,err_bound_norm,max_err_over_bound,attempts"
+  echo "device,study,shape,variant,dtype,accumulate,out_dtype,implementation,m,n,k,batch,trans_a,trans_b,flop,warmups,samples,inner,rotation_slots,time_ms_min,time_ms_median,time_ms_max,tflop_per_s,tflop_per_s_best,peak_tflop_per_s,peak_pct,max_err_norm,err_bound_norm,max_err_over_bound,attempts"
   awk 'BEGIN { split("fp32 tf32 fp16 bf16 fp8", v, " "); split("67 495 989 989 1979", pk, " "); split("0.8 0.6 0.7 0.7 0.6", ef, " ")
     for (n = 256; n <= 4096; n *= 2) for (i = 1; i <= 5; i++) { t = pk[i] * ef[i] * n / (n + 512)
       printf "cuda,square,%d^3,%s,x,f32,x,cublas,%d,%d,%d,1,0,0,1,3,10,1,1,1,1,1,%.6g,%.6g,%s,%.4g,0,1,0,1\n", n, v[i], n, n, n, t, t, pk[i], 100 * t / pk[i] }
@@ -74,14 +74,14 @@ dev='# device: cuda: NVIDIA H200 (synthetic), sm_90, 132 SMs, 139.8 GiB; cpu: sy
 } >"$gpu/gemm_accuracy.csv"
 {
   echo "$dev"
-  echo "device,kernel,dtype,array_bytes,elements,arrays,bytes_moved,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gbps,gbps_best,gelems,ref_kernel,ref_gbps,pct_of_ref,datasheet_gbps,pct_of_datasheet,attempts"
+  echo "device,kernel,dtype,array_bytes,elements,arrays,moved_bytes,warmups,samples,inner,time_ms_min,time_ms_median,time_ms_max,gb_per_s,gb_per_s_best,gelem_per_s,ref_kernel,ref_gb_per_s,ref_pct,datasheet_gb_per_s,datasheet_pct,attempts"
   awk 'BEGIN { split("copy scale add triad dot", k, " "); split("fp32 fp16 bf16", t, " "); split("4 2 2", w, " ")
     for (b = 1048576; b <= 536870912; b *= 4) { ref = 4000 - 1000 * (b < 67108864); printf "cuda,memcpy-d2d,bytes,%d,%d,2,1,3,10,1,1,1,1,%g,%g,,,,,4800,,1\n", b, b, ref, ref
       for (i = 1; i <= 5; i++) for (j = 1; j <= 3; j++) { g = ref * 0.9; printf "cuda,%s,%s,%d,%d,2,1,3,10,1,1,1,1,%g,%g,%g,memcpy-d2d,%g,%.1f,4800,%.1f,1\n", k[i], t[j], b, b / w[j], g, g, g / w[j] / 3, ref, 90, 100 * g / 4800 } } }'
 } >"$gpu/bandwidth.csv"
 {
   echo "$dev"
-  echo "device,direction,memory,bytes,gbps"
+  echo "device,direction,memory,bytes,gb_per_s"
   for b in 1048576 16777216 268435456; do
     for dm in "h2d pinned 50" "h2d pageable 20" "d2h pinned 52" "d2h pageable 18"; do set -- $dm; echo "cuda,$1,$2,$b,$3"; done
   done
@@ -136,20 +136,20 @@ prepare() { # NAME FILE...: two copies of the CPU folder's FILEs (and peers/ if 
 
 # the bandwidth reference: every kernel below it, or some above it
 prepare bw-ref bandwidth.csv
-setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' pct_of_ref 95
-setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' pct_of_ref 105
+setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 95
+setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 105
 crosses bw-ref 'kernel and type pairs'
 
 # triad elements per second against the 2x line
 prepare bw-gelems bandwidth.csv
-setcol "$work/bw-gelems-lo/bandwidth.csv" '$c["dtype"] == "fp16"' gelems 1
-setcol "$work/bw-gelems-hi/bandwidth.csv" '$c["dtype"] == "fp16"' gelems 1000
+setcol "$work/bw-gelems-lo/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1
+setcol "$work/bw-gelems-hi/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1000
 crosses bw-gelems 'dashed line is exactly twice'
 
 # bf16's speed-up at the largest size: a gain or a loss
 prepare speedup gemm.csv
-setcol "$work/speedup-lo/gemm.csv" '$c["variant"] == "bf16"' tflops 0.0001
-setcol "$work/speedup-hi/gemm.csv" '$c["variant"] == "bf16"' tflops 1000
+setcol "$work/speedup-lo/gemm.csv" '$c["variant"] == "bf16"' tflop_per_s 0.0001
+setcol "$work/speedup-hi/gemm.csv" '$c["variant"] == "bf16"' tflop_per_s 1000
 crosses speedup 'bf16 runs at'
 
 # fp32 accumulation on positive data: the error falls, or stays flat
@@ -159,7 +159,7 @@ crosses accuracy 'From the smallest to the largest k'
 
 # the footprint's peak above or below the sum of its parts
 prepare footprint footprint_params.csv footprint_training.csv
-setcol "$work/footprint-lo/footprint_training.csv" '$c["measured"] == "no"' peak_bytes 1000
+setcol "$work/footprint-lo/footprint_training.csv" '$c["measured"] == 0' peak_bytes 1000
 crosses footprint 'sum of (its|their) parts'
 
 # fp16-pure in the absorb run: most updates lost, or most applied
