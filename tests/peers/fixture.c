@@ -93,15 +93,19 @@ bool record_within(const char *label, const run_record *got, const run_record *w
     const double loss = rel(got->loss[s], want->loss[s]), norm = rel(got->grad_norm[s], want->grad_norm[s]);
     char worst[256];
     const double grads = wfile_worst_diff(got->gradients[s], want->gradients[s], worst, sizeof worst);
+    const double l2 = wfile_relative_l2(got->gradients[s], want->gradients[s]);
+    const double l2_bound = s == 0 ? b->first_gradients_l2 : 0;
     const bool same_scale = got->scale[s] == want->scale[s];
     const bool step_ok = loss <= loss_bound && (b->grad_norm == 0 || norm <= b->grad_norm) && grads <= b->gradients &&
-                         same_scale;
-    char norm_bound[32] = "not bounded: the gradients are";
+                         (l2_bound == 0 || l2 <= l2_bound) && same_scale;
+    char norm_bound[40] = "not bounded", l2_text[40] = "not bounded";
     if (b->grad_norm > 0) snprintf(norm_bound, sizeof norm_bound, "bound %.3g", b->grad_norm);
+    if (l2_bound > 0) snprintf(l2_text, sizeof l2_text, "bound %.3g", l2_bound);
     print_message("%s step %d: loss %.9g / %.9g, relative %.3g (bound %.3g); gradient norm relative %.3g (%s); "
-                  "scale %g / %g; %d gradients: worst max|diff| / max|g| %.3g at %s (bound %.3g)%s\n",
+                  "scale %g / %g; %d gradients: worst max|diff| / max|g| %.3g at %s (bound %.3g), all together "
+                  "||diff|| / ||g|| %.3g (%s)%s\n",
                   label, s + 1, got->loss[s], want->loss[s], loss, loss_bound, norm, norm_bound, got->scale[s],
-                  want->scale[s], got->gradients[s]->n, grads, worst, b->gradients,
+                  want->scale[s], got->gradients[s]->n, grads, worst, b->gradients, l2, l2_text,
                   step_ok ? "" : "  <-- OUT OF BOUNDS");
     ok &= step_ok;
   }

@@ -12,17 +12,24 @@
  *
  * Bounds: the live parity test's (tests/peers/bounds.h; measured and argued
  * in test_parity.c), per mode, the first step's for every step: the fixture
- * is what the peer computed, and a few SGD steps of lr <= 0.1 keep the
- * differences at the first step's size (measured 2026-12-06 on the 2-core
- * AMD EPYC VM, torch's CPU capability AVX2 — see print-outs):
- *   fp32      losses 1e-6 (step 1) and 1e-5 relative, gradient norms 1e-5,
- *             gradients 1e-5 of each tensor's max-norm;
- *   amp-bf16  losses 2^-8, gradients 2^-5;
- *   amp-fp16  losses 2^-11, gradients 2^-8, the same scale at every step.
- * The comparison can fail: one weight changed by 1e-3 (5% of the init's
- * spread) moves the fp32 gradients beyond their bound, and the test checks
- * it every time. The fixture's own checks: every file's CRC-32, the modes
- * and steps source.txt names, and a total size of a few hundred KiB. */
+ * is what the peer computed, and 3 SGD steps of lr <= 0.1 keep the
+ * differences at the first step's size (measured on the 2-core AMD EPYC VM:
+ * the worst step's figure, then the bound):
+ *   fp32      losses 1.0e-7 relative (1e-6 at step 1, 1e-5 after), gradient
+ *             norms 7.9e-8 (1e-5), gradients 6.6e-7 of each tensor's
+ *             max-norm (1e-5);
+ *   amp-bf16  losses 2.4e-6 (2^-8), gradients 6.5e-3 (2^-5);
+ *   amp-fp16  losses 5.1e-7 (2^-11), gradients 9.2e-4 (2^-8), the same
+ *             scale at every step;
+ * and, since those AMP bounds would pass an fp32 run, step 1's gradients
+ * together (||diff||_2 / ||g||_2): amp-bf16 2.0e-5 (2^-12), amp-fp16 6.8e-5
+ * (2^-13); bounds.h says why.
+ * The comparison can fail, and the test shows it every time: one weight
+ * changed by 1e-3 (5% of the init's spread) moves the fp32 gradients beyond
+ * their bound, and halflab's fp32 run is out of amp-bf16's bounds (autocast
+ * that did not run is seen). The fixture's own checks: every file's CRC-32,
+ * the modes and steps source.txt names, and a total size of a few hundred
+ * KiB. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +213,18 @@ static void test_detects_a_changed_weight(void **state) {
   record_free(&want);
 }
 
+/* amp-bf16's bounds see whether autocast ran: halflab's fp32 run is out of
+ * them (step 1's gradients together differ by about 3e-3). */
+static void test_detects_no_autocast(void **state) {
+  (void)state;
+  run_record got, want;
+  fixture_record("amp-bf16", &want);
+  halflab_record("fp32", fixture_file("init.bin"), "noautocast", &got);
+  assert_false(record_within("fp32 against amp-bf16 (must be out of bounds)", &got, &want, parity_bounds_of("amp-bf16")));
+  record_free(&got);
+  record_free(&want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_files),
@@ -214,6 +233,7 @@ int main(void) {
       cmocka_unit_test(test_amp_bf16),
       cmocka_unit_test(test_amp_fp16),
       cmocka_unit_test(test_detects_a_changed_weight),
+      cmocka_unit_test(test_detects_no_autocast),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -160,3 +160,18 @@ wfile *wfile_subset(const wfile *w, const char *prefix) {
   }
   return s;
 }
+
+double wfile_relative_l2(const wfile *a, const wfile *b) {
+  double diff = 0, norm = 0;
+  for (int i = 0; i < a->n; i++) {
+    const wtensor *y = wfile_find(b, a->t[i].name);
+    if (!y || y->numel != a->t[i].numel) return INFINITY;
+    for (int64_t k = 0; k < y->numel; k++) {
+      const double d = (double)a->t[i].values[k] - y->values[k];
+      diff += d * d;
+      norm += (double)y->values[k] * y->values[k];
+    }
+  }
+  if (a->n != b->n || isnan(diff)) return INFINITY;
+  return norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+}

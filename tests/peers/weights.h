@@ -46,6 +46,11 @@ bool wtensor_diff(const wtensor *a, const wtensor *b, double *max_diff, double *
  * differs; a NaN counts as the largest difference. */
 double wfile_worst_diff(const wfile *a, const wfile *b, char *worst, size_t len);
 
+/* ||a - b||_2 / ||b||_2 over all the tensors' elements together (b's
+ * tensors found by a's names); INFINITY when a tensor is missing, a size
+ * differs or a value is NaN. */
+double wfile_relative_l2(const wfile *a, const wfile *b);
+
 /* The tensors of w whose names start with prefix, the prefix taken off the
  * names (copies; bytes NULL): one step's gradients of gpt_peer --record's
  * file ("step2/"). NULL when out of memory. */
