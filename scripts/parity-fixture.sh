@@ -37,7 +37,7 @@ peer=$root/bench/peers/gpt_peer.py
 
 # The model: the tiny preset's GPT (2 layers, 4 heads, 16 tokens of the
 # sorting task, batch 16, SGD lr 0.1 cosine) at width 16 in place of 64:
-# about 7,300 parameters, so that 3 steps of every gradient in 3 modes stay
+# 7,024 parameters, so that 3 steps of every gradient in 3 modes stay
 # under 300 KiB. The peer runs the exact attention (halflab's arithmetic) on
 # one thread.
 steps=3
@@ -65,8 +65,8 @@ PyTorch: $torch_line
 date: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 command: $command_line
 halflab: $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
-init.bin, batches.bin: halflab-train OPTIONS --steps 0 --export-steps STEPS --save-init init.bin --export-batches batches.bin
-MODE.bin: gpt_peer.py --init-weights init.bin --batches batches.bin PEER --steps STEPS --mode MODE --record MODE.bin
+init.bin, batches.bin: halflab-train <halflab-train options> --steps 0 --export-steps <steps> --save-init init.bin --export-batches batches.bin
+MODE.bin: gpt_peer.py --init-weights init.bin --batches batches.bin <peer options> --steps <steps> --mode MODE --record MODE.bin
 steps: $steps
 modes: $modes
 halflab-train options: $train_options

@@ -11,8 +11,8 @@
  * --resume, which continues a run bit for bit).
  *
  * Bounds: the live parity test's (tests/peers/bounds.h; measured and argued
- * in test_parity.c), per mode, the first step's for every step: the fixture
- * is what the peer computed, and 3 SGD steps of lr <= 0.1 keep the
+ * in test_parity.c), per mode, its first-step bounds at every step: the
+ * fixture is what the peer computed, and 3 SGD steps of lr <= 0.1 keep the
  * differences at the first step's size (measured on the 2-core AMD EPYC VM:
  * the worst step's figure, then the bound):
  *   fp32      losses 1.0e-7 relative (1e-6 at step 1, 1e-5 after), gradient
@@ -225,6 +225,29 @@ static void test_detects_no_autocast(void **state) {
   record_free(&want);
 }
 
+/* scripts/parity-fixture.sh refuses a bad command line with one line and
+ * exit 2 before it looks for the peer, writing nothing. */
+static void test_script_bad_input(void **state) {
+  (void)state;
+  const char *script = getenv("PARITY_FIXTURE_SCRIPT");
+  if (!script || !*script) fail_msg("PARITY_FIXTURE_SCRIPT is not set (tests/peers/meson.build sets it)");
+  char build[4096]; /* BUILD_DIR/train/halflab-train's BUILD_DIR */
+  snprintf(build, sizeof build, "%s", hl_test_prog("halflab-train"));
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(build, '/');
+    if (!slash) fail_msg("%s: no build folder in the path", hl_test_prog("halflab-train"));
+    *slash = '\0';
+  }
+  char *bad = hl_tmpdir();
+  hl_expect_refused(bad, 2, "no BUILD_DIR", "'%s'", script);
+  hl_expect_refused(bad, 2, "is not a folder", "'%s' %s/no-such-build", script, bad);
+  hl_expect_refused(bad, 2, "unknown option '--steps'", "'%s' %s --steps 4", script, build);
+  hl_expect_refused(bad, 2, "--out needs a folder", "'%s' %s --out", script, build);
+  hl_expect_refused(bad, 2, "does not exist", "'%s' %s --out %s/no/such/fixture", script, build, bad);
+  hl_rmtree(bad);
+  free(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_files),
@@ -234,6 +257,7 @@ int main(void) {
       cmocka_unit_test(test_amp_fp16),
       cmocka_unit_test(test_detects_a_changed_weight),
       cmocka_unit_test(test_detects_no_autocast),
+      cmocka_unit_test(test_script_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -452,7 +452,7 @@ static void test_peer_bad_input(void **state) {
   (void)state;
   char *bad = hl_tmpdir();
   /* a missing file, a wrong head count, too many steps, an unknown mode, scaler flags without a scaler, injected
-   * steps past the end or malformed: one line, exit 2, nothing written */
+   * steps past the end or malformed, a --record file in no folder: one line, exit 2, nothing written */
   const char *cases[][2] = {
       {"--init-weights /no/such/file --batches %s --heads 4", "--init-weights"},
       {"--init-weights %s --batches %s --heads 3", "--heads 3 does not divide"},
@@ -463,6 +463,7 @@ static void test_peer_bad_input(void **state) {
       {"--init-weights %s --batches %s --heads 4 --mode amp-fp16 --steps 10 --inject-nonfinite 11",
        "past the last step"},
       {"--init-weights %s --batches %s --heads 4 --mode amp-fp16 --inject-nonfinite 5-3", "--inject-nonfinite"},
+      {"--init-weights %s --batches %s --heads 4 --record /no/such/folder/r.bin", "--record"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char args[4096];
