@@ -31,6 +31,10 @@ Modes (halflab-train's names), on the CPU and on CUDA:
 --inject-nonfinite STEPS does what halflab-train's does: after the backward
 of those steps, element 0 of the first parameter's (the token embedding's)
 still-scaled gradient becomes +inf, so the scaler sees it when it unscales.
+--record FILE writes every step's loss, gradient norm, loss scale and unscaled
+gradients (before clipping) into one weight-format file (hlfiles.Record): the
+frozen parity fixture that scripts/parity-fixture.sh writes and
+tests/peers/test_fixture.c checks halflab against without PyTorch.
 --stop-after K, as halflab-train's, runs the first K steps of the --steps
 schedule (status "stopped"). Under autocast the products run in the low
 precision; softmax, layer norm and the loss run in fp32 (halflab's autocast
@@ -170,6 +174,9 @@ def parse_args(argv):
     p.add_argument("--out", default=".", help="output folder (default: the current one)")
     p.add_argument("--name", default="tiny", help="run name in the file names (default tiny)")
     p.add_argument("--dump-grads", metavar="FILE", help="write the first step's unscaled gradients (weight-file format)")
+    p.add_argument("--record", metavar="FILE",
+                   help="write every step's loss, gradient norm, loss scale and unscaled gradients into one "
+                        "weight-format file (the frozen parity fixture, tests/peers/fixture/)")
     p.add_argument("--version", action="store_true", help="print the versions and exit")
 
     def error(message):  # one line, exit 2 (argparse prints the usage block otherwise)
@@ -455,10 +462,10 @@ def main(argv):
         usage_error("--inject-nonfinite: step %d is past the last step (%d)" % (max(a.inject), steps))
     if not os.path.isdir(a.out) or not os.access(a.out, os.W_OK | os.X_OK):
         usage_error("--out: folder '%s' does not exist or is not writable" % a.out)
-    if a.dump_grads:
-        d = os.path.dirname(a.dump_grads) or "."
-        if not os.access(d, os.W_OK | os.X_OK):
-            usage_error("--dump-grads: cannot write into %s" % d)
+    for flag, path in (("--dump-grads", a.dump_grads), ("--record", a.record)):
+        d = os.path.dirname(path or "") or "."
+        if path and not os.access(d, os.W_OK | os.X_OK):
+            usage_error("%s: cannot write into %s" % (flag, d))
 
     torch = import_torch()  # after the checks: a bad command line is refused fast
 
@@ -605,6 +612,7 @@ def main(argv):
         model.train()
         return loss_sum / n_eval, (correct / scored if scored else float("nan"))
 
+    record = hlfiles.Record()
     step = 0
     for step in range(1, steps + 1):
         if stop_signal:
@@ -641,6 +649,11 @@ def main(argv):
                 (n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().cpu().numpy())
                 for n, p in model.named_parameters()])
             paused += time.perf_counter() - d0
+        if a.record:  # each step's unscaled gradients, before clipping; not timed
+            d0 = time.perf_counter()
+            record.append_gradients([(n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float()
+                                      .cpu().numpy().copy()) for n, p in model.named_parameters()])
+            paused += time.perf_counter() - d0
         grads = [p.grad for p in params if p.grad is not None]
         if a.clip_norm > 0:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, a.clip_norm, norm_type=2.0))
@@ -660,6 +673,8 @@ def main(argv):
         skipped_total += skipped
         consecutive_skips = consecutive_skips + 1 if skipped else 0
         last_loss = loss_sum / accum
+        if a.record:
+            record.append_step(last_loss, grad_norm, scale)
 
         # ---- census of the gradients the optimizer stepped with (not timed)
         cols = [float("nan")] * 5
@@ -733,6 +748,8 @@ def main(argv):
         meta.set("why", why)
     meta.set("rows", "this run")
     hlfiles.write_table(base + "_summary.csv", meta, SUMMARY_HEADER, [row])
+    if a.record:
+        record.write(a.record)
 
     print("%-10s %-13s %7s %9s %10s %9s %8s %12s  %s" % ("run", "mode", "steps", "loss", "eval_loss", "eval_acc",
                                                           "skipped", "step_ms", "status"))

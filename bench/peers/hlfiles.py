@@ -2,6 +2,7 @@
 
   read_weights / write_weights   core/models/nn.h's weight file ("HLWTS001"; docs/models.md)
   read_batches                   halflab-train --export-batches ("HLBAT001"; docs/train.md)
+  Record                         gpt_peer --record: a run's steps in one weight file (docs/peers.md)
   Meta                           the "# " metadata lines every halflab CSV starts with (cli/csv.h)
   Column, Schema                 a CSV's column table, as cli/schema.h's: header, "# units:" line,
                                  every row (each column set once) and the docs' Markdown section
@@ -92,6 +93,32 @@ def write_weights(path, tensors):
         f.write(body)
         f.write(struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
     os.replace(tmp, path)
+
+
+class Record:
+    """A run's steps in one weight file (gpt_peer --record; the frozen parity fixture, docs/peers.md):
+    "loss", "grad_norm" and "scale" [steps], then every parameter's unscaled gradient of step s as
+    "step<s>/<parameter name>", steps in order, parameters in the model's order. All f32: the loss,
+    the norm and the gradients are f32 values, the scale a power of two."""
+
+    def __init__(self):
+        self.loss, self.grad_norm, self.scale, self.gradients = [], [], [], []
+
+    def append_gradients(self, named):
+        self.gradients.append(named)
+
+    def append_step(self, loss, grad_norm, scale):
+        self.loss.append(loss)
+        self.grad_norm.append(grad_norm)
+        self.scale.append(scale)
+
+    def write(self, path):
+        if len(self.gradients) != len(self.loss):
+            raise ValueError("record: %d steps of gradients, %d of losses" % (len(self.gradients), len(self.loss)))
+        tensors = [(key, np.array(getattr(self, key), dtype=np.float32)) for key in ("loss", "grad_norm", "scale")]
+        for s, named in enumerate(self.gradients, 1):
+            tensors += [("step%d/%s" % (s, n), g) for n, g in named]
+        write_weights(path, tensors)
 
 
 # ---------------------------------------------------------------- batches --

@@ -11,7 +11,12 @@
  * one line saying why), unless HALFLAB_REQUIRE_PEER=1 (CI sets it): then a
  * missing peer is a failure.
  *
- * Tolerances (docs/peers.md). Measured with torch 2.15.0 (MKL, oneDNN 3.13,
+ * The committed frozen fixture (tests/peers/fixture/) is checked to be what
+ * the peer computes today (test_fixture_is_current); test_fixture.c checks
+ * halflab-train against it without PyTorch.
+ *
+ * Tolerances (docs/peers.md; the constants in tests/peers/bounds.h, which
+ * test_fixture.c shares). Measured with torch 2.15.0 (MKL, oneDNN 3.13,
  * AVX512 kernels) against this build on a 2-core AMD EPYC, 1 and 2 torch
  * threads; each tolerance keeps a margin of 3 to 75 over the measurement
  * and stays far below what a modelling difference gives:
@@ -55,6 +60,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/peers/bounds.h"
+#include "tests/peers/fixture.h"
 #include "tests/peers/weights.h"
 #include "tests/support/hltest.h"
 
@@ -115,28 +122,10 @@ static wfile *load(const char *name) {
   return w;
 }
 
-/* Every tensor of a against b: the worst max|diff| / max-norm, and its tensor. */
-static double worst_gradient(const wfile *a, const wfile *b, char *worst_name, size_t len) {
-  assert_int_equal(a->n, b->n);
-  double worst = 0;
-  for (int i = 0; i < a->n; i++) {
-    const wtensor *y = wfile_find(b, a->t[i].name);
-    if (!y) fail_msg("the peer's gradients have no %s", a->t[i].name);
-    double d, m;
-    if (!wtensor_diff(&a->t[i], y, &d, &m)) fail_msg("%s: shapes differ", a->t[i].name);
-    const double r = m > 0 ? d / m : d;
-    if (!(r <= worst)) {
-      worst = r;
-      snprintf(worst_name, len, "%s (max |diff| %.3g, max |g| %.3g)", a->t[i].name, d, m);
-    }
-  }
-  return worst;
-}
-
 static void check_gradients(const char *label, const char *halflab_file, const char *peer_file, double tol) {
   wfile *g = load(halflab_file), *pg = load(peer_file);
   char name[256] = "";
-  const double worst = worst_gradient(g, pg, name, sizeof name);
+  const double worst = wfile_worst_diff(g, pg, name, sizeof name);
   print_message("%s step 1 gradients, %d tensors: worst max|diff| / max|g| = %.3g at %s (tolerance %.3g)\n", label,
                 g->n, worst, name, tol);
   assert_true(worst <= tol);
@@ -276,12 +265,12 @@ static void test_fp32_first_step(void **state) {
   (void)state;
   hl_table *h = table("train_parity_fp32_steps.csv"), *p = table("peer_parity_fp32_steps.csv");
   const double lh = hl_table_num(h, 0, "loss"), lp = hl_table_num(p, 0, "loss");
-  print_message("fp32 step 1 loss: halflab %.9g, pytorch %.9g, relative difference %.3g (tolerance 1e-6)\n", lh, lp,
-                rel(lh, lp));
-  assert_true(rel(lh, lp) <= 1e-6);
+  print_message("fp32 step 1 loss: halflab %.9g, pytorch %.9g, relative difference %.3g (tolerance %.3g)\n", lh, lp,
+                rel(lh, lp), PARITY_FP32_FIRST_LOSS);
+  assert_true(rel(lh, lp) <= PARITY_FP32_FIRST_LOSS);
   hl_table_free(h);
   hl_table_free(p);
-  check_gradients("fp32", "g.bin", "pg.bin", 1e-5);
+  check_gradients("fp32", "g.bin", "pg.bin", PARITY_FP32_GRADIENTS);
 }
 
 /* The comparison can fail: one weight changed by 1e-3 (5% of the init's
@@ -296,9 +285,10 @@ static void test_fp32_detects_a_changed_weight(void **state) {
        "gpt_peer on changed weights");
   wfile *g = load("g.bin"), *pg = load("pg-changed.bin");
   char name[256] = "";
-  const double worst = worst_gradient(g, pg, name, sizeof name);
-  print_message("one weight + 1e-3: worst max|diff| / max|g| = %.3g at %s: beyond 1e-5, as it must be\n", worst, name);
-  assert_true(worst > 1e-5);
+  const double worst = wfile_worst_diff(g, pg, name, sizeof name);
+  print_message("one weight + 1e-3: worst max|diff| / max|g| = %.3g at %s: beyond %.3g, as it must be\n", worst, name,
+                PARITY_FP32_GRADIENTS);
+  assert_true(worst > PARITY_FP32_GRADIENTS);
   wfile_free(g);
   wfile_free(pg);
 }
@@ -306,16 +296,17 @@ static void test_fp32_detects_a_changed_weight(void **state) {
 static void test_fp32_steps(void **state) {
   (void)state;
   hl_table *h = steps_of("train", "parity", "fp32"), *p = steps_of("peer", "parity", "fp32");
-  check_losses("fp32", h, p, 1e-5);
+  check_losses("fp32", h, p, PARITY_FP32_STEPS);
   int at = 0;
   const double norm = worst_column(h, p, "grad_norm", &at);
-  print_message("fp32: worst relative gradient-norm difference %.3g at step %d (tolerance 1e-5)\n", norm, at);
-  assert_true(norm <= 1e-5);
+  print_message("fp32: worst relative gradient-norm difference %.3g at step %d (tolerance %.3g)\n", norm, at,
+                PARITY_FP32_STEPS);
+  assert_true(norm <= PARITY_FP32_STEPS);
   for (int r = 9; r < STEPS; r += 10) { /* evaluations at steps 10, 20, 30 */
     const double eh = hl_table_num(h, r, "eval_loss"), ep = hl_table_num(p, r, "eval_loss");
     print_message("fp32 step %d eval: loss %.9g / %.9g, accuracy %s / %s\n", r + 1, eh, ep,
                   hl_table_get(h, r, "eval_acc"), hl_table_get(p, r, "eval_acc"));
-    assert_true(rel(eh, ep) <= 1e-5);
+    assert_true(rel(eh, ep) <= PARITY_FP32_STEPS);
     assert_true(fabs(hl_table_num(h, r, "eval_acc") - hl_table_num(p, r, "eval_acc")) <= 0.01);
   }
   hl_table_free(h);
@@ -333,14 +324,14 @@ static void test_sdpa_matches_exact_fp32(void **state) {
   if (!strstr(s->meta, "# attention: sdpa: ")) fail_msg("the sdpa run's metadata does not name its attention:\n%s", s->meta);
   int at = 0;
   const double loss = worst_column(e, s, "loss", &at);
-  print_message("fp32, sdpa against exact attention: worst relative loss difference %.3g at step %d (tolerance 1e-5)\n",
-                loss, at);
-  assert_true(loss <= 1e-5);
+  print_message("fp32, sdpa against exact attention: worst relative loss difference %.3g at step %d (tolerance %.3g)\n",
+                loss, at, PARITY_FP32_STEPS);
+  assert_true(loss <= PARITY_FP32_STEPS);
   const double norm = worst_column(e, s, "grad_norm", &at);
   print_message("fp32, sdpa against exact attention: worst relative gradient-norm difference %.3g at step %d "
-                "(tolerance 1e-5)\n",
-                norm, at);
-  assert_true(norm <= 1e-5);
+                "(tolerance %.3g)\n",
+                norm, at, PARITY_FP32_STEPS);
+  assert_true(norm <= PARITY_FP32_STEPS);
   hl_table_free(e);
   hl_table_free(s);
 }
@@ -353,10 +344,10 @@ static void test_bf16_steps(void **state) {
   snprintf(args, sizeof args, "--mode amp-bf16 --steps %d --dump-grads %s", STEPS, in("pg-bf16.bin"));
   peer_ok("gpt_peer amp-bf16", args, "parity");
   hl_table *h = steps_of("train", "parity", "amp-bf16"), *p = steps_of("peer", "parity", "amp-bf16");
-  check_losses("amp-bf16", h, p, ldexp(1.0, -8));
+  check_losses("amp-bf16", h, p, PARITY_BF16_LOSS);
   hl_table_free(h);
   hl_table_free(p);
-  check_gradients("amp-bf16", "g-bf16.bin", "pg-bf16.bin", ldexp(1.0, -5));
+  check_gradients("amp-bf16", "g-bf16.bin", "pg-bf16.bin", PARITY_BF16_GRADIENTS);
 }
 
 /* amp-fp16 with the default scaler (2^16, growth interval 2000): no step
@@ -370,10 +361,10 @@ static void test_fp16_steps(void **state) {
   peer_ok("gpt_peer amp-fp16", args, "parity");
   hl_table *h = steps_of("train", "parity", "amp-fp16"), *p = steps_of("peer", "parity", "amp-fp16");
   assert_int_equal(check_scaler_identical("amp-fp16 from 2^16", h, p), 0);
-  check_losses("amp-fp16 from 2^16", h, p, ldexp(1.0, -11));
+  check_losses("amp-fp16 from 2^16", h, p, PARITY_FP16_LOSS);
   hl_table_free(h);
   hl_table_free(p);
-  check_gradients("amp-fp16 (unscaled)", "g-fp16.bin", "pg-fp16.bin", ldexp(1.0, -8));
+  check_gradients("amp-fp16 (unscaled)", "g-fp16.bin", "pg-fp16.bin", PARITY_FP16_GRADIENTS);
 }
 
 /* From a scale of 2^40 every step overflows in fp16 until the scale has
@@ -388,7 +379,7 @@ static void test_fp16_backoff_from_2e40(void **state) {
   hl_table *h = steps_of("train", "backoff", "amp-fp16"), *p = steps_of("peer", "backoff", "amp-fp16");
   const int skipped = check_scaler_identical("amp-fp16 from 2^40", h, p);
   assert_true(skipped >= 10 && skipped < STEPS);
-  check_losses("amp-fp16 from 2^40", h, p, ldexp(1.0, -11));
+  check_losses("amp-fp16 from 2^40", h, p, PARITY_FP16_LOSS);
   hl_table_free(h);
   hl_table_free(p);
 }
@@ -421,16 +412,47 @@ static void test_fp16_injected_nonfinite(void **state) {
     }
   }
   assert_true(grew); /* the growth rule ran too */
-  check_losses("amp-fp16 with injected steps", h, p, ldexp(1.0, -11));
+  check_losses("amp-fp16 with injected steps", h, p, PARITY_FP16_LOSS);
   hl_table_free(h);
   hl_table_free(p);
+}
+
+/* The committed fixture (tests/peers/fixture/, scripts/parity-fixture.sh)
+ * is what the peer computes today: each mode's --record from the fixture's
+ * weights and batches with source.txt's peer options, within the mode's
+ * parity bounds (the same pinned torch; another CPU's kernels may round
+ * differently, within them). */
+static void test_fixture_is_current(void **state) {
+  (void)state;
+  char options[512], steps[16];
+  fixture_value("peer options", options, sizeof options);
+  fixture_value("steps", steps, sizeof steps);
+  static const char *const modes[] = {"fp32", "amp-bf16", "amp-fp16"};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    char file[64], why[1024], label[96];
+    snprintf(file, sizeof file, "record-%s.bin", modes[m]);
+    must(hl_run("'%s' %s --init-weights %s --batches %s %s --steps %s --mode %s --record %s --name fixture --out %s",
+                python, peer(), fixture_file("init.bin"), fixture_file("batches.bin"), options, steps, modes[m],
+                in(file), dir),
+         "gpt_peer --record on the fixture");
+    run_record today, frozen;
+    if (!record_read(in(file), &today, why, sizeof why)) fail_msg("%s", why);
+    snprintf(file, sizeof file, "%s.bin", modes[m]);
+    if (!record_read(fixture_file(file), &frozen, why, sizeof why)) fail_msg("%s", why);
+    snprintf(label, sizeof label, "%s, the peer today against the committed fixture", modes[m]);
+    if (!record_within(label, &today, &frozen, parity_bounds_of(modes[m])))
+      fail_msg("%s: out of bounds: the peer has drifted from tests/peers/fixture/ (scripts/parity-fixture.sh "
+               "writes it again)", modes[m]);
+    record_free(&today);
+    record_free(&frozen);
+  }
 }
 
 static void test_peer_bad_input(void **state) {
   (void)state;
   char *bad = hl_tmpdir();
   /* a missing file, a wrong head count, too many steps, an unknown mode, scaler flags without a scaler, injected
-   * steps past the end or malformed: one line, exit 2, nothing written */
+   * steps past the end or malformed, a --record file in no folder: one line, exit 2, nothing written */
   const char *cases[][2] = {
       {"--init-weights /no/such/file --batches %s --heads 4", "--init-weights"},
       {"--init-weights %s --batches %s --heads 3", "--heads 3 does not divide"},
@@ -441,6 +463,7 @@ static void test_peer_bad_input(void **state) {
       {"--init-weights %s --batches %s --heads 4 --mode amp-fp16 --steps 10 --inject-nonfinite 11",
        "past the last step"},
       {"--init-weights %s --batches %s --heads 4 --mode amp-fp16 --inject-nonfinite 5-3", "--inject-nonfinite"},
+      {"--init-weights %s --batches %s --heads 4 --record /no/such/folder/r.bin", "--record"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char args[4096];
@@ -469,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_fp16_steps),
       cmocka_unit_test(test_fp16_backoff_from_2e40),
       cmocka_unit_test(test_fp16_injected_nonfinite),
+      cmocka_unit_test(test_fixture_is_current),
       cmocka_unit_test(test_peer_bad_input),
   };
   find_peer();

@@ -109,3 +109,69 @@ bool wtensor_diff(const wtensor *a, const wtensor *b, double *max_diff, double *
   *max_abs = ma;
   return true;
 }
+
+double wfile_worst_diff(const wfile *a, const wfile *b, char *worst, size_t len) {
+  double worst_ratio = 0;
+  snprintf(worst, len, "no tensor");
+  if (a->n != b->n) {
+    snprintf(worst, len, "%d tensors against %d", a->n, b->n);
+    return INFINITY;
+  }
+  for (int i = 0; i < a->n; i++) {
+    const wtensor *y = wfile_find(b, a->t[i].name);
+    double d, m;
+    if (!y) {
+      snprintf(worst, len, "%s is missing on one side", a->t[i].name);
+      return INFINITY;
+    }
+    if (!wtensor_diff(&a->t[i], y, &d, &m)) {
+      snprintf(worst, len, "%s: the shapes differ", a->t[i].name);
+      return INFINITY;
+    }
+    const double r = m > 0 ? d / m : d;
+    if (!(r <= worst_ratio)) {
+      worst_ratio = r;
+      snprintf(worst, len, "%s (max |diff| %.3g, max |g| %.3g)", a->t[i].name, d, m);
+    }
+  }
+  return worst_ratio;
+}
+
+wfile *wfile_subset(const wfile *w, const char *prefix) {
+  wfile *s = calloc(1, sizeof *s);
+  if (!s || !(s->t = calloc(w->n ? (size_t)w->n : 1, sizeof *s->t))) {
+    free(s);
+    return NULL;
+  }
+  const size_t skip = strlen(prefix);
+  for (int i = 0; i < w->n; i++) {
+    if (strncmp(w->t[i].name, prefix, skip) != 0) continue;
+    wtensor *t = &s->t[s->n];
+    *t = w->t[i];
+    memmove(t->name, t->name + skip, strlen(t->name + skip) + 1);
+    t->offset = 0;
+    t->values = malloc(4 * (size_t)t->numel + 1);
+    if (!t->values) {
+      wfile_free(s);
+      return NULL;
+    }
+    memcpy(t->values, w->t[i].values, 4 * (size_t)t->numel);
+    s->n++;
+  }
+  return s;
+}
+
+double wfile_relative_l2(const wfile *a, const wfile *b) {
+  double diff = 0, norm = 0;
+  for (int i = 0; i < a->n; i++) {
+    const wtensor *y = wfile_find(b, a->t[i].name);
+    if (!y || y->numel != a->t[i].numel) return INFINITY;
+    for (int64_t k = 0; k < y->numel; k++) {
+      const double d = (double)a->t[i].values[k] - y->values[k];
+      diff += d * d;
+      norm += (double)y->values[k] * y->values[k];
+    }
+  }
+  if (a->n != b->n || isnan(diff)) return INFINITY;
+  return norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+}
