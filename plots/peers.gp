@@ -24,7 +24,7 @@ note = system(sprintf("sed -n 's/^# note: //p' '%s' | head -1 | sed 's/_/\\\\_/g
 load = system(sprintf("sed -n 's/^# load: //p' '%s' | head -1", tin))
 
 # One line per (device, mode, policy): label, halflab median/min/max, PyTorch median/min/max, ratio.
-pairs = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { k = $c[\"mode\"] \",\" ($c[\"omp_wait_policy\"] == \"-\" ? $c[\"device\"] : $c[\"omp_wait_policy\"]); if (!(k in seen)) { seen[k] = 1; key[++n] = k } v[k, $c[\"impl\"]] = $c[\"step_ms_median\"] \",\" $c[\"step_ms_min\"] \",\" $c[\"step_ms_max\"] } END { print \"mode,where,h,hmin,hmax,p,pmin,pmax\"; for (i = 1; i <= n; i++) { k = key[i]; a = ((k, \"halflab\") in v) ? v[k, \"halflab\"] : \"NaN,NaN,NaN\"; b = ((k, \"pytorch\") in v) ? v[k, \"pytorch\"] : \"NaN,NaN,NaN\"; print k \",\" a \",\" b } }' '%s'", tin)
+pairs = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { k = $c[\"mode\"] \",\" ($c[\"omp_wait_policy\"] == \"-\" ? $c[\"device\"] : $c[\"omp_wait_policy\"]); if (!(k in seen)) { seen[k] = 1; key[++n] = k } v[k, $c[\"impl\"]] = $c[\"step_time_ms_median\"] \",\" $c[\"step_time_ms_min\"] \",\" $c[\"step_time_ms_max\"] } END { print \"mode,where,h,hmin,hmax,p,pmin,pmax\"; for (i = 1; i <= n; i++) { k = key[i]; a = ((k, \"halflab\") in v) ? v[k, \"halflab\"] : \"NaN,NaN,NaN\"; b = ((k, \"pytorch\") in v) ? v[k, \"pytorch\"] : \"NaN,NaN,NaN\"; print k \",\" a \",\" b } }' '%s'", tin)
 
 # The loss runs: for each mode, the first comparison run (peers-NAME) that both sides wrote.
 array mode[3] = ['fp32', 'amp-bf16', 'amp-fp16']
@@ -43,8 +43,8 @@ diff(i) = sprintf("< awk -F, 'BEGIN { print \"step,difference\" } FNR == 1 { f++
 
 set datafile separator ','
 set datafile commentschars '#'
-top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step_ms_max\"] > m { m = $c[\"step_ms_max\"] } END { print m + 0 }' '%s'", tin)))
-bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_ms_min\"] < m { m = $c[\"step_ms_min\"] } END { print m + 0 }' '%s'", tin)))
+top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"step_time_ms_max\"] > m { m = $c[\"step_time_ms_max\"] } END { print m + 0 }' '%s'", tin)))
+bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_time_ms_min\"] < m { m = $c[\"step_time_ms_min\"] } END { print m + 0 }' '%s'", tin)))
 
 W = 1900
 H = 920

@@ -59,10 +59,10 @@ STEP_TIMES = hlfiles.Schema(
         C("tokens_per_step", "tokens", INT, None, "batch x accumulation x sequence length", HERE + "read_runs"),
         C("steps", "1", INT, None, "steps the first round ran", HERE + "read_runs"),
         C("timed_steps", "1", INT, None, "steps after the warm-up, over every round", HERE + "summarise"),
-        C("step_ms_min", "ms", REAL, "%.4f", "the fastest timed step", HERE + "summarise"),
-        C("step_ms_median", "ms", REAL, "%.4f", "the median of the rounds' median step times", HERE + "summarise"),
-        C("step_ms_max", "ms", REAL, "%.4f", "the slowest timed step", HERE + "summarise"),
-        C("tokens_per_s", "tokens/s", REAL, "%.6g", "tokens_per_step / step_ms_median", HERE + "summarise"),
+        C("step_time_ms_min", "ms", REAL, "%.4f", "the fastest timed step", HERE + "summarise"),
+        C("step_time_ms_median", "ms", REAL, "%.4f", "the median of the rounds' median step times", HERE + "summarise"),
+        C("step_time_ms_max", "ms", REAL, "%.4f", "the slowest timed step", HERE + "summarise"),
+        C("tokens_per_s", "tokens/s", REAL, "%.6g", "tokens_per_step / step_time_ms_median", HERE + "summarise"),
         C("final_loss", "1", REAL, "%.9g", "the first round's last training loss (its summary's); empty when not "
           "recorded", HERE + "read_runs"),
         C("eval_loss", "1", REAL, "%.9g", "the first round's evaluation loss; empty when not evaluated", HERE + "read_runs"),
@@ -140,9 +140,9 @@ def write_targets(path, meta, rows, onednn_line):
                 missing = "%s %s" % (num if not a else den)
                 out.append(target_row(label, None, limit, "SKIP", "no %s run under %s" % (missing, pol)))
                 continue
-            ratio = float(a["step_ms_median"]) / float(b["step_ms_median"])
+            ratio = float(a["step_time_ms_median"]) / float(b["step_time_ms_median"])
             detail = "%s %s %.1f ms / %s %s %.1f ms (medians of %s and %s rounds)" % (
-                num[0], num[1], float(a["step_ms_median"]), den[0], den[1], float(b["step_ms_median"]), a["rounds"],
+                num[0], num[1], float(a["step_time_ms_median"]), den[0], den[1], float(b["step_time_ms_median"]), a["rounds"],
                 b["rounds"])
             if den[0] == "pytorch":
                 detail += "; PyTorch's attention: %s" % b["attention"]
@@ -211,8 +211,8 @@ def summarise(runs, preset):
         # step times as written (%.4f): the targets' ratios are those of the file's medians
         rows.append(dict(impl=impl, device=device, preset=preset, mode=mode, omp_wait_policy=policy,
                          threads=int(first["threads"]), tokens_per_step=int(first["tokens"]), steps=int(first["steps"]),
-                         timed_steps=len(timed), step_ms_min=float("%.4f" % timed.min()),
-                         step_ms_median=float("%.4f" % med), step_ms_max=float("%.4f" % timed.max()),
+                         timed_steps=len(timed), step_time_ms_min=float("%.4f" % timed.min()),
+                         step_time_ms_median=float("%.4f" % med), step_time_ms_max=float("%.4f" % timed.max()),
                          tokens_per_s=first["tokens"] / (med / 1e3),
                          final_loss=first["final_loss"], eval_loss=first["eval_loss"],
                          load_start=first["load_start"], load_end=last["load_end"], run=run,
@@ -269,13 +269,13 @@ def main(argv):
         write_targets(a.targets, meta, rows, onednn_line)
 
     print("%-8s %-5s %-9s %-8s %7s %12s %14s %12s %12s  %s" % ("impl", "dev", "mode", "policy", "threads",
-                                                                "step_ms_min", "step_ms_median", "step_ms_max",
+                                                                "step_time_ms_min", "step_time_ms_median", "step_time_ms_max",
                                                                 "tokens_per_s", "attention"))
     for r in rows:
         print("%-8s %-5s %-9s %-8s %7d %12.4f %14.4f %12.4f %12.6g  %s" % (
-            r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["threads"], r["step_ms_min"],
-            r["step_ms_median"], r["step_ms_max"], r["tokens_per_s"], r["attention"]))
-    med = {(r["impl"], r["device"], r["mode"], r["omp_wait_policy"]): float(r["step_ms_median"]) for r in rows}
+            r["impl"], r["device"], r["mode"], r["omp_wait_policy"], r["threads"], r["step_time_ms_min"],
+            r["step_time_ms_median"], r["step_time_ms_max"], r["tokens_per_s"], r["attention"]))
+    med = {(r["impl"], r["device"], r["mode"], r["omp_wait_policy"]): float(r["step_time_ms_median"]) for r in rows}
     for (impl, dev, mode, pol), v in sorted(med.items()):
         if impl != "halflab":
             continue

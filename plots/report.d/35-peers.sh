@@ -58,14 +58,14 @@ echo "| implementation | attention | device | preset | mode | OMP_WAIT_POLICY | 
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 table $f '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %.2f | **%.2f** | %.2f | %.0f | %s | %s |\n", $c["impl"],
          '"$attention"', $c["device"], '"$preset"', $c["mode"], $c["omp_wait_policy"], $c["threads"], (("tokens_per_step" in c) ? $c["tokens_per_step"] : "-"),
-         $c["steps"], $c["timed_steps"], $c["step_ms_min"], $c["step_ms_median"], $c["step_ms_max"], $c["tokens_per_s"],
+         $c["steps"], $c["timed_steps"], $c["step_time_ms_min"], $c["step_time_ms_median"], $c["step_time_ms_max"], $c["tokens_per_s"],
          ($c["final_loss"] == "" ? "-" : $c["final_loss"]), ($c["eval_loss"] == "" ? "-" : $c["eval_loss"]) }'
 echo
 echo "PyTorch / halflab median step time per mode (above 1: halflab faster):"
 echo
 echo "| device | preset | mode | OMP_WAIT_POLICY | PyTorch / halflab | goal |"
 echo "|---|---|---|---|---|---|"
-table $f '{ k = $c["device"] SUBSEP '"$preset"' SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_ms_median"]
+table $f '{ k = $c["device"] SUBSEP '"$preset"' SUBSEP $c["mode"] SUBSEP $c["omp_wait_policy"]; m[k, $c["impl"]] = $c["step_time_ms_median"]
          if (!(k in seen)) { seen[k] = 1; key[++n] = k } }
        END { for (i = 1; i <= n; i++) { k = key[i]; if (!((k, "halflab") in m) || !((k, "pytorch") in m)) continue
                split(k, p, SUBSEP); r = m[k, "pytorch"] / m[k, "halflab"]
@@ -78,7 +78,7 @@ echo "Each implementation's mixed-precision step against its own fp32 step (belo
 echo
 echo "| implementation | device | preset | OMP_WAIT_POLICY | amp-bf16 / fp32 | amp-fp16 / fp32 | goal |"
 echo "|---|---|---|---|---|---|---|"
-table $f '{ k = $c["impl"] SUBSEP $c["device"] SUBSEP '"$preset"' SUBSEP $c["omp_wait_policy"]; m[k, $c["mode"]] = $c["step_ms_median"]
+table $f '{ k = $c["impl"] SUBSEP $c["device"] SUBSEP '"$preset"' SUBSEP $c["omp_wait_policy"]; m[k, $c["mode"]] = $c["step_time_ms_median"]
          if (!(k in seen)) { seen[k] = 1; key[++n] = k } }
        function ratio(k, mode) { return ((k, mode) in m && (k, "fp32") in m) ? sprintf("%.3f", m[k, mode] / m[k, "fp32"]) : "-" }
        END { for (i = 1; i <= n; i++) { k = key[i]; if (!((k, "fp32") in m)) continue
@@ -101,7 +101,7 @@ echo "On the CPU, \`default\` is libgomp's own wait policy (idle workers spin fo
 echo "\`passive\` puts them to sleep at once: spinning wins on an idle machine and can lose many times over when other"
 echo "work competes for the cores (halflab-train and the peer both leave the variable to the environment)."
 # PyTorch's CPU amp-fp16 many times its fp32: say why, with the CPU's fp16 features
-slow_fp16=$(table $f '$c["impl"] == "pytorch" && $c["device"] == "cpu" { m[$c["mode"], $c["omp_wait_policy"]] = $c["step_ms_median"] }
+slow_fp16=$(table $f '$c["impl"] == "pytorch" && $c["device"] == "cpu" { m[$c["mode"], $c["omp_wait_policy"]] = $c["step_time_ms_median"] }
        END { for (k in m) { split(k, p, SUBSEP); if (p[1] == "amp-fp16" && (("fp32", p[2]) in m) && m[k] > 3 * m["fp32", p[2]])
                { printf "%.0f", m[k] / m["fp32", p[2]]; exit } } }')
 if [ -n "$slow_fp16" ]; then

@@ -51,9 +51,9 @@ tmp = sys.argv[1]
 _, _, rows = hlfiles.read_csv(os.path.join(tmp, "times.csv"))
 row = {(r["impl"], r["mode"]): r for r in rows}
 f32 = row[("halflab", "fp32")]
-assert float(f32["step_ms_median"]) == 110.0, f32
+assert float(f32["step_time_ms_median"]) == 110.0, f32
 assert f32["rounds"] == "3" and f32["run_medians_ms"] == "100.0;130.0;110.0", f32
-assert float(f32["step_ms_min"]) == 60.0 and float(f32["step_ms_max"]) == 131.0, f32  # the warm-up left out
+assert float(f32["step_time_ms_min"]) == 60.0 and float(f32["step_time_ms_max"]) == 131.0, f32  # the warm-up left out
 assert f32["timed_steps"] == "9" and f32["run"] == "peers-passive", f32
 assert row[("pytorch", "fp32")]["attention"] == "sdpa"
 _, _, targets = hlfiles.read_csv(os.path.join(tmp, "targets.csv"))
@@ -99,8 +99,8 @@ for f in peer_step_times.csv peer_targets.csv peer_skipped.csv; do
 done
 grep -qx '| column | unit | type | meaning | computed in |' "$tmp/columns.md" ||
   { echo "test_step_times: --columns-md has no column table" >&2; exit 1; }
-grep -qx '| `step_ms_median` | ms | real `%.4f` | .* | `bench/peers/step_times.py: summarise` |' "$tmp/columns.md" ||
-  { echo "test_step_times: --columns-md: step_ms_median's row is not as hl_schema_markdown writes it" >&2; exit 1; }
+grep -qx '| `step_time_ms_median` | ms | real `%.4f` | .* | `bench/peers/step_times.py: summarise` |' "$tmp/columns.md" ||
+  { echo "test_step_times: --columns-md: step_time_ms_median's row is not as hl_schema_markdown writes it" >&2; exit 1; }
 # bf16 not on bf16 units: both bf16 targets SKIP, naming why
 rm -rf "$tmp/runs"/*
 UNITS=no run halflab peers-passive-r1 fp32 passive 999 100
