@@ -176,6 +176,26 @@ void hl_row_real(hl_row *r, const char *column, double value) {
   put(r, i, text);
 }
 
+void hl_row_real_long(hl_row *r, const char *column, long double value) {
+  if (isnan(value) || isinf(value)) { /* nan, inf and -inf: written as for a double */
+    hl_row_real(r, column, (double)value);
+    return;
+  }
+  const int i = column_for(r, column, HL_COL_REAL);
+  /* the column's format with the L length modifier: "%.17g" -> "%.17Lg" */
+  const char *fmt = r->schema->columns[i].format ? r->schema->columns[i].format : "%.9g";
+  char long_fmt[32], text[64];
+  const size_t n = strlen(fmt);
+  if (n < 2 || n + 2 > sizeof long_fmt || !strchr("aAeEfFgG", fmt[n - 1]))
+    hl_fatal("%s: column %s: format \"%s\" does not end in a conversion of reals", r->schema->file, column, fmt);
+  snprintf(long_fmt, sizeof long_fmt, "%.*sL%c", (int)(n - 1), fmt, fmt[n - 1]);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  snprintf(text, sizeof text, long_fmt, value);
+#pragma GCC diagnostic pop
+  put(r, i, text);
+}
+
 void hl_row_text(hl_row *r, const char *column, const char *value) {
   const int i = column_for(r, column, HL_COL_TEXT);
   if (!value) hl_fatal("%s: column %s given no text (hl_row_missing says a cell is empty)", r->schema->file, column);

@@ -87,6 +87,9 @@ typedef struct hl_row {
 void hl_row_begin(hl_row *r, const hl_schema *s);
 void hl_row_int(hl_row *r, const char *column, int64_t value);
 void hl_row_real(hl_row *r, const char *column, double value);
+/* A REAL column's value held in a long double (a product exact in 64 bits of
+ * mantissa but not in a double's 53), printed with the column's format. */
+void hl_row_real_long(hl_row *r, const char *column, long double value);
 void hl_row_text(hl_row *r, const char *column, const char *value);
 /* printf-formatted text (still no commas). */
 void hl_row_textf(hl_row *r, const char *column, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

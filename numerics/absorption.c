@@ -16,6 +16,81 @@
 static const hl_dtype arith_formats[] = {HL_F32, HL_F16, HL_BF16};
 #define NARITH 3
 
+/* ----------------------------------------------------------- the tables -- */
+
+static const hl_column absorption_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"case", "", HL_COL_TEXT, NULL,
+     "the addition: 1+0.0001; 1+u (u = half the spacing at 1: a tie); 1+next_above_u; 1+(2^-11+2^-34) (double "
+     "rounding); 1.9+1.9/2100 (the ratio rule)",
+     "numerics/absorption.c: build_cases"},
+    {"format", "", HL_COL_TEXT, NULL, "the format the addition is done in", "numerics/absorption.c: build_cases"},
+    {"rounding", "", HL_COL_TEXT, NULL,
+     "native: operands and sum in the format; fp32_then_round: the sum rounded to fp32, then to the format; "
+     "rounded_once: the exact sum rounded once to the format",
+     "numerics/absorption.c: mode_name"},
+    {"a", "1", HL_COL_REAL, "%.9g", "the first operand as given (fp32)", "numerics/absorption.c: build_cases"},
+    {"b", "1", HL_COL_REAL, "%.9g", "the second operand as given (fp32)", "numerics/absorption.c: build_cases"},
+    {"b_stored", "1", HL_COL_REAL, "%.17g", "b as the addition uses it: rounded to the format when native, else as given",
+     "numerics/absorption.c: view_case"},
+    {"result", "1", HL_COL_REAL, "%.17g", "a + b as the probe kernel computed it", "numerics/absorption.c: run_cases"},
+    {"result_hex", "", HL_COL_TEXT, NULL, "the result's encoding in hex, as wide as the format",
+     "numerics/absorption.c: run_cases"},
+    {"change", "1", HL_COL_REAL, "%.17g", "result minus a as the addition uses it: how far the addition moved a",
+     "numerics/absorption.c: view_case"},
+};
+const hl_schema nx_absorption_schema = {
+    "absorption.csv", "halflab-numerics absorption", "numerics/absorption.c: write_cases",
+    "One row per device and addition: small numbers added to 1 (and to 1.9), and what the sum keeps of them.",
+    HL_SCHEMA_COLUMNS(absorption_columns)};
+
+static const hl_column sweep_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"format", "", HL_COL_TEXT, NULL, "the format of the addition 1 + u", "numerics/absorption.c: sweep"},
+    {"update", "1", HL_COL_REAL, "%.9g", "the intended update u, from 2^-30 to 1 (fp32)", "numerics/absorption.c: sweep"},
+    {"update_stored", "1", HL_COL_REAL, "%.17g", "u rounded to the format", "numerics/absorption.c: sweep"},
+    {"effective_update", "1", HL_COL_REAL, "%.17g", "fl(1 + u) - 1: what the addition kept of u (0: lost entirely)",
+     "numerics/absorption.c: sweep"},
+};
+const hl_schema nx_absorption_sweep_schema = {
+    "absorption_sweep.csv", "halflab-numerics absorption", "numerics/absorption.c: sweep",
+    "One row per device, format and update u: 1 + u in the format, against u.", HL_SCHEMA_COLUMNS(sweep_columns)};
+
+static const hl_column lost_update_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"strategy", "", HL_COL_TEXT, NULL,
+     "how the weight is held: fp16, bf16, fp32_master (fp16 updates), fp16_kahan (Kahan compensation), "
+     "fp16_stochastic (stochastic rounding)",
+     "numerics/absorption.c: lost_update"},
+    {"step", "1", HL_COL_INT, NULL, "updates applied so far (every 100th step is written)",
+     "numerics/absorption.c: lost_update"},
+    {"weight", "1", HL_COL_REAL, "%.17g", "the weight after that many updates of 0.0001, from 1",
+     "numerics/absorption.c: lost_update"},
+    {"exact_weight", "1", HL_COL_REAL, "%.17g", "1 + step x the update as the strategy stores it, computed in double",
+     "numerics/absorption.c: lost_update"},
+};
+const hl_schema nx_lost_update_schema = {
+    "lost_update.csv", "halflab-numerics absorption", "numerics/absorption.c: lost_update",
+    "One row per device, strategy and sampled step of the lost-update experiment: w = 1, then 10000 updates of 0.0001.",
+    HL_SCHEMA_COLUMNS(lost_update_columns)};
+
+static const hl_column harmonic_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"format", "", HL_COL_TEXT, NULL, "the format of the running sum", "numerics/absorption.c: harmonic"},
+    {"stall_n", "1", HL_COL_INT, NULL,
+     "the first n whose term 1/n left the sum unchanged (empty: none within the terms tried)",
+     "numerics/absorption.c: harmonic"},
+    {"terms", "1", HL_COL_INT, NULL, "terms added: stall_n - 1, or all the terms tried", "numerics/absorption.c: harmonic"},
+    {"sum", "1", HL_COL_REAL, "%.17g", "the sum in the format", "numerics/absorption.c: harmonic"},
+    {"sum_hex", "", HL_COL_TEXT, NULL, "the sum's encoding in hex, as wide as the format", "numerics/absorption.c: harmonic"},
+    {"true_sum", "1", HL_COL_REAL, "%.17g", "the same terms summed in double, smallest first",
+     "numerics/absorption.c: harmonic"},
+};
+const hl_schema nx_harmonic_schema = {
+    "harmonic.csv", "halflab-numerics absorption", "numerics/absorption.c: harmonic",
+    "One row per device and format: the harmonic series 1 + 1/2 + 1/3 + ... summed until a term no longer moves the sum.",
+    HL_SCHEMA_COLUMNS(harmonic_columns)};
+
 static const char *mode_name(hl_arith_mode m) {
   return m == HL_ROUND_NATIVE ? "native" : m == HL_ROUND_VIA_FP32 ? "fp32_then_round" : "rounded_once";
 }
@@ -112,14 +187,24 @@ static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
 }
 
 static void write_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bits[NX_MAX_DEVICES][MAX_CASES]) {
-  hl_csv *f = nx_csv_open(c, "absorption.csv", "device,case,format,rounding,a,b,b_stored,result,result_hex,change");
+  hl_csv *f = nx_csv_open(c, &nx_absorption_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < n; i++) {
       add_view v = view_case(&cs[i], bits[d][i]);
       char hex[16];
-      hl_csv_row(f, "%s,%s,%s,%s,%.9g,%.9g,%.17g,%.17g,%s,%.17g", nx_dev_name(c, d), cs[i].id,
-                 hl_dtype_format_name(cs[i].f), mode_name(cs[i].mode), cs[i].a, cs[i].b, v.b_stored, v.result,
-                 nx_hex(cs[i].f, v.bits, hex, sizeof hex), v.change);
+      hl_row_begin(&r, &nx_absorption_schema);
+      hl_row_text(&r, "device", nx_dev_name(c, d));
+      hl_row_text(&r, "case", cs[i].id);
+      hl_row_text(&r, "format", hl_dtype_format_name(cs[i].f));
+      hl_row_text(&r, "rounding", mode_name(cs[i].mode));
+      hl_row_real(&r, "a", cs[i].a);
+      hl_row_real(&r, "b", cs[i].b);
+      hl_row_real(&r, "b_stored", v.b_stored);
+      hl_row_real(&r, "result", v.result);
+      hl_row_text(&r, "result_hex", nx_hex(cs[i].f, v.bits, hex, sizeof hex));
+      hl_row_real(&r, "change", v.change);
+      hl_csv_put(f, &r);
     }
   nx_csv_close(f);
 }
@@ -154,14 +239,19 @@ static void sweep(const nx_ctx *c) {
     nx_report_agreement(c, d, "the sweep", bad, (long)n * NARITH);
   }
 
-  hl_csv *f = nx_csv_open(c, "absorption_sweep.csv", "device,format,update,update_stored,effective_update");
+  hl_csv *f = nx_csv_open(c, &nx_absorption_sweep_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < NARITH; fi++) {
       hl_dtype fm = arith_formats[fi];
       for (int i = 0; i < n; i++) {
-        double stored = hl_format_stored(fm, u[i]);
-        double eff = hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0;
-        hl_csv_row(f, "%s,%s,%.9g,%.17g,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm), u[i], stored, eff);
+        hl_row_begin(&r, &nx_absorption_sweep_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_text(&r, "format", hl_dtype_format_name(fm));
+        hl_row_real(&r, "update", u[i]);
+        hl_row_real(&r, "update_stored", hl_format_stored(fm, u[i]));
+        hl_row_real(&r, "effective_update", hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0);
+        hl_csv_put(f, &r);
       }
     }
   nx_csv_close(f);
@@ -215,13 +305,19 @@ static void lost_update(const nx_ctx *c) {
                         (long)HL_UPDATE_STRATEGIES * (ns + 1));
   }
 
-  hl_csv *f = nx_csv_open(c, "lost_update.csv", "device,strategy,step,weight,exact_weight");
+  hl_csv *f = nx_csv_open(c, &nx_lost_update_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int s = 0; s < HL_UPDATE_STRATEGIES; s++)
       for (uint32_t j = 0; j < ns; j++) {
         uint32_t step = j * p.sample_every;
-        hl_csv_row(f, "%s,%s,%u,%.17g,%.17g", nx_dev_name(c, d), update_id[s], step, tr[d][s * ns + j],
-                   1.0 + step * stored_update[s]);
+        hl_row_begin(&r, &nx_lost_update_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_text(&r, "strategy", update_id[s]);
+        hl_row_int(&r, "step", step);
+        hl_row_real(&r, "weight", tr[d][s * ns + j]);
+        hl_row_real(&r, "exact_weight", 1.0 + step * stored_update[s]);
+        hl_csv_put(f, &r);
       }
   nx_csv_close(f);
   for (int d = 0; d < c->ndev; d++) free(tr[d]);
@@ -259,14 +355,22 @@ static void harmonic(const nx_ctx *c) {
     nx_report_agreement(c, d, "the harmonic series", bad, NARITH);
   }
 
-  hl_csv *f = nx_csv_open(c, "harmonic.csv", "device,format,stall_n,terms,sum,sum_hex,true_sum");
+  hl_csv *f = nx_csv_open(c, &nx_harmonic_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < NARITH; fi++) {
       hl_dtype fm = arith_formats[fi];
       char hex[16];
-      hl_csv_row(f, "%s,%s,%llu,%llu,%.17g,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
-                 (unsigned long long)o[d][fi].stall_n, (unsigned long long)o[d][fi].terms,
-                 hl_format_decode(fm, o[d][fi].sum_bits), nx_hex(fm, o[d][fi].sum_bits, hex, sizeof hex), true_sum[fi]);
+      hl_row_begin(&r, &nx_harmonic_schema);
+      hl_row_text(&r, "device", nx_dev_name(c, d));
+      hl_row_text(&r, "format", hl_dtype_format_name(fm));
+      if (o[d][fi].stall_n) hl_row_int(&r, "stall_n", (int64_t)o[d][fi].stall_n);
+      else hl_row_missing(&r, "stall_n"); /* the sum still grew at its last term */
+      hl_row_int(&r, "terms", (int64_t)o[d][fi].terms);
+      hl_row_real(&r, "sum", hl_format_decode(fm, o[d][fi].sum_bits));
+      hl_row_text(&r, "sum_hex", nx_hex(fm, o[d][fi].sum_bits, hex, sizeof hex));
+      hl_row_real(&r, "true_sum", true_sum[fi]);
+      hl_csv_put(f, &r);
     }
   nx_csv_close(f);
 }

@@ -12,6 +12,60 @@
 
 static const hl_dtype table_order[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
 
+/* ----------------------------------------------------------- the tables -- */
+
+static const hl_column formats_columns[] = {
+    {"format", "", HL_COL_TEXT, NULL, "the format's short name: fp32, tf32, fp16, bf16, e4m3, e5m2",
+     "numerics/formats.c: write_format_table"},
+    {"long_name", "", HL_COL_TEXT, NULL, "the format's full name", "numerics/formats.c: write_format_table"},
+    {"bits", "bits", HL_COL_INT, NULL, "the encoding's width", "numerics/formats.c: write_format_table"},
+    {"sign_bits", "bits", HL_COL_INT, NULL, "the sign field's width (always 1)", "numerics/formats.c: write_format_table"},
+    {"exponent_bits", "bits", HL_COL_INT, NULL, "the exponent field's width", "numerics/formats.c: write_format_table"},
+    {"mantissa_bits", "bits", HL_COL_INT, NULL, "the mantissa field's width (stored bits, without the leading 1)",
+     "numerics/formats.c: write_format_table"},
+    {"bias", "1", HL_COL_INT, NULL, "the exponent bias", "numerics/formats.c: write_format_table"},
+    {"emin", "1", HL_COL_INT, NULL, "the exponent of the smallest normal number", "numerics/formats.c: write_format_table"},
+    {"emax", "1", HL_COL_INT, NULL, "the exponent of the largest finite number", "numerics/formats.c: write_format_table"},
+    {"max_finite", "1", HL_COL_REAL, "%.17g", "the largest finite value", "numerics/formats.c: write_format_table"},
+    {"min_normal", "1", HL_COL_REAL, "%.17g", "the smallest positive normal value", "numerics/formats.c: write_format_table"},
+    {"min_subnormal", "1", HL_COL_REAL, "%.17g", "the smallest positive subnormal value",
+     "numerics/formats.c: write_format_table"},
+    {"epsilon", "1", HL_COL_REAL, "%.17g", "the gap between 1 and the next value", "numerics/formats.c: write_format_table"},
+    {"unit_roundoff", "1", HL_COL_REAL, "%.17g", "epsilon / 2: the largest relative error of rounding to nearest",
+     "numerics/formats.c: write_format_table"},
+    {"has_inf", "1", HL_COL_INT, NULL, "1 when the format has infinities (e4m3 has none), else 0",
+     "numerics/formats.c: write_format_table"},
+};
+const hl_schema nx_formats_schema = {
+    "formats.csv", "halflab-numerics formats", "numerics/formats.c: write_format_table",
+    "One row per format: its fields, range and precision.", HL_SCHEMA_COLUMNS(formats_columns)};
+
+static const hl_column value_columns[] = {
+    {"input", "1", HL_COL_REAL, "%.17g", "X as given (--value), read as a double", "numerics/formats.c: show_value"},
+    {"format", "", HL_COL_TEXT, NULL, "the format X is stored in", "numerics/formats.c: show_value"},
+    {"rounding", "", HL_COL_TEXT, NULL,
+     "how X is rounded: nearest-even; nearest-even saturating or not (fp8); from fp32 then ties-away (tf32 as the "
+     "GPU's cvt.rna makes it)",
+     "numerics/formats.c: show_value"},
+    {"bits_hex", "", HL_COL_TEXT, NULL, "the encoding in hex, as wide as the format", "numerics/formats.c: view_of"},
+    {"sign", "", HL_COL_TEXT, NULL, "the sign bit", "numerics/formats.c: show_value"},
+    {"exponent", "", HL_COL_TEXT, NULL, "the exponent field's bits", "numerics/formats.c: show_value"},
+    {"mantissa", "", HL_COL_TEXT, NULL, "the mantissa field's bits", "numerics/formats.c: show_value"},
+    {"value", "1", HL_COL_REAL, "%.17g", "the value stored", "numerics/formats.c: view_of"},
+    {"class", "", HL_COL_TEXT, NULL, "the stored value's class: zero, subnormal, normal, inf or nan",
+     "numerics/formats.c: view_of"},
+    {"next_below", "1", HL_COL_REAL, "%.17g", "the format's next value below the stored one; empty: none",
+     "numerics/formats.c: view_of"},
+    {"next_above", "1", HL_COL_REAL, "%.17g", "the format's next value above the stored one; empty: none",
+     "numerics/formats.c: view_of"},
+    {"abs_error", "1", HL_COL_REAL, "%.3g", "value - X; empty where X is NaN", "numerics/formats.c: stored_error"},
+    {"rel_error", "1", HL_COL_REAL, "%.3g", "(value - X) / |X| (0 where X is 0); empty where X is NaN",
+     "numerics/formats.c: stored_error"},
+};
+const hl_schema nx_formats_value_schema = {
+    "formats_value.csv", "halflab-numerics formats --value X", "numerics/formats.c: show_value",
+    "One row per format and rounding: X as that format stores it, bit by bit.", HL_SCHEMA_COLUMNS(value_columns)};
+
 static const char *pow2_and_decimal(double v, char *buf, size_t len) {
   char p[32];
   snprintf(buf, len, "%s = %.5g", nx_pow2(v, p, sizeof p), v);
@@ -19,14 +73,27 @@ static const char *pow2_and_decimal(double v, char *buf, size_t len) {
 }
 
 static void write_format_table(const nx_ctx *c) {
-  hl_csv *f = nx_csv_open(c, "formats.csv",
-                          "format,long_name,bits,sign_bits,exponent_bits,mantissa_bits,bias,emin,emax,"
-                          "max_finite,min_normal,min_subnormal,epsilon,unit_roundoff,has_inf");
+  hl_csv *f = nx_csv_open(c, &nx_formats_schema);
+  hl_row r;
   for (size_t i = 0; i < sizeof table_order / sizeof table_order[0]; i++) {
     const hl_format_info *fi = hl_format_get(table_order[i]);
-    hl_csv_row(f, "%s,%s,%d,1,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%d", hl_dtype_format_name(fi->id), fi->long_name,
-               fi->bits, fi->exp_bits, fi->man_bits, fi->bias, fi->emin, fi->emax, fi->max, fi->min_normal,
-               fi->min_subnormal, fi->epsilon, fi->unit_roundoff, fi->has_inf);
+    hl_row_begin(&r, &nx_formats_schema);
+    hl_row_text(&r, "format", hl_dtype_format_name(fi->id));
+    hl_row_text(&r, "long_name", fi->long_name);
+    hl_row_int(&r, "bits", fi->bits);
+    hl_row_int(&r, "sign_bits", 1);
+    hl_row_int(&r, "exponent_bits", fi->exp_bits);
+    hl_row_int(&r, "mantissa_bits", fi->man_bits);
+    hl_row_int(&r, "bias", fi->bias);
+    hl_row_int(&r, "emin", fi->emin);
+    hl_row_int(&r, "emax", fi->emax);
+    hl_row_real(&r, "max_finite", fi->max);
+    hl_row_real(&r, "min_normal", fi->min_normal);
+    hl_row_real(&r, "min_subnormal", fi->min_subnormal);
+    hl_row_real(&r, "epsilon", fi->epsilon);
+    hl_row_real(&r, "unit_roundoff", fi->unit_roundoff);
+    hl_row_bool(&r, "has_inf", fi->has_inf);
+    hl_csv_put(f, &r);
   }
   nx_csv_close(f);
 }
@@ -101,22 +168,32 @@ static value_view view_of(const value_row *r, double x) {
   return v;
 }
 
-/* stored - x, absolute and relative; "-" where x is NaN (no error to speak of). */
+/* value - x, absolute and relative; false where x is NaN (no error to speak of). */
+static bool stored_error(double value, double x, double *abs_error, double *rel_error) {
+  if (isnan(x)) return false;
+  if (isnan(value)) { /* overflow where the format has no inf */
+    *abs_error = *rel_error = NAN;
+  } else if (isinf(value) || isinf(x)) {
+    *abs_error = *rel_error = value == x ? 0 : value > x ? INFINITY : -INFINITY;
+  } else {
+    *abs_error = value - x;
+    *rel_error = x != 0 ? *abs_error / fabs(x) : 0;
+  }
+  return true;
+}
+
+/* The errors for the terminal: "%.3g" as in the CSV, "-" where there is none. */
 static void error_text(double value, double x, char *abs_s, size_t alen, char *rel_s, size_t rlen) {
-  if (isnan(x)) {
+  double abs_error, rel_error;
+  if (!stored_error(value, x, &abs_error, &rel_error)) {
     snprintf(abs_s, alen, "-");
     snprintf(rel_s, rlen, "-");
-  } else if (isnan(value)) { /* overflow where the format has no inf */
+  } else if (isnan(abs_error)) {
     snprintf(abs_s, alen, "nan");
     snprintf(rel_s, rlen, "nan");
-  } else if (isinf(value) || isinf(x)) {
-    snprintf(abs_s, alen, "%s", value == x ? "0" : value > x ? "inf" : "-inf");
-    snprintf(rel_s, rlen, "%s", value == x ? "0" : value > x ? "inf" : "-inf");
   } else {
-    double e = value - x;
-    snprintf(abs_s, alen, "%.3g", e);
-    if (x != 0) snprintf(rel_s, rlen, "%.3g", e / fabs(x));
-    else snprintf(rel_s, rlen, "0");
+    snprintf(abs_s, alen, "%.3g", abs_error);
+    snprintf(rel_s, rlen, "%.3g", rel_error);
   }
 }
 
@@ -144,20 +221,36 @@ static void show_value(const nx_ctx *c, double x) {
   printf("\n  Each format keeps 1 + (mantissa bits) significant bits and rounds the rest to the nearest\n"
          "  value it has (ties to even). error = stored - x; the stored value lies between its neighbours.\n");
 
-  hl_csv *f = nx_csv_open(c, "formats_value.csv",
-                          "input,format,rounding,bits_hex,sign,exponent,mantissa,value,class,next_below,next_above,"
-                          "abs_error,rel_error");
+  hl_csv *f = nx_csv_open(c, &nx_formats_value_schema);
+  hl_row r;
   for (size_t i = 0; i < NROWS; i++) {
-    char bits[64], hex[16], ea[32], er[32];
+    char bits[64], hex[16];
     hl_format_bitstring(rows[i].f, views[i].bits, bits, sizeof bits);
     char *sign = strtok(bits, " "), *exp = strtok(NULL, " "), *man = strtok(NULL, " ");
-    error_text(views[i].value, x, ea, sizeof ea, er, sizeof er);
-    char below[40] = "", above[40] = "";
-    if (views[i].has_below) snprintf(below, sizeof below, "%.17g", views[i].below);
-    if (views[i].has_above) snprintf(above, sizeof above, "%.17g", views[i].above);
-    hl_csv_row(f, "%.17g,%s,%s,%s,%s,%s,%s,%.17g,%s,%s,%s,%s,%s", x, hl_dtype_format_name(rows[i].f), rows[i].rounding,
-               nx_hex(rows[i].f, views[i].bits, hex, sizeof hex), sign, exp, man ? man : "", views[i].value,
-               hl_fclass_name(views[i].cls), below, above, ea, er);
+    hl_row_begin(&r, &nx_formats_value_schema);
+    hl_row_real(&r, "input", x);
+    hl_row_text(&r, "format", hl_dtype_format_name(rows[i].f));
+    hl_row_text(&r, "rounding", rows[i].rounding);
+    hl_row_text(&r, "bits_hex", nx_hex(rows[i].f, views[i].bits, hex, sizeof hex));
+    hl_row_text(&r, "sign", sign);
+    hl_row_text(&r, "exponent", exp);
+    if (man) hl_row_text(&r, "mantissa", man);
+    else hl_row_missing(&r, "mantissa");
+    hl_row_real(&r, "value", views[i].value);
+    hl_row_text(&r, "class", hl_fclass_name(views[i].cls));
+    if (views[i].has_below) hl_row_real(&r, "next_below", views[i].below);
+    else hl_row_missing(&r, "next_below");
+    if (views[i].has_above) hl_row_real(&r, "next_above", views[i].above);
+    else hl_row_missing(&r, "next_above");
+    double abs_error, rel_error;
+    if (stored_error(views[i].value, x, &abs_error, &rel_error)) {
+      hl_row_real(&r, "abs_error", abs_error);
+      hl_row_real(&r, "rel_error", rel_error);
+    } else {
+      hl_row_missing(&r, "abs_error");
+      hl_row_missing(&r, "rel_error");
+    }
+    hl_csv_put(f, &r);
   }
   nx_csv_close(f);
 }

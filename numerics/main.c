@@ -43,6 +43,8 @@ static const char usage_text[] =
     "  --out DIR     output folder (default results/<machine>/, named after the GPU if used)\n"
     "  --quick       smaller sweeps and samples\n"
     "  --seed N      seed of the random streams (stochastic rounding, gradient sample); default 1\n"
+    "  --columns-md  print the columns of every CSV the program writes, as Markdown (unit, type,\n"
+    "                meaning, where each is computed), and write no file; no subcommand\n"
     "  --help        this text\n"
     "  --version     version and git revision\n";
 
@@ -76,33 +78,46 @@ static void choose_devices(const char *request, nx_ctx *c, char *notice, size_t 
   }
 }
 
-/* The tables each subcommand writes (its usage text lists them), locked
- * before it starts. */
+/* The tables each subcommand writes (its usage text lists them), in the
+ * order of the usage text. */
+static const hl_schema *const tables[SUB_ALL][5] = {
+    [SUB_FORMATS] = {&nx_formats_schema, &nx_formats_value_schema},
+    [SUB_OVERFLOW] = {&nx_overflow_schema, &nx_overflow_trajectory_schema},
+    [SUB_ABSORPTION] = {&nx_absorption_schema, &nx_absorption_sweep_schema, &nx_lost_update_schema,
+                        &nx_harmonic_schema},
+    [SUB_SUBNORMAL] = {&nx_subnormal_ladder_schema, &nx_loss_scale_schema, &nx_loss_scale_distribution_schema,
+                       &nx_ftz_schema},
+    [SUB_TOUR] = {&nx_tour_schema},
+};
+
+/* --columns-md: every table's section of docs/columns.md. */
+static void print_columns_markdown(void) {
+  for (int s = 0; s < SUB_ALL; s++)
+    for (int i = 0; i < 5 && tables[s][i]; i++) hl_schema_markdown(tables[s][i], stdout);
+}
+
+/* The tables a run writes, locked before it starts (formats_value.csv only
+ * with --value). */
 static void lock_tables(const nx_ctx *c, subcommand sub, bool formats_value) {
-  static const char *const tables[SUB_ALL][5] = {
-      [SUB_FORMATS] = {"formats.csv"},
-      [SUB_OVERFLOW] = {"overflow.csv", "overflow_trajectory.csv"},
-      [SUB_ABSORPTION] = {"absorption.csv", "absorption_sweep.csv", "lost_update.csv", "harmonic.csv"},
-      [SUB_SUBNORMAL] = {"subnormal_ladder.csv", "loss_scale.csv", "loss_scale_distribution.csv", "ftz.csv"},
-      [SUB_TOUR] = {"tour.csv"},
-  };
   for (int s = 0; s < SUB_ALL; s++)
     if (sub == SUB_ALL || sub == (subcommand)s)
-      for (int i = 0; i < 5 && tables[s][i]; i++) nx_lock_table(c, tables[s][i]);
-  if (formats_value) nx_lock_table(c, "formats_value.csv");
+      for (int i = 0; i < 5 && tables[s][i]; i++)
+        if (tables[s][i] != &nx_formats_value_schema || formats_value) nx_lock_table(c, tables[s][i]->file);
 }
 
 int main(int argc, char **argv) {
   hl_cli_init("halflab-numerics", argc, argv);
-  enum { OPT_VALUE = 256, OPT_COUNT };
+  enum { OPT_VALUE = 256, OPT_COUNT, OPT_COLUMNS_MD };
   static const struct option longopts[] = {
       {"value", required_argument, NULL, OPT_VALUE}, {"count", required_argument, NULL, OPT_COUNT},
+      {"columns-md", no_argument, NULL, OPT_COLUMNS_MD},
       HL_CLI_LONGOPT_DEVICE,                         HL_CLI_LONGOPT_OUT,
       HL_CLI_LONGOPT_QUICK,                          HL_CLI_LONGOPT_SEED,
       HL_CLI_LONGOPT_HELP,                           HL_CLI_LONGOPT_VERSION,
       {NULL, 0, NULL, 0}};
   hl_cli_common common = hl_cli_common_defaults(usage_text);
   const char *value_s = NULL, *count_s = NULL, *seed_s = NULL;
+  bool columns_md = false;
   opterr = 0; /* our own one-line messages */
   int opt;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -114,11 +129,17 @@ int main(int argc, char **argv) {
     switch (opt) {
       case OPT_VALUE: value_s = optarg; break;
       case OPT_COUNT: count_s = optarg; break;
+      case OPT_COLUMNS_MD: columns_md = true; break;
       case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
       default:
         if (optopt) hl_usage_error("unknown option '-%c'", optopt);
         hl_usage_error("unknown option '%s'", argv[optind - 1]);
     }
+  }
+  if (columns_md) {
+    if (optind < argc) hl_usage_error("--columns-md takes no subcommand ('%s' given)", argv[optind]);
+    print_columns_markdown();
+    return 0;
   }
   if (optind >= argc) hl_usage_error("no subcommand given (formats, overflow, absorption, subnormal, tour or all)");
   subcommand sub = parse_subcommand(argv[optind]);

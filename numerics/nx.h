@@ -36,6 +36,23 @@ int nx_absorption(const nx_ctx *c);
 int nx_subnormal(const nx_ctx *c);
 int nx_tour(const nx_ctx *c);
 
+/* ------------------------------------------------------------ schemas -- */
+
+/* Each CSV the program writes, described once (cli/schema.h): the table
+ * writes its header, its "# units:" line, every row and its section of
+ * docs/columns.md. Defined next to the code that fills them. */
+extern const hl_schema nx_formats_schema, nx_formats_value_schema;                    /* formats.c */
+extern const hl_schema nx_overflow_schema, nx_overflow_trajectory_schema;             /* overflow.c */
+extern const hl_schema nx_absorption_schema, nx_absorption_sweep_schema, nx_lost_update_schema,
+    nx_harmonic_schema;                                                                /* absorption.c */
+extern const hl_schema nx_subnormal_ladder_schema, nx_loss_scale_schema, nx_loss_scale_distribution_schema,
+    nx_ftz_schema;                                                                     /* subnormal.c */
+extern const hl_schema nx_tour_schema;                                                 /* tour.c */
+
+/* The columns every probe's table starts with. */
+#define NX_DEVICE_COLUMN \
+  {"device", "", HL_COL_TEXT, NULL, "where the probe ran: cpu or cuda", "numerics/nx_util.c: nx_dev_name"}
+
 /* ------------------------------------------------------------ helpers -- */
 
 const char *nx_dev_name(const nx_ctx *c, int d);   /* "cpu", "cuda" (CSV device column) */
@@ -47,8 +64,10 @@ const char *nx_dev_label(const nx_ctx *c, int d);  /* "cpu (Intel Xeon ...)" for
  * nx_csv_open locks any other before writing it. */
 void nx_lock_table(const nx_ctx *c, const char *name);
 
-/* A CSV table in the output folder; I/O failure is fatal (exit 1). */
-hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header);
+/* The table schema s describes (cli/schema.h), in the output folder: its
+ * metadata, "# units:" line and header; rows go in with hl_csv_put. I/O
+ * failure is fatal (exit 1). */
+hl_csv *nx_csv_open(const nx_ctx *c, const hl_schema *s);
 void nx_csv_close(hl_csv *f);
 
 /* Display of a value held in format f: "%.9g" (every fp32 value reads back

@@ -35,10 +35,10 @@ void nx_lock_table(const nx_ctx *c, const char *name) {
   snprintf(locked[n_locked++], sizeof locked[0], "%s", name);
 }
 
-hl_csv *nx_csv_open(const nx_ctx *c, const char *name, const char *header) {
+hl_csv *nx_csv_open(const nx_ctx *c, const hl_schema *s) {
   char err[4200];
-  nx_lock_table(c, name);
-  hl_csv *f = hl_csv_open(c->outdir, name, header, HL_CSV_TABLE, err, sizeof err);
+  nx_lock_table(c, s->file);
+  hl_csv *f = hl_csv_open_schema(c->outdir, NULL, s, HL_CSV_TABLE, err, sizeof err);
   if (!f) hl_fatal("%s", err);
   return f;
 }

@@ -21,6 +21,60 @@ static const char *strategy_label[HL_SUM_STRATEGIES] = {
 
 #define TRAJECTORY_POINTS 4096 /* at most this many steps (+ step 0) in the trajectory */
 
+/* ----------------------------------------------------------- the tables -- */
+
+#define STRATEGY_MEANING                                                                                         \
+  "how the sum is taken: fp16_sequential; fp16_pairwise (a tree); fp16_kahan (Kahan-compensated); "              \
+  "fp32_acc_fp16_result (fp16 data, fp32 accumulator, the result rounded to fp16); fp32; bf16_sequential; "      \
+  "bf16_pairwise"
+
+static const hl_column overflow_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"count", "1", HL_COL_INT, NULL, "how many copies of the value are summed (--count)", "numerics/overflow.c: nx_overflow"},
+    {"value", "1", HL_COL_REAL, "%.9g", "the value summed, as given (fp32; --value)", "numerics/overflow.c: nx_overflow"},
+    {"strategy", "", HL_COL_TEXT, NULL, STRATEGY_MEANING, "numerics/overflow.c: write_outcomes"},
+    {"format", "", HL_COL_TEXT, NULL, "the format of the strategy's result", "numerics/overflow.c: write_outcomes"},
+    {"addend", "1", HL_COL_REAL, "%.17g", "the value as the strategy stores it (rounded to its format)",
+     "numerics/overflow.c: write_outcomes"},
+    {"exact_sum", "1", HL_COL_REAL, "%.17g", "count x addend, computed exactly", "numerics/overflow.c: write_outcomes"},
+    {"result", "1", HL_COL_REAL, "%.17g", "the sum as the probe kernel computed it (inf or nan where it overflowed)",
+     "numerics/overflow.c: nx_overflow"},
+    {"result_hex", "", HL_COL_TEXT, NULL, "the result's encoding in hex, as wide as the format",
+     "numerics/overflow.c: nx_overflow"},
+    {"first_lost_add", "1", HL_COL_INT, NULL,
+     "the first element (counted from 1) that left the running sum unchanged; empty: none did",
+     "numerics/overflow.c: nx_overflow"},
+    {"total_at_lost", "1", HL_COL_REAL, "%.17g", "the running sum that element met; empty: none was lost",
+     "numerics/overflow.c: nx_overflow"},
+    {"first_overflow_add", "1", HL_COL_INT, NULL,
+     "the first element after which the running sum was inf or NaN; empty: it stayed finite",
+     "numerics/overflow.c: nx_overflow"},
+    {"total_before_overflow", "1", HL_COL_REAL, "%.17g", "the running sum before that element; empty: it stayed finite",
+     "numerics/overflow.c: nx_overflow"},
+    {"first_nan_add", "1", HL_COL_INT, NULL, "the first element after which the running sum was NaN; empty: never",
+     "numerics/overflow.c: nx_overflow"},
+};
+const hl_schema nx_overflow_schema = {
+    "overflow.csv", "halflab-numerics overflow", "numerics/overflow.c: write_outcomes",
+    "One row per device, case (count x value) and strategy: the sum, and the elements at which it first lost an add, "
+    "overflowed and became NaN.",
+    HL_SCHEMA_COLUMNS(overflow_columns)};
+
+static const hl_column trajectory_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"count", "1", HL_COL_INT, NULL, "how many copies of the value are summed (--count)", "numerics/overflow.c: nx_overflow"},
+    {"value", "1", HL_COL_REAL, "%.9g", "the value summed, as given (fp32; --value)", "numerics/overflow.c: nx_overflow"},
+    {"strategy", "", HL_COL_TEXT, NULL, STRATEGY_MEANING, "numerics/overflow.c: write_trajectory"},
+    {"adds", "1", HL_COL_INT, NULL, "elements added so far (every one up to 4096, else 4096 points evenly spread)",
+     "numerics/overflow.c: sample_points"},
+    {"running_sum", "1", HL_COL_REAL, "%.17g", "the strategy's sum after that many elements (inf or nan once it overflowed)",
+     "numerics/overflow.c: nx_overflow"},
+};
+const hl_schema nx_overflow_trajectory_schema = {
+    "overflow_trajectory.csv", "halflab-numerics overflow", "numerics/overflow.c: write_trajectory",
+    "One row per device, strategy and sampled element of the first case: the running sum along the way.",
+    HL_SCHEMA_COLUMNS(trajectory_columns)};
+
 typedef struct {
   uint64_t count;
   float value;
@@ -153,6 +207,64 @@ static int sample_points(uint64_t count, uint64_t **at) {
   return (int)(m + 1);
 }
 
+/* An event's element (0: it did not happen) and the running sum it met. */
+static void put_event(hl_row *r, const char *at_column, uint64_t at, const char *total_column, double total) {
+  if (!at) {
+    hl_row_missing(r, at_column);
+    if (total_column) hl_row_missing(r, total_column);
+    return;
+  }
+  hl_row_int(r, at_column, (int64_t)at);
+  if (total_column) hl_row_real(r, total_column, total);
+}
+
+static void write_outcomes(const nx_ctx *c, const sum_case *cases, int ncases, sum_result res[][NX_MAX_DEVICES]) {
+  hl_csv *f = nx_csv_open(c, &nx_overflow_schema);
+  hl_row r;
+  for (int d = 0; d < c->ndev; d++)
+    for (int i = 0; i < ncases; i++)
+      for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
+        const hl_sum_outcome *o = &res[i][d].out[s];
+        hl_dtype fm = hl_sum_format((hl_sum_strategy)s);
+        double vf = hl_format_stored(fm, cases[i].value);
+        char hex[16];
+        hl_row_begin(&r, &nx_overflow_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_int(&r, "count", (int64_t)cases[i].count);
+        hl_row_real(&r, "value", cases[i].value);
+        hl_row_text(&r, "strategy", strategy_id[s]);
+        hl_row_text(&r, "format", hl_dtype_format_name(fm));
+        hl_row_real(&r, "addend", vf);
+        hl_row_real_long(&r, "exact_sum", (long double)cases[i].count * vf); /* up to 55 bits */
+        hl_row_real(&r, "result", hl_format_decode(fm, o->result_bits));
+        hl_row_text(&r, "result_hex", nx_hex(fm, o->result_bits, hex, sizeof hex));
+        put_event(&r, "first_lost_add", o->first_lost, "total_at_lost", o->total_at_lost);
+        put_event(&r, "first_overflow_add", o->first_overflow, "total_before_overflow", o->total_before_overflow);
+        put_event(&r, "first_nan_add", o->first_nan, NULL, 0);
+        hl_csv_put(f, &r);
+      }
+  nx_csv_close(f);
+}
+
+/* The first case's running sums at the sampled elements `at`. */
+static void write_trajectory(const nx_ctx *c, const sum_case *sc, const sum_result *res, const uint64_t *at, int ns) {
+  hl_csv *f = nx_csv_open(c, &nx_overflow_trajectory_schema);
+  hl_row r;
+  for (int d = 0; d < c->ndev; d++)
+    for (int s = 0; s < HL_SUM_STRATEGIES; s++)
+      for (int j = 0; j < ns; j++) {
+        hl_row_begin(&r, &nx_overflow_trajectory_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_int(&r, "count", (int64_t)sc->count);
+        hl_row_real(&r, "value", sc->value);
+        hl_row_text(&r, "strategy", strategy_id[s]);
+        hl_row_int(&r, "adds", (int64_t)at[j]);
+        hl_row_real(&r, "running_sum", res[d].traj[s * ns + j]);
+        hl_csv_put(f, &r);
+      }
+  nx_csv_close(f);
+}
+
 int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
   sum_case cases[3];
   int ncases = 0;
@@ -202,32 +314,8 @@ int nx_overflow(const nx_ctx *c, const nx_overflow_opts *opts) {
     }
   }
 
-  hl_csv *f = nx_csv_open(c, "overflow.csv",
-                          "device,count,value,strategy,format,addend,exact_sum,result,result_hex,first_lost_add,"
-                          "total_at_lost,first_overflow_add,total_before_overflow,first_nan_add");
-  for (int d = 0; d < c->ndev; d++)
-    for (int i = 0; i < ncases; i++)
-      for (int s = 0; s < HL_SUM_STRATEGIES; s++) {
-        const hl_sum_outcome *o = &res[i][d].out[s];
-        hl_dtype fm = hl_sum_format((hl_sum_strategy)s);
-        double vf = hl_format_stored(fm, cases[i].value);
-        char hex[16];
-        hl_csv_row(f, "%s,%llu,%.9g,%s,%s,%.17g,%.17Lg,%.17g,%s,%llu,%.17g,%llu,%.17g,%llu", nx_dev_name(c, d),
-                   (unsigned long long)cases[i].count, cases[i].value, strategy_id[s], hl_dtype_format_name(fm), vf,
-                   (long double)cases[i].count * vf, hl_format_decode(fm, o->result_bits),
-                   nx_hex(fm, o->result_bits, hex, sizeof hex), (unsigned long long)o->first_lost, o->total_at_lost,
-                   (unsigned long long)o->first_overflow, o->total_before_overflow, (unsigned long long)o->first_nan);
-      }
-  nx_csv_close(f);
-
-  f = nx_csv_open(c, "overflow_trajectory.csv", "device,count,value,strategy,adds,running_sum");
-  for (int d = 0; d < c->ndev; d++)
-    for (int s = 0; s < HL_SUM_STRATEGIES; s++)
-      for (int j = 0; j < ns; j++)
-        hl_csv_row(f, "%s,%llu,%.9g,%s,%llu,%.17g", nx_dev_name(c, d), (unsigned long long)cases[0].count,
-                   cases[0].value, strategy_id[s], (unsigned long long)at[j], res[0][d].traj[s * ns + j]);
-  nx_csv_close(f);
-
+  write_outcomes(c, cases, ncases, res);
+  write_trajectory(c, &cases[0], res[0], at, ns);
   for (int d = 0; d < c->ndev; d++) free(res[0][d].traj);
   free(at);
   return 0;

@@ -14,6 +14,91 @@
 #include "formats/philox.h"
 #include "numerics/nx.h"
 
+/* ----------------------------------------------------------- the tables -- */
+
+static const hl_column ladder_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"format", "", HL_COL_TEXT, NULL, "fp16 or bf16", "numerics/subnormal.c: ladder"},
+    {"series", "", HL_COL_TEXT, NULL, "which rungs: 2^-k, 1.5*2^-k or 4/3*2^-k", "numerics/subnormal.c: rung"},
+    {"k", "1", HL_COL_INT, NULL, "the rung's exponent, 10 to 26", "numerics/subnormal.c: ladder"},
+    {"x", "1", HL_COL_REAL, "%.17g", "the value stored (fp32)", "numerics/subnormal.c: rung"},
+    {"stored", "1", HL_COL_REAL, "%.17g", "x as the probe kernel converted it to the format",
+     "numerics/subnormal.c: ladder"},
+    {"stored_hex", "", HL_COL_TEXT, NULL, "the stored encoding in hex, as wide as the format", "numerics/subnormal.c: ladder"},
+    {"class", "", HL_COL_TEXT, NULL, "the stored value's class: zero, subnormal, normal, inf or nan",
+     "numerics/subnormal.c: ladder"},
+    {"rel_error", "1", HL_COL_REAL, "%.17g", "|stored - x| / x", "numerics/subnormal.c: rel_error"},
+};
+const hl_schema nx_subnormal_ladder_schema = {
+    "subnormal_ladder.csv", "halflab-numerics subnormal", "numerics/subnormal.c: ladder",
+    "One row per device, format, series and k: x = 2^-k, 1.5 x 2^-k or (4/3) x 2^-k stored in fp16 or bf16.",
+    HL_SCHEMA_COLUMNS(ladder_columns)};
+
+static const hl_column loss_scale_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"format", "", HL_COL_TEXT, NULL, "the format the scaled gradient is stored in: fp16 or bf16",
+     "numerics/subnormal.c: loss_scale"},
+    {"gradient", "1", HL_COL_REAL, "%.9g", "the gradient, 1e-3 to 1e-10 (fp32)", "numerics/subnormal.c: loss_scale"},
+    {"scale_log2", "1", HL_COL_INT, NULL, "s, where the loss scale S is 2^s (0 to 32)", "numerics/subnormal.c: loss_scale"},
+    {"scale", "1", HL_COL_INT, NULL, "the loss scale S = 2^s", "numerics/subnormal.c: loss_scale"},
+    {"scaled", "1", HL_COL_REAL, "%.17g", "gradient x S, computed in fp32 and rounded to the format by the probe kernel",
+     "numerics/subnormal.c: scale_all"},
+    {"scaled_hex", "", HL_COL_TEXT, NULL, "the scaled gradient's encoding in hex, as wide as the format",
+     "numerics/subnormal.c: scale_all"},
+    {"class", "", HL_COL_TEXT, NULL, "the scaled gradient's class: zero, subnormal, normal, inf or nan",
+     "numerics/subnormal.c: loss_scale"},
+    {"unscaled_rel_error", "1", HL_COL_REAL, "%.17g", "|scaled / S - gradient| / gradient: what storing it cost",
+     "numerics/subnormal.c: rel_error"},
+};
+const hl_schema nx_loss_scale_schema = {
+    "loss_scale.csv", "halflab-numerics subnormal", "numerics/subnormal.c: loss_scale",
+    "One row per device, format, gradient and loss scale: the gradient multiplied by S and stored.",
+    HL_SCHEMA_COLUMNS(loss_scale_columns)};
+
+static const hl_column distribution_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"scale_log2", "1", HL_COL_INT, NULL, "s, where the loss scale S is 2^s (0 to 32)",
+     "numerics/subnormal.c: loss_scale_distribution"},
+    {"scale", "1", HL_COL_INT, NULL, "the loss scale S = 2^s", "numerics/subnormal.c: loss_scale_distribution"},
+    {"gradients", "1", HL_COL_INT, NULL, "how many gradients the sample holds (65536; 4096 with --quick)",
+     "numerics/subnormal.c: loss_scale_distribution"},
+    {"frac_zero", "1", HL_COL_REAL, "%.17g", "the share of the sample that is 0 in fp16 after scaling by S",
+     "numerics/subnormal.c: loss_scale_distribution"},
+    {"frac_subnormal", "1", HL_COL_REAL, "%.17g", "the share that is subnormal in fp16",
+     "numerics/subnormal.c: loss_scale_distribution"},
+    {"frac_normal", "1", HL_COL_REAL, "%.17g", "the share that is normal in fp16",
+     "numerics/subnormal.c: loss_scale_distribution"},
+    {"frac_overflow", "1", HL_COL_REAL, "%.17g", "the share that overflowed to inf",
+     "numerics/subnormal.c: loss_scale_distribution"},
+};
+const hl_schema nx_loss_scale_distribution_schema = {
+    "loss_scale_distribution.csv", "halflab-numerics subnormal", "numerics/subnormal.c: loss_scale_distribution",
+    "One row per device and loss scale: a sample of gradients spread evenly in log2 over [2^-40, 2^-8], multiplied "
+    "by S in fp16, by class.",
+    HL_SCHEMA_COLUMNS(distribution_columns)};
+
+static const hl_column ftz_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"build", "", HL_COL_TEXT, NULL,
+     "the arithmetic's variant on that device: on the CPU with and without the FTZ/DAZ bits, on a GPU fp32 with "
+     "and without -ftz=true",
+     "numerics/subnormal.c: flush_to_zero"},
+    {"format", "", HL_COL_TEXT, NULL, "the format of the operation", "numerics/subnormal.c: flush_to_zero"},
+    {"operation", "", HL_COL_TEXT, NULL, "the operation, whose exact result (or an input) is subnormal",
+     "numerics/subnormal.c: flush_to_zero"},
+    {"expected", "1", HL_COL_REAL, "%.17g", "the exact result rounded to the format", "numerics/subnormal.c: exact_of"},
+    {"result", "1", HL_COL_REAL, "%.17g", "the result the probe kernel computed", "numerics/subnormal.c: flush_to_zero"},
+    {"result_hex", "", HL_COL_TEXT, NULL, "the result's encoding in hex, as wide as the format",
+     "numerics/subnormal.c: flush_to_zero"},
+    {"flushed", "1", HL_COL_INT, NULL, "1 when the result is 0 and the expected one is not, else 0",
+     "numerics/subnormal.c: flush_to_zero"},
+};
+const hl_schema nx_ftz_schema = {
+    "ftz.csv", "halflab-numerics subnormal", "numerics/subnormal.c: flush_to_zero",
+    "One row per device, variant and operation (a variant the device lacks has no rows): is a subnormal result kept "
+    "or flushed to zero?",
+    HL_SCHEMA_COLUMNS(ftz_columns)};
+
 /* --------------------------------------------------------------- ladder -- */
 
 #define K_MIN 10
@@ -68,7 +153,8 @@ static void ladder(const nx_ctx *c) {
     nx_report_agreement(c, d, "the ladder", bad, 2L * NSERIES * NK);
   }
 
-  hl_csv *f = nx_csv_open(c, "subnormal_ladder.csv", "device,format,series,k,x,stored,stored_hex,class,rel_error");
+  hl_csv *f = nx_csv_open(c, &nx_subnormal_ladder_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < 2; fi++)
       for (int s = 0; s < NSERIES; s++)
@@ -77,9 +163,17 @@ static void ladder(const nx_ctx *c) {
           hl_dtype fm = ladder_formats[fi];
           double v = hl_format_decode(fm, out[d][fi][i]);
           char hex[16];
-          hl_csv_row(f, "%s,%s,%s,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
-                     series_name[s], k, (double)x[i], v, nx_hex(fm, out[d][fi][i], hex, sizeof hex),
-                     hl_fclass_name(hl_format_classify(fm, out[d][fi][i])), rel_error(v, x[i]));
+          hl_row_begin(&r, &nx_subnormal_ladder_schema);
+          hl_row_text(&r, "device", nx_dev_name(c, d));
+          hl_row_text(&r, "format", hl_dtype_format_name(fm));
+          hl_row_text(&r, "series", series_name[s]);
+          hl_row_int(&r, "k", k);
+          hl_row_real(&r, "x", (double)x[i]);
+          hl_row_real(&r, "stored", v);
+          hl_row_text(&r, "stored_hex", nx_hex(fm, out[d][fi][i], hex, sizeof hex));
+          hl_row_text(&r, "class", hl_fclass_name(hl_format_classify(fm, out[d][fi][i])));
+          hl_row_real(&r, "rel_error", rel_error(v, x[i]));
+          hl_csv_put(f, &r);
         }
   nx_csv_close(f);
 }
@@ -135,8 +229,8 @@ static void loss_scale(const nx_ctx *c) {
     nx_report_agreement(c, d, "the loss-scale table", bad, 2L * NGRAD * NS);
   }
 
-  hl_csv *f = nx_csv_open(c, "loss_scale.csv",
-                          "device,format,gradient,scale_log2,scale,scaled,scaled_hex,class,unscaled_rel_error");
+  hl_csv *f = nx_csv_open(c, &nx_loss_scale_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
     for (int fi = 0; fi < 2; fi++)
       for (int g = 0; g < NGRAD; g++)
@@ -145,9 +239,17 @@ static void loss_scale(const nx_ctx *c) {
           uint32_t bits = out[d][fi][g * NS + s];
           double v = hl_format_decode(fm, bits), unscaled = ldexp(v, -s);
           char hex[16];
-          hl_csv_row(f, "%s,%s,%.9g,%d,%.17g,%.17g,%s,%s,%.17g", nx_dev_name(c, d), hl_dtype_format_name(fm),
-                     gradients[g], s, ldexp(1.0, s), v, nx_hex(fm, bits, hex, sizeof hex),
-                     hl_fclass_name(hl_format_classify(fm, bits)), rel_error(unscaled, gradients[g]));
+          hl_row_begin(&r, &nx_loss_scale_schema);
+          hl_row_text(&r, "device", nx_dev_name(c, d));
+          hl_row_text(&r, "format", hl_dtype_format_name(fm));
+          hl_row_real(&r, "gradient", gradients[g]);
+          hl_row_int(&r, "scale_log2", s);
+          hl_row_int(&r, "scale", INT64_C(1) << s);
+          hl_row_real(&r, "scaled", v);
+          hl_row_text(&r, "scaled_hex", nx_hex(fm, bits, hex, sizeof hex));
+          hl_row_text(&r, "class", hl_fclass_name(hl_format_classify(fm, bits)));
+          hl_row_real(&r, "unscaled_rel_error", rel_error(unscaled, gradients[g]));
+          hl_csv_put(f, &r);
         }
   nx_csv_close(f);
 }
@@ -202,12 +304,21 @@ static void loss_scale_distribution(const nx_ctx *c) {
     nx_report_agreement(c, d, "the gradient sample's classes", bad, NS * 4L);
   }
 
-  hl_csv *f = nx_csv_open(c, "loss_scale_distribution.csv",
-                          "device,scale_log2,scale,gradients,frac_zero,frac_subnormal,frac_normal,frac_overflow");
+  hl_csv *f = nx_csv_open(c, &nx_loss_scale_distribution_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++)
-    for (int s = 0; s < NS; s++)
-      hl_csv_row(f, "%s,%d,%.17g,%zu,%.17g,%.17g,%.17g,%.17g", nx_dev_name(c, d), s, ldexp(1.0, s), n, frac[d][s][0],
-                 frac[d][s][1], frac[d][s][2], frac[d][s][3]);
+    for (int s = 0; s < NS; s++) {
+      hl_row_begin(&r, &nx_loss_scale_distribution_schema);
+      hl_row_text(&r, "device", nx_dev_name(c, d));
+      hl_row_int(&r, "scale_log2", s);
+      hl_row_int(&r, "scale", INT64_C(1) << s);
+      hl_row_int(&r, "gradients", (int64_t)n);
+      hl_row_real(&r, "frac_zero", frac[d][s][0]);
+      hl_row_real(&r, "frac_subnormal", frac[d][s][1]);
+      hl_row_real(&r, "frac_normal", frac[d][s][2]);
+      hl_row_real(&r, "frac_overflow", frac[d][s][3]);
+      hl_csv_put(f, &r);
+    }
   nx_csv_close(f);
   free(g), free(out), free(frac);
 }
@@ -250,7 +361,8 @@ static void flush_to_zero(const nx_ctx *c) {
   for (int d = 0; d < c->ndev; d++)
     for (int v = 0; v < 2; v++) have[d][v] = c->k[d]->subnormals(v, cases, out[d][v], NFTZ);
 
-  hl_csv *f = nx_csv_open(c, "ftz.csv", "device,build,format,operation,expected,result,result_hex,flushed");
+  hl_csv *f = nx_csv_open(c, &nx_ftz_schema);
+  hl_row r;
   for (int d = 0; d < c->ndev; d++) {
     const char *const *names = c->k[d]->variant_names;
     nx_heading("flush to zero: are subnormal results kept? on %s", nx_dev_label(c, d));
@@ -275,9 +387,16 @@ static void flush_to_zero(const nx_ctx *c) {
       for (int i = 0; i < NFTZ; i++) {
         double want = exact_of(&ftz_cases[i]), got = hl_format_decode(ftz_cases[i].f, out[d][v][i]);
         char hex[16];
-        hl_csv_row(f, "%s,%s,%s,%s,%.17g,%.17g,%s,%d", nx_dev_name(c, d), names[v], hl_dtype_format_name(ftz_cases[i].f),
-                   ftz_cases[i].label, want, got, nx_hex(ftz_cases[i].f, out[d][v][i], hex, sizeof hex),
-                   got == 0 && want != 0);
+        hl_row_begin(&r, &nx_ftz_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_text(&r, "build", names[v]);
+        hl_row_text(&r, "format", hl_dtype_format_name(ftz_cases[i].f));
+        hl_row_text(&r, "operation", ftz_cases[i].label);
+        hl_row_real(&r, "expected", want);
+        hl_row_real(&r, "result", got);
+        hl_row_text(&r, "result_hex", nx_hex(ftz_cases[i].f, out[d][v][i], hex, sizeof hex));
+        hl_row_bool(&r, "flushed", got == 0 && want != 0);
+        hl_csv_put(f, &r);
       }
     }
   }

@@ -22,6 +22,21 @@ typedef struct {
   int n;
 } demo;
 
+static const hl_column tour_columns[] = {
+    NX_DEVICE_COLUMN,
+    {"demo", "1", HL_COL_INT, NULL, "the demonstration's number, 1 to 5, in the order the tour shows them",
+     "numerics/tour.c: nx_tour"},
+    {"title", "", HL_COL_TEXT, NULL, "the demonstration's title, up to its colon", "numerics/tour.c: nx_tour"},
+    {"what", "", HL_COL_TEXT, NULL, "the line of the demonstration: the value or the way of computing it",
+     "numerics/tour.c: add_line"},
+    {"format", "", HL_COL_TEXT, NULL, "the format of the result", "numerics/tour.c: add_line"},
+    {"result", "1", HL_COL_REAL, "%.17g", "the result as the probe kernels computed it", "numerics/tour.c: nx_tour"},
+    {"result_hex", "", HL_COL_TEXT, NULL, "the result's encoding in hex, as wide as the format", "numerics/tour.c: nx_tour"},
+};
+const hl_schema nx_tour_schema = {
+    "tour.csv", "halflab-numerics tour", "numerics/tour.c: write_tour",
+    "One row per device, demonstration and line of the tour.", HL_SCHEMA_COLUMNS(tour_columns)};
+
 static void add_line(demo *dm, const char *what, hl_dtype f) {
   dm->line[dm->n].what = what;
   dm->line[dm->n].f = f;
@@ -50,6 +65,29 @@ static void print_demo(const nx_ctx *c, int number, const demo *dm) {
     printf("\n");
   }
   nx_print_wrapped("   why: ", 8, 100, dm->why);
+}
+
+static void write_tour(const nx_ctx *c, const demo *demos, int ndemos) {
+  hl_csv *f = nx_csv_open(c, &nx_tour_schema);
+  hl_row r;
+  for (int d = 0; d < c->ndev; d++)
+    for (int i = 0; i < ndemos; i++)
+      for (int j = 0; j < demos[i].n; j++) {
+        const tour_line *l = &demos[i].line[j];
+        char hex[16], title[96];
+        /* the title up to its colon, without commas: CSV cells are never quoted */
+        snprintf(title, sizeof title, "%.*s", (int)strcspn(demos[i].title, ":"), demos[i].title);
+        hl_row_begin(&r, &nx_tour_schema);
+        hl_row_text(&r, "device", nx_dev_name(c, d));
+        hl_row_int(&r, "demo", i + 1);
+        hl_row_text(&r, "title", title);
+        hl_row_text(&r, "what", l->what);
+        hl_row_text(&r, "format", hl_dtype_format_name(l->f));
+        hl_row_real(&r, "result", hl_format_decode(l->f, l->bits[d]));
+        hl_row_text(&r, "result_hex", nx_hex(l->f, l->bits[d], hex, sizeof hex));
+        hl_csv_put(f, &r);
+      }
+  nx_csv_close(f);
 }
 
 int nx_tour(const nx_ctx *c) {
@@ -144,17 +182,6 @@ int nx_tour(const nx_ctx *c) {
   printf("\n");
   for (int i = 0; i < 5; i++) print_demo(c, i + 1, &demos[i]);
 
-  hl_csv *f = nx_csv_open(c, "tour.csv", "device,demo,title,what,format,result,result_hex");
-  for (int d = 0; d < c->ndev; d++)
-    for (int i = 0; i < 5; i++)
-      for (int j = 0; j < demos[i].n; j++) {
-        const tour_line *l = &demos[i].line[j];
-        char hex[16], title[96];
-        /* the title up to its colon, without commas: CSV cells are never quoted */
-        snprintf(title, sizeof title, "%.*s", (int)strcspn(demos[i].title, ":"), demos[i].title);
-        hl_csv_row(f, "%s,%d,%s,%s,%s,%.17g,%s", nx_dev_name(c, d), i + 1, title, l->what, hl_dtype_format_name(l->f),
-                   hl_format_decode(l->f, l->bits[d]), nx_hex(l->f, l->bits[d], hex, sizeof hex));
-      }
-  nx_csv_close(f);
+  write_tour(c, demos, 5);
   return 0;
 }

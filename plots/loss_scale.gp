@@ -10,11 +10,13 @@ if (!file_exists(in)) {
   print sprintf("loss_scale.gp: %s not found: no chart (run halflab-numerics subnormal)", in)
   exit
 }
-dev = system(sprintf("grep -q '^cuda,' '%s' && echo cuda || echo cpu", in))
+# awk over a halflab CSV's rows (VARS: its -v options), c["name"] the index of each column
+awk_cols(vars) = "awk -F, ".vars." '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } "
+dev = system(sprintf("%s$c[\"device\"] == \"cuda\" { g = 1 } END { print g ? \"cuda\" : \"cpu\" }' '%s'", awk_cols(''), in))
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | tr ';' '\\n' | sed 's/^ *//' | grep '^%s:' | cut -d, -f1", in, dev))
-n = system(sprintf("grep -m1 '^%s,' '%s' | cut -d, -f4", dev, in))
+n = system(sprintf("%s$c[\"device\"] == d { print $c[\"gradients\"]; exit }' '%s'", awk_cols('-v d='.dev), in))
 # the largest scale at which nothing overflows
-best = int(system(sprintf("awk -F, '$1 == \"%s\" && $8 == 0 { s = $2 } END { print s + 0 }' '%s'", dev, in)))
+best = int(system(sprintf("%s$c[\"device\"] == d && $c[\"frac_overflow\"] == 0 { s = $c[\"scale_log2\"] } END { print s + 0 }' '%s'", awk_cols('-v d='.dev), in)))
 
 set datafile separator ','
 set datafile commentschars '#'

@@ -11,10 +11,12 @@ if (!file_exists(in)) {
   exit
 }
 # the GPU's rows when the file has them (they equal the CPU's; the gpu suite checks)
-dev = system(sprintf("grep -q '^cuda,' '%s' && echo cuda || echo cpu", in))
+# awk over a halflab CSV's rows (VARS: its -v options), c["name"] the index of each column
+awk_cols(vars) = "awk -F, ".vars." '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } "
+dev = system(sprintf("%s$c[\"device\"] == \"cuda\" { g = 1 } END { print g ? \"cuda\" : \"cpu\" }' '%s'", awk_cols(''), in))
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | tr ';' '\\n' | sed 's/^ *//' | grep '^%s:' | cut -d, -f1", in, dev))
-count = system(sprintf("grep -m1 '^%s,' '%s' | cut -d, -f2", dev, in))
-value = system(sprintf("grep -m1 '^%s,' '%s' | cut -d, -f3", dev, in))
+count = system(sprintf("%s$c[\"device\"] == d { print $c[\"count\"]; exit }' '%s'", awk_cols('-v d='.dev), in))
+value = system(sprintf("%s$c[\"device\"] == d { print $c[\"value\"]; exit }' '%s'", awk_cols('-v d='.dev), in))
 
 set datafile separator ','
 set datafile commentschars '#'
@@ -39,15 +41,15 @@ array width[7] = [3, 3, 3, 3, 3, 3, 3]
 array point[7] = [7, 9, 5, 11, 9, 7, 7]
 # a strategy whose every finite running sum is exact (adds x value) lies on the
 # one diagonal: drawn once, with the list of them, rather than as five lines on top of each other
-exact_on_diag(s) = system(sprintf("awk -F, -v d=%s -v s=%s '$1 == d && $4 == s && $6 !~ /(inf|nan)/ && $6 + 0 != $5 * $3 { bad = 1 } END { print bad ? 0 : 1 }' '%s'", dev, s, in)) eq "1"
+exact_on_diag(s) = system(sprintf("%s$c[\"device\"] == d && $c[\"strategy\"] == s && $c[\"running_sum\"] !~ /(inf|nan)/ && $c[\"running_sum\"] + 0 != $c[\"adds\"] * $c[\"value\"] { bad = 1 } END { print bad ? 0 : 1 }' '%s'", awk_cols(sprintf('-v d=%s -v s=%s', dev, s)), in)) eq "1"
 array exact[7]
 diag_names = ''
 do for [i=1:7] { exact[i] = exact_on_diag(id[i]); if (exact[i]) { diag_names = diag_names."\n  ".name[i] } }
 # the element where a strategy's sum first became inf, and first NaN (0: never)
-first_of(s, what) = int(real(system(sprintf("awk -F, -v d=%s -v s=%s '$1 == d && $4 == s && $6 ~ /%s/ && !f { f = $5 } END { print f + 0 }' '%s'", dev, s, what, in))))
+first_of(s, what) = int(real(system(sprintf("%s$c[\"device\"] == d && $c[\"strategy\"] == s && $c[\"running_sum\"] ~ /%s/ && !f { f = $c[\"adds\"] } END { print f + 0 }' '%s'", awk_cols(sprintf('-v d=%s -v s=%s', dev, s)), what, in))))
 
 # one row above the curves for each strategy that reaches inf or NaN
-count_rows(s, what) = int(system(sprintf("grep -c '^%s,[^,]*,[^,]*,%s,[^,]*,-\\?%s$' '%s'", dev, s, what, in)))
+count_rows(s, what) = int(system(sprintf("%s$c[\"device\"] == d && $c[\"strategy\"] == s && $c[\"running_sum\"] ~ /^-?%s$/ { n++ } END { print n + 0 }' '%s'", awk_cols(sprintf('-v d=%s -v s=%s', dev, s)), what, in)))
 array row[7]
 array event[7]
 nrow = 0
@@ -116,19 +118,20 @@ if (fin_names.inf_names ne '') {
 }
 # where a sequential sum gets stuck (from overflow.csv, when present)
 summary = dir.'/overflow.csv'
-stuck(s, col) = system(sprintf("test -f '%s' && grep -m1 '^%s,%s,%s,%s,' '%s' | cut -d, -f%d", \
-                               summary, dev, count, value, s, summary, col))
+# (an empty first_lost_add, or 0 in files written before empty cells, means none was lost)
+stuck(s, col) = system(sprintf("test -f '%s' && %s$c[\"device\"] == d && $c[\"count\"] == n && $c[\"value\"] == v && $c[\"strategy\"] == s { print $c[\"%s\"]; exit }' '%s'", \
+                               summary, awk_cols(sprintf('-v d=%s -v n=%s -v v=%s -v s=%s', dev, count, value, s)), col, summary))
 # labels above each stuck sum, at the right; stacked when the two sums sit close together
 array stuck_y[7]
 do for [i=6:7] {
-  at = stuck(id[i], 10)
-  stuck_y[i] = (at ne "" && at ne "0") ? abs(real(stuck(id[i], 11))) : -1
+  at = stuck(id[i], 'first_lost_add')
+  stuck_y[i] = (at ne "" && at ne "0") ? abs(real(stuck(id[i], 'total_at_lost'))) : -1
 }
 close = stuck_y[6] >= 0 && stuck_y[7] >= 0 && abs(stuck_y[6] - stuck_y[7]) < 0.06 * top
 do for [i=6:7] {
   if (stuck_y[i] >= 0) {
     lift = close ? (stuck_y[i] >= stuck_y[13 - i] ? 3.0 : 1.6) : 0.8
-    set label 30 + i sprintf("%s stuck at %s from element %s on", name[i], stuck(id[i], 11), stuck(id[i], 10)) \
+    set label 30 + i sprintf("%s stuck at %s from element %s on", name[i], stuck(id[i], 'total_at_lost'), stuck(id[i], 'first_lost_add')) \
         at graph 0.99, first stuck_y[i] offset 0, lift right tc rgb color[i]
   }
 }

@@ -10,7 +10,9 @@ if (!file_exists(in)) {
   print sprintf("subnormal.gp: %s not found: no chart (run halflab-numerics subnormal)", in)
   exit
 }
-dev = system(sprintf("grep -q '^cuda,' '%s' && echo cuda || echo cpu", in))
+# awk over a halflab CSV's rows (VARS: its -v options), c["name"] the index of each column
+awk_cols(vars) = "awk -F, ".vars." '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } "
+dev = system(sprintf("%s$c[\"device\"] == \"cuda\" { g = 1 } END { print g ? \"cuda\" : \"cpu\" }' '%s'", awk_cols(''), in))
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | tr ';' '\\n' | sed 's/^ *//' | grep '^%s:' | cut -d, -f1", in, dev))
 
 set datafile separator ','

@@ -8,12 +8,14 @@ dir=${1:?usage: plots/report.d/10-numerics.sh RESULTS_DIR}
 . "$(dirname "$0")/../report-lib.sh"
 have tour.csv || have overflow.csv || have absorption.csv || have subnormal_ladder.csv || exit 0
 
-# the rows of a halflab CSV: no "# " metadata, no header
-rows() { grep -v '^#' "$dir/$1" | tail -n +2; }
+# Columns are read by name (table, plots/report-lib.sh: c["name"] is a column's index);
+# the awk programs get the devices as ENVIRON["devs"].
 # devices present in a file, the CPU first
-devices() { rows "$1" | cut -d, -f1 | awk '!seen[$0]++' | sort; }
-# awk helper: numbers as %.9g, inf and nan as they are
-AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x) : sprintf("%.9g", x) }'
+devices() { table "$1" '{ print $c["device"] }' | awk '!seen[$0]++' | sort; }
+# awk helpers: numbers as %.9g, inf and nan as they are; none() for an event that never
+# happened (an empty cell; 0 in files written before empty cells)
+AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x) : sprintf("%.9g", x) }
+  function none(x) { return x == "" || x == "0" }'
 
 echo "## Numerics probes (\`halflab-numerics\`)"
 echo
@@ -30,10 +32,11 @@ if have tour.csv; then
   devs=$(devices tour.csv | tr '\n' ' ')
   echo "### The seeds' examples (\`halflab-numerics tour\`)"
   echo
-  rows tour.csv | awk -F, -v devs="$devs" "$AWK_FMT"'
-    BEGIN { nd = split(devs, dv, " ") }
-    { key = $2 SUBSEP $4; if (!(key in seen)) { seen[key] = 1; order[++n] = key; title[key] = $3; what[key] = $4 }
-      val[key, $1] = fmt($6) " (" $7 ")" }
+  devs=$devs table tour.csv "$AWK_FMT"'
+    BEGIN { nd = split(ENVIRON["devs"], dv, " ") }
+    { key = $c["demo"] SUBSEP $c["what"]
+      if (!(key in seen)) { seen[key] = 1; order[++n] = key; title[key] = $c["title"]; what[key] = $c["what"] }
+      val[key, $c["device"]] = fmt($c["result"]) " (" $c["result_hex"] ")" }
     END {
       printf "| # | example | value |"; for (d = 1; d <= nd; d++) printf " %s |", dv[d]; printf "\n"
       printf "|---|---|---|"; for (d = 1; d <= nd; d++) printf "---|"; printf "\n"
@@ -48,15 +51,16 @@ if have tour.csv; then
 fi
 
 if have overflow.csv; then
-  primary=$(rows overflow.csv | sed -n 1p | cut -d, -f2,3)
+  primary=$(table overflow.csv '{ print $c["count"] "," $c["value"]; exit }')
   echo "### Overflow: ${primary%,*} copies of ${primary#*,} summed seven ways (\`halflab-numerics overflow\`)"
   echo
   devs=$(devices overflow.csv | tr '\n' ' ')
-  rows overflow.csv | awk -F, -v devs="$devs" -v primary="$primary" "$AWK_FMT"'
-    BEGIN { nd = split(devs, dv, " ") }
-    $2 "," $3 == primary {
-      if (!($4 in seen)) { seen[$4] = 1; order[++n] = $4; exact[$4] = fmt($7) }
-      res[$4, $1] = fmt($8); lost[$4, $1] = $10; over[$4, $1] = $12
+  devs=$devs primary=$primary table overflow.csv "$AWK_FMT"'
+    BEGIN { nd = split(ENVIRON["devs"], dv, " ") }
+    $c["count"] "," $c["value"] == ENVIRON["primary"] {
+      s = $c["strategy"]; d = $c["device"]
+      if (!(s in seen)) { seen[s] = 1; order[++n] = s; exact[s] = fmt($c["exact_sum"]) }
+      res[s, d] = fmt($c["result"]); lost[s, d] = $c["first_lost_add"]; over[s, d] = $c["first_overflow_add"]
     }
     END {
       printf "| strategy | exact sum |"; for (d = 1; d <= nd; d++) printf " result (%s) |", dv[d]
@@ -64,7 +68,7 @@ if have overflow.csv; then
       for (i = 1; i <= n; i++) {
         s = order[i]; printf "| %s | %s |", s, exact[s]
         for (d = 1; d <= nd; d++) printf " %s |", res[s, dv[d]]
-        printf " %s | %s |\n", lost[s, dv[1]] == 0 ? "-" : lost[s, dv[1]], over[s, dv[1]] == 0 ? "-" : over[s, dv[1]]
+        printf " %s | %s |\n", none(lost[s, dv[1]]) ? "-" : lost[s, dv[1]], none(over[s, dv[1]]) ? "-" : over[s, dv[1]]
       }
     }'
   echo
@@ -76,9 +80,12 @@ if have absorption.csv; then
   echo "### Absorption: updates too small to count (\`halflab-numerics absorption\`)"
   echo
   devs=$(devices absorption.csv | tr '\n' ' ')
-  rows absorption.csv | awk -F, -v devs="$devs" "$AWK_FMT"'
-    BEGIN { nd = split(devs, dv, " ") }
-    $2 == "1+0.0001" { if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3; stored[$3] = fmt($7) }; res[$3, $1] = fmt($8) " (" $9 ")" }
+  devs=$devs table absorption.csv "$AWK_FMT"'
+    BEGIN { nd = split(ENVIRON["devs"], dv, " ") }
+    $c["case"] == "1+0.0001" {
+      f = $c["format"]; if (!(f in seen)) { seen[f] = 1; order[++n] = f; stored[f] = fmt($c["b_stored"]) }
+      res[f, $c["device"]] = fmt($c["result"]) " (" $c["result_hex"] ")"
+    }
     END {
       printf "| 1 + 0.0001 in | 0.0001 stored as |"; for (d = 1; d <= nd; d++) printf " result (%s) |", dv[d]
       printf "\n|---|---|"; for (d = 1; d <= nd; d++) printf "---|"; printf "\n"
@@ -93,9 +100,10 @@ if have lost_update.csv; then
   devs=$(devices lost_update.csv | tr '\n' ' ')
   echo "Lost-update experiment: w = 1, then 10000 updates of 0.0001:"
   echo
-  rows lost_update.csv | awk -F, -v devs="$devs" "$AWK_FMT"'
-    BEGIN { nd = split(devs, dv, " ") }
-    { if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 }; if ($3 >= last[$2, $1]) { last[$2, $1] = $3; w[$2, $1] = fmt($4); ex[$2] = fmt($5) } }
+  devs=$devs table lost_update.csv "$AWK_FMT"'
+    BEGIN { nd = split(ENVIRON["devs"], dv, " ") }
+    { s = $c["strategy"]; d = $c["device"]; if (!(s in seen)) { seen[s] = 1; order[++n] = s }
+      if ($c["step"] >= last[s, d]) { last[s, d] = $c["step"]; w[s, d] = fmt($c["weight"]); ex[s] = fmt($c["exact_weight"]) } }
     END {
       printf "| weight held as | exact |"; for (d = 1; d <= nd; d++) printf " final weight (%s) |", dv[d]
       printf "\n|---|---|"; for (d = 1; d <= nd; d++) printf "---|"; printf "\n"
@@ -111,7 +119,8 @@ if have harmonic.csv; then
   echo
   echo "| device | format | stalls at term | sum | true sum of those terms |"
   echo "|---|---|---|---|---|"
-  rows harmonic.csv | awk -F, "$AWK_FMT"'{ printf "| %s | %s | 1/%s | %s | %s |\n", $1, $2, $3, fmt($5), fmt($7) }'
+  table harmonic.csv "$AWK_FMT"'{ printf "| %s | %s | %s | %s | %s |\n", $c["device"], $c["format"],
+    none($c["stall_n"]) ? "none" : "1/" $c["stall_n"], fmt($c["sum"]), fmt($c["true_sum"]) }'
   echo
 fi
 
@@ -130,16 +139,17 @@ fi
 if have ftz.csv; then
   echo "Flush to zero: operations whose exact result (or input) is subnormal, per device and build:"
   echo
-  rows ftz.csv | awk -F, "$AWK_FMT"'
+  table ftz.csv "$AWK_FMT"'
     function p2(x,   e) { if (x == 0) return "0"; e = log(x) / log(2); return (e == int(e)) ? sprintf("2^%d", e) : fmt(x) }
-    { col = $1 ": " $2; if (!(col in cseen)) { cseen[col] = 1; cols[++nc] = col }
-      key = $4 SUBSEP $3; if (!(key in rseen)) { rseen[key] = 1; order[++n] = key; exact[key] = p2($5) }
-      cell[key, col] = p2($6) ($8 == 1 ? " (flushed)" : "") }
+    { col = $c["device"] ": " $c["build"]; if (!(col in cseen)) { cseen[col] = 1; cols[++nc] = col }
+      key = $c["operation"] SUBSEP $c["format"]
+      if (!(key in rseen)) { rseen[key] = 1; order[++n] = key; exact[key] = p2($c["expected"]) }
+      cell[key, col] = p2($c["result"]) ($c["flushed"] == 1 ? " (flushed)" : "") }
     END {
-      printf "| operation | format | exact |"; for (c = 1; c <= nc; c++) printf " %s |", cols[c]
-      printf "\n|---|---|---|"; for (c = 1; c <= nc; c++) printf "---|"; printf "\n"
+      printf "| operation | format | exact |"; for (k = 1; k <= nc; k++) printf " %s |", cols[k]
+      printf "\n|---|---|---|"; for (k = 1; k <= nc; k++) printf "---|"; printf "\n"
       for (i = 1; i <= n; i++) { k = order[i]; split(k, kp, SUBSEP); printf "| %s | %s | %s |", kp[1], kp[2], exact[k]
-        for (c = 1; c <= nc; c++) printf " %s |", ((k, cols[c]) in cell) ? cell[k, cols[c]] : "-"; printf "\n" }
+        for (j = 1; j <= nc; j++) printf " %s |", ((k, cols[j]) in cell) ? cell[k, cols[j]] : "-"; printf "\n" }
     }'
   echo
 fi

@@ -47,6 +47,15 @@ static void test_header_units_row(void **state) {
   hl_row_real(&r, "time_ms", -INFINITY);
   hl_row_textf(&r, "dtype", "%s%d", "fp", 16);
   assert_string_equal(hl_row_line(&r), "0,0,-inf,fp16");
+  /* a long double keeps a product a double cannot (2^31 - 1 times fp32's 0.1: 55 bits) */
+  static const hl_column exact_columns[] = {{"exact_sum", "1", HL_COL_REAL, "%.17g", "count x addend", "tests"}};
+  static const hl_schema exact = {"exact.csv", "test", "tests", "One sum.", HL_SCHEMA_COLUMNS(exact_columns)};
+  hl_row_begin(&r, &exact);
+  hl_row_real_long(&r, "exact_sum", 2147483647.0L * (double)0.1f);
+  assert_string_equal(hl_row_line(&r), "214748367.9");
+  hl_row_begin(&r, &exact);
+  hl_row_real_long(&r, "exact_sum", -(long double)INFINITY);
+  assert_string_equal(hl_row_line(&r), "-inf");
 }
 
 /* Each writer bug stops the program with the file and the column named. */

@@ -53,6 +53,7 @@ static void test_missing_option_value(void **s) { (void)s, refused("overflow --c
 static void test_option_for_another_subcommand(void **s) { (void)s, refused("absorption --count 5", "--count"); }
 static void test_unknown_device(void **s) { (void)s, refused("tour --device tpu", "tpu"); }
 static void test_bad_seed(void **s) { (void)s, refused("tour --seed -3", "--seed"); }
+static void test_columns_md_with_subcommand(void **s) { (void)s, refused("--columns-md all", "--columns-md"); }
 
 /* An --out folder that cannot be made: its parent is a regular file (this
  * holds for root too, for whom permission bits stop nothing). */
@@ -79,6 +80,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_option),        cmocka_unit_test(test_missing_option_value),
       cmocka_unit_test(test_option_for_another_subcommand), cmocka_unit_test(test_unknown_device),
       cmocka_unit_test(test_bad_seed),              cmocka_unit_test(test_out_under_a_file),
+      cmocka_unit_test(test_columns_md_with_subcommand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

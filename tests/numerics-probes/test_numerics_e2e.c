@@ -29,6 +29,42 @@ static hl_table *read_csv(const char *dir, const char *name) {
   return t;
 }
 
+/* The columns schema FILE lists in `halflab-numerics --columns-md`: its
+ * header ("a,b,c") and the value of its "# units:" line ("a=1,b=bits"). */
+static void schema_of(const char *file, char *header, size_t hlen, char *units, size_t ulen) {
+  hl_run_result r = hl_run_ok("'%s' --columns-md", prog());
+  char heading[128];
+  snprintf(heading, sizeof heading, "## %s\n", file);
+  const char *p = strstr(r.out, heading);
+  if (!p) fail_msg("--columns-md has no section for %s", file);
+  size_t hk = 0, uk = 0;
+  header[0] = units[0] = '\0';
+  for (p = strchr(p, '\n') + 1; *p && strncmp(p, "## ", 3); p = strchr(p, '\n') + 1) {
+    char name[64], unit[32];
+    if (sscanf(p, "| `%63[^`]` | %31[^ |] |", name, unit) == 2) {
+      hk += (size_t)snprintf(header + hk, hlen - hk, "%s%s", hk ? "," : "", name);
+      if (strcmp(unit, "-")) uk += (size_t)snprintf(units + uk, ulen - uk, "%s%s=%s", uk ? "," : "", name, unit);
+    }
+    if (!strchr(p, '\n')) break;
+  }
+  hl_run_free(&r);
+  if (!hk) fail_msg("--columns-md lists no column for %s", file);
+}
+
+/* The file's header is its schema's, and its "# units:" line gives the
+ * schema's units. */
+static void assert_schema_followed(const hl_table *t, const char *file) {
+  char want_header[4096], want_units[4096], header[4096] = "", units_line[4200];
+  schema_of(file, want_header, sizeof want_header, want_units, sizeof want_units);
+  size_t k = 0;
+  for (int i = 0; i < t->ncols; i++) k += (size_t)snprintf(header + k, sizeof header - k, "%s%s", i ? "," : "", t->cols[i]);
+  if (strcmp(header, want_header)) fail_msg("%s: header\n  %s\nand not its schema's\n  %s", file, header, want_header);
+  snprintf(units_line, sizeof units_line, "# units: %s", want_units);
+  const char *at = strstr(t->meta, units_line);
+  if (!at || (at[strlen(units_line)] != '\n' && at[strlen(units_line)] != '\0'))
+    fail_msg("%s: no metadata line \"%s\"", file, units_line);
+}
+
 /* Row matching the NULL-terminated (column, value) pairs; fails if none. */
 #define ROW(t, ...) row_or_fail((t), hl_table_find((t), __VA_ARGS__, NULL), #__VA_ARGS__)
 static int row_or_fail(const hl_table *t, int row, const char *what) {
@@ -44,10 +80,10 @@ static void test_overflow_spec_values(void **state) {
   char *dir = run_ok("overflow", &r);
   hl_table *t = read_csv(dir, "overflow.csv");
   static const struct { const char *strategy, *result, *lost, *overflow; } want[] = {
-      {"fp16_sequential", "32768", "2049", "0"}, {"fp16_pairwise", "inf", "0", "4096"},
-      {"fp16_kahan", "nan", "0", "4095"},        {"fp32_acc_fp16_result", "inf", "0", "4096"},
-      {"fp32", "65536", "0", "0"},               {"bf16_sequential", "4096", "257", "0"},
-      {"bf16_pairwise", "65536", "0", "0"}};
+      {"fp16_sequential", "32768", "2049", ""}, {"fp16_pairwise", "inf", "", "4096"},
+      {"fp16_kahan", "nan", "", "4095"},        {"fp32_acc_fp16_result", "inf", "", "4096"},
+      {"fp32", "65536", "", ""},                {"bf16_sequential", "4096", "257", ""},
+      {"bf16_pairwise", "65536", "", ""}}; /* empty: the event never happened */
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     int row = ROW(t, "device", "cpu", "count", "4096", "value", "16", "strategy", want[i].strategy);
     double got = hl_table_num(t, row, "result");
@@ -55,6 +91,8 @@ static void test_overflow_spec_values(void **state) {
     else assert_true(got == strtod(want[i].result, NULL));
     assert_string_equal(hl_table_get(t, row, "first_lost_add"), want[i].lost);
     assert_string_equal(hl_table_get(t, row, "first_overflow_add"), want[i].overflow);
+    if (!*want[i].lost) assert_string_equal(hl_table_get(t, row, "total_at_lost"), "");
+    if (!*want[i].overflow) assert_string_equal(hl_table_get(t, row, "total_before_overflow"), "");
     assert_true(hl_table_num(t, row, "exact_sum") == 65536.0);
   }
   assert_string_equal(hl_table_get(t, ROW(t, "count", "4096", "value", "16", "strategy", "fp16_kahan"), "first_nan_add"),
@@ -238,6 +276,7 @@ static void test_formats_value(void **state) {
   assert_non_null(strstr(r.out, "0 01111101 10011001100110011001101"));
   hl_run_free(&r);
   hl_table *t = read_csv(dir, "formats_value.csv");
+  assert_schema_followed(t, "formats_value.csv");
   int row = ROW(t, "format", "fp32");
   assert_string_equal(hl_table_get(t, row, "sign"), "0");
   assert_string_equal(hl_table_get(t, row, "exponent"), "01111101");
@@ -270,9 +309,15 @@ static void test_formats_special_values(void **state) {
   hl_rmtree(dir);
   free(dir);
 
-  dir = run_ok("formats --value nan", NULL);
+  dir = run_ok("formats --value -nan", NULL);
   t = read_csv(dir, "formats_value.csv");
-  for (int i = 0; i < t->nrows; i++) assert_string_equal(hl_table_get(t, i, "class"), "nan");
+  for (int i = 0; i < t->nrows; i++) {
+    assert_string_equal(hl_table_get(t, i, "class"), "nan");
+    assert_string_equal(hl_table_get(t, i, "input"), "nan"); /* one way for every NaN; bits_hex keeps the sign */
+    assert_string_equal(hl_table_get(t, i, "abs_error"), ""); /* no error to speak of: an empty cell */
+    assert_string_equal(hl_table_get(t, i, "rel_error"), "");
+  }
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "fp16"), "bits_hex"), "0xfe00");
   hl_table_free(t);
   hl_rmtree(dir);
   free(dir);
@@ -335,6 +380,7 @@ static void test_all_writes_every_csv(void **state) {
   const int n = (int)(sizeof files / sizeof files[0]);
   for (int i = 0; i < n; i++) {
     hl_table *t = read_csv(dir, files[i]);
+    assert_schema_followed(t, files[i]);
     assert_true(t->nrows > 0);
     assert_non_null(strstr(t->meta, "# device: cpu"));
     int dev = hl_table_col(t, "device");
@@ -349,12 +395,38 @@ static void test_all_writes_every_csv(void **state) {
   free(dir);
 }
 
+/* --columns-md: a Markdown section per CSV, in the order of --help, and no file written */
+static void test_columns_md(void **state) {
+  (void)state;
+  char *cwd = hl_tmpdir();
+  hl_run_result r = hl_run_ok("cd '%s' && '%s' --columns-md", cwd, prog());
+  const char *files[] = {"formats.csv",  "formats_value.csv",    "overflow.csv",
+                         "overflow_trajectory.csv", "absorption.csv", "absorption_sweep.csv",
+                         "lost_update.csv", "harmonic.csv", "subnormal_ladder.csv",
+                         "loss_scale.csv", "loss_scale_distribution.csv", "ftz.csv", "tour.csv"};
+  const char *at = r.out;
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char heading[64];
+    snprintf(heading, sizeof heading, "## %s\n", files[i]);
+    const char *p = strstr(at, heading);
+    if (!p) fail_msg("--columns-md: no section %s after the previous one", files[i]);
+    at = p;
+  }
+  assert_non_null(strstr(r.out, "| `first_lost_add` | 1 | integer |"));
+  assert_non_null(strstr(r.out, "| `result_hex` | - | text |"));
+  assert_string_equal(r.err, "");
+  assert_int_equal(hl_count_files(cwd), 0);
+  hl_run_free(&r);
+  hl_rmtree(cwd);
+  free(cwd);
+}
+
 static void test_help_and_version(void **state) {
   (void)state;
   hl_run_result r = hl_run("'%s' --help", prog());
   assert_int_equal(r.status, 0);
-  const char *subs[] = {"formats", "overflow", "absorption", "subnormal", "tour", "all", "--count", "--value"};
-  for (int i = 0; i < 8; i++) assert_non_null(strstr(r.out, subs[i]));
+  const char *subs[] = {"formats", "overflow", "absorption", "subnormal", "tour", "all", "--count", "--value", "--columns-md"};
+  for (int i = 0; i < 9; i++) assert_non_null(strstr(r.out, subs[i]));
   hl_run_free(&r);
   r = hl_run("'%s' --version", prog());
   assert_int_equal(r.status, 0);
@@ -386,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_formats_value),        cmocka_unit_test(test_formats_special_values),
       cmocka_unit_test(test_tour),                 cmocka_unit_test(test_all_writes_every_csv),
       cmocka_unit_test(test_help_and_version),     cmocka_unit_test(test_results_root),
+      cmocka_unit_test(test_columns_md),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
