@@ -76,7 +76,7 @@ skip() {
   version=$("$train" --version 2>/dev/null | sed -n 's/.*(halflab \([^,]*\), \(.*\))$/\1 (\2)/p')
   {
     echo "# halflab ${version:-unknown}"
-    echo "# schema: 1"
+    echo "# schema: 2"
     echo "# command: $command_line"
     echo "# device: cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)$(awk -F': *' '/^cpu family/ && !f {f = $2} /^model[[:space:]]*:/ && !m {m = $2} END {if (f != "" && m != "") printf " (family %s model %s)", f, m}' /proc/cpuinfo), $(nproc) logical cores"
     echo "# host: $(uname -n), $(uname -s) $(uname -r) $(uname -m)"

@@ -751,10 +751,11 @@ def main(argv):
     if a.record:
         record.write(a.record)
 
-    print("%-10s %-13s %7s %9s %10s %9s %8s %12s  %s" % ("run", "mode", "steps", "loss", "eval_loss", "eval_acc",
-                                                          "skipped", "step_ms", "status"))
-    print("%-10s %-13s %7d %9.4f %10.4f %9.4f %8d %12.3f  %s" % (a.name, "pytorch-" + a.mode, step, last_loss,
-                                                                 eval_loss, eval_acc, skipped_total, med, status))
+    # halflab-train's result line, under the same column names
+    print("%-10s %-13s %10s %10s %10s %9s %8s %19s  %s" % ("name", "mode", "steps_done", "final_loss", "eval_loss",
+                                                           "eval_acc", "skipped", "step_time_ms_median", "status"))
+    print("%-10s %-13s %10d %10.4f %10.4f %9.4f %8d %19.3f  %s" % (a.name, "pytorch-" + a.mode, step, last_loss,
+                                                                    eval_loss, eval_acc, skipped_total, med, status))
     sys.stdout.flush()
     if status == "diverged":
         sys.stderr.write("%s: %s diverged: %s\n" % (PROG, a.mode, why))

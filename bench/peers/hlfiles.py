@@ -26,7 +26,7 @@ except ImportError:  # the CSV helpers need no numpy; the weight and batch files
     np = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CSV_SCHEMA = 1
+CSV_SCHEMA = 2
 
 
 class FileFormatError(Exception):
@@ -270,9 +270,11 @@ class LogCSV:
         self.f = open(path, "w")
         self.f.write(meta.text())
         self.f.write(header + "\n")
+        self.header = header
         self.f.flush()
 
     def row(self, cells):
+        check_width(self.f.name, self.header, cells)
         self.f.write(",".join(cells) + "\n")
         self.f.flush()
 
@@ -287,8 +289,19 @@ def write_table(path, meta, header, rows):
         f.write(meta.text())
         f.write(header + "\n")
         for r in rows:
+            check_width(path, header, r)
             f.write(",".join(r) + "\n")
     os.replace(tmp, path)
+
+
+def check_width(path, header, cells):
+    """A row of a file copied from halflab-train's layout has one cell per column of
+    its header (tests/peers/peer_headers.py checks the headers against halflab-train's
+    column tables): a missing or extra cell stops the run instead of shifting columns."""
+    width = header.count(",") + 1
+    if len(cells) != width or any("," in c or "\n" in c for c in cells):
+        raise ValueError("%s: a row of %d cells (the header has %d columns), or a cell holding a comma"
+                         % (path, len(cells), width))
 
 
 INT, REAL, TEXT = "integer", "real", "text"

@@ -60,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/csv.h"
 #include "tests/peers/bounds.h"
 #include "tests/peers/fixture.h"
 #include "tests/peers/weights.h"
@@ -223,7 +224,9 @@ static void test_peer_csv(void **state) {
   assert_int_equal(p->ncols, h->ncols);
   for (int c = 0; c < h->ncols; c++) assert_string_equal(p->cols[c], h->cols[c]);
   assert_int_equal(p->nrows, STEPS);
-  assert_non_null(strstr(p->meta, "# schema: 1"));
+  char schema_line[32];
+  snprintf(schema_line, sizeof schema_line, "# schema: %d\n", HL_CSV_SCHEMA);
+  assert_non_null(strstr(p->meta, schema_line));
   assert_non_null(strstr(p->meta, "# device: cpu:"));
   assert_non_null(strstr(p->meta, "# threads: 2 (torch.set_num_threads"));
   assert_non_null(strstr(p->meta, "# date: "));
