@@ -29,7 +29,11 @@ def generated(build, root):
     peer = os.path.join(root, "bench", "peers", "step_times.py")
     parts.append(subprocess.run([sys.executable, peer, "--columns-md"], check=True, capture_output=True,
                                 text=True).stdout)
-    return "".join(p.rstrip("\n") + "\n\n" for p in parts).rstrip("\n") + "\n"
+    body = "".join(p.rstrip("\n") + "\n\n" for p in parts).rstrip("\n") + "\n"
+    # an index of the files, linked to their sections (GitHub's anchors: lower case, dots dropped)
+    files = [line[3:] for line in body.split("\n") if line.startswith("## ")]
+    index = "Files: " + " · ".join("[%s](#%s)" % (f, f.lower().replace(".", "")) for f in files)
+    return index + "\n\n" + body
 
 
 def main(argv):
