@@ -12,7 +12,7 @@ way.
 The comparison is cell for cell, by column name. A column renamed on purpose
 is followed through tools/column_renames/*.txt (lines `FILE OLD NEW`; FILE may
 be a pattern such as train_RUN_MODE_steps.csv, RUN and MODE matching any
-text). Metadata lines ('# ') are left out, and so are the columns that
+text; `value FILE COLUMN OLD NEW` for a value spelled differently). Metadata lines ('# ') are left out, and so are the columns that
 measure time, rates or the machine's load, which no two runs share. Two cells
 agree when their text is equal or both are numbers of equal value (1.50 and
 1.5). A gap written differently (before 0, -nan or nan where the quantity
@@ -39,14 +39,18 @@ GAPS = {"", "nan", "-nan", "0"}
 
 
 def read_renames(root):
-    renames = []
+    """[(file pattern, old name, new name)] and [(file pattern, column, old value, new value)]."""
+    renames, values = [], []
     for path in sorted(glob.glob(os.path.join(root, "tools", "column_renames", "*.txt"))):
         for line in open(path, encoding="utf-8"):
-            line = line.split("#", 1)[0].strip()
-            if line:
-                file, old, new = line.split()
-                renames.append((re.sub(r"[A-Z]+", "*", file), old, new))
-    return renames
+            fields = line.split("#", 1)[0].split()
+            if fields[:1] == ["value"] and len(fields) == 5:
+                values.append((re.sub(r"[A-Z]+", "*", fields[1]), fields[2], fields[3], fields[4]))
+            elif len(fields) == 3:
+                renames.append((re.sub(r"[A-Z]+", "*", fields[0]), fields[1], fields[2]))
+            elif fields:
+                raise SystemExit(f"{path}: not FILE OLD NEW nor value FILE COLUMN OLD NEW: {line.strip()}")
+    return renames, values
 
 
 def read_csv(path):
@@ -71,10 +75,14 @@ def same_cell(a, b):
     return (math.isnan(x) and math.isnan(y)) or x == y
 
 
-def compare_file(name, before, after, renames, gaps):
+def compare_file(name, before, after, renames, values, gaps):
     header_b, rows_b = read_csv(before)
     header_a, rows_a = read_csv(after)
     renamed = {old: new for pattern, old, new in renames if fnmatch.fnmatch(name, pattern)}
+    respelled = {}
+    for pattern, column, old, new in values:
+        if fnmatch.fnmatch(name, pattern):
+            respelled[(column, old)] = new
     header_b = [renamed.get(c, c) for c in header_b]
     problems = []
     if len(rows_b) != len(rows_a):
@@ -90,6 +98,7 @@ def compare_file(name, before, after, renames, gaps):
         ca = dict(zip(header_a, ra))
         for c in compared:
             x, y = cb.get(c, ""), ca.get(c, "")
+            x = respelled.get((c, x), x)
             if same_cell(x, y):
                 continue
             if y == "" and x in GAPS:
@@ -130,7 +139,7 @@ def main(argv):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    renames = read_renames(root)
+    renames, values = read_renames(root)
     with tempfile.TemporaryDirectory() as scratch:
         if argv[0] == "--builds":
             for b in argv[1:]:
@@ -155,7 +164,7 @@ def main(argv):
                 status = 1
                 continue
             problems, note = compare_file(os.path.basename(f), os.path.join(before, f), os.path.join(after, f),
-                                          renames, gaps)
+                                          renames, values, gaps)
             print(f"same_results: {f}: {'DIFFERENT: ' + '; '.join(problems) if problems else 'identical'} ({note})")
             status |= 1 if problems else 0
         for f in files_a:
