@@ -7,7 +7,15 @@ through subdir()) begins its comment with a line
     # layer N: NAME — what the folder owns
 
 Every file below that folder belongs to it, unless a subfolder declares a
-layer of its own. Two kinds of edge are checked:
+layer of its own. A folder inside a layer (one without a layer line of its
+own) may declare itself private with a line
+
+    # private to: LAYER, LAYER ... — why
+
+and then only files of the named layers may include its files: the backend
+folders kernels/cpu/ and kernels/cuda/ are kernels' own and the tests',
+and every other layer reaches a backend through the headers of kernels/.
+Two kinds of edge are checked:
 
   includes  `#include "x"` in a C, CUDA or header file, resolved like the
             compiler does (beside the file, then from the root);
@@ -16,7 +24,7 @@ layer of its own. Two kinds of edge are checked:
             another layer's meson.build.
 
 An edge may point only to a layer with a smaller number, or stay inside its
-own folder. Two folders with the same number (the programs) may not use each
+own folder, and an include into a private folder only from a layer it names. Two folders with the same number (the programs) may not use each
 other. Each violation is one line, file:line and both layers; exit status 1
 when there is any, 0 when none, 2 on bad usage.
 
@@ -29,6 +37,7 @@ import re
 import sys
 
 LAYER_LINE = re.compile(r"^#\s*layer\s+(\d+):\s*(\S+)")
+PRIVATE_LINE = re.compile(r"^#\s*private to:\s*([\w/]+(?:\s*,\s*[\w/]+)*)", re.M)
 SUBDIR = re.compile(r"""^\s*subdir\(\s*'([^']+)'\s*\)""", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 DEP_DEFINED = re.compile(r"^\s*(\w+_dep)\s*=\s*declare_dependency\b", re.M)
@@ -71,6 +80,29 @@ def read_layers(root):
     return layers
 
 
+def read_private(root, layers):
+    """Private folders: folder -> the layer names that may include its files."""
+    private = {}
+    for folder in meson_folders(root):
+        if folder == "" or folder in layers:
+            continue
+        with open(os.path.join(root, folder, "meson.build"), encoding="utf-8") as f:
+            m = PRIVATE_LINE.search(f.read())
+        if m:
+            private[folder] = [name.strip() for name in m.group(1).split(",")]
+    return private
+
+
+def private_folder_of(path, private):
+    """The private folder a root-relative path lies in, or None."""
+    folder = os.path.dirname(path)
+    while folder:
+        if folder in private:
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+
 def layer_of(path, layers):
     """The layer of a root-relative path: its deepest layered ancestor."""
     folder = os.path.dirname(path)
@@ -99,7 +131,7 @@ def source_files(root, layers):
                         yield rel
 
 
-def include_violations(root, layers):
+def include_violations(root, layers, private):
     for rel in source_files(root, layers):
         src = layer_of(rel, layers)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
@@ -119,6 +151,11 @@ def include_violations(root, layers):
             dst = layer_of(target, layers)
             if dst is not None and not allowed(src, dst):
                 yield f'{rel}:{number}: includes "{m.group(1)}": {src} ({src.folder}/) may not use {dst} ({dst.folder}/)'
+                continue
+            hidden = private_folder_of(target, private)
+            if hidden is not None and src.name not in private[hidden]:
+                yield (f'{rel}:{number}: includes "{m.group(1)}": {src} ({src.folder}/) may not use {hidden}/, '
+                       f'private to {", ".join(private[hidden])}')
 
 
 def link_violations(root, layers):
@@ -152,11 +189,12 @@ def main():
     if not layers:
         print(f"check_layers: no '# layer N: NAME' line in any meson.build under {root}", file=sys.stderr)
         return 2
-    violations = list(include_violations(root, layers)) + list(link_violations(root, layers))
+    private = read_private(root, layers)
+    violations = list(include_violations(root, layers, private)) + list(link_violations(root, layers))
     for v in violations:
         print(v, file=sys.stderr)
     if violations:
-        print(f"check_layers: {len(violations)} dependencies point up or sideways (README, \"Architecture\")",
+        print(f"check_layers: {len(violations)} dependencies point up or sideways or into a private folder (README, \"Architecture\")",
               file=sys.stderr)
         return 1
     if args.stamp:
