@@ -2,7 +2,8 @@
 """check_layers.py — fails when a dependency between halflab's layers points up.
 
 A layer is a folder whose meson.build (reached from the root meson.build
-through subdir()) begins its comment with a line
+through subdir(); a subdir() of a computed name reaches every child folder
+with a meson.build) begins its comment with a line
 
     # layer N: NAME — what the folder owns
 
@@ -39,6 +40,7 @@ import sys
 LAYER_LINE = re.compile(r"^#\s*layer\s+(\d+):\s*(\S+)")
 PRIVATE_LINE = re.compile(r"^#\s*private to:\s*([\w/]+(?:\s*,\s*[\w/]+)*)", re.M)
 SUBDIR = re.compile(r"""^\s*subdir\(\s*'([^']+)'\s*\)""", re.M)
+SUBDIR_COMPUTED = re.compile(r"""^\s*subdir\(\s*[^'\s)]""", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 DEP_DEFINED = re.compile(r"^\s*(\w+_dep)\s*=\s*declare_dependency\b", re.M)
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh")
@@ -62,7 +64,14 @@ def meson_folders(root, folder=""):
     found = [folder]
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    for sub in SUBDIR.findall(text):
+    subs = SUBDIR.findall(text)
+    if SUBDIR_COMPUTED.search(text):
+        # subdir(name) in a loop (kernels/: one per backend): any child folder
+        # with a meson.build may be reached
+        here = os.path.join(root, folder)
+        subs += sorted(d for d in os.listdir(here)
+                       if d not in subs and os.path.isfile(os.path.join(here, d, "meson.build")))
+    for sub in subs:
         found += meson_folders(root, os.path.normpath(os.path.join(folder, sub)))
     return found
 

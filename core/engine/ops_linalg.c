@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/base/device.h" /* hl_device_kind_label */
 #include "core/engine/ops_internal.h"
 #include "kernels/gemm.h"
 
@@ -58,7 +59,7 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   const struct hl_gemm_kernels *gk = c->backend->gemm;
   if (!gk)
     return hl_fail_bool("%s: the %s backend has no GEMM kernels in this build yet", c->op->name,
-                        c->device == HL_DEVICE_CUDA ? "CUDA" : "CPU");
+                        hl_device_kind_label(c->device));
   const int nb = out->ndim - 2;
   const int64_t m = out->shape[nb], n = out->shape[nb + 1], k = a->shape[a->ndim - 1];
   if (!fits_int(m) || !fits_int(n) || !fits_int(k))
