@@ -5,7 +5,8 @@
  * A backend fills in every entry or leaves backend->tensor NULL; the core
  * then refuses ops on that device with "op X: no CUDA kernels in this build
  * yet". The CPU backend's table is kernels/cpu/tensor_cpu*.c; the CUDA twin
- * goes in kernels/cuda/ and must give the same results as stated per entry.
+ * is kernels/cuda/tensor_cuda*.cu and must give the same results as stated
+ * per entry. The entries are listed once, in HL_TENSOR_KERNEL_ENTRIES below.
  *
  * Conventions (all entries):
  *   - Pointers are device pointers of the backend (host memory on the CPU)
@@ -25,17 +26,19 @@
  *   - Nothing here allocates tensor memory: the core allocates outputs,
  *     saved statistics and scratch through core/base/mem.h and passes them in.
  *
- * Adding the CUDA twin (kernels/cuda/tensor_cuda.cu):
- *   1. fill every entry below, launching on hl_cuda_stream() and checking
- *      every call with kernels/cuda/check.h; element math from
- *      tensor_math.h with the op as a template argument, conversions from
- *      formats/half.h (hardware intrinsics on the device);
- *   2. cuda_kernels.h: HL_CUDA_TENSOR_KERNELS -> &hl_cuda_tensor_kernels;
- *   3. core/engine/registry.c: give each op its cuda dtypes, regenerate docs/ops.md
- *      (ninja -C build ops-doc); the dispatcher then routes cuda tensors;
- *   4. a gpu-suite test comparing every entry with the CPU table on the same
- *      inputs, at the tolerances below (plus the GEMMs of backend->gemm,
- *      which mm/bmm/matmul/linear need).
+ * A backend's table (docs/core.md, "Adding a backend"; the CUDA twin,
+ * kernels/cuda/tensor_cuda.cu, is one):
+ *   1. define every entry, hl_<backend>_NAME, declared with
+ *      HL_TENSOR_KERNEL_PROTOTYPES(hl_<backend>_) (the CUDA twin launches on
+ *      hl_cuda_stream(), checks every call with kernels/cuda/check.h, takes
+ *      its element math from tensor_math.h with the op as a template
+ *      argument and its conversions from formats/half.h);
+ *   2. fill the table with HL_TENSOR_KERNEL_TABLE(hl_<backend>_) and point
+ *      the backend's `tensor` at it; the op registry's dtypes then hold on
+ *      it and the dispatcher routes its tensors;
+ *   3. a test comparing every entry with the CPU table on the same inputs,
+ *      at the tolerances below (plus the GEMMs of backend->gemm, which
+ *      mm/bmm/matmul/linear need): the gpu suite for CUDA.
  *
  * Tolerances the gpu suite holds the CUDA twin to (CPU result = reference):
  *   bit-exact: fill, copy (every dtype pair), binary ops, unary ops made of
