@@ -24,14 +24,9 @@
 #include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
-#include "kernels/cpu/blas.h"
-#include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/onednn_gemm.h"
 #include "kernels/gemm.h"
-#ifdef HL_HAVE_ONEDNN
-#include "kernels/cpu/onednn_direct.h"
-#endif
+#include "kernels/gemm_reference.h"
+#include "kernels/host.h"
 
 static const char usage[] =
     "Usage: halflab-bench gemm [OPTIONS]\n"

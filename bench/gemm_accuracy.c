@@ -32,7 +32,7 @@
 #include "core/base/profiler_ranges.h"
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
-#include "kernels/cpu/onednn_gemm.h"
+#include "kernels/gemm_reference.h"
 
 typedef struct {
   const char *name;

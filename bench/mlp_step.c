@@ -26,7 +26,7 @@
  * same MLP through the core under bf16 autocast, against the arithmetic
  * autocast gives it written by hand. Per step, as the core does it: the f32
  * weights, biases and input cast to bf16 (the library's conversion,
- * kernels/cpu/half_arrays.h); each linear a bf16 output holding the bias
+ * kernels/host.h); each linear a bf16 output holding the bias
  * rows, onto which oneDNN's bf16 matmul accumulates (fp32 sums, one
  * rounding to bf16, as the core's GEMM with beta 1); ReLU on the bf16
  * values; the bf16 logits widened to f32 for the cross-entropy (fp32
@@ -35,7 +35,7 @@
  * summed in f32 and rounded to bf16; every gradient widened to f32 (the
  * weights' casts' backward) for the same f32 SGD update. The direct side's
  * matmul primitives are made before timing and called through oneDNN's own
- * dnnl_primitive_execute (kernels/cpu/onednn_direct.h, as halflab-bench
+ * dnnl_primitive_execute (kernels/gemm_reference.h, as halflab-bench
  * gemm's onednn-bf16 reference). Before timing, one forward and backward of
  * each from the same weights: the loss within 2^-8 relative (bf16's unit
  * roundoff) and every gradient within 2^-6 of its tensor's max |g| (4 bf16
@@ -62,13 +62,9 @@
 #include "core/engine/tensor.h"
 #include "bench/bench.h"
 #include "formats/half.h"
-#include "kernels/cpu/blas.h"
-#include "kernels/cpu/half_arrays.h"
-#include "kernels/cpu/onednn_gemm.h"
-#ifdef HL_HAVE_ONEDNN
-#include "kernels/cpu/onednn_direct.h"
-#endif
 #include "kernels/gemm.h"
+#include "kernels/gemm_reference.h"
+#include "kernels/host.h"
 #include "kernels/tensor_kernels.h"
 
 static const char usage[] =
@@ -807,7 +803,7 @@ static void record_metadata(const mlp_run *r) {
     hl_gemm_desc probe = forward_product(0, (int)batch, NULL, NULL, NULL);
     hl_onednn_gemm_describe(&probe, core_gemm, sizeof core_gemm);
     hl_meta_set("direct_bf16",
-                "the casts by kernels/cpu/half_arrays.h's conversions; dnnl_primitive_execute called directly (%s; "
+                "the casts by kernels/host.h's conversions; dnnl_primitive_execute called directly (%s; "
                 "bf16 x bf16 -> bf16 with fp32 sums; the bias as a sum post-op) and plain loops; the core's bf16 "
                 "products: %s",
                 r->db.fwd[0].what, core_gemm);

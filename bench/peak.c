@@ -18,8 +18,8 @@
 
 #include "bench/bench.h"
 #include "cli/timer.h"
-#include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/onednn_gemm.h"
+#include "kernels/gemm_reference.h"
+#include "kernels/host.h"
 
 typedef struct {
   const char *label;
@@ -142,7 +142,7 @@ static bench_peaks cpu_peaks(const hl_device_facts *f) {
   }
   /* the unit the bf16 products run on: through oneDNN AMX, else
    * AVX512-BF16's dot product; without oneDNN, or without both, widened to
-   * fp32 (kernels/cpu/gemm_cpu.c decides the same way) */
+   * fp32 (the CPU backend's GEMM decides the same way) */
   const char *bf16_unit = "fp32 FMA (widened)";
   double bf16 = r->fp32_fma;
   const hl_gemm_desc probe = {.m = 1024, .n = 1024, .k = 1024, .batch = 1, .a_type = HL_BF16, .b_type = HL_BF16,

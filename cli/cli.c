@@ -2,8 +2,6 @@
  * programs. */
 #include "cli/cli.h"
 
-#include "kernels/cpu/cpu_features.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -15,6 +13,7 @@
 #include "cli/csv.h"
 #include "cli/output_guard.h"
 #include "core/base/device.h"
+#include "kernels/host.h"
 #include "version.h"
 
 static const char *prog_ = "halflab";

@@ -14,9 +14,7 @@
 
 #include "core/base/atomic_file.h"
 #include "core/base/device.h"
-#include "kernels/cpu/blas.h"
-#include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/onednn_gemm.h"
+#include "kernels/host.h"
 #include "version.h"
 
 #define META_MAX 32

@@ -38,7 +38,7 @@
 #include "core/engine/autograd.h"
 #include "core/engine/ops.h"
 #include "examples/example.h"
-#include "kernels/cpu/onednn_gemm.h"
+#include "kernels/gemm_reference.h"
 
 enum { BATCH = 64, IN = 32, HIDDEN = 64, OUT = 16, MAX_THREADS = BATCH /* a row per shard at least */ };
 
@@ -192,7 +192,7 @@ static void compare(hl_tensor *a, hl_tensor *b, double *diff, double *scale, int
 }
 
 /* Whether every product of the forward, on the whole batch and on each
- * shard, runs on oneDNN's bf16 matmul (kernels/cpu/onednn_gemm.h): the
+ * shard, runs on oneDNN's bf16 matmul (kernels/gemm_reference.h): the
  * path on which case B's shards match the whole batch bit for bit. */
 static bool products_on_onednn(hl_device_kind device, hl_dtype lower, int shards) {
   if (device != HL_DEVICE_CPU || lower != HL_BF16) return false;

@@ -19,7 +19,15 @@
 extern "C" {
 #endif
 
-typedef enum { HL_DEVICE_CPU = 0, HL_DEVICE_CUDA = 1, HL_DEVICE_KINDS = 2 } hl_device_kind;
+/* HL_BACKEND_LIST(X): the backends, one X(KIND, name, label, built, also,
+ * why_absent) each, made by kernels/meson.build from its list (see
+ * hl_backends.h.in). The device kinds are its KINDs in order: HL_DEVICE_CPU
+ * (0, the host), HL_DEVICE_CUDA, ... */
+#include "hl_backends.h"
+
+#define HL_DEVICE_KIND_(KIND, name, label, built, also, why_absent) HL_DEVICE_##KIND,
+typedef enum { HL_BACKEND_LIST(HL_DEVICE_KIND_) HL_DEVICE_KINDS } hl_device_kind;
+#undef HL_DEVICE_KIND_
 
 /* What a backend knows of its device; "unknown" fields are 0 or -1 as noted. */
 typedef struct hl_device_facts {
@@ -55,7 +63,7 @@ struct hl_comm_kernels;    /* kernels/comm.h    — collectives between devices 
 
 typedef struct hl_backend {
   hl_device_kind kind;
-  const char *name; /* "cpu", "cuda" */
+  const char *name; /* "cpu", "cuda": its name in HL_BACKEND_LIST */
 
   /* false with a reason (no device, driver too old, not built) */
   bool (*available)(char *why, size_t len);
@@ -88,10 +96,13 @@ typedef struct hl_backend {
   const struct hl_comm_kernels *comm; /* NULL where NCCL is not built */
 } hl_backend;
 
-extern const hl_backend hl_backend_cpu;
-#ifdef HL_HAVE_CUDA
-extern const hl_backend hl_backend_cuda;
-#endif
+/* Each backend's table, hl_backend_<name>, defined in its folder
+ * (kernels/cpu/backend_cpu.c, kernels/cuda/backend_cuda.cu) where the build
+ * has it; core/base/device.h's hl_backend_for finds the built ones. The
+ * host's, hl_backend_cpu, is always there. */
+#define HL_BACKEND_TABLE_(KIND, name, label, built, also, why_absent) extern const hl_backend hl_backend_##name;
+HL_BACKEND_LIST(HL_BACKEND_TABLE_)
+#undef HL_BACKEND_TABLE_
 
 #ifdef __cplusplus
 }

@@ -105,48 +105,53 @@ typedef struct {
 #define HL_NORM_L2 2
 #define HL_NORM_INF 0
 
+/* Every entry of the table, once: X(P, return type, name, (parameters)).
+ * The table's members below and every backend's table come from this list:
+ * a backend defines its functions (static ones will do: P##name) and fills
+ * its table with HL_OPTIM_KERNEL_TABLE(prefix), in this order. */
+#define HL_OPTIM_KERNEL_ENTRIES(X, P)                                                                          \
+  /* ------------------------------------------------------------ scaler -- */                                 \
+  /* torch._amp_foreach_non_finite_check_and_unscale_ over all n gradients:                                    \
+   * dst = src * (*inv_scale) (src itself when *inv_scale == 1), after the                                     \
+   * finiteness test of src; any inf/NaN sets *found_inf = 1.0f (it is not                                     \
+   * cleared here: the caller zeroes it first). */                                                             \
+  X(P, void, unscale, (const hl_grad_view *grads, int n, const float *inv_scale, float *found_inf))            \
+  /* *inv = 1 / *scale, computed in f64 and rounded once to f32. */                                            \
+  X(P, void, reciprocal, (float *inv, const float *scale))                                                     \
+  /* torch._amp_update_scale_: found = sum of found_inf[i] over the bits i                                     \
+   * of mask; found != 0: scale *= backoff, tracker = 0; else tracker += 1                                     \
+   * and at growth_interval: scale *= growth if the result is finite,                                          \
+   * tracker = 0. Products in f64, rounded once to f32. */                                                     \
+  X(P, void, update_scale, (float *scale, int32_t *growth_tracker, const float *found_inf, uint64_t mask,      \
+         double growth_factor, double backoff_factor, int32_t growth_interval))                                \
+  /* -------------------------------------------------------- optimizers -- */                                 \
+  /* absorbed (a device uint64, may be NULL) is incremented by the number of                                   \
+   * elements whose update was non-zero but left the stored weight (the                                        \
+   * model weight in master mode) bit-identical: fp16/bf16 absorption. */                                      \
+  X(P, void, sgd, (const hl_optim_entry *params, int n, const hl_sgd_args *args, uint64_t *absorbed))          \
+  X(P, void, adamw, (const hl_optim_entry *params, int n, const hl_adamw_args *args, uint64_t *absorbed))      \
+  /* ---------------------------------------------------------- clipping -- */                                 \
+  /* Bytes of scratch grad_norm needs for these gradients (device memory                                       \
+   * the caller allocates). */                                                                                 \
+  X(P, size_t, grad_norm_scratch, (const hl_grad_view *grads, int n))                                          \
+  /* out[0] = the total norm of all src values (norm_type HL_NORM_L1/L2/INF,                                   \
+   * accumulated in f64, rounded once to f32; NaN when any value is NaN),                                      \
+   * out[1] = the clip coefficient min(max_norm / (out[0] + 1e-6), 1) in                                       \
+   * f32 as torch.nn.utils.clip_grad_norm_ computes it (NaN propagates).                                       \
+   * out is device memory; dst is not touched. */                                                              \
+  X(P, void, grad_norm, (const hl_grad_view *grads, int n, int norm_type, double max_norm, void *scratch,      \
+         float *out))                                                                                          \
+  /* dst = src * (*coef), coef read on the device. */                                                          \
+  X(P, void, scale_grads, (const hl_grad_view *grads, int n, const float *coef))                               \
+  /* dst = clamp(src, -limit, limit); NaN stays NaN. */                                                        \
+  X(P, void, clamp_grads, (const hl_grad_view *grads, int n, double limit))
+
+#define HL_OPTIM_KERNEL_MEMBER_(P, ret, name, params) ret(*name) params;
+#define HL_OPTIM_KERNEL_INIT_(P, ret, name, params) P##name,
+#define HL_OPTIM_KERNEL_TABLE(prefix) {HL_OPTIM_KERNEL_ENTRIES(HL_OPTIM_KERNEL_INIT_, prefix)}
+
 struct hl_optim_kernels {
-  /* ------------------------------------------------------------ scaler -- */
-
-  /* torch._amp_foreach_non_finite_check_and_unscale_ over all n gradients:
-   * dst = src * (*inv_scale) (src itself when *inv_scale == 1), after the
-   * finiteness test of src; any inf/NaN sets *found_inf = 1.0f (it is not
-   * cleared here: the caller zeroes it first). */
-  void (*unscale)(const hl_grad_view *grads, int n, const float *inv_scale, float *found_inf);
-
-  /* *inv = 1 / *scale, computed in f64 and rounded once to f32. */
-  void (*reciprocal)(float *inv, const float *scale);
-
-  /* torch._amp_update_scale_: found = sum of found_inf[i] over the bits i
-   * of mask; found != 0: scale *= backoff, tracker = 0; else tracker += 1
-   * and at growth_interval: scale *= growth if the result is finite,
-   * tracker = 0. Products in f64, rounded once to f32. */
-  void (*update_scale)(float *scale, int32_t *growth_tracker, const float *found_inf, uint64_t mask,
-                       double growth_factor, double backoff_factor, int32_t growth_interval);
-
-  /* -------------------------------------------------------- optimizers -- */
-  /* absorbed (a device uint64, may be NULL) is incremented by the number of
-   * elements whose update was non-zero but left the stored weight (the
-   * model weight in master mode) bit-identical: fp16/bf16 absorption. */
-
-  void (*sgd)(const hl_optim_entry *params, int n, const hl_sgd_args *args, uint64_t *absorbed);
-  void (*adamw)(const hl_optim_entry *params, int n, const hl_adamw_args *args, uint64_t *absorbed);
-
-  /* ---------------------------------------------------------- clipping -- */
-
-  /* Bytes of scratch grad_norm needs for these gradients (device memory
-   * the caller allocates). */
-  size_t (*grad_norm_scratch)(const hl_grad_view *grads, int n);
-  /* out[0] = the total norm of all src values (norm_type HL_NORM_L1/L2/INF,
-   * accumulated in f64, rounded once to f32; NaN when any value is NaN),
-   * out[1] = the clip coefficient min(max_norm / (out[0] + 1e-6), 1) in
-   * f32 as torch.nn.utils.clip_grad_norm_ computes it (NaN propagates).
-   * out is device memory; dst is not touched. */
-  void (*grad_norm)(const hl_grad_view *grads, int n, int norm_type, double max_norm, void *scratch, float *out);
-  /* dst = src * (*coef), coef read on the device. */
-  void (*scale_grads)(const hl_grad_view *grads, int n, const float *coef);
-  /* dst = clamp(src, -limit, limit); NaN stays NaN. */
-  void (*clamp_grads)(const hl_grad_view *grads, int n, double limit);
+  HL_OPTIM_KERNEL_ENTRIES(HL_OPTIM_KERNEL_MEMBER_, unused)
 };
 
 #ifdef __cplusplus

@@ -2,12 +2,21 @@
 """check_layers.py — fails when a dependency between halflab's layers points up.
 
 A layer is a folder whose meson.build (reached from the root meson.build
-through subdir()) begins its comment with a line
+through subdir(); a subdir() of a computed name reaches every child folder
+with a meson.build) begins its comment with a line
 
     # layer N: NAME — what the folder owns
 
 Every file below that folder belongs to it, unless a subfolder declares a
-layer of its own. Two kinds of edge are checked:
+layer of its own. A folder inside a layer (one without a layer line of its
+own) may declare itself private with a line
+
+    # private to: LAYER, LAYER ... — why
+
+and then only files of the named layers may include its files: the backend
+folders kernels/cpu/ and kernels/cuda/ are kernels' own and the tests',
+and every other layer reaches a backend through the headers of kernels/.
+Two kinds of edge are checked:
 
   includes  `#include "x"` in a C, CUDA or header file, resolved like the
             compiler does (beside the file, then from the root);
@@ -16,7 +25,7 @@ layer of its own. Two kinds of edge are checked:
             another layer's meson.build.
 
 An edge may point only to a layer with a smaller number, or stay inside its
-own folder. Two folders with the same number (the programs) may not use each
+own folder, and an include into a private folder only from a layer it names. Two folders with the same number (the programs) may not use each
 other. Each violation is one line, file:line and both layers; exit status 1
 when there is any, 0 when none, 2 on bad usage.
 
@@ -29,7 +38,9 @@ import re
 import sys
 
 LAYER_LINE = re.compile(r"^#\s*layer\s+(\d+):\s*(\S+)")
+PRIVATE_LINE = re.compile(r"^#\s*private to:\s*([\w/]+(?:\s*,\s*[\w/]+)*)", re.M)
 SUBDIR = re.compile(r"""^\s*subdir\(\s*'([^']+)'\s*\)""", re.M)
+SUBDIR_COMPUTED = re.compile(r"""^\s*subdir\(\s*[^'\s)]""", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 DEP_DEFINED = re.compile(r"^\s*(\w+_dep)\s*=\s*declare_dependency\b", re.M)
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh")
@@ -53,7 +64,14 @@ def meson_folders(root, folder=""):
     found = [folder]
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    for sub in SUBDIR.findall(text):
+    subs = SUBDIR.findall(text)
+    if SUBDIR_COMPUTED.search(text):
+        # subdir(name) in a loop (kernels/: one per backend): any child folder
+        # with a meson.build may be reached
+        here = os.path.join(root, folder)
+        subs += sorted(d for d in os.listdir(here)
+                       if d not in subs and os.path.isfile(os.path.join(here, d, "meson.build")))
+    for sub in subs:
         found += meson_folders(root, os.path.normpath(os.path.join(folder, sub)))
     return found
 
@@ -69,6 +87,29 @@ def read_layers(root):
         if m:
             layers[folder] = Layer(folder, int(m.group(1)), m.group(2))
     return layers
+
+
+def read_private(root, layers):
+    """Private folders: folder -> the layer names that may include its files."""
+    private = {}
+    for folder in meson_folders(root):
+        if folder == "" or folder in layers:
+            continue
+        with open(os.path.join(root, folder, "meson.build"), encoding="utf-8") as f:
+            m = PRIVATE_LINE.search(f.read())
+        if m:
+            private[folder] = [name.strip() for name in m.group(1).split(",")]
+    return private
+
+
+def private_folder_of(path, private):
+    """The private folder a root-relative path lies in, or None."""
+    folder = os.path.dirname(path)
+    while folder:
+        if folder in private:
+            return folder
+        folder = os.path.dirname(folder)
+    return None
 
 
 def layer_of(path, layers):
@@ -99,7 +140,7 @@ def source_files(root, layers):
                         yield rel
 
 
-def include_violations(root, layers):
+def include_violations(root, layers, private):
     for rel in source_files(root, layers):
         src = layer_of(rel, layers)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
@@ -119,6 +160,11 @@ def include_violations(root, layers):
             dst = layer_of(target, layers)
             if dst is not None and not allowed(src, dst):
                 yield f'{rel}:{number}: includes "{m.group(1)}": {src} ({src.folder}/) may not use {dst} ({dst.folder}/)'
+                continue
+            hidden = private_folder_of(target, private)
+            if hidden is not None and src.name not in private[hidden]:
+                yield (f'{rel}:{number}: includes "{m.group(1)}": {src} ({src.folder}/) may not use {hidden}/, '
+                       f'private to {", ".join(private[hidden])}')
 
 
 def link_violations(root, layers):
@@ -152,11 +198,12 @@ def main():
     if not layers:
         print(f"check_layers: no '# layer N: NAME' line in any meson.build under {root}", file=sys.stderr)
         return 2
-    violations = list(include_violations(root, layers)) + list(link_violations(root, layers))
+    private = read_private(root, layers)
+    violations = list(include_violations(root, layers, private)) + list(link_violations(root, layers))
     for v in violations:
         print(v, file=sys.stderr)
     if violations:
-        print(f"check_layers: {len(violations)} dependencies point up or sideways (README, \"Architecture\")",
+        print(f"check_layers: {len(violations)} dependencies point up or sideways or into a private folder (README, \"Architecture\")",
               file=sys.stderr)
         return 1
     if args.stamp:

@@ -1,56 +1,84 @@
-/* device.c — backend registry, discovery and device description. */
+/* device.c — the backend registry (from kernels/meson.build's list),
+ * discovery and device description. */
 #include "core/base/device.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-const hl_backend *hl_backend_for(hl_device_kind kind) {
-  switch (kind) {
-    case HL_DEVICE_CPU: return &hl_backend_cpu;
-#ifdef HL_HAVE_CUDA
-    case HL_DEVICE_CUDA: return &hl_backend_cuda;
-#endif
-    default: return NULL;
-  }
-}
+/* The registry: one entry per line of HL_BACKEND_LIST (kernels/meson.build),
+ * the table where this build has the backend, else NULL. */
+typedef struct {
+  const hl_backend *backend;
+  const char *name, *label, *also, *why_absent;
+} registered_backend;
 
-const char *hl_device_kind_name(hl_device_kind kind) {
-  return kind == HL_DEVICE_CUDA ? "cuda" : "cpu";
-}
+#define BUILT_1(table) (table)
+#define BUILT_0(table) NULL
+#define REGISTER(KIND, name, label, built, also, why_absent) \
+  [HL_DEVICE_##KIND] = {BUILT_##built(&hl_backend_##name), #name, label, also, why_absent},
+static const registered_backend backends_[HL_DEVICE_KINDS] = {HL_BACKEND_LIST(REGISTER)};
+#undef REGISTER
+
+static bool known(hl_device_kind kind) { return (unsigned)kind < HL_DEVICE_KINDS; }
+
+const hl_backend *hl_backend_for(hl_device_kind kind) { return known(kind) ? backends_[kind].backend : NULL; }
+
+const char *hl_device_kind_name(hl_device_kind kind) { return known(kind) ? backends_[kind].name : "unknown"; }
+
+const char *hl_device_kind_label(hl_device_kind kind) { return known(kind) ? backends_[kind].label : "unknown"; }
 
 bool hl_device_available(hl_device_kind kind, char *why, size_t len) {
   const hl_backend *b = hl_backend_for(kind);
   if (!b) {
-    if (why && len) snprintf(why, len, "this build has no CUDA backend (nvcc was not found or -Dcuda=disabled)");
+    if (why && len)
+      snprintf(why, len, "this build has no %s backend (%s)", hl_device_kind_label(kind),
+               known(kind) ? backends_[kind].why_absent : "no such device");
     return false;
   }
   return b->available(why, len);
 }
 
+/* auto: the first accelerator (a kind after the host's) that is usable,
+ * else the CPU with the first accelerator's reason in err */
+static hl_device_kind resolve_auto(char *err, size_t len) {
+  for (int k = 1; k < HL_DEVICE_KINDS; k++) {
+    char why[256];
+    if (hl_device_available((hl_device_kind)k, why, sizeof why)) {
+      if (len) err[0] = '\0';
+      return (hl_device_kind)k;
+    }
+    if (k == 1 && len) snprintf(err, len, "%s", why);
+  }
+  return HL_DEVICE_CPU;
+}
+
 bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len) {
-  char why[256];
   *unusable = false;
   if (len) err[0] = '\0';
   if (!request || !strcmp(request, "auto")) {
-    *out = hl_device_available(HL_DEVICE_CUDA, err, len) ? HL_DEVICE_CUDA : HL_DEVICE_CPU;
-    if (*out == HL_DEVICE_CUDA && len) err[0] = '\0';
+    *out = resolve_auto(err, len);
     return true;
   }
-  if (!strcmp(request, "cpu")) {
-    *out = HL_DEVICE_CPU;
-    return true;
-  }
-  if (!strcmp(request, "cuda") || !strcmp(request, "gpu")) {
-    if (!hl_device_available(HL_DEVICE_CUDA, why, sizeof why)) {
+  for (int k = 0; k < HL_DEVICE_KINDS; k++) {
+    const registered_backend *r = &backends_[k];
+    if (strcmp(request, r->name) && !(r->also[0] && !strcmp(request, r->also))) continue;
+    char why[256];
+    if (k != HL_DEVICE_CPU && !hl_device_available((hl_device_kind)k, why, sizeof why)) {
       *unusable = true;
-      snprintf(err, len, "--device cuda: %s", why);
+      snprintf(err, len, "--device %s: %s", r->name, why);
       return false;
     }
-    *out = HL_DEVICE_CUDA;
+    *out = (hl_device_kind)k;
     return true;
   }
-  snprintf(err, len, "--device: unknown device '%s' (expected auto, cpu or cuda)", request);
+  /* "auto, cpu or cuda" */
+  char names[256] = "auto";
+  for (int k = 0; k < HL_DEVICE_KINDS; k++) {
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%s%s", k == HL_DEVICE_KINDS - 1 ? " or " : ", ", backends_[k].name);
+  }
+  snprintf(err, len, "--device: unknown device '%s' (expected %s)", request, names);
   return false;
 }
 
@@ -121,8 +149,8 @@ const char *hl_device_describe(hl_device_kind kind) {
                f->name, f->model_id[0] ? " (" : "", f->model_id, f->model_id[0] ? ")" : "", f->sm_count,
                f->threads, (double)f->total_mem / (1u << 30));
     else
-      snprintf(line[kind], sizeof line[kind], "cuda: %s, sm_%d%d, %d SMs, %.1f GiB", f->name, f->cc_major,
-               f->cc_minor, f->sm_count, (double)f->total_mem / (1u << 30));
+      snprintf(line[kind], sizeof line[kind], "%s: %s, sm_%d%d, %d SMs, %.1f GiB", hl_device_kind_name(kind), f->name,
+               f->cc_major, f->cc_minor, f->sm_count, (double)f->total_mem / (1u << 30));
   }
   return line[kind];
 }

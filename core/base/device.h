@@ -11,21 +11,26 @@
 extern "C" {
 #endif
 
-/* The backend for a device kind, or NULL where it was not built. */
+/* The backend for a device kind, or NULL where it was not built. The
+ * backends are registered in kernels/meson.build (one line each). */
 const hl_backend *hl_backend_for(hl_device_kind kind);
 
 /* Is the device usable? If not, `why` says why ("not built with CUDA", "no
  * CUDA device or driver found", "driver older than the runtime"...). */
 bool hl_device_available(hl_device_kind kind, char *why, size_t len);
 
-/* Resolve a --device request ("auto", "cpu", "cuda"). auto takes the GPU
- * when one is usable, else the CPU, with the reason the GPU is not usable in
+/* Resolve a --device request ("auto", "cpu", "cuda", "gpu"). auto takes the
+ * first usable accelerator (CUDA), else the CPU, with the reason the first
+ * accelerator is not usable in
  * `err` (empty otherwise); the caller decides whether and when to say so.
  * Returns false with a message in `err` when the request is malformed (exit 2)
  * or asks for a device that is not usable (exit 1: *unusable set). */
 bool hl_device_resolve(const char *request, hl_device_kind *out, bool *unusable, char *err, size_t len);
 
+/* "cpu", "cuda": the backend's name, also its --device word */
 const char *hl_device_kind_name(hl_device_kind kind);
+/* "CPU", "CUDA": the backend's word in messages */
+const char *hl_device_kind_label(hl_device_kind kind);
 
 /* Facts, cached after the first query except free memory. */
 const hl_device_facts *hl_device_facts_get(hl_device_kind kind);

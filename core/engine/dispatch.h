@@ -60,8 +60,13 @@ hl_tensor *hl_op_abort_output(hl_op_call *c, hl_tensor *out);
 /* Autocast's cast of one input (core/engine/autocast.c): cached for weights. */
 hl_tensor *hl_autocast_cast(hl_tensor *t, hl_dtype to);
 
-/* The engine marks ops run by backward functions, autocast its casts
- * (for the trace). */
+/* Trace annotations: per-thread state between the engine's own calls,
+ * read only where the dispatcher writes an op's trace line (hl_op_end); they
+ * change no result. hl_dispatch_set_backward(true) marks every op that ends
+ * on this thread as "(backward)" until it is set false again (autograd.c,
+ * around a backward pass). hl_dispatch_set_note marks every op that ends
+ * until NULL clears it (autocast.c, around its cast's hl_to_dtype:
+ * "(autocast cast)"); the text must outlive that span (a literal). */
 void hl_dispatch_set_backward(bool in_backward);
 void hl_dispatch_set_note(const char *note); /* NULL clears */
 

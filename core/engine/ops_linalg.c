@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/base/device.h" /* hl_device_kind_label */
 #include "core/engine/ops_internal.h"
 #include "kernels/gemm.h"
 
@@ -45,22 +46,20 @@ static bool gemm_ready(hl_op_call *c, int i) {
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-/* Set by linear_backward around its second product: that product's A is
- * the first one's, untouched between them (kernels/gemm.h, a_as_before).
- * Read and cleared by the next gemm_run on this thread. */
-static _Thread_local bool next_a_as_before_;
-
 /* out [B0, B1, m, n] (leading dims optional) = a @ b (+ beta out).
  * a and b are [.., m, k] / [.., k, n] with the out's batch dims or none
  * (shared by every batch entry: stride 0). Batch dims of any strides: the
  * inner one is the GEMM's strided batch, the outer one its outer batch
- * where the backend takes one (the CPU), else a loop of calls. */
+ * where the backend takes one (the CPU), else a loop of calls.
+ * a_as_before: a is the A of this thread's previous GEMM, untouched since
+ * (kernels/gemm.h, hl_gemm_desc.a_as_before); only linear's backward knows
+ * it, and says so. */
 static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b, hl_tensor *out, float beta,
-                     const hl_tensor *bias) {
+                     const hl_tensor *bias, bool a_as_before) {
   const struct hl_gemm_kernels *gk = c->backend->gemm;
   if (!gk)
     return hl_fail_bool("%s: the %s backend has no GEMM kernels in this build yet", c->op->name,
-                        c->device == HL_DEVICE_CUDA ? "CUDA" : "CPU");
+                        hl_device_kind_label(c->device));
   const int nb = out->ndim - 2;
   const int64_t m = out->shape[nb], n = out->shape[nb + 1], k = a->shape[a->ndim - 1];
   if (!fits_int(m) || !fits_int(n) || !fits_int(k))
@@ -99,8 +98,7 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
   d.stride_b = b1;
   d.stride_c = o1;
   d.a_scale = d.b_scale = 1.0f;
-  d.a_as_before = next_a_as_before_;
-  next_a_as_before_ = false;
+  d.a_as_before = a_as_before;
   if (bias) {
     d.bias = hl_tensor_data(bias);
     d.bias_type = bias->dtype;
@@ -179,7 +177,8 @@ static bool matmul_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
 
 /* ------------------------------------------------------- mm, bmm, matmul -- */
 
-static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
+/* a_as_before: see gemm_run (false from every public entry) */
+static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b, bool a_as_before) {
   hl_op_call c;
   if (!hl_op_begin(&c, id, HL_INPUTS(a, b), HL_ROLES(HL_ARG_DATA, HL_ARG_DATA), 2)) return NULL;
   a = c.in[0];
@@ -206,7 +205,7 @@ static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
   shape[a->ndim - 1] = b->shape[b->ndim - 1];
   hl_tensor *out = hl_op_output(&c, a->ndim, shape, c.dtype);
   if (!out) return hl_op_abort(&c);
-  if (!gemm_run(&c, a, b, out, 0.0f, NULL)) return hl_op_abort_output(&c, out);
+  if (!gemm_run(&c, a, b, out, 0.0f, NULL, a_as_before)) return hl_op_abort_output(&c, out);
   hl_node *node;
   if (!hl_record(&c, out, matmul_backward, &node)) return hl_op_abort_output(&c, out);
   if (node) {
@@ -221,9 +220,9 @@ static hl_tensor *product(hl_op_id id, hl_tensor *a, hl_tensor *b) {
   return hl_op_end(&c, out);
 }
 
-hl_tensor *hl_mm(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MM, a, b); }
-hl_tensor *hl_bmm(hl_tensor *a, hl_tensor *b) { return product(HL_OP_BMM, a, b); }
-hl_tensor *hl_matmul(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MATMUL, a, b); }
+hl_tensor *hl_mm(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MM, a, b, false); }
+hl_tensor *hl_bmm(hl_tensor *a, hl_tensor *b) { return product(HL_OP_BMM, a, b, false); }
+hl_tensor *hl_matmul(hl_tensor *a, hl_tensor *b) { return product(HL_OP_MATMUL, a, b, false); }
 
 /* ---------------------------------------------------------------- linear -- */
 
@@ -242,9 +241,7 @@ static bool linear_backward(hl_node *n, hl_tensor *g, hl_tensor **gin) {
     hl_tensor *gt = t_last2(gf);
     /* the same stored gradient as dX's product just before: a CPU widening
      * half operands keeps its fp32 copy (the kernel checks pointer and layout) */
-    next_a_as_before_ = gin[0] != NULL && gt != NULL;
-    gin[1] = hl_mm(gt, xf); /* [out, M] x [M, in] */
-    next_a_as_before_ = false;
+    gin[1] = product(HL_OP_MM, gt, xf, gin[0] != NULL && gt != NULL); /* [out, M] x [M, in]: hl_mm */
     if (!gin[1]) return false;
   }
   if (hl_node_wants(n, 2)) {
@@ -295,7 +292,8 @@ hl_tensor *hl_linear(hl_tensor *x, hl_tensor *w, hl_tensor *bias) {
   hl_tensor *x2 = hl_tensor_view_of(x, 2, (int64_t[]){rows, in}, (int64_t[]){in > 0 ? in : 1, 1}, x->offset);
   hl_tensor *wt = hl_tensor_view_of(w, 2, (int64_t[]){in, nout}, (int64_t[]){w->stride[1], w->stride[0]}, w->offset);
   hl_tensor *o2 = hl_tensor_view_of(out, 2, (int64_t[]){rows, nout}, (int64_t[]){nout, 1}, 0);
-  bool ran = x2 && wt && o2 && gemm_run(&c, x2, wt, o2, bias && !bias_in_gemm ? 1.0f : 0.0f, bias_in_gemm ? bias : NULL);
+  bool ran = x2 && wt && o2 &&
+             gemm_run(&c, x2, wt, o2, bias && !bias_in_gemm ? 1.0f : 0.0f, bias_in_gemm ? bias : NULL, false);
   hl_release(x2);
   hl_release(wt);
   hl_release(o2);

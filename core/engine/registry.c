@@ -6,10 +6,11 @@
 
 #include "core/base/device.h"
 
-/* Both backends have kernels for every op (the CUDA twin: kernels/cuda/tensor_cuda*.cu) */
-#define FLOATS {[HL_DEVICE_CPU] = HL_DT_FLOAT, [HL_DEVICE_CUDA] = HL_DT_FLOAT}
-#define ALL_TYPES {[HL_DEVICE_CPU] = HL_DT_ALL, [HL_DEVICE_CUDA] = HL_DT_ALL}
-#define EVERYWHERE {[HL_DEVICE_CPU] = HL_DT_ALL, [HL_DEVICE_CUDA] = HL_DT_ALL}
+/* The dtypes each op has kernels for, on every backend with a tensor table
+ * (registry.h: a backend fills every entry) */
+#define FLOATS HL_DT_FLOAT
+#define ALL_TYPES HL_DT_ALL
+#define EVERYWHERE HL_DT_ALL
 
 #define OP(ID, NAME, GROUP, POLICY, PROMOTES, NOKERNELS, INTERNAL, DIFF, DTYPES, SUMMARY) \
   [ID] = {ID, NAME, GROUP, POLICY, PROMOTES, NOKERNELS, INTERNAL, DIFF, DTYPES, SUMMARY}
@@ -138,7 +139,7 @@ static void mask_text(uint32_t mask, char *buf, size_t len) {
 
 bool hl_op_supported(const hl_op_desc *op, hl_device_kind device, hl_dtype t, char *why, size_t len) {
   const hl_backend *b = hl_backend_for(device);
-  const char *dev = device == HL_DEVICE_CUDA ? "CUDA" : "CPU";
+  const char *dev = hl_device_kind_label(device);
   if (!b) {
     snprintf(why, len, "op %s: this build has no %s backend", op->name, dev);
     return false;
@@ -148,7 +149,7 @@ bool hl_op_supported(const hl_op_desc *op, hl_device_kind device, hl_dtype t, ch
     snprintf(why, len, "op %s: no %s kernels in this build yet", op->name, dev);
     return false;
   }
-  uint32_t mask = op->dtypes[device];
+  uint32_t mask = op->dtypes;
   if (!mask) {
     snprintf(why, len, "op %s: no %s kernel for this op yet", op->name, dev);
     return false;
@@ -165,24 +166,24 @@ bool hl_op_supported(const hl_op_desc *op, hl_device_kind device, hl_dtype t, ch
 
 /* ---------------------------------------------------------------- docs -- */
 
+/* One row: the same forward and backward dtypes under every backend in
+ * HL_BACKEND_LIST, built here or not (the page is the same for every build). */
 static void row(FILE *out, const hl_op_desc *op) {
-  char fwd[HL_DEVICE_KINDS][64], bwd[HL_DEVICE_KINDS][64];
-  for (int d = 0; d < HL_DEVICE_KINDS; d++) {
-    uint32_t mask = op->dtypes[d];
-    if (op->no_kernels && mask == HL_DT_ALL) {
-      snprintf(fwd[d], sizeof fwd[d], "all (no kernel)");
-    } else {
-      mask_text(mask, fwd[d], sizeof fwd[d]);
-    }
-    /* backward exists for the float dtypes of the forward, when the op is differentiable */
-    uint32_t bmask = op->diff == HL_DIFF_NONE ? 0 : (mask & HL_DT_FLOAT);
-    if (op->no_kernels && bmask == HL_DT_FLOAT) snprintf(bwd[d], sizeof bwd[d], "float (no kernel)");
-    else mask_text(bmask, bwd[d], sizeof bwd[d]);
+  char fwd[64], bwd[64];
+  uint32_t mask = op->dtypes;
+  if (op->no_kernels && mask == HL_DT_ALL) {
+    snprintf(fwd, sizeof fwd, "all (no kernel)");
+  } else {
+    mask_text(mask, fwd, sizeof fwd);
   }
+  /* backward exists for the float dtypes of the forward, when the op is differentiable */
+  uint32_t bmask = op->diff == HL_DIFF_NONE ? 0 : (mask & HL_DT_FLOAT);
+  if (op->no_kernels && bmask == HL_DT_FLOAT) snprintf(bwd, sizeof bwd, "float (no kernel)");
+  else mask_text(bmask, bwd, sizeof bwd);
   static const char *diff[] = {"-", "1st", "2nd"};
-  fprintf(out, "| `%s` | %s%s | %s | %s | %s | %s | %s | %s |\n", op->name, hl_policy_name(op->policy),
-          op->promotes ? ", promotes" : "", fwd[HL_DEVICE_CPU], bwd[HL_DEVICE_CPU], fwd[HL_DEVICE_CUDA],
-          bwd[HL_DEVICE_CUDA], diff[op->diff], op->summary);
+  fprintf(out, "| `%s` | %s%s |", op->name, hl_policy_name(op->policy), op->promotes ? ", promotes" : "");
+  for (int d = 0; d < HL_DEVICE_KINDS; d++) fprintf(out, " %s | %s |", fwd, bwd);
+  fprintf(out, " %s | %s |\n", diff[op->diff], op->summary);
 }
 
 void hl_ops_write_markdown(FILE *out) {
@@ -201,9 +202,14 @@ void hl_ops_write_markdown(FILE *out) {
                           "Neural-network ops and losses", "Internal ops (made by backward functions)"};
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     fprintf(out, "\n## %s\n\n", groups[g]);
-    fprintf(out,
-            "| op | autocast | cpu forward | cpu backward | cuda forward | cuda backward | grad | what |\n"
-            "|---|---|---|---|---|---|---|---|\n");
+    fprintf(out, "| op | autocast |");
+    for (int d = 0; d < HL_DEVICE_KINDS; d++) {
+      const char *name = hl_device_kind_name((hl_device_kind)d);
+      fprintf(out, " %s forward | %s backward |", name, name);
+    }
+    fprintf(out, " grad | what |\n|---|---|");
+    for (int d = 0; d < HL_DEVICE_KINDS; d++) fprintf(out, "---|---|");
+    fprintf(out, "---|---|\n");
     for (int i = 0; i < HL_OPS; i++)
       if (!strcmp(ops_[i].group, groups[g])) row(out, &ops_[i]);
   }

@@ -5,8 +5,11 @@
  * The dispatcher (core/engine/dispatch.c) refuses what the table does not list,
  * and docs/ops.md is generated from it (hl_ops_write_markdown; the unit
  * test ops-doc fails when the file is out of date), so what is supported
- * is never guessed. The CUDA engineer flips a row's cuda dtypes when its
- * kernels land, and regenerates the docs.
+ * is never guessed. A backend fills every entry of the tensor table
+ * (kernels/tensor_kernels.h) or none, so one dtype mask per op holds for
+ * every backend that has the table; the docs show it under each backend of
+ * kernels/meson.build's list (regenerate them when the list changes:
+ * ninja -C build ops-doc).
  */
 #ifndef HL_REGISTRY_H
 #define HL_REGISTRY_H
@@ -113,7 +116,7 @@ typedef struct hl_op_desc {
   bool no_kernels;      /* runs no tensor kernel (views, device copies): every dtype, every backend */
   bool internal;        /* made by backward functions, not called by programs */
   hl_diff diff;
-  uint32_t dtypes[HL_DEVICE_KINDS]; /* compute dtypes with kernels, per backend */
+  uint32_t dtypes;      /* compute dtypes with kernels, on every backend that has a tensor table */
   const char *summary;  /* one line for the docs */
 } hl_op_desc;
 

@@ -96,7 +96,7 @@ const struct hl_tensor_kernels *hl_kernels_for(hl_device_kind device, const char
   const hl_backend *b = hl_backend_for(device);
   if (!b) return hl_fail("%s: this build has no %s backend", what, hl_device_kind_name(device));
   if (!b->tensor)
-    return hl_fail("op %s: no %s kernels in this build yet", what, device == HL_DEVICE_CUDA ? "CUDA" : "CPU");
+    return hl_fail("op %s: no %s kernels in this build yet", what, hl_device_kind_label(device));
   return b->tensor;
 }
 

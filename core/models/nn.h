@@ -47,7 +47,6 @@
 #include "core/engine/tensor.h"
 #include "core/models/training_modes.h"
 #include "core/models/weight_policy.h"
-#include "core/training/optim.h" /* hl_optim_moments: the accounting's optimizer state */
 
 #ifdef __cplusplus
 extern "C" {
@@ -240,7 +239,10 @@ uint64_t hl_gpt_param_bytes(const hl_gpt_config *c, hl_weight_policy policy);
 uint64_t hl_mlp_param_bytes(const hl_mlp_config *c, hl_weight_policy policy);
 
 /* The bytes of one training step's state, for an optimizer that keeps
- * `moments` state tensors per parameter (hl_optim_moments). Activations are what the
+ * `moments` state tensors per parameter, each shaped as the parameter (the
+ * caller's count: core/training/optim.h's hl_optim_moments gives it for
+ * halflab's optimizers; the models need nothing of training to count
+ * bytes). Activations are what the
  * forward and the loss leave saved for backward (B x T tokens); the peak
  * adds what backward holds at its fullest moment on top. */
 typedef struct {

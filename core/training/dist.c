@@ -14,7 +14,7 @@
 #include "core/base/error.h"
 #include "core/engine/op_profile.h"
 #include "formats/fatal.h"
-#include "kernels/cpu/half_arrays.h"
+#include "kernels/host.h"
 
 #ifdef HL_HAVE_MPI
 #include <mpi.h>
@@ -157,7 +157,7 @@ bool hl_dist_threads_serialized(void) {
 #ifdef HL_HAVE_MPI
 /* MPI's sums of 16-bit floats: each addition in f32, rounded back once
  * (what a half-precision all-reduce on the wire does). The conversions
- * are the CPU's vector ones (kernels/cpu/half_arrays.h: F16C,
+ * are the CPU's vector ones (kernels/host.h: F16C,
  * AVX512-BF16), bit for bit formats/half.h's, a chunk at a time. */
 enum { SUM_CHUNK = 1024 };
 static void sum_half(const uint16_t *a, uint16_t *b, int len, hl_dtype t) {

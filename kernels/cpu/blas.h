@@ -11,39 +11,18 @@
  * (kernels/cpu/cpu_features.h), and restores the environment afterwards. A
  * user's own OPENBLAS_CORETYPE always wins.
  *
- * Every call into the BLAS goes through hl_blas(): the GEMM kernels and the
- * benchmarks' direct reference calls alike, so both sides of a comparison run
- * the same library with the same kernels. */
+ * Every call into the BLAS goes through hl_blas() (kernels/gemm_reference.h):
+ * the GEMM kernels and the benchmarks' direct reference calls alike, so both
+ * sides of a comparison run the same library with the same kernels; what
+ * was loaded is hl_blas_info_get() (kernels/host.h). */
 #ifndef HL_CPU_BLAS_H
 #define HL_CPU_BLAS_H
 
-#include <cblas.h>
 #include <stdbool.h>
 
 #include "kernels/cpu/cpu_features.h"
-
-typedef struct {
-  __typeof__(cblas_sgemm) *sgemm;
-  __typeof__(cblas_dgemm) *dgemm;
-} hl_blas_api;
-
-/* The BLAS's entry points, loading the library on the first call. A library
- * that cannot be opened, or lacks sgemm/dgemm, ends the process with
- * file:line and dlerror()'s text (exit status 1). */
-const hl_blas_api *hl_blas(void);
-
-typedef struct {
-  char library[512];   /* the file opened */
-  char version[64];    /* "OpenBLAS 0.3.21", or "unknown" */
-  char config[256];    /* openblas_get_config(), or "" */
-  char kernels[64];    /* the kernel set that runs ("SkylakeX"), or "unknown" */
-  char chosen_by[256]; /* who chose it, in words */
-  bool generic;        /* a generic kernel set on a CPU with AVX2 or AVX-512 */
-  char warning[320];   /* why `generic` matters, or "" */
-} hl_blas_info;
-
-/* What was loaded and which kernels run (loads the library if needed). */
-const hl_blas_info *hl_blas_info_get(void);
+#include "kernels/gemm_reference.h" /* hl_blas_api, hl_blas() */
+#include "kernels/host.h"           /* hl_blas_info, hl_blas_info_get() */
 
 /* The kernel set halflab asks OpenBLAS for on a CPU with these features
  * when OPENBLAS_CORETYPE is unset, or NULL to leave the choice to the library:

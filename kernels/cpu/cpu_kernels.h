@@ -5,6 +5,7 @@
 #define HL_CPU_KERNELS_H
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_reference.h"
 
 extern const struct hl_probe_kernels hl_cpu_probe_kernels;
 extern const struct hl_stream_kernels hl_cpu_stream_kernels;
@@ -13,10 +14,8 @@ extern const struct hl_tensor_kernels hl_cpu_tensor_kernels;
 extern const struct hl_optim_kernels hl_cpu_optim_kernels;
 extern const struct hl_convert_kernels hl_cpu_convert_kernels;
 
-/* The CPU's GEMM without oneDNN (gemm_cpu.c): fp32 and fp64 on OpenBLAS, half
- * operands widened to fp32 for sgemm and rounded once. The backend's gemm()
- * hands it whatever oneDNN does not take; tests hold oneDNN's results to it. */
-void hl_cpu_gemm_blas(const hl_gemm_desc *d);
+/* The CPU's GEMM without oneDNN, hl_cpu_gemm_blas (gemm_cpu.c), is public:
+ * kernels/gemm_reference.h. Tests hold oneDNN's results to it. */
 
 /* The fp32 working copies hl_cpu_gemm_blas keeps for the calling thread
  * between calls: their bytes (what malloc was asked for), and their release

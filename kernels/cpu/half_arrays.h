@@ -25,15 +25,11 @@
 #include <stdint.h>
 
 #include "formats/dtype.h"
+#include "kernels/host.h"
 
-/* The conversions the kernels call: the chosen path's. */
-void hl_cpu_widen_f16(const uint16_t *src, float *dst, size_t n);
-void hl_cpu_narrow_f16(const float *src, uint16_t *dst, size_t n);
-void hl_cpu_widen_bf16(const uint16_t *src, float *dst, size_t n);
-void hl_cpu_narrow_bf16(const float *src, uint16_t *dst, size_t n);
-/* The same for t = HL_F16 or HL_BF16 (the type a loop carries at run time) */
-void hl_cpu_widen(hl_dtype t, const uint16_t *src, float *dst, size_t n);
-void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n);
+/* The conversions the kernels call, the chosen path's: hl_cpu_widen_f16,
+ * hl_cpu_narrow_f16, the bf16 pair, and hl_cpu_widen / hl_cpu_narrow by
+ * dtype. Public (programs convert arrays with them too): kernels/host.h. */
 /* hl_cpu_widen for values that are computed on at once and rounded back
  * (GEMM operands, element-wise blocks, sums): a signalling NaN may come out
  * quiet, as the arithmetic leaves it anyway, so the results keep their

@@ -27,19 +27,16 @@
 #include <stdint.h>
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_reference.h"
+#include "kernels/host.h"
 
 /* Runs d through oneDNN if it qualifies (see above): true when it ran,
  * false when the caller must take the widening path. d has m, n, k > 0. */
 bool hl_onednn_gemm(const hl_gemm_desc *d);
 
-/* What hl_onednn_gemm does with d: true and "onednn 2.6.3
- * brg:avx512_core_bf16" (engine, version, the implementation and ISA oneDNN
- * chose), or false and why the widening path runs it. No commas (CSV). */
-bool hl_onednn_gemm_describe(const hl_gemm_desc *d, char *out, size_t len);
-
-/* Can oneDNN's matmul itself run d, whatever HALFLAB_CPU_UNITS says (for
- * the benchmark's direct reference)? Same wording as above. */
-bool hl_onednn_matmul_check(const hl_gemm_desc *d, char *out, size_t len);
+/* hl_onednn_gemm_describe and hl_onednn_matmul_check (what the GEMM path
+ * and oneDNN itself make of d) are public: kernels/gemm_reference.h;
+ * hl_onednn_line (the CSV metadata's line): kernels/host.h. */
 
 /* The primitive cache, for tests and notes. */
 typedef struct {
@@ -49,9 +46,5 @@ typedef struct {
 } hl_onednn_cache_stats;
 
 hl_onednn_cache_stats hl_onednn_cache_stats_get(void);
-
-/* For the CSV metadata (`# onednn:`): the version and what bf16 and fp16
- * GEMMs run on, or that oneDNN is not built in. */
-void hl_onednn_line(char *out, size_t len);
 
 #endif

@@ -218,14 +218,4 @@ static void cpu_clamp_grads(const hl_grad_view *g, int n, double limit) {
   sum_over_chunks(g, n, view_numel, clamp_range, &limit);
 }
 
-const struct hl_optim_kernels hl_cpu_optim_kernels = {
-    .unscale = cpu_unscale,
-    .reciprocal = cpu_reciprocal,
-    .update_scale = cpu_update_scale,
-    .sgd = cpu_sgd,
-    .adamw = cpu_adamw,
-    .grad_norm_scratch = cpu_grad_norm_scratch,
-    .grad_norm = cpu_grad_norm,
-    .scale_grads = cpu_scale_grads,
-    .clamp_grads = cpu_clamp_grads,
-};
+const struct hl_optim_kernels hl_cpu_optim_kernels = HL_OPTIM_KERNEL_TABLE(cpu_);

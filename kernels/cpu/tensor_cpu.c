@@ -144,22 +144,4 @@ void hl_cpu_random(void *dst, hl_dtype t, int64_t n, hl_random_kind kind, double
 
 /* --------------------------------------------------------------- table -- */
 
-const struct hl_tensor_kernels hl_cpu_tensor_kernels = {
-    .fill = hl_cpu_fill,
-    .copy = hl_cpu_copy,
-    .random = hl_cpu_random,
-    .binary = hl_cpu_binary,
-    .unary = hl_cpu_unary,
-    .unary_grad = hl_cpu_unary_grad,
-    .causal_mask = hl_cpu_causal_mask,
-    .sum = hl_cpu_sum,
-    .softmax = hl_cpu_softmax,
-    .softmax_backward = hl_cpu_softmax_backward,
-    .layer_norm = hl_cpu_layer_norm,
-    .layer_norm_backward = hl_cpu_layer_norm_backward,
-    .cross_entropy = hl_cpu_cross_entropy,
-    .cross_entropy_backward = hl_cpu_cross_entropy_backward,
-    .one_hot = hl_cpu_one_hot,
-    .embedding = hl_cpu_embedding,
-    .embedding_backward = hl_cpu_embedding_backward,
-};
+const struct hl_tensor_kernels hl_cpu_tensor_kernels = HL_TENSOR_KERNEL_TABLE(hl_cpu_);

@@ -78,36 +78,9 @@ static inline int64_t hl_min64(int64_t a, int64_t b) { return a < b ? a : b; }
     }                                                                           \
   } while (0)
 
-/* Entry points of the CPU table, by file. */
-void hl_cpu_fill(void *dst, hl_dtype t, int64_t n, double value);
-void hl_cpu_copy(const hl_kview *dst, const hl_kview *src, const int64_t size[HL_MAX_DIMS]);
-void hl_cpu_random(void *dst, hl_dtype t, int64_t n, hl_random_kind kind, double a, double b, uint64_t seed,
-                   uint64_t stream);
-
-void hl_cpu_binary(hl_binary_op op, const hl_kview *out, const hl_kview *a, const hl_kview *b,
-                   const int64_t size[HL_MAX_DIMS]);
-void hl_cpu_unary(hl_unary_op op, hl_dtype t, int64_t n, void *out, const void *x, double p);
-void hl_cpu_unary_grad(hl_unary_grad_op op, hl_dtype t, int64_t n, void *dx, const void *dy, const void *x);
-void hl_cpu_causal_mask(hl_dtype t, void *out, const void *x, int64_t batch, int64_t rows, int64_t cols,
-                        double value);
-
-void hl_cpu_sum(hl_dtype t, void *out, const void *x, int64_t outer, int64_t r, int64_t inner, double alpha);
-void hl_cpu_softmax(hl_dtype t, void *y, const void *x, int64_t rows, int64_t cols, bool log);
-void hl_cpu_softmax_backward(hl_dtype t, void *dx, const void *dy, const void *y, int64_t rows, int64_t cols,
-                             bool log);
-void hl_cpu_layer_norm(hl_dtype t, void *y, void *mean, void *rstd, const void *x, const void *w, const void *b,
-                       int64_t rows, int64_t cols, double eps);
-void hl_cpu_layer_norm_backward(hl_dtype t, void *dx, void *dw, void *db, const void *dy, const void *x,
-                                const void *w, const void *mean, const void *rstd, int64_t rows, int64_t cols);
-void hl_cpu_cross_entropy(hl_dtype t, void *loss, void *row_loss, void *lse, const void *x, const int32_t *targets,
-                          int64_t rows, int64_t cols, int32_t *bad);
-void hl_cpu_cross_entropy_backward(hl_dtype t, void *dx, const void *x, const int32_t *targets, const void *lse,
-                                   const void *dloss, int64_t rows, int64_t cols);
-void hl_cpu_one_hot(hl_dtype t, void *dst, const int32_t *targets, int64_t rows, int64_t cols);
-
-void hl_cpu_embedding(hl_dtype t, void *out, const void *weight, const int32_t *idx, int64_t n, int64_t dim,
-                      int64_t vocab, int32_t *bad);
-void hl_cpu_embedding_backward(hl_dtype t, void *dweight, const void *dy, const int32_t *idx, int64_t n,
-                               int64_t dim, int64_t vocab);
+/* The entry points of the CPU table (tensor_cpu.c), hl_cpu_fill ...
+ * hl_cpu_embedding_backward, each defined in one tensor_cpu_*.c: declared
+ * from the one list of kernels/tensor_kernels.h. */
+HL_TENSOR_KERNEL_PROTOTYPES(hl_cpu_)
 
 #endif

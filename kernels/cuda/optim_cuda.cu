@@ -239,14 +239,4 @@ void cuda_clamp_grads(const hl_grad_view *g, int n, double limit) {
 
 } // namespace
 
-extern "C" const struct hl_optim_kernels hl_cuda_optim_kernels = {
-    cuda_unscale,
-    cuda_reciprocal,
-    cuda_update_scale,
-    cuda_sgd,
-    cuda_adamw,
-    cuda_grad_norm_scratch,
-    cuda_grad_norm,
-    cuda_scale_grads,
-    cuda_clamp_grads,
-};
+extern "C" const struct hl_optim_kernels hl_cuda_optim_kernels = HL_OPTIM_KERNEL_TABLE(cuda_);

@@ -245,22 +245,4 @@ void hl_cuda_random(void *dst, hl_dtype t, int64_t n, hl_random_kind kind, doubl
   });
 }
 
-extern "C" const struct hl_tensor_kernels hl_cuda_tensor_kernels = {
-    hl_cuda_fill,
-    hl_cuda_copy,
-    hl_cuda_random,
-    hl_cuda_binary,
-    hl_cuda_unary,
-    hl_cuda_unary_grad,
-    hl_cuda_causal_mask,
-    hl_cuda_sum,
-    hl_cuda_softmax,
-    hl_cuda_softmax_backward,
-    hl_cuda_layer_norm,
-    hl_cuda_layer_norm_backward,
-    hl_cuda_cross_entropy,
-    hl_cuda_cross_entropy_backward,
-    hl_cuda_one_hot,
-    hl_cuda_embedding,
-    hl_cuda_embedding_backward,
-};
+extern "C" const struct hl_tensor_kernels hl_cuda_tensor_kernels = HL_TENSOR_KERNEL_TABLE(hl_cuda_);

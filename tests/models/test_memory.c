@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/training/optim.h" /* hl_optim_moments */
 #include "tests/models/models_test.h"
 
 static uint64_t cpu_peak(void) { return hl_mem_get_stats(HL_DEVICE_CPU).peak; }
