@@ -527,6 +527,72 @@ static bool shared_a_ready(const hl_gemm_desc *d, int64_t rows, int64_t cols) {
          w->ld == d->lda;
 }
 
+/* hl_cpu_gemm_blas's general case: half operands are widened into packed
+ * fp32 copies a group of batch entries at a time (one conversion pass over
+ * the group, shared among the threads), the group as large as keeps the
+ * copies under kGroupBytes; each entry's sgemm is shared among the threads
+ * by OpenBLAS. wa_shared / wb_shared: the copies of an operand every entry
+ * shares, still to be filled in the first group's pass when shared_pending
+ * (A's only when !a_ready). */
+static void product_in_groups(const hl_gemm_desc *d, const float *bias, float *wa_shared, float *wb_shared,
+                              bool shared_pending, bool a_ready) {
+  const CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
+  const int64_t batch = d->batch > 0 ? d->batch : 1;
+  const int64_t a_rows = d->trans_a ? d->k : d->m, a_cols = d->trans_a ? d->m : d->k;
+  const int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
+  const bool half_a = d->a_type != HL_F32, half_b = d->b_type != HL_F32, half_c = d->c_type != HL_F32;
+  const half_layout Sa = {1, a_rows, a_cols, d->lda, 0}, Sb = {1, b_rows, b_cols, d->ldb, 0};
+  const int64_t entry_bytes = entry_bytes_of(d);
+  int64_t group = entry_bytes ? kGroupBytes / entry_bytes : batch;
+  group = group < 1 ? 1 : group > batch ? batch : group;
+  for (int64_t first = 0; first < batch; first += group) {
+    const int64_t n = batch - first < group ? batch - first : group;
+    /* fp32 views of this group's operands: the data itself or the copies */
+    const float *a = (const float *)d->a + first * d->stride_a, *b = (const float *)d->b + first * d->stride_b;
+    float *c = (float *)d->c + first * d->stride_c;
+    int64_t lda = d->lda, ldb = d->ldb, ldc = d->ldc, sa = d->stride_a, sb = d->stride_b, sc = d->stride_c;
+    /* the copies this group needs, made by the calling thread (its working
+     * copies), then filled in one parallel pass: A, B and C's start share
+     * one start of the thread pool */
+    float *wa = NULL, *wb = NULL;
+    const half_layout La = {n, a_rows, a_cols, d->lda, d->stride_a}, Lb = {n, b_rows, b_cols, d->ldb, d->stride_b};
+    if (half_a) {
+      a = wa_shared ? wa_shared : (wa = ws_get(0, (size_t)elements_of(La)));
+      lda = a_cols, sa = d->stride_a ? a_rows * a_cols : 0;
+    }
+    if (half_b) {
+      b = wb_shared ? wb_shared : (wb = ws_get(1, (size_t)elements_of(Lb)));
+      ldb = b_cols, sb = d->stride_b ? b_rows * b_cols : 0;
+    }
+    uint16_t *c_half = half_c ? (uint16_t *)d->c + first * d->stride_c : NULL;
+    const half_layout Lc = {n, d->m, d->n, d->ldc, d->stride_c};
+    if (half_c) {
+      c = ws_get(2, (size_t)(n * d->m * d->n));
+      ldc = d->n, sc = d->m * d->n;
+    }
+    /* beta == 0 and no bias: sgemm does not read C, so neither do we */
+    const bool c_in = half_c && (bias || d->beta != 0.0f);
+    const bool shared_now = shared_pending, widen_a = shared_now && wa_shared && !a_ready;
+    shared_pending = false;
+    const int64_t work = (wa ? elements_of(La) : 0) + (wb ? elements_of(Lb) : 0) + (c_in ? elements_of(Lc) : 0) +
+                         (widen_a ? elements_of(Sa) : 0) + (shared_now && wb_shared ? elements_of(Sb) : 0);
+    const uint16_t *a_src = (const uint16_t *)d->a + first * d->stride_a, *b_src = (const uint16_t *)d->b + first * d->stride_b;
+#pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
+    {
+      if (widen_a) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
+      if (shared_now && wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
+      if (wa) convert_blocks(true, d->a_type, (uint16_t *)a_src, wa, La);
+      if (wb) convert_blocks(true, d->b_type, (uint16_t *)b_src, wb, Lb);
+      if (c_in) c_copy_in_blocks(d, bias, c_half, c, Lc);
+    }
+    for (int64_t i = 0; i < n; i++)
+      hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a + i * sa, (int)lda,
+                       b + i * sb, (int)ldb, bias ? 1.0f : d->beta, c + i * sc, (int)ldc);
+    if (half_c) convert(false, d->c_type, c_half, c, Lc);
+  }
+}
+
 void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
   if (!d->a_as_before) shared_a_.valid = false;
   if (d->m <= 0 || d->n <= 0) return;
@@ -608,58 +674,7 @@ void hl_cpu_gemm_blas(const hl_gemm_desc *d) {
     for (int64_t i = 0; i < batch; i++) entry_in_row_blocks(d, i, wb_shared, bias);
     return;
   }
-  /* Otherwise half operands are widened into packed fp32 copies a group of
-   * batch entries at a time (one conversion pass over the group, shared
-   * among the threads), the group as large as keeps the copies under
-   * kGroupBytes; each entry's sgemm is shared among the threads by OpenBLAS. */
-  const int64_t entry_bytes = entry_bytes_of(d);
-  int64_t group = entry_bytes ? kGroupBytes / entry_bytes : batch;
-  group = group < 1 ? 1 : group > batch ? batch : group;
-  for (int64_t first = 0; first < batch; first += group) {
-    const int64_t n = batch - first < group ? batch - first : group;
-    /* fp32 views of this group's operands: the data itself or the copies */
-    const float *a = (const float *)d->a + first * d->stride_a, *b = (const float *)d->b + first * d->stride_b;
-    float *c = (float *)d->c + first * d->stride_c;
-    int64_t lda = d->lda, ldb = d->ldb, ldc = d->ldc, sa = d->stride_a, sb = d->stride_b, sc = d->stride_c;
-    /* the copies this group needs, made by the calling thread (its working
-     * copies), then filled in one parallel pass: A, B and C's start share
-     * one start of the thread pool */
-    float *wa = NULL, *wb = NULL;
-    const half_layout La = {n, a_rows, a_cols, d->lda, d->stride_a}, Lb = {n, b_rows, b_cols, d->ldb, d->stride_b};
-    if (half_a) {
-      a = wa_shared ? wa_shared : (wa = ws_get(0, (size_t)elements_of(La)));
-      lda = a_cols, sa = d->stride_a ? a_rows * a_cols : 0;
-    }
-    if (half_b) {
-      b = wb_shared ? wb_shared : (wb = ws_get(1, (size_t)elements_of(Lb)));
-      ldb = b_cols, sb = d->stride_b ? b_rows * b_cols : 0;
-    }
-    uint16_t *c_half = half_c ? (uint16_t *)d->c + first * d->stride_c : NULL;
-    const half_layout Lc = {n, d->m, d->n, d->ldc, d->stride_c};
-    if (half_c) {
-      c = ws_get(2, (size_t)(n * d->m * d->n));
-      ldc = d->n, sc = d->m * d->n;
-    }
-    /* beta == 0 and no bias: sgemm does not read C, so neither do we */
-    const bool c_in = half_c && (bias || d->beta != 0.0f);
-    const bool shared_now = shared_pending, widen_a = shared_now && wa_shared && !a_ready;
-    shared_pending = false;
-    const int64_t work = (wa ? elements_of(La) : 0) + (wb ? elements_of(Lb) : 0) + (c_in ? elements_of(Lc) : 0) +
-                         (widen_a ? elements_of(Sa) : 0) + (shared_now && wb_shared ? elements_of(Sb) : 0);
-    const uint16_t *a_src = (const uint16_t *)d->a + first * d->stride_a, *b_src = (const uint16_t *)d->b + first * d->stride_b;
-#pragma omp parallel if (work >= 4 * kConvertBlock && !omp_in_parallel())
-    {
-      if (widen_a) convert_blocks(true, d->a_type, (uint16_t *)d->a, wa_shared, Sa);
-      if (shared_now && wb_shared) convert_blocks(true, d->b_type, (uint16_t *)d->b, wb_shared, Sb);
-      if (wa) convert_blocks(true, d->a_type, (uint16_t *)a_src, wa, La);
-      if (wb) convert_blocks(true, d->b_type, (uint16_t *)b_src, wb, Lb);
-      if (c_in) c_copy_in_blocks(d, bias, c_half, c, Lc);
-    }
-    for (int64_t i = 0; i < n; i++)
-      hl_blas()->sgemm(CblasRowMajor, ta, tb, (int)d->m, (int)d->n, (int)d->k, d->alpha, a + i * sa, (int)lda,
-                       b + i * sb, (int)ldb, bias ? 1.0f : d->beta, c + i * sc, (int)ldc);
-    if (half_c) convert(false, d->c_type, c_half, c, Lc);
-  }
+  product_in_groups(d, bias, wa_shared, wb_shared, shared_pending, a_ready);
   if (wa_shared) shared_a_ = (widened_a){d->a, d->a_type, a_rows, a_cols, d->lda, true};
 }
 
