@@ -138,7 +138,8 @@ def default_threads():
         return os.cpu_count() or 1
 
 
-def parse_args(argv):
+def make_parser():
+    """The command line's options (halflab-train's names), whose errors are one line and exit 2."""
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Give it the flags you gave halflab-train (mode, optimizer, lr, schedule, "
@@ -183,9 +184,22 @@ def parse_args(argv):
         usage_error(message)
 
     p.error = error
-    a = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv):
+    """The options, with their defaults filled in and each checked on its own (against the
+    inputs: check_inputs); a bad one is one line and exit 2."""
+    a = make_parser().parse_args(argv)
     if a.version:
         return a
+    check_choices(a)
+    check_ranges(a)
+    return a
+
+
+def check_choices(a):
+    """Required options given, names among those the peer knows; --lr and the scaler's defaults filled in."""
     for flag, v in (("--init-weights", a.init_weights), ("--batches", a.batches), ("--heads", a.heads)):
         if v is None:
             usage_error("%s is required" % flag)
@@ -210,6 +224,10 @@ def parse_args(argv):
         a.inject = parse_steps(a.inject_nonfinite)
     except ValueError as e:
         usage_error("--inject-nonfinite: %s" % e)
+
+
+def check_ranges(a):
+    """Every number in its range, --momentum with SGD only, a --name that fits a file name."""
     for name, v, ok in (("--lr", a.lr, a.lr >= 0), ("--momentum", a.momentum, 0 <= a.momentum < 1),
                         ("--weight-decay", a.weight_decay, a.weight_decay >= 0),
                         ("--clip-norm", a.clip_norm, a.clip_norm >= 0),
@@ -230,7 +248,6 @@ def parse_args(argv):
         usage_error("--threads: %d must be >= 1" % a.threads)
     if not a.name or len(a.name) > 47 or not all(c.isalnum() or c in "-." for c in a.name):
         usage_error("--name: '%s' must be 1 to 47 letters, digits, '-' or '.'" % a.name)
-    return a
 
 
 def parse_steps(text):
@@ -355,7 +372,7 @@ def shape_from_weights(w):
     return layers, C, vocab, block
 
 
-# ---------------------------------------------------------------- the run --
+# -------------------------------------- torch, signals, the gradient census --
 
 stop_signal = 0
 
@@ -422,17 +439,19 @@ def census(torch, grads, scale):
     return exact, under, zero, finite
 
 
-def main(argv):
-    a = parse_args(argv)
-    if a.version:
-        torch = import_torch()
-        print("%s: pytorch %s, numpy %s, halflab %s (%s)" % ((PROG, torch.__version__, np.__version__) +
-                                                             hlfiles.halflab_version()))
-        return 0
-    t_start = time.perf_counter()
-    load_start = hlfiles.load_average()
+# ------------------------------------------------------------------- set-up --
 
-    # ---- inputs, checked before anything is written
+class Inputs:
+    """The weight file, the batches and the shape they give, checked before anything is written."""
+
+    def __init__(self, weights, data, layers, embd, vocab, block, steps):
+        self.weights, self.data, self.steps = weights, data, steps
+        self.layers, self.embd, self.vocab, self.block = layers, embd, vocab, block
+
+
+def check_inputs(a):
+    """The weight file and the batches read, and every option checked against them:
+    Inputs, or one line and exit 2 (before torch is imported, before any file is written)."""
     try:
         w = hlfiles.read_weights(a.init_weights)
     except (OSError, hlfiles.FileFormatError) as e:
@@ -466,9 +485,46 @@ def main(argv):
         d = os.path.dirname(path or "") or "."
         if path and not os.access(d, os.W_OK | os.X_OK):
             usage_error("%s: cannot write into %s" % (flag, d))
+    return Inputs(w, data, layers, C, vocab, block, steps)
 
-    torch = import_torch()  # after the checks: a bad command line is refused fast
 
+class Run:
+    """What one run trains with, fixed before its first step: the options, the inputs, the
+    device, the model and its optimizer (and loss scaler in amp-fp16)."""
+
+    def __init__(self, torch, a, inputs):
+        self.torch, self.a, self.inputs, self.data, self.steps = torch, a, inputs, inputs.data, inputs.steps
+        self.device, self.threads = choose_device(torch, a)
+        self.dev = torch.device(self.device)
+        self.model, self.params = load_model(torch, a, inputs, self.dev)
+        self.scaled = a.mode == "amp-fp16"
+        self.opt, self.scaler = make_optimizer(torch, a, self.params, self.device)
+        self.amp_dtype = {"fp32": None, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}[a.mode]
+        self.policy = os.environ.get("OMP_WAIT_POLICY")
+        self.rows, self.T, self.accum = self.data.rows, self.data.T, self.data.accum
+        self.tokens, self.items = float(self.rows * self.accum * self.T), float(self.rows * self.accum)
+
+    def autocast(self):
+        return self.torch.autocast(device_type=self.device, dtype=self.amp_dtype or self.torch.bfloat16,
+                                   enabled=self.amp_dtype is not None)
+
+    def sync(self):
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def lr_at(self, step):
+        a = self.a
+        if a.schedule == "constant":
+            return a.lr
+        return a.lr * 0.5 * (1.0 + math.cos(math.pi * (step - 1) / self.steps))
+
+    def scale(self):
+        """The loss scale the next step multiplies by (1 without a scaler)."""
+        return float(self.scaler.get_scale()) if self.scaled else 1.0
+
+
+def choose_device(torch, a):
+    """(device, threads): --device resolved, torch's threads set, TF32 off on CUDA."""
     cuda_ok = torch.cuda.is_available()
     device = a.device if a.device != "auto" else ("cuda" if cuda_ok else "cpu")
     if device == "cuda" and not cuda_ok:
@@ -479,16 +535,21 @@ def main(argv):
         torch.set_float32_matmul_precision("highest")
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device(device)
+    return device, threads
 
+
+def load_model(torch, a, inputs, dev):
+    """(model, parameters): the GPT built from the weight file's shape, its weights copied in,
+    on the device, in training mode; a weight file of another model is exit 2."""
+    w = inputs.weights
     GPT = build_model_class(torch)
-    model = GPT(layers, a.heads, C, vocab, block, a.attention)
+    model = GPT(inputs.layers, a.heads, inputs.embd, inputs.vocab, inputs.block, a.attention)
     names = [n for n, _ in model.named_parameters()]
     if set(names) != set(w):
         missing = sorted(set(names) - set(w))
         extra = sorted(set(w) - set(names))
         usage_error("--init-weights: %s does not match a GPT of %d layers: %s" %
-                    (a.init_weights, layers, ("missing " + missing[0]) if missing else ("extra " + extra[0])))
+                    (a.init_weights, inputs.layers, ("missing " + missing[0]) if missing else ("extra " + extra[0])))
     with torch.no_grad():
         for n, p in model.named_parameters():
             if tuple(p.shape) != w[n].shape:
@@ -496,46 +557,52 @@ def main(argv):
             p.copy_(torch.from_numpy(w[n]))
     model.to(dev)
     model.train()
-    params = [p for _, p in model.named_parameters()]
+    return model, [p for _, p in model.named_parameters()]
 
+
+def make_optimizer(torch, a, params, device):
+    """(optimizer, GradScaler or None): halflab-train's optimizer, and its scaler settings in amp-fp16."""
     if a.optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay)
     else:
         opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
-    scaled = a.mode == "amp-fp16"
     scaler = None
-    if scaled:
+    if a.mode == "amp-fp16":
         scaler = torch.amp.GradScaler(device, init_scale=a.init_scale, growth_factor=GROWTH_FACTOR,
                                       backoff_factor=BACKOFF_FACTOR, growth_interval=a.growth_interval)
-    amp_dtype = {"fp32": None, "amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}[a.mode]
+    return opt, scaler
 
-    def autocast():
-        return torch.autocast(device_type=device, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None)
 
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
+# ----------------------------------------------------------------- metadata --
 
-    def lr_at(step):
-        if a.schedule == "constant":
-            return a.lr
-        return a.lr * 0.5 * (1.0 + math.cos(math.pi * (step - 1) / steps))
-
-    # ---- metadata and files
-    if device == "cuda":
-        pr = torch.cuda.get_device_properties(dev)
+def device_description(run):
+    """The CSV's '# device:' line: the GPU or the CPU, and the torch that drives it."""
+    torch = run.torch
+    if run.device == "cuda":
+        pr = torch.cuda.get_device_properties(run.dev)
         try:
             cudnn = torch.backends.cudnn.version()
         except RuntimeError as e:  # a mismatched cuDNN on the library path: the peer uses none
             cudnn = "unusable (%s)" % str(e).split(".")[0]
-        dev_desc = "cuda: %s, sm_%d%d, %d SMs, %.1f GiB; pytorch %s (CUDA %s, cuDNN %s)" % (
+        return "cuda: %s, sm_%d%d, %d SMs, %.1f GiB; pytorch %s (CUDA %s, cuDNN %s)" % (
             pr.name, pr.major, pr.minor, pr.multi_processor_count, pr.total_memory / 2 ** 30, torch.__version__,
             torch.version.cuda, cudnn)
-    else:
-        dev_desc = "cpu: %s, %d logical cores, %d torch threads; pytorch %s" % (
-            hlfiles.cpu_model(), os.cpu_count() or 0, torch.get_num_threads(), torch.__version__)
-    policy = os.environ.get("OMP_WAIT_POLICY")
-    meta = hlfiles.Meta(dev_desc)
+    return "cpu: %s, %d logical cores, %d torch threads; pytorch %s" % (
+        hlfiles.cpu_model(), os.cpu_count() or 0, torch.get_num_threads(), torch.__version__)
+
+
+def optimizer_description(a):
+    sched = (" (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" if a.schedule == "cosine"
+             else " (constant)")
+    if a.optimizer == "adamw":
+        return "torch.optim.AdamW lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8" % (a.lr, sched, a.weight_decay)
+    return "torch.optim.SGD lr %g%s momentum %g weight_decay %g" % (a.lr, sched, a.momentum, a.weight_decay)
+
+
+def run_metadata(run):
+    """The '# key: value' lines both CSVs start with: what ran, on what, and how it was measured."""
+    torch, a, inputs, data = run.torch, run.a, run.inputs, run.data
+    meta = hlfiles.Meta(device_description(run))
     meta.set("halflab-peer", "PyTorch %s peer of halflab-train (bench/peers/gpt_peer.py); numpy %s" %
              (torch.__version__, np.__version__))
     for key, value in torch_build(torch):
@@ -545,225 +612,361 @@ def main(argv):
                       "amp-bf16": "amp-bf16: fp32 weights, torch.autocast bfloat16, no scaler",
                       "amp-fp16": "amp-fp16: fp32 weights, torch.autocast float16, GradScaler"}[a.mode])
     meta.set("model", "GPT %d layers, %d heads, width %d, vocabulary %d, block %d; weights from %s" %
-             (layers, a.heads, C, vocab, block, os.path.basename(a.init_weights)))
+             (inputs.layers, a.heads, inputs.embd, inputs.vocab, inputs.block, os.path.basename(a.init_weights)))
     meta.set("attention", ATTENTION[a.attention])
     meta.set("data", "%s: %d micro-batches of %d x %d tokens (accum %d), %d held-out sequences" %
              (os.path.basename(a.batches), data.micro_batches, data.rows, data.T, data.accum, data.eval_rows))
     meta.set("batch", "%d x %d tokens per micro-batch, %d micro-batches per step" % (data.rows, data.T, data.accum))
-    sched = (" (cosine schedule: lr x (1 + cos(pi (step - 1) / steps)) / 2)" if a.schedule == "cosine"
-             else " (constant)")
-    if a.optimizer == "adamw":
-        meta.set("optimizer", "torch.optim.AdamW lr %g%s weight_decay %g betas (0.9, 0.999) eps 1e-8" %
-                 (a.lr, sched, a.weight_decay))
-    else:
-        meta.set("optimizer", "torch.optim.SGD lr %g%s momentum %g weight_decay %g" %
-                 (a.lr, sched, a.momentum, a.weight_decay))
+    meta.set("optimizer", optimizer_description(a))
     meta.set("scaler", "dynamic (torch.amp.GradScaler('%s') init %g, growth %g every %d, backoff %g)" % (
-        device, a.init_scale, GROWTH_FACTOR, a.growth_interval, BACKOFF_FACTOR) if scaled else "none")
+        run.device, a.init_scale, GROWTH_FACTOR, a.growth_interval, BACKOFF_FACTOR) if run.scaled else "none")
     if a.inject:
         meta.set("inject_nonfinite", format_steps(a.inject))
     if a.clip_norm > 0:
         meta.set("clip_norm", "%g (L2, unscaled gradients; torch.nn.utils.clip_grad_norm_)" % a.clip_norm)
-    if device == "cpu":
+    if run.device == "cpu":
         meta.set("threads", "%d (torch.set_num_threads; OMP_WAIT_POLICY %s)" % (
-            torch.get_num_threads(), policy if policy else "unset: libgomp's default"))
+            torch.get_num_threads(), run.policy if run.policy else "unset: libgomp's default"))
     else:
         meta.set("cuda_math", "TF32 off; fp16 reduced-precision reductions %s (torch's default)" %
                  torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
     meta.set("stats", "gradient census every %d steps (0: never); absorbed_frac, fp16_absorbed_frac not measured%s" %
-             (a.stats_every, "; memory columns: torch.cuda.memory_allocated" if device == "cuda"
+             (a.stats_every, "; memory columns: torch.cuda.memory_allocated" if run.device == "cuda"
               else "; memory columns not measured (no accounting allocator)"))
     meta.set("timing", "per step: batch upload to the end of the update, device synchronised; census, evaluation "
                        "and logging left out; the summary's median leaves out the first %d steps" % a.warmup)
-    base = os.path.join(a.out, "peer_%s_%s" % (a.name, a.mode))
-    log = hlfiles.LogCSV(base + "_steps.csv", meta, STEP_HEADER)
+    return meta
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
 
-    rows, T, accum = data.rows, data.T, data.accum
-    tokens, items = float(rows * accum * T), float(rows * accum)
-    times = []
-    status, why, signal_seen = "completed", "", 0
-    skipped_total, consecutive_skips = 0, 0
-    last_loss = eval_loss = eval_acc = float("nan")
-    eval_step = 0
-    stats_sum, stats_n = [0.0] * 5, 0
-    mem_peak = 0
+# ----------------------------------------------------------------- one step --
+
+# the census columns, in the order census_fractions gives them
+CENSUS_COLUMNS = ("grad_zero_frac", "fp16_underflow_frac", "fp16_underflow_scaled_frac", "fp16_zero_frac",
+                  "fp16_zero_scaled_frac")
+
+
+class Step:
+    """What one optimizer step measured."""
+
+    def __init__(self, step, lr, scale):
+        self.step, self.lr, self.scale = step, lr, scale  # scale: the one the step's loss was multiplied by
+        self.loss = self.grad_norm = self.step_s = float("nan")
+        self.nonfinite = self.skipped = False
+        self.grads = []
+
+
+def named_gradients(model, torch):
+    """[(name, unscaled f32 gradient as a numpy array)], zeros for a parameter that got none."""
+    return [(n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().cpu().numpy())
+            for n, p in model.named_parameters()]
+
+
+def forward_backward(run, step, s):
+    """Every micro-batch of the step: upload, forward + loss under autocast, backward of the
+    (scaled) loss / accum. Sets s.loss (the mean) and s.nonfinite."""
+    loss_sum, nonfinite = 0.0, False
+    for m in range(run.accum):
+        idx, tgt, _ = run.data.micro(step, m)
+        x = run.torch.from_numpy(idx).to(run.dev)
+        y = run.torch.from_numpy(tgt).to(run.dev)
+        with run.autocast():
+            _, loss = run.model(x, y)
+        lv = float(loss.item())
+        loss_sum += lv
+        nonfinite |= not math.isfinite(lv)
+        objective = loss / run.accum if run.accum > 1 else loss
+        (run.scaler.scale(objective) if run.scaled else objective).backward()
+    s.loss, s.nonfinite = loss_sum / run.accum, nonfinite
+
+
+def save_gradients(run, step, record):
+    """--dump-grads (step 1) and --record (every step): the unscaled gradients before clipping.
+    Returns the seconds it took, which the step time leaves out."""
+    a = run.a
+    dump = a.dump_grads and step == 1  # for the parity test
+    if not (dump or a.record):
+        return 0.0
+    t0 = time.perf_counter()
+    if dump:
+        hlfiles.write_weights(a.dump_grads, named_gradients(run.model, run.torch))
+    if a.record:  # copies: the next step's backward overwrites the gradients
+        record.append_gradients([(n, g.copy()) for n, g in named_gradients(run.model, run.torch)])
+    return time.perf_counter() - t0
+
+
+def gradient_norm(run, grads):
+    """The unscaled gradients' L2 norm, clipped to --clip-norm when one is given."""
+    torch = run.torch
+    if run.a.clip_norm > 0:
+        return float(torch.nn.utils.clip_grad_norm_(run.params, run.a.clip_norm, norm_type=2.0))
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.detach(), 2.0) for g in grads]),
+                                          2.0))
+
+
+def one_step(run, step, record):
+    """One optimizer step, as halflab-train's loop; the time runs from the first upload to the
+    synchronised end of the update, less the gradients saved for --dump-grads / --record."""
+    a, opt = run.a, run.opt
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    lr = run.lr_at(step)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    s = Step(step, lr, run.scale())
+    forward_backward(run, step, s)
+    if step in a.inject:  # halflab-train's fault: the first parameter's gradient, element 0, still scaled
+        with run.torch.no_grad():
+            run.params[0].grad.view(-1)[0] = float("inf")
+    if run.scaled:
+        run.scaler.unscale_(opt)
+    paused = save_gradients(run, step, record)
+    s.grads = [p.grad for p in run.params if p.grad is not None]
+    s.grad_norm = gradient_norm(run, s.grads)
+    if run.scaled:
+        run.scaler.step(opt)  # skips the update when unscale_ found inf / NaN
+        run.scaler.update()
+    else:
+        opt.step()
+    run.sync()
+    s.step_s = time.perf_counter() - t0 - paused
+    # a skipped step is exactly one that backed the scale off (GradScaler's rule)
+    s.skipped = run.scaled and run.scale() < s.scale
+    if a.record:
+        record.append_step(s.loss, s.grad_norm, s.scale)
+    return s
+
+
+def census_fractions(run, s):
+    """The census of the gradients the step updated with, {CENSUS_COLUMNS: fraction}, or None where
+    none is taken (a skipped step, a step between --stats-every, no finite element); not timed."""
+    a, step = run.a, s.step
+    if a.stats_every == 0 or (step % a.stats_every != 0 and step != 1) or s.skipped:
+        return None
+    exact, under, zero, fin = census(run.torch, s.grads, 1.0)
+    _, under_s, zero_s, fin_s = census(run.torch, s.grads, s.scale)
+    if not (fin and fin_s):
+        return None
+    return dict(zip(CENSUS_COLUMNS, (exact / fin, under / fin, under_s / fin_s, zero / fin, zero_s / fin_s)))
+
+
+def evaluate(run):
+    """(loss, accuracy on the scored positions) of the held-out sequences, in chunks of a micro-batch."""
+    torch, data, model = run.torch, run.data, run.model
+    model.eval()
+    n_eval = data.eval_rows
+    chunk = min(run.rows, n_eval)
+    loss_sum, correct, scored = 0.0, 0, 0
+    with torch.no_grad():
+        for first in range(0, n_eval, chunk):
+            n = min(chunk, n_eval - first)
+            x = torch.from_numpy(data.eval_inputs[first:first + n]).to(run.dev)
+            y = torch.from_numpy(data.eval_targets[first:first + n]).to(run.dev)
+            with run.autocast():
+                logits, loss = model(x, y)
+            loss_sum += float(loss) * n
+            sc = torch.from_numpy(data.eval_scored[first:first + n]).to(run.dev)
+            hit = (logits.argmax(dim=-1) == y) & sc
+            correct += int(hit.sum())
+            scored += int(sc.sum())
+    model.train()
+    return loss_sum / n_eval, (correct / scored if scored else float("nan"))
+
+
+def step_row(run, s, census_cols, ev_loss, ev_acc, mem_cur, mem_pk):
+    """The steps log's row of one step, by column name (STEP_HEADER)."""
+    c = hlfiles.cell
+    step_ms = s.step_s * 1e3
+    return dict(mode=run.a.mode, step=str(s.step), loss=hlfiles.measured(s.loss), eval_loss=c(ev_loss),
+                eval_acc=c(ev_acc), lr="%.9g" % s.lr, scale=c(s.scale), skipped="1" if s.skipped else "0",
+                grad_norm=hlfiles.measured(s.grad_norm),
+                **{name: c(census_cols[name]) if census_cols else "" for name in CENSUS_COLUMNS},
+                absorbed_frac="", fp16_absorbed_frac="",  # the optimizer's own count: not torch's
+                step_time_ms="%.4f" % step_ms, tokens_per_s=c(run.tokens / s.step_s),
+                samples_per_s=c(run.items / s.step_s), mem_current_bytes=c(mem_cur, "%d"),
+                mem_peak_bytes=c(mem_pk, "%d"))
+
+
+# ----------------------------------------------------------------- the loop --
+
+class Progress:
+    """What the steps so far measured: the summary row's numbers and how the run ended."""
+
+    def __init__(self):
+        self.steps_done = 0
+        self.times = []  # each step's time, ms
+        self.status, self.why, self.signal_seen = "completed", "", 0
+        self.skipped_total, self.consecutive_skips = 0, 0
+        self.last_loss = self.eval_loss = self.eval_acc = float("nan")
+        self.eval_step = 0
+        self.stats_sum, self.stats_n = [0.0] * len(CENSUS_COLUMNS), 0
+        self.mem_peak = 0
+
+    def add_step(self, s):
+        self.times.append(s.step_s * 1e3)
+        self.skipped_total += s.skipped
+        self.consecutive_skips = self.consecutive_skips + 1 if s.skipped else 0
+        self.last_loss = s.loss
+
+    def add_census(self, census_cols):
+        if census_cols:
+            self.stats_sum = [total + census_cols[name] for total, name in zip(self.stats_sum, CENSUS_COLUMNS)]
+            self.stats_n += 1
+
+
+def should_stop(run, s, progress, log):
+    """After a logged step: True where the run ends here (diverged, or --stop-after), with
+    progress.status and .why set; a non-finite loss in fp32 ends the process (exit 1)."""
+    a, step = run.a, s.step
+    if s.nonfinite:
+        if a.mode == "fp32":
+            log.close()
+            fatal("non-finite loss (%g) at step %d in fp32 mode" % (s.loss, step))
+        if not run.scaled:
+            progress.status = "diverged"
+            progress.why = "the loss became %g at step %d (no loss scaler to skip the step)" % (s.loss, step)
+            return True
+    if progress.consecutive_skips >= MAX_CONSECUTIVE_SKIPS:
+        progress.status = "diverged"
+        progress.why = "%d consecutive steps skipped for inf/NaN (last at step %d, scale %g)" % (
+            progress.consecutive_skips, step, run.scaler.get_scale())
+        return True
+    if a.stop_after is not None and step == a.stop_after:
+        progress.status = "stopped"
+        return True
+    return False
+
+
+def train(run, log, record):
+    """The step loop: each step run, its census and evaluation taken, its row logged, until the
+    last step, a divergence, --stop-after or a signal. Returns the Progress."""
+    a, steps = run.a, run.steps
+    progress = Progress()
     tty = sys.stderr.isatty()
-
-    def evaluate():
-        model.eval()
-        n_eval = data.eval_rows
-        chunk = min(rows, n_eval)
-        loss_sum, correct, scored = 0.0, 0, 0
-        with torch.no_grad():
-            for first in range(0, n_eval, chunk):
-                n = min(chunk, n_eval - first)
-                x = torch.from_numpy(data.eval_inputs[first:first + n]).to(dev)
-                y = torch.from_numpy(data.eval_targets[first:first + n]).to(dev)
-                with autocast():
-                    logits, loss = model(x, y)
-                loss_sum += float(loss) * n
-                sc = torch.from_numpy(data.eval_scored[first:first + n]).to(dev)
-                hit = (logits.argmax(dim=-1) == y) & sc
-                correct += int(hit.sum())
-                scored += int(sc.sum())
-        model.train()
-        return loss_sum / n_eval, (correct / scored if scored else float("nan"))
-
-    record = hlfiles.Record()
     step = 0
     for step in range(1, steps + 1):
         if stop_signal:
-            status, signal_seen = "interrupted", stop_signal
+            progress.status, progress.signal_seen = "interrupted", stop_signal
             step -= 1
             break
-        t0 = time.perf_counter()
-        paused = 0.0
-        opt.zero_grad(set_to_none=True)
-        lr = lr_at(step)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        scale = float(scaler.get_scale()) if scaled else 1.0
-        loss_sum, nonfinite = 0.0, False
-        for m in range(accum):
-            idx, tgt, _ = data.micro(step, m)
-            x = torch.from_numpy(idx).to(dev)
-            y = torch.from_numpy(tgt).to(dev)
-            with autocast():
-                _, loss = model(x, y)
-            lv = float(loss.item())
-            loss_sum += lv
-            nonfinite |= not math.isfinite(lv)
-            objective = loss / accum if accum > 1 else loss
-            (scaler.scale(objective) if scaled else objective).backward()
-        if step in a.inject:  # halflab-train's fault: the first parameter's gradient, element 0, still scaled
-            with torch.no_grad():
-                params[0].grad.view(-1)[0] = float("inf")
-        if scaled:
-            scaler.unscale_(opt)
-        if a.dump_grads and step == 1:  # for the parity test; not timed
-            d0 = time.perf_counter()
-            hlfiles.write_weights(a.dump_grads, [
-                (n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().cpu().numpy())
-                for n, p in model.named_parameters()])
-            paused += time.perf_counter() - d0
-        if a.record:  # each step's unscaled gradients, before clipping; not timed
-            d0 = time.perf_counter()
-            record.append_gradients([(n, (p.grad if p.grad is not None else torch.zeros_like(p)).detach().float()
-                                      .cpu().numpy().copy()) for n, p in model.named_parameters()])
-            paused += time.perf_counter() - d0
-        grads = [p.grad for p in params if p.grad is not None]
-        if a.clip_norm > 0:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, a.clip_norm, norm_type=2.0))
-        else:
-            grad_norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.detach(), 2.0)
-                                                                    for g in grads]), 2.0))
-        if scaled:
-            scaler.step(opt)  # skips the update when unscale_ found inf / NaN
-            scaler.update()
-        else:
-            opt.step()
-        sync()
-        step_s = time.perf_counter() - t0 - paused
-        # a skipped step is exactly one that backed the scale off (GradScaler's rule)
-        skipped = scaled and float(scaler.get_scale()) < scale
-        times.append(step_s * 1e3)
-        skipped_total += skipped
-        consecutive_skips = consecutive_skips + 1 if skipped else 0
-        last_loss = loss_sum / accum
-        if a.record:
-            record.append_step(last_loss, grad_norm, scale)
-
-        # ---- census of the gradients the optimizer stepped with (not timed)
-        cols = [float("nan")] * 5
-        if a.stats_every > 0 and (step % a.stats_every == 0 or step == 1) and not skipped:
-            exact, under, zero, fin = census(torch, grads, 1.0)
-            _, under_s, zero_s, fin_s = census(torch, grads, scale)
-            if fin and fin_s:
-                cols = [exact / fin, under / fin, under_s / fin_s, zero / fin, zero_s / fin_s]
-                stats_sum = [s + c for s, c in zip(stats_sum, cols)]
-                stats_n += 1
-
+        s = one_step(run, step, record)
+        progress.add_step(s)
+        census_cols = census_fractions(run, s)
+        progress.add_census(census_cols)
         ev_loss = ev_acc = float("nan")
-        last = step == steps
-        if not nonfinite and (step % a.eval_every == 0 or last):
-            ev_loss, ev_acc = evaluate()
-            eval_loss, eval_acc, eval_step = ev_loss, ev_acc, step
-
+        if not s.nonfinite and (step % a.eval_every == 0 or step == steps):
+            ev_loss, ev_acc = evaluate(run)
+            progress.eval_loss, progress.eval_acc, progress.eval_step = ev_loss, ev_acc, step
         mem_cur = mem_pk = None
-        if device == "cuda":
-            mem_cur, mem_pk = torch.cuda.memory_allocated(dev), torch.cuda.max_memory_allocated(dev)
-            mem_peak = max(mem_peak, mem_pk)
-        log.row([a.mode, str(step), hlfiles.measured(last_loss), hlfiles.cell(ev_loss), hlfiles.cell(ev_acc),
-                 "%.9g" % lr, hlfiles.cell(scale), "1" if skipped else "0", hlfiles.measured(grad_norm)] +
-                [hlfiles.cell(c) for c in cols] + ["", "", "%.4f" % (step_s * 1e3),
-                                                   hlfiles.cell(tokens / step_s), hlfiles.cell(items / step_s),
-                                                   hlfiles.cell(mem_cur, "%d"), hlfiles.cell(mem_pk, "%d")])
+        if run.device == "cuda":
+            mem_cur, mem_pk = run.torch.cuda.memory_allocated(run.dev), run.torch.cuda.max_memory_allocated(run.dev)
+            progress.mem_peak = max(progress.mem_peak, mem_pk)
+        log.row(step_row(run, s, census_cols, ev_loss, ev_acc, mem_cur, mem_pk))
         if tty:
             sys.stderr.write("\r%s %s step %d/%d  loss %.4f  scale %g%s  %.1f ms/step\033[K" % (
-                a.name, a.mode, step, steps, last_loss, scale, " (skipped)" if skipped else "", step_s * 1e3))
+                a.name, a.mode, step, steps, s.loss, s.scale, " (skipped)" if s.skipped else "", s.step_s * 1e3))
             sys.stderr.flush()
-
-        if nonfinite:
-            if a.mode == "fp32":
-                log.close()
-                fatal("non-finite loss (%g) at step %d in fp32 mode" % (last_loss, step))
-            if not scaled:
-                status, why = "diverged", "the loss became %g at step %d (no loss scaler to skip the step)" % (
-                    last_loss, step)
-                break
-        if consecutive_skips >= MAX_CONSECUTIVE_SKIPS:
-            status, why = "diverged", "%d consecutive steps skipped for inf/NaN (last at step %d, scale %g)" % (
-                consecutive_skips, step, scaler.get_scale())
-            break
-        if a.stop_after is not None and step == a.stop_after:
-            status = "stopped"
+        if should_stop(run, s, progress, log):
             break
     if tty:
         sys.stderr.write("\n")
-    if status == "completed" and stop_signal and step < steps:
-        status, signal_seen = "interrupted", stop_signal
-    log.close()
+    if progress.status == "completed" and stop_signal and step < steps:
+        progress.status, progress.signal_seen = "interrupted", stop_signal
+    progress.steps_done = step
+    return progress
 
-    # ---- summary: halflab-train's columns
-    timed = times[a.warmup:] if a.warmup < len(times) else times
+
+# ------------------------------------------------------------------ results --
+
+def median_step_ms(run, progress):
+    """(median, minimum, timed steps) of the step times, the first --warmup steps left out."""
+    times, warmup = progress.times, run.a.warmup
+    timed = times[warmup:] if warmup < len(times) else times
     med = float(np.median(timed)) if timed else float("nan")
-    tmin = min(timed) if timed else float("nan")
-    means = [s / stats_n if stats_n else float("nan") for s in stats_sum]
-    numel = sum(p.numel() for p in params)
-    final_scale = float(scaler.get_scale()) if scaled else 1.0
-    c = hlfiles.cell
-    row = [a.name, a.mode, "gpt", "exported", device, status, str(steps), str(step), str(skipped_total),
-           c(last_loss), str(eval_step), c(eval_loss), c(eval_acc), c(final_scale)] + [c(v) for v in means] + \
-          ["", "", c(med), c(tmin), str(len(timed)), c(tokens / (med / 1e3)), c(items / (med / 1e3)),
-           str(mem_peak) if device == "cuda" else "", str(numel * 4), str(numel), str(layers), str(a.heads), str(C),
-           str(vocab), str(T), str(rows), str(accum), a.optimizer, "%.9g" % a.lr, a.schedule, "",
-           c(a.init_scale) if scaled else "", "", str(threads if device == "cpu" else 0),
-           policy if policy else "default", c(load_start), c(hlfiles.load_average()),
-           "%.3f" % (time.perf_counter() - t_start), "", "", "", "",  # halflab's cast-cache counts: not torch's
-           "1", "", "", "", "", "", ""]  # one process: nothing all-reduced
-    if why:
-        meta.set("why", why)
+    return med, (min(timed) if timed else float("nan")), len(timed)
+
+
+def summary_row(run, progress, t_start, load_start):
+    """The summary's row, by column name (SUMMARY_HEADER): halflab-train's columns, empty where torch
+    has no such count (the optimizer's absorbed updates, the cast cache, a seed, the init gain)."""
+    a, inputs, device, c = run.a, run.inputs, run.device, hlfiles.cell
+    med, tmin, timed_steps = median_step_ms(run, progress)
+    numel = sum(p.numel() for p in run.params)
+    means = {name: c(s / progress.stats_n if progress.stats_n else float("nan"))
+             for name, s in zip(CENSUS_COLUMNS, progress.stats_sum)}
+    return dict(name=a.name, mode=a.mode, model="gpt", task="exported", device=device, status=progress.status,
+                steps=str(run.steps), steps_done=str(progress.steps_done), skipped=str(progress.skipped_total),
+                final_loss=c(progress.last_loss), eval_step=str(progress.eval_step), eval_loss=c(progress.eval_loss),
+                eval_acc=c(progress.eval_acc), final_scale=c(run.scale()), **means,
+                absorbed_frac="", fp16_absorbed_frac="",
+                step_time_ms_median=c(med), step_time_ms_min=c(tmin), timed_steps=str(timed_steps),
+                tokens_per_s=c(run.tokens / (med / 1e3)), samples_per_s=c(run.items / (med / 1e3)),
+                mem_peak_bytes=str(progress.mem_peak) if device == "cuda" else "",
+                param_bytes=str(numel * 4), params=str(numel), layers=str(inputs.layers), heads=str(a.heads),
+                embd=str(inputs.embd), vocab=str(inputs.vocab), seq=str(run.T), batch=str(run.rows),
+                accum=str(run.accum), optimizer=a.optimizer, lr="%.9g" % a.lr, schedule=a.schedule, init_gain="",
+                init_scale=c(a.init_scale) if run.scaled else "", seed="",
+                threads=str(run.threads if device == "cpu" else 0),
+                omp_wait_policy=run.policy if run.policy else "default", load_start=c(load_start),
+                load_end=c(hlfiles.load_average()), wall_s="%.3f" % (time.perf_counter() - t_start),
+                # halflab's cast-cache counts: not torch's
+                autocast_casts="", autocast_cache_misses="", autocast_cache_hits="", autocast_cache_hit_rate="",
+                # one process: nothing all-reduced
+                ranks="1", allreduce_dtype="", bucket_mb="", allreduce_buckets="", allreduce_bytes="",
+                allreduce_ms_median="", allreduce_exposed_ms_median="")
+
+
+def print_result(run, progress):
+    """halflab-train's result line, under the same column names; the reason on stderr where the
+    run diverged or was stopped by a signal. Returns the exit status."""
+    a = run.a
+    med = median_step_ms(run, progress)[0]
+    print("%-10s %-13s %10s %10s %10s %9s %8s %19s  %s" % ("name", "mode", "steps_done", "final_loss", "eval_loss",
+                                                           "eval_acc", "skipped", "step_time_ms_median", "status"))
+    print("%-10s %-13s %10d %10.4f %10.4f %9.4f %8d %19.3f  %s" % (
+        a.name, "pytorch-" + a.mode, progress.steps_done, progress.last_loss, progress.eval_loss, progress.eval_acc,
+        progress.skipped_total, med, progress.status))
+    sys.stdout.flush()
+    if progress.status == "diverged":
+        sys.stderr.write("%s: %s diverged: %s\n" % (PROG, a.mode, progress.why))
+    if progress.status == "interrupted":
+        sys.stderr.write("%s: stopped by signal %d after step %d; the CSVs hold every completed step\n" %
+                         (PROG, progress.signal_seen, progress.steps_done))
+        return 128 + progress.signal_seen
+    return 0
+
+
+def print_version():
+    torch = import_torch()
+    print("%s: pytorch %s, numpy %s, halflab %s (%s)" % ((PROG, torch.__version__, np.__version__) +
+                                                         hlfiles.halflab_version()))
+    return 0
+
+
+def main(argv):
+    a = parse_args(argv)
+    if a.version:
+        return print_version()
+    t_start = time.perf_counter()
+    load_start = hlfiles.load_average()
+    inputs = check_inputs(a)
+    torch = import_torch()  # after the checks: a bad command line is refused fast
+    run = Run(torch, a, inputs)
+    meta = run_metadata(run)
+    base = os.path.join(a.out, "peer_%s_%s" % (a.name, a.mode))
+    log = hlfiles.LogCSV(base + "_steps.csv", meta, STEP_HEADER)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    record = hlfiles.Record()
+    progress = train(run, log, record)
+    log.close()
+    row = summary_row(run, progress, t_start, load_start)
+    if progress.why:
+        meta.set("why", progress.why)
     meta.set("rows", "this run")
     hlfiles.write_table(base + "_summary.csv", meta, SUMMARY_HEADER, [row])
     if a.record:
         record.write(a.record)
-
-    # halflab-train's result line, under the same column names
-    print("%-10s %-13s %10s %10s %10s %9s %8s %19s  %s" % ("name", "mode", "steps_done", "final_loss", "eval_loss",
-                                                           "eval_acc", "skipped", "step_time_ms_median", "status"))
-    print("%-10s %-13s %10d %10.4f %10.4f %9.4f %8d %19.3f  %s" % (a.name, "pytorch-" + a.mode, step, last_loss,
-                                                                    eval_loss, eval_acc, skipped_total, med, status))
-    sys.stdout.flush()
-    if status == "diverged":
-        sys.stderr.write("%s: %s diverged: %s\n" % (PROG, a.mode, why))
-    if status == "interrupted":
-        sys.stderr.write("%s: stopped by signal %d after step %d; the CSVs hold every completed step\n" %
-                         (PROG, signal_seen, step))
-        return 128 + signal_seen
-    return 0
+    return print_result(run, progress)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
   read_batches                   halflab-train --export-batches ("HLBAT001"; docs/train.md)
   Record                         gpt_peer --record: a run's steps in one weight file (docs/peers.md)
   Meta                           the "# " metadata lines every halflab CSV starts with (cli/csv.h)
+  LogCSV, write_table            a steps log and a table in halflab-train's layout, each row given
+                                 by column name (cells_by_name: every column exactly once)
   Column, Schema                 a CSV's column table, as cli/schema.h's: header, "# units:" line,
                                  every row (each column set once) and the docs' Markdown section
 
@@ -264,7 +266,8 @@ def measured(v):
 
 
 class LogCSV:
-    """A per-step log: metadata and header, then one flushed line per row (cli/csv.h LOG mode)."""
+    """A per-step log: metadata and header, then one flushed line per row (cli/csv.h LOG mode);
+    each row a {column: cell} (cells_by_name)."""
 
     def __init__(self, path, meta, header):
         self.f = open(path, "w")
@@ -273,9 +276,8 @@ class LogCSV:
         self.header = header
         self.f.flush()
 
-    def row(self, cells):
-        check_width(self.f.name, self.header, cells)
-        self.f.write(",".join(cells) + "\n")
+    def row(self, values):
+        self.f.write(",".join(cells_by_name(self.f.name, self.header, values)) + "\n")
         self.f.flush()
 
     def close(self):
@@ -283,25 +285,34 @@ class LogCSV:
 
 
 def write_table(path, meta, header, rows):
-    """A table: written to PATH.tmp, renamed when complete (cli/csv.h TABLE mode)."""
+    """A table: written to PATH.tmp, renamed when complete (cli/csv.h TABLE mode); each row
+    a {column: cell} (cells_by_name)."""
+    lines = [",".join(cells_by_name(path, header, r)) for r in rows]  # checked before the file is made
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(meta.text())
         f.write(header + "\n")
-        for r in rows:
-            check_width(path, header, r)
-            f.write(",".join(r) + "\n")
+        for line in lines:
+            f.write(line + "\n")
     os.replace(tmp, path)
 
 
-def check_width(path, header, cells):
-    """A row of a file copied from halflab-train's layout has one cell per column of
-    its header (tests/peers/peer_headers.py checks the headers against halflab-train's
-    column tables): a missing or extra cell stops the run instead of shifting columns."""
-    width = header.count(",") + 1
-    if len(cells) != width or any("," in c or "\n" in c for c in cells):
-        raise ValueError("%s: a row of %d cells (the header has %d columns), or a cell holding a comma"
-                         % (path, len(cells), width))
+def cells_by_name(path, header, values):
+    """The cells of one row of a file copied from halflab-train's layout, in its header's
+    order, from {column: cell text} (tests/peers/peer_headers.py checks the headers against
+    halflab-train's column tables). Every column is given exactly once: a missing or extra
+    name, or a cell holding a comma or a line break, stops the run instead of shifting columns."""
+    names = header.split(",")
+    if len(set(names)) != len(names):
+        raise ValueError("%s: the header names a column twice" % path)
+    if set(values) != set(names):
+        raise ValueError("%s: the row lacks %s and adds %s" % (path, sorted(set(names) - set(values)) or "nothing",
+                                                              sorted(set(values) - set(names)) or "nothing"))
+    cells = [values[n] for n in names]
+    for n, c in zip(names, cells):
+        if not isinstance(c, str) or "," in c or "\n" in c:
+            raise ValueError("%s: column %s given %r (cells are text without a comma or a line break)" % (path, n, c))
+    return cells
 
 
 INT, REAL, TEXT = "integer", "real", "text"
