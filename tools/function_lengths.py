@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """function_lengths.py — no function longer than 120 lines outside tests/.
 
-A function is a definition at the top level of a C or CUDA file: a line at
+In Python files a function is any def (ast's line numbers). In C and CUDA,
+a function is a definition at the top level of the file: a line at
 column 0 that is not a comment, a preprocessor line or a declaration, ending a
 parenthesised parameter list and opening a brace (on that line or the next),
 closed by the next '}' at column 0. Its length counts the lines from the
@@ -13,15 +14,26 @@ Prints one line per function over the limit (file:line, name, lines), exit 1
 when there is any, 0 when none. Build folders, tests/ and hidden folders are
 left out.
 """
+import ast
 import os
 import re
 import sys
 
-SUFFIXES = (".c", ".h", ".cu", ".cuh")
+SUFFIXES = (".c", ".h", ".cu", ".cuh", ".py")
 NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
+def python_functions(path):
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1
+
+
 def functions(path):
+    if path.endswith(".py"):
+        yield from python_functions(path)
+        return
     lines = open(path, encoding="utf-8", errors="replace").read().split("\n")
     i = 0
     while i < len(lines):
