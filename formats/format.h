@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "formats/dtype.h"
+#include "formats/round.h" /* hl_overflow */
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,12 +32,6 @@ typedef enum {
   HL_CLASS_INF,
   HL_CLASS_NAN
 } hl_fclass;
-
-/* What happens to a finite value beyond the largest finite one. */
-typedef enum {
-  HL_OVERFLOW_IEEE = 0, /* round to inf (or NaN where the format has no inf) */
-  HL_OVERFLOW_SATURATE  /* clamp to +-max (fp8 "satfinite"); inf -> +-max too */
-} hl_overflow;
 
 typedef struct {
   hl_dtype id;          /* its name: hl_dtype_format_name(id), "fp16" */
