@@ -170,6 +170,15 @@ HL_HD static inline hl_round_spec hl_round_stochastic(hl_dtype format, unsigned 
   return s;
 }
 
+/* Whether s describes a rounding: a format with a layout, a rounding and an
+ * overflow rule of the lists, and for stochastic rounding 1 to 32 random
+ * bits. The array conversions refuse any other spec (hl_fatal). */
+HL_HD static inline bool hl_round_spec_valid(const hl_round_spec *s) {
+  return hl_format_code_width(s->format) != 0 && (unsigned)s->rounding < HL_ROUNDINGS &&
+         (s->overflow == HL_OVERFLOW_IEEE || s->overflow == HL_OVERFLOW_SATURATE) &&
+         (s->rounding != HL_ROUNDING_STOCHASTIC || (s->random_bits >= 1 && s->random_bits <= 32));
+}
+
 /* The random word element `index` takes under s (stochastic specs). */
 HL_HD static inline uint32_t hl_round_random(const hl_round_spec *s, uint64_t index) {
   return hl_philox_u32(s->seed, s->stream, index);
@@ -177,9 +186,8 @@ HL_HD static inline uint32_t hl_round_random(const hl_round_spec *s, uint64_t in
 
 /* ------------------------------------------------------------- generic -- */
 
-/* x rounded by s, from the format's layout alone; `random` is used by
- * stochastic specs only. A random_bits outside 1..32 counts as the nearest
- * end of that range. */
+/* x rounded by s (hl_round_spec_valid), from the format's layout alone;
+ * `random` is used by stochastic specs only. */
 HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float x, uint32_t random) {
   const hl_format_layout L = hl_format_layout_of(s->format);
   const unsigned m = L.man_bits;
@@ -226,7 +234,7 @@ HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float
     case HL_ROUNDING_TOWARD_POSITIVE: up = rem && !negative; break;
     case HL_ROUNDING_TOWARD_NEGATIVE: up = rem && negative; break;
     default: {
-      const int k = s->random_bits < 1 ? 1 : s->random_bits > 32 ? 32 : s->random_bits;
+      const int k = s->random_bits;
       const uint64_t frac = drop >= k ? rem >> (drop - k) : rem << (k - drop); /* floor(d 2^k) */
       up = (uint64_t)(random >> (32 - k)) < frac;
       break;

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include "formats/fatal.h"
 #include "formats/half.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/half_simd.h"
@@ -180,6 +181,9 @@ bool hl_cpu_round_array_vectorised(const hl_round_spec *spec) {
   }
 
 void hl_cpu_round_array(const hl_round_spec *spec, const float *src, void *dst, size_t n, uint64_t first_index) {
+  if (!hl_round_spec_valid(spec))
+    hl_fatal("invalid rounding spec: format %s, rounding %d, overflow %d, %d random bits",
+             hl_dtype_format_name(spec->format), (int)spec->rounding, (int)spec->overflow, spec->random_bits);
   if (hl_cpu_round_array_vectorised(spec)) {
     hl_cpu_narrow(spec->format, src, (uint16_t *)dst, n);
     return;

@@ -50,7 +50,7 @@ void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n)
  * them) when the spec is fp16's or bf16's IEEE default (nearest even, IEEE
  * overflow, subnormals kept), which those paths implement; element by
  * element otherwise (hl_round_bits: half.h's conversion or the generic
- * rounding). */
+ * rounding). A spec that is not hl_round_spec_valid is fatal. */
 void hl_cpu_round_array(const hl_round_spec *spec, const float *src, void *dst, size_t n, uint64_t first_index);
 /* Whether hl_cpu_round_array takes hl_cpu_narrow's path for spec. */
 bool hl_cpu_round_array_vectorised(const hl_round_spec *spec);

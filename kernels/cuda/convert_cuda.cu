@@ -2,6 +2,7 @@
  * element per thread, for comparison with the CPU twin (gpu suite). A
  * rounding spec takes the device's instruction where formats/round.h has one
  * for it (hl_round_bits_fast) and the generic rounding otherwise. */
+#include "formats/fatal.h"
 #include "kernels/convert_math.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -23,6 +24,7 @@ __global__ void binop_kernel(hl_dtype type, char op, const uint16_t *a, const ui
 }
 
 static void cuda_encode_range(const hl_round_spec *spec, uint32_t first, size_t n, void *out) {
+  if (!hl_round_spec_valid(spec)) hl_fatal("invalid rounding spec for %s", hl_dtype_format_name(spec->format));
   encode_kernel<<<hl_cuda_grid(n, 256), 256, 0, hl_cuda_stream()>>>(*spec, first, n, out);
   HL_CUDA_CHECK_LAUNCH();
 }

@@ -1,5 +1,5 @@
 /* test_round.c — suite unit: formats/round.h value by value.
- *   - each format's layout says what format.c's table says;
+ *   - each format's layout says what format.c's table says; which specs are valid;
  *   - every code decodes as half.h (fp16, bf16, fp8) or the tf32 container
  *     does, and rounds back to itself under every deterministic spec;
  *   - facts worked out by hand: ties, directed roundings of both signs,
@@ -53,6 +53,27 @@ static void test_layouts_match_format_table(void **state) {
   assert_int_equal(hl_format_code_bytes(HL_E4M3), 1);
   assert_int_equal(hl_format_code_bytes(HL_BF16), 2);
   assert_int_equal(hl_format_code_bytes(HL_TF32), 4);
+}
+
+static void test_spec_validity(void **state) {
+  (void)state;
+  for (int k = 0; k < FORMATS; k++) {
+    hl_round_spec s = hl_round_nearest(formats[k]);
+    assert_true(hl_round_spec_valid(&s));
+    s = hl_round_stochastic(formats[k], 1, 0, 0);
+    assert_true(hl_round_spec_valid(&s));
+    s.random_bits = 0; /* no random bits */
+    assert_false(hl_round_spec_valid(&s));
+    s.random_bits = 33;
+    assert_false(hl_round_spec_valid(&s));
+    s.rounding = HL_ROUNDINGS;
+    assert_false(hl_round_spec_valid(&s));
+    s = hl_round_nearest(formats[k]);
+    s.overflow = (hl_overflow)2;
+    assert_false(hl_round_spec_valid(&s));
+  }
+  const hl_round_spec not_a_format = hl_round_nearest(HL_I32);
+  assert_false(hl_round_spec_valid(&not_a_format));
 }
 
 /* --------------------------------------------------------- decoding -- */
@@ -379,6 +400,7 @@ static void test_stochastic_uses_k_bits(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layouts_match_format_table),
+      cmocka_unit_test(test_spec_validity),
       cmocka_unit_test(test_every_code_decodes_and_rounds_back),
       cmocka_unit_test(test_roundings_by_hand),
       cmocka_unit_test(test_overflow_flush_and_nan_by_hand),
