@@ -44,8 +44,8 @@ HL_HD static inline uint32_t hl_om_round16(int32_t dtype, float v) {
 
 HL_HD static inline void hl_om_store(void *p, int32_t dtype, int64_t i, float v) {
   switch (dtype) {
-    case HL_F16:
-    case HL_BF16: ((uint16_t *)p)[i] = (uint16_t)hl_om_round16(dtype, v); break;
+    case HL_F16: ((uint16_t *)p)[i] = (uint16_t)hl_om_round16(HL_F16, v); break;
+    case HL_BF16: ((uint16_t *)p)[i] = (uint16_t)hl_om_round16(HL_BF16, v); break;
     case HL_F64: ((double *)p)[i] = (double)v; break;
     default: ((float *)p)[i] = v; break;
   }
@@ -61,8 +61,8 @@ HL_HD static inline void hl_om_store_d(void *p, int32_t dtype, int64_t i, double
 /* the bits a value has once stored (for "did the weight change?") */
 HL_HD static inline uint32_t hl_om_stored_bits(int32_t dtype, float v) {
   switch (dtype) {
-    case HL_F16:
-    case HL_BF16: return hl_om_round16(dtype, v);
+    case HL_F16: return hl_om_round16(HL_F16, v);
+    case HL_BF16: return hl_om_round16(HL_BF16, v);
     default: return hl_f32_bits(v);
   }
 }
