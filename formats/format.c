@@ -5,8 +5,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "formats/half.h"
-
 /* Figures from IEEE 754-2019, OCP 8-bit FP v1.0 and NVIDIA's tf32
  * (docs/numerics.md, "The formats"). */
 const hl_dtype hl_formats[HL_FORMATS] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
@@ -127,22 +125,8 @@ double hl_format_decode(hl_dtype f, uint32_t bits) {
 }
 
 uint32_t hl_format_encode(hl_dtype f, float x, hl_overflow ov) {
-  const hl_format_info *fi = &formats[f];
-  const int sat = ov == HL_OVERFLOW_SATURATE;
-  uint32_t bits;
-  switch (f) {
-    case HL_F32: bits = hl_f32_bits(x); break;
-    case HL_TF32: bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13; break;
-    case HL_F16: bits = hl_f32_to_f16_soft(x); break;
-    case HL_BF16: bits = hl_f32_to_bf16_soft(x); break;
-    case HL_E4M3: return hl_f32_to_fp8_soft(x, HL_FP8_E4M3, sat);
-    case HL_E5M2: return hl_f32_to_fp8_soft(x, HL_FP8_E5M2, sat);
-    default: return 0;
-  }
-  /* the wider formats overflow to inf; saturation clamps that to max */
-  if (sat && !isnan(x) && hl_format_classify(f, bits) == HL_CLASS_INF)
-    bits = (bits & sign_mask(fi)) | ((exp_all_ones(fi) << fi->man_bits) - 1u);
-  return bits;
+  const hl_round_spec spec = hl_round_spec_make(f, HL_ROUNDING_NEAREST_EVEN, ov, false);
+  return hl_round_bits(&spec, x, 0);
 }
 
 char *hl_format_bitstring(hl_dtype f, uint32_t bits, char *buf, size_t len) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "formats/dtype.h"
+#include "formats/round.h" /* hl_overflow */
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,12 +32,6 @@ typedef enum {
   HL_CLASS_INF,
   HL_CLASS_NAN
 } hl_fclass;
-
-/* What happens to a finite value beyond the largest finite one. */
-typedef enum {
-  HL_OVERFLOW_IEEE = 0, /* round to inf (or NaN where the format has no inf) */
-  HL_OVERFLOW_SATURATE  /* clamp to +-max (fp8 "satfinite"); inf -> +-max too */
-} hl_overflow;
 
 typedef struct {
   hl_dtype id;          /* its name: hl_dtype_format_name(id), "fp16" */
@@ -65,8 +60,9 @@ const hl_format_info *hl_format_by_name(const char *name);
  * double-based method. NaN in, NaN out. */
 double hl_format_round(hl_dtype f, double x, hl_overflow ov);
 
-/* Encode an fp32 value into the format's bits (right-aligned), RNE, through
- * half.h. tf32 keeps its 19 bits (fp32 bits >> 13). */
+/* Encode an fp32 value into the format's bits (right-aligned), RNE, with
+ * overflow rule ov (formats/round.h, which uses half.h's conversions for
+ * these specs). tf32 keeps its 19 bits (fp32 bits >> 13). */
 uint32_t hl_format_encode(hl_dtype f, float x, hl_overflow ov);
 /* Decode bits to the exact value. */
 double hl_format_decode(hl_dtype f, uint32_t bits);

@@ -189,7 +189,7 @@ HL_HD static inline float hl_fp8_to_f32_soft(hl_fp8 v, hl_fp8_kind kind) {
  * do. Clearing the low 13 bits alone, which is what the GPU's cvt.rna.tf32.f32
  * does (ptxas 13, sm_80 and sm_90: "add 0x1000 unless |x| >= inf, then AND
  * 0xffffe000"), turns the 2 x 8191 NaNs whose payload lies only in those bits
- * into infinities; kernels/convert_math.h applies this rule on the device
+ * into infinities; formats/round.h (hl_tf32_rna_bits) applies this rule on the device
  * before the instruction. */
 HL_HD static inline uint32_t hl_tf32_nan_bits(uint32_t nan) { return (nan & 0xffffe000u) | 0x00400000u; }
 

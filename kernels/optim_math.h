@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "formats/half.h"
+#include "formats/round.h"
 #include "kernels/optim_kernels.h"
 #include "kernels/round_ops.h"
 
@@ -33,10 +34,18 @@ HL_HD static inline float hl_om_load(const void *p, int32_t dtype, int64_t i) {
   }
 }
 
+/* The rounding of a weight, a gradient or a state element stored in a
+ * 16-bit type: the IEEE default (formats/round.h), which picks half.h's
+ * conversion (on the device the hardware's). */
+HL_HD static inline uint32_t hl_om_round16(int32_t dtype, float v) {
+  const hl_round_spec spec = hl_round_nearest((hl_dtype)dtype);
+  return hl_round_bits(&spec, v, 0);
+}
+
 HL_HD static inline void hl_om_store(void *p, int32_t dtype, int64_t i, float v) {
   switch (dtype) {
-    case HL_F16: ((uint16_t *)p)[i] = hl_f32_to_f16(v); break;
-    case HL_BF16: ((uint16_t *)p)[i] = hl_f32_to_bf16(v); break;
+    case HL_F16: ((uint16_t *)p)[i] = (uint16_t)hl_om_round16(HL_F16, v); break;
+    case HL_BF16: ((uint16_t *)p)[i] = (uint16_t)hl_om_round16(HL_BF16, v); break;
     case HL_F64: ((double *)p)[i] = (double)v; break;
     default: ((float *)p)[i] = v; break;
   }
@@ -52,8 +61,8 @@ HL_HD static inline void hl_om_store_d(void *p, int32_t dtype, int64_t i, double
 /* the bits a value has once stored (for "did the weight change?") */
 HL_HD static inline uint32_t hl_om_stored_bits(int32_t dtype, float v) {
   switch (dtype) {
-    case HL_F16: return hl_f32_to_f16(v);
-    case HL_BF16: return hl_f32_to_bf16(v);
+    case HL_F16: return hl_om_round16(HL_F16, v);
+    case HL_BF16: return hl_om_round16(HL_BF16, v);
     default: return hl_f32_bits(v);
   }
 }

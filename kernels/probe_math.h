@@ -21,6 +21,7 @@
 #include "formats/format.h"
 #include "formats/half.h"
 #include "formats/philox.h"
+#include "formats/round.h"
 #include "kernels/probe.h"
 
 #ifdef __cplusplus
@@ -43,32 +44,14 @@ HL_HD static inline float hl_probe_decode(hl_dtype f, uint32_t bits) {
   }
 }
 
-/* x rounded to nearest, ties to even, in f. saturate: finite overflow and
- * infinities become +-max (fp8's "satfinite"; for the other formats applied
- * after the IEEE conversion). tf32 is rounded to nearest even here on both
+/* x rounded to nearest, ties to even, in f (formats/round.h). saturate:
+ * finite overflow and infinities become +-max (fp8's "satfinite"; the same
+ * rule for the other formats). tf32 is rounded to nearest even here on both
  * backends (the GPU's own cvt.rna rounds ties away; see formats/half.h). */
 HL_HD static inline uint32_t hl_probe_encode(hl_dtype f, float x, int saturate) {
-  uint32_t bits, sign_bit, inf_bits, max_bits;
-  switch (f) {
-    case HL_E4M3: return hl_f32_to_fp8(x, HL_FP8_E4M3, saturate);
-    case HL_E5M2: return hl_f32_to_fp8(x, HL_FP8_E5M2, saturate);
-    case HL_F16:
-      bits = hl_f32_to_f16(x), sign_bit = 0x8000u, inf_bits = 0x7c00u;
-      break;
-    case HL_BF16:
-      bits = hl_f32_to_bf16(x), sign_bit = 0x8000u, inf_bits = 0x7f80u;
-      break;
-    case HL_TF32:
-      bits = hl_f32_bits(hl_f32_round_tf32_rne(x)) >> 13, sign_bit = 0x40000u, inf_bits = 0x3fc00u;
-      break;
-    default:
-      bits = hl_f32_bits(x), sign_bit = 0x80000000u, inf_bits = 0x7f800000u;
-      break;
-  }
-  /* all ones in the exponent, zero fraction, is inf; the code below it is max */
-  max_bits = inf_bits - 1u;
-  if (saturate && (bits & ~sign_bit) == inf_bits) bits = (bits & sign_bit) | max_bits;
-  return bits;
+  const hl_round_spec spec = hl_round_spec_make(f, HL_ROUNDING_NEAREST_EVEN,
+                                                saturate ? HL_OVERFLOW_SATURATE : HL_OVERFLOW_IEEE, false);
+  return hl_round_bits(&spec, x, 0);
 }
 
 /* Round-to-odd from double to float: truncate, and set the last bit when
@@ -163,29 +146,11 @@ HL_HD static inline uint32_t hl_probe_arith(hl_arith_op op, hl_arith_mode mode, 
  * distance from the value below, in units of the spacing there: E[result] = x.
  * r is a uniform 32-bit word; the probability is resolved to 2^-32. Beyond
  * fp16's largest finite value (and for inf and NaN) the nearest-even rule
- * applies, so values from 65520 still overflow to inf. */
+ * applies, so values from 65520 still overflow to inf. The lost-update
+ * experiment's rounding: formats/round.h's stochastic spec with 32 bits. */
 HL_HD static inline hl_f16 hl_f32_to_f16_stochastic(float x, uint32_t r) {
-  uint32_t b = hl_f32_bits(x);
-  uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
-  uint32_t ax = b & 0x7fffffffu;
-  if (ax > 0x477fe000u) return hl_f32_to_f16(x);   /* > 65504, inf, NaN */
-  uint32_t e = ax >> 23;                             /* biased fp32 exponent */
-  if (e == 0) return sign; /* fp32 subnormals: P(up to 2^-24) < 2^-100, below the 2^-32 resolution */
-  uint32_t m = (ax & 0x007fffffu) | 0x00800000u;     /* value = m * 2^(e - 150) */
-  /* fp32 bits below the fp16 spacing: 13 where fp16 is normal (>= 2^-14,
-   * e >= 113); below, the spacing stays 2^-24 and more bits drop. */
-  uint32_t drop = e >= 113u ? 13u : 126u - e;
-  uint32_t down, frac;
-  if (e >= 113u) {
-    down = (ax - 0x38000000u) >> 13; /* rebias 127 -> 15, truncate */
-    frac = ax & 0x1fffu;
-  } else {
-    down = drop < 32u ? m >> drop : 0u;
-    frac = drop < 32u ? m & ((1u << drop) - 1u) : m;
-  }
-  uint32_t threshold = drop <= 32u ? frac << (32u - drop) : (drop - 32u < 32u ? frac >> (drop - 32u) : 0u);
-  /* down + 1 carries into the exponent by itself (0x03ff + 1 = 0x0400) */
-  return (hl_f16)(sign | (down + (r < threshold ? 1u : 0u)));
+  const hl_round_spec sr = hl_round_stochastic(HL_F16, 32, 0, 0);
+  return (hl_f16)hl_round_bits(&sr, x, r);
 }
 
 /* ---------------------------------------------------------------- sums -- */
@@ -389,11 +354,13 @@ HL_HD static inline uint32_t hl_update_run(hl_update_strategy s, const hl_update
       break;
     }
     case HL_UPDATE_FP16_STOCHASTIC: {
+      /* up with probability the distance from below, resolved to 2^-32 (round.h) */
+      const hl_round_spec sr = hl_round_stochastic(HL_F16, 32, p->seed, HL_PROBE_SR_STREAM);
       hl_f16 w = hl_f32_to_f16(p->weight), u = hl_f32_to_f16(p->update);
       trajectory[0] = hl_f16_to_f32(w);
       for (uint32_t step = 1; step <= p->steps; step++) {
         float x = hl_f16_to_f32(w) + hl_f16_to_f32(u); /* exact whenever the result needs <= 24 bits */
-        w = hl_f32_to_f16_stochastic(x, hl_philox_u32(p->seed, HL_PROBE_SR_STREAM, step - 1u));
+        w = (hl_f16)hl_round_bits(&sr, x, hl_round_random(&sr, step - 1u));
         if (step % every == 0) trajectory[step / every] = hl_f16_to_f32(w);
       }
       out = w;

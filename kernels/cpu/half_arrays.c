@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include "formats/fatal.h"
 #include "formats/half.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/half_simd.h"
@@ -163,4 +164,34 @@ void hl_cpu_narrow(hl_dtype t, const float *src, uint16_t *dst, size_t n) {
 }
 void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n) {
   paths_[type_index(t)][hl_cpu_half_path_chosen(t)].widen_operand(src, dst, n);
+}
+
+/* ------------------------------------------------ by a rounding spec -- */
+
+bool hl_cpu_round_array_vectorised(const hl_round_spec *spec) {
+  return (spec->format == HL_F16 || spec->format == HL_BF16) && spec->rounding == HL_ROUNDING_NEAREST_EVEN &&
+         spec->overflow == HL_OVERFLOW_IEEE && !spec->flush_subnormals;
+}
+
+/* one loop per code width, so that each stores its own type */
+#define ROUND_LOOP(TYPE)                                                                   \
+  for (size_t i = 0; i < n; i++) {                                                         \
+    const uint32_t r = stochastic ? hl_round_random(spec, first_index + i) : 0u;           \
+    ((TYPE *)dst)[i] = (TYPE)hl_round_bits(spec, src[i], r);                               \
+  }
+
+void hl_cpu_round_array(const hl_round_spec *spec, const float *src, void *dst, size_t n, uint64_t first_index) {
+  if (!hl_round_spec_valid(spec))
+    hl_fatal("invalid rounding spec: format %s, rounding %d, overflow %d, %d random bits",
+             hl_dtype_format_name(spec->format), (int)spec->rounding, (int)spec->overflow, spec->random_bits);
+  if (hl_cpu_round_array_vectorised(spec)) {
+    hl_cpu_narrow(spec->format, src, (uint16_t *)dst, n);
+    return;
+  }
+  const bool stochastic = spec->rounding == HL_ROUNDING_STOCHASTIC;
+  switch (hl_format_code_bytes(spec->format)) {
+    case 1: ROUND_LOOP(uint8_t) break;
+    case 2: ROUND_LOOP(uint16_t) break;
+    default: ROUND_LOOP(uint32_t) break;
+  }
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "formats/dtype.h"
+#include "formats/round.h"
 #include "kernels/host.h"
 
 /* The conversions the kernels call, the chosen path's: hl_cpu_widen_f16,
@@ -38,6 +39,17 @@
  * on the Zen 4 development machine. Other values: widen's
  * bits. */
 void hl_cpu_widen_operand(hl_dtype t, const uint16_t *src, float *dst, size_t n);
+
+/* dst[i] = hl_round_bits(spec, src[i], word first_index + i of spec's
+ * Philox stream), i < n, as codes of hl_format_code_bytes(spec->format)
+ * bytes: through hl_cpu_narrow (F16C, AVX512-BF16 or AVX2 where the CPU has
+ * them) when the spec is fp16's or bf16's IEEE default (nearest even, IEEE
+ * overflow, subnormals kept), which those paths implement; element by
+ * element otherwise (hl_round_bits: half.h's conversion or the generic
+ * rounding). A spec that is not hl_round_spec_valid is fatal. */
+void hl_cpu_round_array(const hl_round_spec *spec, const float *src, void *dst, size_t n, uint64_t first_index);
+/* Whether hl_cpu_round_array takes hl_cpu_narrow's path for spec. */
+bool hl_cpu_round_array_vectorised(const hl_round_spec *spec);
 
 typedef enum {
   HL_HALF_PATH_PORTABLE = 0, /* formats/half.h, one element at a time */

@@ -1,9 +1,12 @@
 /* test_convert_cpu.c — suite unit: the CPU twin of kernels/convert.h (what
  * the gpu suite compares the device against) gives half.h's portable
- * results: fp16 and bf16 through the CPU's conversion path, the other
- * formats through half.h itself. */
+ * results for the specs half.h implements (fp16 and bf16 through the CPU's
+ * conversion path, the other formats through half.h itself), the generic
+ * rounding's for the others, stochastic ones with word first + i. */
 #include "core/base/device.h"
 #include "formats/half.h"
+#include "formats/philox.h"
+#include "formats/round.h"
 #include "kernels/convert.h"
 #include "tests/support/hltest.h"
 
@@ -14,27 +17,37 @@ static void test_encode_matches_half_h(void **state) {
   static uint16_t h[N], b[N];
   static uint8_t e4[N];
   static uint32_t t[N];
+  static uint16_t h_up[N], b_sr[N];
   /* 0.5 and up; zeros and fp32 subnormals; the largest finite values, inf and NaNs */
   static const uint32_t firsts[] = {0x3f000000u, 0x00000000u, 0x7f7f8000u, 0xff7f8000u};
   for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; f++) {
     const uint32_t first = firsts[f];
-    cpu->convert->encode_range(HL_CONV_F16, first, N, h);
-    cpu->convert->encode_range(HL_CONV_BF16, first, N, b);
-    cpu->convert->encode_range(HL_CONV_E4M3_SAT, first, N, e4);
-    cpu->convert->encode_range(HL_CONV_TF32_RNA, first, N, t);
+    const hl_round_spec f16 = hl_round_nearest(HL_F16), bf16 = hl_round_nearest(HL_BF16);
+    const hl_round_spec e4m3_sat = hl_round_spec_make(HL_E4M3, HL_ROUNDING_NEAREST_EVEN, HL_OVERFLOW_SATURATE, false);
+    const hl_round_spec tf32_rna = hl_round_spec_make(HL_TF32, HL_ROUNDING_NEAREST_AWAY, HL_OVERFLOW_IEEE, false);
+    const hl_round_spec f16_up = hl_round_spec_make(HL_F16, HL_ROUNDING_TOWARD_POSITIVE, HL_OVERFLOW_IEEE, true);
+    const hl_round_spec bf16_sr = hl_round_stochastic(HL_BF16, 8, 3, 4);
+    cpu->convert->encode_range(&f16, first, N, h);
+    cpu->convert->encode_range(&bf16, first, N, b);
+    cpu->convert->encode_range(&e4m3_sat, first, N, e4);
+    cpu->convert->encode_range(&tf32_rna, first, N, t);
+    cpu->convert->encode_range(&f16_up, first, N, h_up);
+    cpu->convert->encode_range(&bf16_sr, first, N, b_sr);
     for (uint32_t i = 0; i < N; i++) {
       float x = hl_f32_from_bits(first + i);
       assert_int_equal(h[i], hl_f32_to_f16_soft(x));
       assert_int_equal(b[i], hl_f32_to_bf16_soft(x));
       assert_int_equal(e4[i], hl_f32_to_fp8_soft(x, HL_FP8_E4M3, 1));
-      assert_int_equal(t[i], hl_f32_bits(hl_f32_round_tf32_rna(x)));
+      assert_int_equal(t[i], hl_f32_bits(hl_f32_round_tf32_rna(x)) >> 13);
+      assert_int_equal(h_up[i], hl_round_bits_generic(&f16_up, x, 0));
+      assert_int_equal(b_sr[i], hl_round_bits_generic(&bf16_sr, x, hl_philox_u32(3, 4, (uint64_t)first + i)));
     }
   }
   uint32_t dec[256];
-  cpu->convert->decode_range(HL_CONV_E5M2, 0, 256, dec);
+  cpu->convert->decode_range(HL_E5M2, 0, 256, dec);
   assert_int_equal(dec[0x7b], hl_f32_bits(57344.0f));
   uint16_t a[2] = {0x3c00, 0x7800}, c[2] = {0x068e, 0x7800}, out[2];
-  cpu->convert->binop(HL_CONV_F16, '+', a, c, out, 2);
+  cpu->convert->binop(HL_F16, '+', a, c, out, 2);
   assert_int_equal(out[0], 0x3c00); /* 1 + 0.0001 */
   assert_int_equal(out[1], 0x7c00); /* 32768 + 32768 */
 }
@@ -45,8 +58,8 @@ static void test_decode_matches_half_h(void **state) {
   const hl_backend *cpu = hl_backend_for(HL_DEVICE_CPU);
   enum { N = 1 << 16 };
   static uint32_t f16[N], bf16[N];
-  cpu->convert->decode_range(HL_CONV_F16, 0, N, f16);
-  cpu->convert->decode_range(HL_CONV_BF16, 0, N, bf16);
+  cpu->convert->decode_range(HL_F16, 0, N, f16);
+  cpu->convert->decode_range(HL_BF16, 0, N, bf16);
   for (uint32_t code = 0; code < N; code++) {
     assert_int_equal(f16[code], hl_f32_bits(hl_f16_to_f32_soft((hl_f16)code)));
     assert_int_equal(bf16[code], hl_f32_bits(hl_bf16_to_f32_soft((hl_bf16)code)));
