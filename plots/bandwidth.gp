@@ -19,8 +19,8 @@ col(name) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i
 maxof(name) = real(system(sprintf("awk -F, -v c=%s '/^#/ || !h++ { next } $c + 0 > m { m = $c + 0 } END { print m + 0 }' '%s'", col(name), in)))
 sheet = maxof("datasheet_gb_per_s")
 gb_per_s_max = (maxof("gb_per_s") > sheet ? maxof("gb_per_s") : sheet) * 1.08
-refs = system(sprintf("awk -F, '/^#/ || !h++ { next } $3 == \"bytes\" { print $2 }' '%s' | awk '!s[$0]++' | tr '\\n' ' '", in))
-dtypes = system(sprintf("awk -F, '/^#/ || !h++ { next } $3 != \"bytes\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
+refs = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"dtype\"] == \"bytes\" { print $c[\"kernel\"] }' '%s' | awk '!s[$0]++' | tr '\\n' ' '", in))
+dtypes = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"dtype\"] != \"bytes\" { print $c[\"dtype\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 # the reference the tables name (ref_kernel of the kernels' rows); "memcpy-omp" can name a per-size choice
 refname = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"ref_kernel\"] != \"\" { print $c[\"ref_kernel\"]; exit }' '%s'", in))
 reflabel = refname eq '' ? "copy reference" : sprintf("copy reference (%s)", refname)

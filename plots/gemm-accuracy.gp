@@ -16,11 +16,11 @@ if (!file_exists(in)) {
   print sprintf("gemm-accuracy.gp: %s not found: no chart (run halflab-bench gemm --accuracy)", in)
   exit
 }
-present = system(sprintf("awk -F, '/^#/ || !h++ { next } { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
+present = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 gpu = system(sprintf("grep -q ',cublas,' '%s' && echo 1 || echo 0", in))
-gpuvars = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"cublas\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
+gpuvars = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"method\"] == \"cublas\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 ongpu(v) = strstrt(' '.gpuvars, ' '.v.' ') > 0
-cpuvars = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"onednn\" { print $3 }' '%s' | sort -u | tr '\\n' ' '", in))
+cpuvars = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"method\"] == \"onednn\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 ononednn(v) = strstrt(' '.cpuvars, ' '.v.' ') > 0
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 

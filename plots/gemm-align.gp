@@ -12,7 +12,7 @@ if (!file_exists(in)) {
   print sprintf("gemm-align.gp: %s not found: no chart (run halflab-bench gemm)", in)
   exit
 }
-present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"align\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
+present = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"align\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 if (present eq "") {
   print "gemm-align.gp: no alignment study in ".in.": no chart (halflab-bench gemm --studies align)"
   exit

@@ -17,7 +17,7 @@ desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_
 # concatenated, not sprintf'd: gnuplot's sprintf garbles a format this long once
 # a long path lengthens the result (awk then sees its printf doubled)
 join = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { t[$c[\"m\"], $c[\"variant\"]] = $c[\"tflop_per_s\"]; u[$c[\"m\"], $c[\"variant\"]] = ($c[\"time_ms_median\"] > 1.25 * $c[\"time_ms_min\"]); if (!($c[\"m\"] in seen)) { seen[$c[\"m\"]] = 1; ns[++n] = $c[\"m\"] } v[$c[\"variant\"]] = 1 } END { print \"n,variant,speedup,disturbed\"; for (x in v) for (i = 1; i <= n; i++) if ((ns[i], \"fp32\") in t && (ns[i], x) in t && x != \"fp32\") printf \"%s,%s,%.6g,%d\\n\", ns[i], x, t[ns[i], x] / t[ns[i], \"fp32\"], u[ns[i], x] || u[ns[i], \"fp32\"] }' '".in."'"
-present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
+present = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 
 set datafile separator ','
 set datafile columnheaders

@@ -15,14 +15,14 @@ if (!file_exists(in)) {
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 # the variants present in the square study, in the order of the table below
 # the peaks: drawn where the device is in a built-in table
-peaks = system(sprintf("awk -F, '/^#/ || !h++ { next } $25 != \"\" { n++ } END { print n + 0 }' '%s'", in))
+peaks = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"peak_tflop_per_s\"] != \"\" { n++ } END { print n + 0 }' '%s'", in))
 peak_note = peaks eq "0" ? "no peak lines: peak unknown for this device (see the CSV's peak\\_source line)" : (desc[1:3] eq "cpu" ? "dotted: the peak of the unit each precision's products run on" : "dotted: the datasheet's dense peak for that precision")
 # the peaks at the largest square size, one line per value: "value|names"
 peak_rows = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" && $c[\"peak_tflop_per_s\"] != \"\" && $c[\"variant\"] !~ /^(openblas|onednn-bf16|bf16-widened)$/ && !($c[\"variant\"] in p) { p[$c[\"variant\"]] = $c[\"peak_tflop_per_s\"]; o[++nv] = $c[\"variant\"] } END { for (i = 1; i <= nv; i++) { v = o[i]; k = sprintf(\"%%.3g\", p[v]); if (k in n) n[k] = n[k] \"/\" v; else { n[k] = v; ko[++nk] = k } } for (i = 1; i <= nk; i++) print ko[i] \"|\" n[ko[i]] }' '%s'", in))
 # the data's range, for the axis and its ticks
 stats_lo = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" && (m == \"\" || $c[\"tflop_per_s\"] + 0 < m) { m = $c[\"tflop_per_s\"] + 0 } END { print m + 0 }' '%s'", in)))
 stats_hi = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { if ($c[\"tflop_per_s\"] + 0 > m) m = $c[\"tflop_per_s\"] + 0; if ($c[\"peak_tflop_per_s\"] + 0 > m) m = $c[\"peak_tflop_per_s\"] + 0 } END { print m + 0 }' '%s'", in)))
-present = system(sprintf("awk -F, '/^#/ || !h++ { next } $2 == \"square\" { print $4 }' '%s' | sort -u | tr '\\n' ' '", in))
+present = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"study\"] == \"square\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 
 set datafile separator ','
 set datafile commentschars '#'
