@@ -16,8 +16,9 @@ text; `value FILE COLUMN OLD NEW` for a value spelled differently). Metadata lin
 measure time, rates or the machine's load, which no two runs share. Two cells
 agree when their text is equal or both are numbers of equal value (1.50 and
 1.5). A gap written differently (before 0, -nan or nan where the quantity
-does not apply, after an empty cell) is counted apart and listed per column,
-so that a reader can judge each; anything else is a difference.
+does not apply, after an empty cell), and a NaN result once written as a gap
+(before empty, after nan), are counted apart and listed per column, so that a
+reader can judge each; anything else is a difference.
 
 Prints one line per file and a total; exit 0 when no cell differs, 1 when
 any does, 2 on bad usage.
@@ -101,9 +102,9 @@ def compare_file(name, before, after, renames, values, gaps):
             x = respelled.get((c, x), x)
             if same_cell(x, y):
                 continue
-            if y == "" and x in GAPS:
-                gaps.setdefault((name, c, x), 0)
-                gaps[(name, c, x)] += 1
+            if (y == "" and x in GAPS) or (x == "" and y == "nan"):
+                gaps.setdefault((name, c, x, y), 0)
+                gaps[(name, c, x, y)] += 1
                 continue
             differing.setdefault(c, []).append((i + 1, x, y))
     for c, cells in differing.items():
@@ -171,8 +172,9 @@ def main(argv):
             if f not in files_b:
                 print(f"same_results: {f}: written after, not before")
                 status = 1
-        for (name, column, was), n in sorted(gaps.items()):
-            print(f"same_results: {name}: {column}: {n} cells {was!r} before, empty after (a gap, written one way)")
+        for (name, column, was, now), n in sorted(gaps.items()):
+            why = "a gap, written one way" if now == "" else "a NaN result, no longer written as a gap"
+            print(f"same_results: {name}: {column}: {n} cells {was!r} before, {now!r} after ({why})")
         print(f"same_results: {len(files_b)} CSV files: {'identical' if status == 0 else 'DIFFERENT'}")
         return status
 
