@@ -14,8 +14,9 @@
  * The references (format.c: scale to an integer significand, round with the
  * FPU's own ties-to-even, scale back; the integer division below) share no
  * code with half.h's bit manipulation. One argument per meson test, so that
- * the 2^32 sweeps run in parallel. fp32 -> tf32, fp16 and bf16, every
- * rounding, every conversion path: test_round_sweep.c. */
+ * the 2^32 sweeps run in parallel. fp32 -> tf32, fp16, bf16 and fp8, every
+ * rounding of round.h's generic rounding against a reference of its own, and
+ * the conversion paths of tf32, fp16 and bf16: test_round_sweep.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
