@@ -43,7 +43,7 @@ static const char usage[] =
     "  --reps N        timed samples per point (default: adaptive, see the CSV's method line)\n"
     "  --device D      auto (default: the GPU when usable, else the CPU), cpu, cuda\n"
     "  --out DIR       output folder (default results/<machine>/)\n"
-    "  --quick         three sizes, the largest included (what the issue's targets need)\n"
+    "  --quick         three sizes, the largest included (what the performance targets need)\n"
     "  --seed N        accepted for uniformity; the arrays hold BabelStream's fixed values\n"
     "  --help, --version\n";
 

@@ -64,7 +64,7 @@ static const char usage[] =
     "  --accuracy      relative error against fp64 as k grows (64 .. 65536) per input and accumulation type\n"
     "  --device D      auto (default: the GPU when usable, else the CPU), cpu, cuda\n"
     "  --out DIR       output folder (default results/<machine>/)\n"
-    "  --quick         a few sizes only (on a GPU: exactly what the issue's targets need)\n"
+    "  --quick         a few sizes only (on a GPU: exactly what the performance targets need)\n"
     "  --seed N        seed of the random operands (default 1)\n"
     "  --help, --version\n";
 

@@ -113,7 +113,7 @@ static void big_batch_step(runner *r, const recipe_opts *o, int step) {
 
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-accumulate",
-                              "The seed's gradient accumulation: 4 micro-batches per step, scale fixed within it.",
+                              "Gradient accumulation: 4 micro-batches per step, scale fixed within it.",
                               RECIPE_STEPS, 12, NULL, argc, argv);
   runner amp = runner_new(&o, true, true), f32acc = runner_new(&o, true, false), big = runner_new(&o, false, false),
          big16 = runner_new(&o, false, true);

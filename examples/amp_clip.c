@@ -36,7 +36,7 @@
 static bool same_value(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
 int main(int argc, char **argv) {
-  recipe_opts o = recipe_init("amp-clip", "The seed's clipping recipe: unscale, clip by norm, step (no second unscale).",
+  recipe_opts o = recipe_init("amp-clip", "The clipping recipe: unscale, clip by norm, step (no second unscale).",
                               RECIPE_STEPS | RECIPE_INJECT, 40, "9", argc, argv);
   const double max_norm = 1.0;
   const float lr = 0.1f;

@@ -38,7 +38,7 @@
 
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-loop",
-                              "The seed's typical AMP loop: autocast forward + loss, scaled backward, step, update.",
+                              "The typical AMP loop: autocast forward + loss, scaled backward, step, update.",
                               RECIPE_STEPS | RECIPE_INJECT, 60, "none", argc, argv);
   recipe_mlp model = recipe_mlp_new("", o.seed, 0, o.device);
   hl_sgd_opts so = hl_sgd_defaults();

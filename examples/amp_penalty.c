@@ -122,7 +122,7 @@ static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30
 
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-penalty",
-                              "The seed's gradient penalty: grads of the scaled loss, unscaled by multiplication, "
+                              "Gradient penalty: grads of the scaled loss, unscaled by multiplication, "
                               "L2 penalty inside autocast.",
                               RECIPE_STEPS, 20, NULL, argc, argv);
   runner amp = runner_new(&o, true, true), plain16 = runner_new(&o, false, true), f32 = runner_new(&o, false, false);

@@ -37,7 +37,7 @@ static void expect_close(const char *what, hl_tensor *x, hl_tensor *ref, double 
 
 int main(int argc, char **argv) {
   example_opts o = example_init("autocast-matrix",
-                                "The seed's autocast example: mm inside and after an autocast region, with the dtypes "
+                                "The matrix example: mm inside and after an autocast region, with the dtypes "
                                 "it gives.",
                                 argc, argv);
   const hl_device_kind dev = o.device;

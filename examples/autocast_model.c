@@ -46,7 +46,7 @@ static hl_tensor *param(hl_shape s, double scale, uint64_t seed, uint64_t stream
 
 int main(int argc, char **argv) {
   example_opts o = example_init("autocast-model",
-                                "The seed's decorator example: a model whose forward runs wholly under autocast.",
+                                "The decorator example: a model whose forward runs wholly under autocast.",
                                 argc, argv);
   device_ = o.device;
   enum { N = 64, IN = 16, HID = 32, CLASSES = 2, STEPS = 40 };

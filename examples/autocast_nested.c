@@ -21,7 +21,7 @@
 
 int main(int argc, char **argv) {
   example_opts o = example_init("autocast-nested",
-                                "The seed's nested example: autocast disabled inside an enabled region, then enabled "
+                                "The nested example: autocast disabled inside an enabled region, then enabled "
                                 "again.",
                                 argc, argv);
   const hl_device_kind dev = o.device;

@@ -67,7 +67,7 @@ static void expect_near(const char *what, const hl_tensor *x, const hl_tensor *r
 
 int main(int argc, char **argv) {
   example_opts o = example_init("custom-op",
-                                "The seed's custom-op recipe: a user-defined op that asks for fp32 inputs and runs "
+                                "The custom-op recipe: a user-defined op that asks for fp32 inputs and runs "
                                 "with autocast off inside an autocast region.",
                                 argc, argv);
   device_ = o.device;

@@ -352,7 +352,7 @@ static void case_inside_each_thread(const model *m, hl_tensor *batch, int n, hl_
 /* ---------------------------------------------------------------- main -- */
 
 static const char what_[] =
-    "The seeds' DataParallel lesson: threads in one process each run the forward on a shard of the batch. "
+    "The DataParallel lesson: threads in one process each run the forward on a shard of the batch. "
     "Autocast state is per thread, so a thread that does not enter autocast itself runs in fp32.";
 
 int main(int argc, char **argv) {

@@ -1,5 +1,5 @@
 /* absorption.c — `halflab-numerics absorption`: updates too small to move a
- * number. The seed's 1 + 0.0001; the threshold at 1 in each format; a sweep
+ * number. 1 + 0.0001; the threshold at 1 in each format; a sweep
  * of updates u from 2^-30 to 1 (fl(1 + u) - 1 against u); the lost-update
  * experiment (10000 updates of 1e-4 to a weight of 1, five ways); and the
  * harmonic series, which stops growing in every format. */
@@ -145,7 +145,7 @@ static void run_cases(const nx_ctx *c, add_case *cs, int n, uint32_t bits[NX_MAX
 
 static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bits[NX_MAX_DEVICES][MAX_CASES]) {
   char s1[64], s2[64], s3[64], s4[64];
-  nx_heading("absorption: 1 + 0.0001 (the seed's second example), on %s", nx_dev_label(c, 0));
+  nx_heading("absorption: 1 + 0.0001 (the classic absorption example), on %s", nx_dev_label(c, 0));
   printf("  %-6s %-27s %-26s %s\n", "format", "0.0001 is stored as", "1 + that", "why");
   for (int i = 0; i < n; i++) {
     if (strcmp(cs[i].id, "1+0.0001")) continue;

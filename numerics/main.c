@@ -30,7 +30,7 @@ static const char usage_text[] =
     "              harmonic.csv)\n"
     "  subnormal   the ladder 2^-10 ... 2^-26, loss scaling, flush-to-zero (subnormal_ladder.csv,\n"
     "              loss_scale.csv, loss_scale_distribution.csv, ftz.csv)\n"
-    "  tour        the seeds' demonstrations in order, for a live class (tour.csv)\n"
+    "  tour        the classic demonstrations in order, for a live class (tour.csv)\n"
     "  all         formats, overflow, absorption, subnormal and tour\n"
     "\n"
     "Options:\n"

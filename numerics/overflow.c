@@ -1,5 +1,5 @@
 /* overflow.c — `halflab-numerics overflow [--count N] [--value V]`: the
- * seed's 4096 x 16.0 (exact sum 65536, beyond fp16's 65504), summed seven
+ * classic 4096 x 16.0 (exact sum 65536, beyond fp16's 65504), summed seven
  * ways on every device, with the element at which each way first loses an
  * add or overflows, and the running sum along the way. */
 #include <math.h>

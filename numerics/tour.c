@@ -1,4 +1,4 @@
-/* tour.c — `halflab-numerics tour`: the seeds' demonstrations in their order,
+/* tour.c — `halflab-numerics tour`: the classic demonstrations in their order,
  * each as the operation, the result per format (and per device) and one line
  * of why, for a teacher to run live. Every number is computed by the probe
  * kernels on each device, not written down here. */
@@ -176,7 +176,7 @@ int nx_tour(const nx_ctx *c) {
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, x5[i]);
 
-  nx_heading("tour: the seeds' examples, computed here");
+  nx_heading("tour: the classic demonstrations, computed here");
   printf("   %-36s", "");
   for (int d = 0; d < c->ndev; d++) printf(d + 1 < c->ndev ? " %-28s" : " %s", nx_dev_name(c, d));
   printf("\n");

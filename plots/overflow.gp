@@ -1,5 +1,5 @@
 # plots/overflow.gp RESULTS_DIR — the running sum of N copies of V (the
-# seed's 4096 x 16) after each element, for the seven ways of summing that
+# classic 4096 x 16) after each element, for the seven ways of summing that
 # halflab-numerics overflow measures, with fp16's largest value marked.
 # Reads overflow_trajectory.csv; writes overflow.png and overflow.svg.
 here = system(sprintf("dirname '%s'", ARG0))

@@ -119,7 +119,7 @@ run scale amp-fp16 --device $device --steps "$(steps 600 60)" --eval-every "$(st
   --growth-interval "$(steps 25 5)" --hist-steps 1
 
 # The demonstrations (docs/train.md). Pure fp16 weights lose small updates to absorption
-# (the seed's 1 + 0.0001); master weights keep them.
+# (the classic 1 + 0.0001); master weights keep them.
 for m in fp32 amp-fp16 fp16-master fp16-pure; do
   run absorb "$m" --device $device --optimizer sgd --lr 0.001 --schedule constant \
     --steps "$(steps 600 40)" --eval-every "$(steps 50 20)"

@@ -57,7 +57,7 @@ static const char usage[] =
     "  --schedule cosine|constant  cosine (default): lr x (1 + cos(pi (step - 1) / steps)) / 2\n"
     "  --clip-norm X         clip the unscaled gradients' L2 norm to X\n"
     "  --accum N             micro-batches per optimizer step (gradient accumulation, default 1)\n"
-    "  --grad-penalty L      add L x ||grad||_2 (the seed's gradient penalty recipe; MLP only)\n"
+    "  --grad-penalty L      add L x ||grad||_2 (the gradient penalty recipe; MLP only)\n"
     "  --init-scale X        the scaler's initial scale (default 65536; fp16-static: its fixed scale, default 1024)\n"
     "  --growth-interval N   steps without inf/NaN before the scale doubles (default 2000)\n"
     "  --inject-nonfinite STEPS[@RANK]  put an inf into a gradient at these steps, e.g. 3,7,10-12; with @RANK\n"

@@ -30,7 +30,7 @@ echo
 
 if have tour.csv; then
   devs=$(devices tour.csv | tr '\n' ' ')
-  echo "### The seeds' examples (\`halflab-numerics tour\`)"
+  echo "### The classic demonstrations (\`halflab-numerics tour\`)"
   echo
   devs=$devs table tour.csv "$AWK_FMT"'
     BEGIN { nd = split(ENVIRON["devs"], dv, " ") }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plots/report.d/20-bench.sh RESULTS_DIR — the GEMM and bandwidth section of
 # REPORT.md: best TFLOP/s and % of peak per variant, triad GB/s and % of the
-# copy measured in the same run, the targets (the CPU's ratios
+# copy measured in the same run, the performance targets (the CPU's ratios
 # against OpenBLAS, fp32 and memcpy; the GPU's against peak and D2D copy),
 # the accuracy study's numbers at the largest k, and every chart.
 # Prints nothing when the folder holds neither gemm nor bandwidth CSVs.
@@ -88,7 +88,7 @@ if have gemm.csv; then
 fi
 
 if have gemm_targets.csv || have bandwidth_targets.csv || have mlp_step_targets.csv; then
-  echo "### The issue's performance targets (ratios measured in the same run)"
+  echo "### Performance targets (ratios measured in the same run)"
   echo
   echo "One convention throughout: the ratio, the limit it is held to and which side passes (a target that states a"
   echo "goal as \"within Lx\" of a reference is shown as that ratio against L)."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plots/report.d/30-train.sh RESULTS_DIR — the training section of REPORT.md:
 # halflab-train per precision mode (final loss and accuracy, speed and
-# memory against fp32), the checks of issue 6 computed from the CSVs, the
+# memory against fp32), the demonstrations' checks computed from the CSVs, the
 # demonstrations of fp16 without loss scaling and pure fp16 weights, the
 # thread measurements, the small step op by op (--profile; "not measured"
 # without its CSVs), and every chart. Prints nothing when the folder holds
@@ -202,14 +202,14 @@ fi
 if has absorb || has underflow; then
   echo "### Demonstrations: where fp16 without loss scaling and pure fp16 weights lose"
   echo
-  echo "Issue 6 asks for a configuration where they hurt: final eval loss at least 10% worse than amp-fp16's, or"
+  echo "A demonstration must show where they hurt: final eval loss at least 10% worse than amp-fp16's, or"
   echo "at least 10% of the gradient elements lost to underflow, or at least half the updates absorbed. The"
   echo "checks below are computed from the runs."
   echo
 fi
 if has absorb; then
   echo "**absorb** — $(config absorb). Plain SGD with a small learning rate: many updates lr x g are"
-  echo "smaller than half an fp16 ulp of their weight (the seed's 1 + 0.0001) and leave pure fp16 weights where they were;"
+  echo "smaller than half an fp16 ulp of their weight (1 + 0.0001 again) and leave pure fp16 weights where they were;"
   echo "fp16-master's fp16 model absorbs them too, but its fp32 master keeps them."
   echo
   mode_table absorb
@@ -221,7 +221,7 @@ if has absorb; then
     echo "applied: $(awk -v a="$ab" 'BEGIN { print (a >= 0.5) ? "most updates were lost" : "most updates still moved the weights" }'), and its eval loss ended $(calc "sprintf(\"%+.2f%%\", 100 * ($pl / $rl - 1))") against amp-fp16's."
     echo
   fi
-  check "absorb shows what fp16-pure loses (issue 6: any one of the three criteria)" \
+  check "absorb shows what fp16-pure loses (any one of the three criteria)" \
     "$(pct "$ab") of its non-zero updates absorbed (criterion: at least half); eval loss $(awk -v a="$pl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
     "$(awk -v a="$ab" -v l="$pl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.5) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
   echo
@@ -235,7 +235,7 @@ if has underflow; then
   z32=$(val underflow fp32 grad_zero_frac)
   nl=$(val underflow fp16-noscale eval_loss)
   rl=$(val underflow amp-fp16 eval_loss)
-  check "underflow shows what fp16-noscale loses (issue 6: any one of the three criteria)" \
+  check "underflow shows what fp16-noscale loses (any one of the three criteria)" \
     "$(pct "$z") of its gradient elements lost, exactly zero (criterion: at least 10%; fp32: $(pct "$z32"), amp-fp16: $(pct "$(val underflow amp-fp16 grad_zero_frac)")); eval loss $(awk -v a="$nl" -v b="$rl" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.4f vs amp-fp16 %.4f (%+.2f%%; criterion: +10%%)", a, b, 100 * (a / b - 1) }')" \
     "$(awk -v a="$z" -v l="$nl" -v r="$rl" 'BEGIN { print ((a != "" && a >= 0.1) || (l != "" && r != "" && l / r - 1 >= 0.1)) ? 1 : 0 }')"
   # what the loss says beside the PASS: fp16-noscale's place among the group's eval losses
