@@ -479,7 +479,7 @@ static int largest_index(const bw_options *o, uint64_t largest) {
   return li;
 }
 
-/* The issue's target is fp32's triad (BabelStream's) against the same-run
+/* The performance target is fp32's triad (BabelStream's) against the same-run
  * copy at size index li; fp16 and bf16 are reported beside it */
 static void check_triad_targets(bench_targets *targets, const bw_run *run, int li, uint64_t largest) {
   const bench_device *dev = run->dev;
@@ -543,7 +543,7 @@ int bench_bandwidth_main(int argc, char **argv) {
   if (run.gpu) time_host_copies(&run, &opt, largest);
   free(run.scratch);
 
-  /* ---- the targets at the largest size */
+  /* ---- the performance targets at the largest size */
   bench_targets targets = {.schema = &bench_bandwidth_targets_schema};
   const int li = largest_index(&opt, largest);
   check_triad_targets(&targets, &run, li, largest);

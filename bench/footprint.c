@@ -119,7 +119,7 @@ static void describe_model(const fp_model *m, char *buf, size_t len) {
            m->cfg.n_head, m->cfg.n_embd, m->cfg.vocab_size, m->cfg.block_size);
 }
 
-/* The seed's listing (dtype, name, device in PyTorch's named_parameters
+/* A PyTorch user's listing (dtype, name, device in PyTorch's named_parameters
  * loop), with shapes and bytes, from the layout hl_gpt_new builds. */
 static void list_params(const fp_options *o) {
   for (int mi = 0; mi < o->nmodels; mi++) {

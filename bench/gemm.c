@@ -470,7 +470,7 @@ typedef struct {
   char impl[256];            /* what ran, for the targets' details */
 } gemm_result;
 
-/* The issue's targets from this run's results. GPU: fp16 8192^3 at >= 75%
+/* The performance targets from this run's results. GPU: fp16 8192^3 at >= 75%
  * of the dense peak. CPU: at every square n >= 1024, fp32 through hl_gemm
  * within 5% of cblas_sgemm called directly, the bf16 path within 10% of
  * oneDNN's matmul called directly, and the fp16 path at >= 80% of the fp32
@@ -845,7 +845,7 @@ int bench_gemm_main(int argc, char **argv) {
   run_variants(&run);
   write_gemm_csv(&run);
 
-  /* ---- the targets, from this run's rows */
+  /* ---- the performance targets, from this run's rows */
   bench_targets targets = {.schema = &bench_gemm_targets_schema};
   check_targets(&targets, &dev, &run.peaks, run.results, &run.shapes);
   bench_targets_write(&targets, run.outdir);

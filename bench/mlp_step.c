@@ -2,7 +2,7 @@
  * the arithmetic it runs. One training step of an MLP 784-1024-1024-10
  * (ReLU, mean cross-entropy, batch 256, fp32) through the core — ops,
  * autograd tape, backward engine — against the same arithmetic written by
- * hand, measured in the same run. Goal (issue 4, CPU): the core costs at
+ * hand, measured in the same run. Target (CPU): the core costs at
  * most 1.25x the hand-written step.
  *
  *   CPU   the hand-written step is direct sgemm calls and plain loops, on
@@ -18,7 +18,7 @@
  *
  * A step is forward, loss, backward (every weight and bias gradient) and a
  * plain SGD update; the update is the same code on both sides (the
- * optimizers are another issue's). Before anything is timed, one step of
+ * optimizers are timed elsewhere). Before anything is timed, one step of
  * each from the same weights is compared: loss and every gradient must
  * agree to 1e-4 relative, else the run stops with exit status 1 and no CSV.
  *
@@ -825,7 +825,7 @@ static void report_targets(const mlp_run *r) {
   bench_targets targets = {.schema = &bench_mlp_step_targets_schema};
   char detail[512];
   if (r->gpu) {
-    /* issue 4's goal is the CPU's; on a GPU the same ratio is reported */
+    /* the target is the CPU's; on a GPU the same ratio is reported */
     snprintf(detail, sizeof detail, "core step %.3f ms vs direct cuBLAS %.3f ms: %.3fx", tc->ms.median, td->ms.median,
              r->ratio);
     bench_target_info(&targets, dev, "MLP step through the AMP core against the same step on cuBLAS directly", r->ratio, detail);

@@ -137,7 +137,7 @@ static bool log_write(hl_csv *c, const char *text, size_t len) {
   return false;
 }
 
-/* units: the value of a "# units:" line after the metadata, or NULL. */
+/* units: the value of the "# units:" line after the metadata. */
 static hl_csv *csv_open(const char *dir, const char *name, const char *header, const char *units, hl_csv_mode mode,
                         char *err, size_t errlen) {
   hl_csv *c = calloc(1, sizeof *c);
@@ -170,7 +170,7 @@ static hl_csv *csv_open(const char *dir, const char *name, const char *header, c
   }
   if (fresh) {
     const char *meta = hl_meta_text();
-    const size_t nm = strlen(meta), nh = strlen(header), nu = units ? strlen(units) + sizeof "# units: \n" - 1 : 0;
+    const size_t nm = strlen(meta), nh = strlen(header), nu = strlen(units) + sizeof "# units: \n" - 1;
     char *text = malloc(nm + nu + nh + 2);
     if (!text) {
       snprintf(err, errlen, "out of memory");
@@ -180,7 +180,7 @@ static hl_csv *csv_open(const char *dir, const char *name, const char *header, c
       return NULL;
     }
     memcpy(text, meta, nm);
-    if (units) snprintf(text + nm, nu + 1, "# units: %s\n", units);
+    snprintf(text + nm, nu + 1, "# units: %s\n", units);
     memcpy(text + nm + nu, header, nh);
     text[nm + nu + nh] = '\n';
     bool ok = true;
@@ -196,11 +196,6 @@ static hl_csv *csv_open(const char *dir, const char *name, const char *header, c
     }
   }
   return c;
-}
-
-hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
-                    size_t errlen) {
-  return csv_open(dir, name, header, NULL, mode, err, errlen);
 }
 
 hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
@@ -291,21 +286,6 @@ void hl_csv_rows_add(hl_csv_rows *r, const char *fmt, ...) {
     r->cap = cap;
   }
   r->rows[r->n++] = row;
-}
-
-bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header, const char *prefix,
-                       char *err, size_t errlen) {
-  if (r->failed) {
-    snprintf(err, errlen, "out of memory keeping the rows of %s/%s", dir, name);
-    return false;
-  }
-  hl_csv *c = hl_csv_open(dir, name, header, HL_CSV_TABLE, err, errlen);
-  if (!c) return false;
-  for (int i = 0; i < r->n; i++) {
-    if (prefix) hl_csv_row(c, "%s,%s", prefix, r->rows[i]);
-    else hl_csv_row(c, "%s", r->rows[i]);
-  }
-  return hl_csv_close(c, err, errlen);
 }
 
 void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r) { hl_csv_rows_add(rows, "%s", hl_row_line(r)); }

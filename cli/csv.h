@@ -40,12 +40,11 @@ typedef enum {
 
 typedef struct hl_csv hl_csv;
 
-/* NULL with a message in err (the path and strerror) on failure. */
-hl_csv *hl_csv_open(const char *dir, const char *name, const char *header, hl_csv_mode mode, char *err,
-                    size_t errlen);
 /* The file a schema describes (name NULL: the schema's file; a name for a
  * file named per run from the schema's pattern): the metadata, a "# units:"
- * line and the schema's header. */
+ * line and the schema's header. Every file is opened this way, so none is
+ * written without its column table. NULL with a message in err (the path and
+ * strerror) on failure. */
 hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
                            size_t errlen);
 /* A complete row (hl_row_line: fatal when a column is unset); as hl_csv_row. */
@@ -72,14 +71,14 @@ typedef struct {
   int n, cap;
   bool failed;
 } hl_csv_rows;
+/* A row kept as text: one read back from an earlier file of the same
+ * table (train_summary.csv's other runs), already in the table's layout. */
 void hl_csv_rows_add(hl_csv_rows *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* DIR/NAME as a table (HL_CSV_TABLE): the header, then every row, after
- * "PREFIX," when prefix is not NULL. false with a message in err. */
-bool hl_csv_rows_write(const hl_csv_rows *r, const char *dir, const char *name, const char *header, const char *prefix,
-                       char *err, size_t errlen);
 /* A complete row, kept (hl_row_line: fatal when a column is unset). */
 void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r);
-/* DIR/NAME (NULL: the schema's file) as a table with the schema's units line and header. */
+/* DIR/NAME (NULL: the schema's file) as a table (HL_CSV_TABLE) with the
+ * schema's units line and header, then every row. false with a message in
+ * err; a row that could not be kept fails it before any file is made. */
 bool hl_csv_rows_write_schema(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s, char *err,
                               size_t errlen);
 void hl_csv_rows_free(hl_csv_rows *r);

@@ -1,4 +1,4 @@
-/* amp_accumulate.c — the seed's gradient accumulation (梯度累积):
+/* amp_accumulate.c — AMP's gradient accumulation (梯度累积):
  *
  *   for i, (input, target) in enumerate(data):
  *       with autocast():

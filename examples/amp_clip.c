@@ -1,4 +1,4 @@
-/* amp_clip.c — the seed's "使用未缩放的梯度 / 梯度裁剪": clip the unscaled
+/* amp_clip.c — PyTorch's AMP recipe "使用未缩放的梯度 / 梯度裁剪": clip the unscaled
  * gradients.
  *
  *   scaler.scale(loss).backward()

@@ -1,4 +1,4 @@
-/* amp_loop.c — the seed's typical mixed-precision loop (典型混合精度训练):
+/* amp_loop.c — the typical mixed-precision loop (典型混合精度训练):
  *
  *   scaler = GradScaler()
  *   for input, target in data:

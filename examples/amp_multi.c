@@ -1,4 +1,4 @@
-/* amp_multi.c — the seed's several models, losses and optimizers with one
+/* amp_multi.c — the AMP recipe of several models, losses and optimizers with one
  * scaler (多个模型、Losses以及优化器):
  *
  *   with autocast():

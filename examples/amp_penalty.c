@@ -1,4 +1,4 @@
-/* amp_penalty.c — the seed's gradient penalty with scaling (梯度惩罚):
+/* amp_penalty.c — the gradient penalty with scaling (梯度惩罚):
  *
  *   with autocast():
  *       loss = loss_fn(model(input), target)

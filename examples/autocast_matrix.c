@@ -1,4 +1,4 @@
-/* autocast_matrix.c — the seed's autocast example ("数据类型转换"): inside an
+/* autocast_matrix.c — the autocast example ("数据类型转换"): inside an
  * autocast region mm runs in fp16 by itself, also with mixed inputs; after
  * the region an fp16 result no longer mixes with fp32 tensors until it is
  * cast back explicitly.

@@ -1,4 +1,4 @@
-/* autocast_model.c — the seed's "Autocasting作装饰器": autocast wrapping a
+/* autocast_model.c — the "Autocasting作装饰器" example: autocast wrapping a
  * model's whole forward, as @autocast() on forward() does in PyTorch.
  *
  *   class AutocastModel(nn.Module):

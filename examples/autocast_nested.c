@@ -1,4 +1,4 @@
-/* autocast_nested.c — the seed's "局部禁用autocast" example: an
+/* autocast_nested.c — the "局部禁用autocast" example: an
  * autocast(enabled=False) region inside an enabled one runs ops in their
  * inputs' types, so a result of the outer region is cast explicitly before
  * use; re-entering an enabled region gives fp16 again without any cast.

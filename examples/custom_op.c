@@ -1,4 +1,4 @@
-/* custom_op.c — the custom-op recipe of the seed's AMP examples: an op with
+/* custom_op.c — the custom-op recipe of PyTorch's AMP examples: an op with
  * its own forward and backward that wants fp32 inside an autocast region
  * (custom_fwd(cast_inputs=torch.float32) / custom_bwd):
  *

@@ -1,4 +1,4 @@
-/* dp_threads.c — the seeds' "多GPU情况" lesson: autocast state is per thread,
+/* dp_threads.c — the "多GPU情况" (DataParallel) lesson: autocast state is per thread,
  * so a forward that runs in a thread of its own must enter autocast there.
  *
  * PyTorch's DataParallel splits the batch and runs the model's forward on

@@ -1,4 +1,4 @@
-/* recipe.h — what the seed's training recipes (examples/amp_*.c) share:
+/* recipe.h — what the AMP training recipes (examples/amp_*.c) share:
  * their command line, a small MLP built from the core's ops, a teacher
  * network that makes the regression data (batch i from Philox stream i, so
  * every run and every recipe sees the same data), and host-side

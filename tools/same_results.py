@@ -33,25 +33,12 @@ import subprocess
 import sys
 import tempfile
 
+from rename_columns import read_renames  # the one reader of tools/column_renames/
+
 MEASURED = re.compile(
     r"^(step_time_ms.*|step_ms.*|.*_per_s(_.*)?|tokens_per_s.*|samples_per_s.*|load_start|load_end|wall_s|"
     r".*time_ms.*|.*_ms_(median|p\d+|min|max|mean)|tflops.*|gbps.*|gelems.*|.*rss.*|mem_free.*|.*clock_mhz.*)$")
 GAPS = {"", "nan", "-nan", "0"}
-
-
-def read_renames(root):
-    """[(file pattern, old name, new name)] and [(file pattern, column, old value, new value)]."""
-    renames, values = [], []
-    for path in sorted(glob.glob(os.path.join(root, "tools", "column_renames", "*.txt"))):
-        for line in open(path, encoding="utf-8"):
-            fields = line.split("#", 1)[0].split()
-            if fields[:1] == ["value"] and len(fields) == 5:
-                values.append((re.sub(r"[A-Z]+", "*", fields[1]), fields[2], fields[3], fields[4]))
-            elif len(fields) == 3:
-                renames.append((re.sub(r"[A-Z]+", "*", fields[0]), fields[1], fields[2]))
-            elif fields:
-                raise SystemExit(f"{path}: not FILE OLD NEW nor value FILE COLUMN OLD NEW: {line.strip()}")
-    return renames, values
 
 
 def read_csv(path):

@@ -7,7 +7,7 @@
  *   histogram of log2 magnitudes (floor(log2|g|), zero bin separate), the
  *            chart of Micikevicius et al., "Mixed Precision Training" (2018);
  *   absorbed updates: weights whose update was non-zero but whose stored
- *            value did not change (the seed's 1 + 0.0001 in fp16), counted
+ *            value did not change (1 + 0.0001 in fp16), counted
  *            by the optimizer for the run's own weights, and for fp32
  *            weights also what fp16 storage would have kept.
  *

@@ -1,4 +1,4 @@
-/* loop.c — the training loop: the seed's recipes (typical loop, unscale +
+/* loop.c — the training loop: the AMP recipes (typical loop, unscale +
  * clip, gradient accumulation, gradient penalty) driven by the mode, with
  * evaluation, the per-step measurements, checkpoints and a clean stop on
  * SIGINT / SIGTERM.
@@ -403,7 +403,7 @@ static void profile_resume(loop_state *s) {
   if (s->o->profile) hl_op_profile_resume(s->held_phase, s->dev);
 }
 
-/* The seed's gradient penalty: gradients of the scaled loss with
+/* The gradient penalty recipe: gradients of the scaled loss with
  * create_graph, unscaled by a plain multiplication, the penalty computed
  * inside autocast; returns objective + penalty (a temporary of the pool). */
 static hl_tensor *add_gradient_penalty(loop_state *s, hl_tensor *objective, double scale, int64_t step) {

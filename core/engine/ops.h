@@ -32,7 +32,7 @@ extern "C" {
  * float is differentiable: the gradient is converted back. Returns x itself
  * (retained) when it already has the dtype. */
 hl_tensor *hl_to_dtype(hl_tensor *x, hl_dtype dtype);
-hl_tensor *hl_to_f32(hl_tensor *x); /* the seed's x.float() */
+hl_tensor *hl_to_f32(hl_tensor *x); /* PyTorch's x.float() */
 hl_tensor *hl_to_device(hl_tensor *x, hl_device_kind device);
 hl_tensor *hl_contiguous(hl_tensor *x);
 

@@ -144,7 +144,7 @@ static bool gemm_run(const hl_op_call *c, const hl_tensor *a, const hl_tensor *b
 static hl_tensor *t_last2(hl_tensor *x) { return hl_tmp(hl_transpose(x, -1, -2)); }
 
 /* The forward's own op again (mm's backward runs mm: the trace reads as
- * the seed's explanation does). */
+ * PyTorch's AMP notes explain it). */
 static hl_tensor *same_product(const hl_node *n, hl_tensor *a, hl_tensor *b) {
   switch (n->op->id) {
     case HL_OP_MM: return hl_mm(a, b);

@@ -1,7 +1,7 @@
 /* clip.h — gradient clipping, as torch.nn.utils.clip_grad_norm_ and
  * clip_grad_value_ do it, over many gradients in one pass.
  *
- * Under a GradScaler, clip the UNSCALED gradients (the seed's recipe):
+ * Under a GradScaler, clip the UNSCALED gradients (PyTorch's recipe):
  *   hl_scaler_unscale(scaler, opt);                 // gradients now true size
  *   hl_clip_grad_norm(params, n, max_norm, 2.0, false, &norm);
  *   hl_scaler_step(scaler, opt, &skipped, NULL);    // does not unscale again

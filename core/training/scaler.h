@@ -1,5 +1,5 @@
 /* scaler.h — the gradient scaler, with torch.amp.GradScaler's semantics
- * (docs/scaler.md). The seed's typical loop:
+ * (docs/scaler.md). PyTorch's typical loop:
  *
  *   hl_scaler *scaler = hl_scaler_new(hl_scaler_defaults());
  *   for each batch:

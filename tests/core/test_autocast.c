@@ -102,7 +102,7 @@ static void test_policies(void **state) {
   }
 }
 
-/* The seed's nested example: disabled inside, fp16 again when re-entered. */
+/* The nested example: disabled inside, fp16 again when re-entered. */
 static void test_nested_disable(void **state) {
   (void)state;
   hl_pool_push();

@@ -58,7 +58,7 @@ static void test_retain_graph(void **state) {
 
 static void test_two_losses_share_a_graph(void **state) {
   (void)state;
-  /* the seed's two-loss example: without retain_graph the shared part is
+  /* the two-loss example: without retain_graph the shared part is
    * freed by the first backward and the second is refused */
   hl_tensor *w = w_();
   hl_pool_push();

@@ -80,7 +80,7 @@ static void test_mixed_float_dtypes(void **state) {
   (void)state;
   hl_pool_push();
   hl_tensor *d = f32(HL_SHAPE(8, 8)), *h = hl_tmp(hl_to_dtype(d, HL_F16));
-  /* the seed's example, after the region */
+  /* the autocast example, after the region */
   REFUSED(hl_mm(d, h), "mm: dtype mismatch: f32[8,8] and f16[8,8] (cast one of them, or run inside an autocast region)");
   REFUSED(hl_layer_norm(h, hl_tmp(hl_ones(HL_SHAPE(8), HL_F32, HL_DEVICE_CPU)), NULL, 1e-5),
           "layer_norm: dtype mismatch: f16[8,8] and f32[8]");

@@ -1,5 +1,5 @@
 /* test_examples.c — suite e2e: the examples run, check themselves (exit 0)
- * and print the dtypes the seed's recipes promise; halflab-bench mlp-step
+ * and print the dtypes the recipes promise; halflab-bench mlp-step
  * runs at a small size and writes its CSV; bad input is refused with
  * exit 2 and no file. */
 #include <stdio.h>
@@ -153,7 +153,7 @@ static void test_mlp_step(void **state) {
   free(dir);
 }
 
-/* The seeds' DataParallel lesson: threads that do not enter autocast run
+/* The DataParallel lesson: threads that do not enter autocast run
  * in fp32 (no cast at all), threads that do give the lower precision, and
  * their gathered outputs are the single-thread forward's. Also with shards
  * of uneven and of single rows, and on the widening path, where the shards

@@ -209,7 +209,7 @@ static void test_networks_second_order(void **state) {
   for (int i = 0; i < 4; i++) hl_release(in[i]);
 }
 
-/* The seed's gradient-penalty recipe: grads of the loss with create_graph,
+/* The gradient-penalty recipe: grads of the loss with create_graph,
  * penalty = sqrt(sum of their squares), backward of loss + penalty. The
  * parameters' .grad must equal the finite differences of that total. */
 static hl_tensor *f_penalized(hl_tensor **in, int n, void *p) {

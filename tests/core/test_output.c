@@ -1,5 +1,5 @@
 /* test_output.c — suite unit: the output helpers the programs
- * share: rows held for a whole table (cli/csv.h hl_csv_rows), numbers as
+ * share: rows held for a whole table (cli/csv.h hl_csv_rows, from a column table), numbers as
  * text (cli/cli.h hl_format_thousands, core/base/mem.h hl_format_bytes), the CRC-32 of
  * halflab's own files (core/base/crc32.h), their all-or-nothing writing
  * (core/base/atomic_file.h) and the results folder's machine name
@@ -42,36 +42,45 @@ static void test_numbers_as_text(void **state) {
   assert_memory_equal(s, "1,23", 4);
 }
 
+static const hl_column rows_columns[] = {
+    {"i", "1", HL_COL_INT, NULL, "the row's number", "tests: test_rows"},
+    {"kind", "", HL_COL_TEXT, NULL, "odd or even", "tests: test_rows"},
+};
+static const hl_schema rows_schema = {"rows.csv", "test", "tests: test_rows", "One row per number.",
+                                      HL_SCHEMA_COLUMNS(rows_columns)};
+
 static void test_rows(void **state) {
   (void)state;
   char *dir = hl_tmpdir(), err[512];
   hl_csv_rows r = {0};
-  for (int i = 0; i < 100; i++) hl_csv_rows_add(&r, "%d,%s", i, i % 2 ? "odd" : "even"); /* grows past 64 */
+  for (int i = 0; i < 100; i++) { /* grows past 64 */
+    hl_row row;
+    hl_row_begin(&row, &rows_schema);
+    hl_row_int(&row, "i", i);
+    hl_row_text(&row, "kind", i % 2 ? "odd" : "even");
+    hl_csv_rows_put(&r, &row);
+  }
   assert_int_equal(r.n, 100);
-  assert_true(hl_csv_rows_write(&r, dir, "plain.csv", "i,kind", NULL, err, sizeof err));
-  assert_true(hl_csv_rows_write(&r, dir, "prefixed.csv", "mode,i,kind", "fp32", err, sizeof err));
-  hl_table *t = hl_table_read(hl_path(dir, "plain.csv"));
+  assert_true(hl_csv_rows_write_schema(&r, dir, NULL, &rows_schema, err, sizeof err));
+  assert_true(hl_csv_rows_write_schema(&r, dir, "renamed.csv", &rows_schema, err, sizeof err));
+  hl_table *t = hl_table_read(hl_path(dir, "rows.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 100);
   assert_string_equal(hl_table_get(t, 99, "i"), "99");
   assert_string_equal(hl_table_get(t, 99, "kind"), "odd");
+  assert_non_null(strstr(t->meta, "# units: i=1\n"));
   hl_table_free(t);
-  t = hl_table_read(hl_path(dir, "prefixed.csv"));
-  assert_non_null(t);
-  assert_int_equal(t->nrows, 100);
-  assert_string_equal(hl_table_get(t, 0, "mode"), "fp32");
-  assert_string_equal(hl_table_get(t, 0, "kind"), "even");
-  hl_table_free(t);
-  assert_false(hl_file_exists(hl_path(dir, "plain.csv.tmp")));
+  assert_true(hl_file_exists(hl_path(dir, "renamed.csv")));
+  assert_false(hl_file_exists(hl_path(dir, "rows.csv.tmp")));
   /* a folder that does not exist: false, the message names the file, nothing written */
-  assert_false(hl_csv_rows_write(&r, hl_path(dir, "missing"), "x.csv", "i,kind", NULL, err, sizeof err));
-  assert_non_null(strstr(err, "missing/x.csv"));
+  assert_false(hl_csv_rows_write_schema(&r, hl_path(dir, "missing"), NULL, &rows_schema, err, sizeof err));
+  assert_non_null(strstr(err, "missing/rows.csv"));
   assert_int_equal(hl_count_files(dir), 2);
   hl_csv_rows_free(&r);
   assert_int_equal(r.n, 0);
   assert_null(r.rows);
   /* no rows: the header alone */
-  assert_true(hl_csv_rows_write(&r, dir, "empty.csv", "i,kind", NULL, err, sizeof err));
+  assert_true(hl_csv_rows_write_schema(&r, dir, "empty.csv", &rows_schema, err, sizeof err));
   t = hl_table_read(hl_path(dir, "empty.csv"));
   assert_non_null(t);
   assert_int_equal(t->nrows, 0);
@@ -79,7 +88,7 @@ static void test_rows(void **state) {
   hl_table_free(t);
   /* a row that could not be kept fails the write, before any file */
   r.failed = true;
-  assert_false(hl_csv_rows_write(&r, dir, "lost.csv", "i,kind", NULL, err, sizeof err));
+  assert_false(hl_csv_rows_write_schema(&r, dir, "lost.csv", &rows_schema, err, sizeof err));
   assert_non_null(strstr(err, "out of memory"));
   assert_false(hl_file_exists(hl_path(dir, "lost.csv")));
   hl_csv_rows_free(&r);

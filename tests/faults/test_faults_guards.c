@@ -1,4 +1,4 @@
-/* test_faults_guards.c — suite faults: the guards of issue 14 tried as a
+/* test_faults_guards.c — suite faults: the output guards tried as a
  * hostile user would, in the three programs.
  *
  *   unwritable outputs  every output path option (train: --out, --checkpoint,
@@ -327,7 +327,7 @@ static void test_train_outputs_unwritable(void **state) {
     if (t[i].existing[0]) refused(dir, "--out", "%s%s " TINY " --steps 2 --out %s", run, prog, t[i].existing);
     refused(dir, "--checkpoint", "%s%s " TINY " --steps 2 --checkpoint %s --out %s", run, prog, t[i].file, ok_out);
     refused(dir, "--save-init", "%s%s " TINY " --steps 0 --save-init %s", run, prog, t[i].file);
-    /* the issue's case: a good --save-init was written before a bad --export-batches was refused */
+    /* the case found by hand: a good --save-init was written before a bad --export-batches was refused */
     refused(dir, "--export-batches", "%s%s " TINY " --steps 0 --save-init %s/w.bin --export-batches %s", run, prog,
             dir, t[i].file);
     refused(dir, "--dump-grads", "%s%s " TINY " --steps 1 --dump-grads %s --out %s", run, prog, t[i].file, ok_out);

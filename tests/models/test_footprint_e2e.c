@@ -117,7 +117,7 @@ static void test_custom_shape(void **state) {
 static void test_list(void **state) {
   (void)state;
   hl_run_result r = hl_run_ok("%s footprint --list --policies int8", bench());
-  /* the seed's int8 listing: embeddings fp16, layer norms fp32, projections int8, their biases fp16 */
+  /* the usual int8 listing: embeddings fp16, layer norms fp32, projections int8, their biases fp16 */
   const char *lines[] = {"f16   transformer.wte.weight", "f16   transformer.wpe.weight",
                          "f32   transformer.h.0.ln_1.weight", "f32   transformer.h.0.ln_1.bias",
                          "i8    transformer.h.0.attn.c_attn.weight", "f16   transformer.h.0.attn.c_attn.bias",

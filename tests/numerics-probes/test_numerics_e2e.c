@@ -351,7 +351,7 @@ static void test_tour(void **state) {
   const char *titles[] = {"1. 0.4 as a float", "2. Overflow", "3. Underflow of an update", "4. The smallest fp16",
                           "5. The largest fp16"};
   const char *at = r.out;
-  for (int i = 0; i < 5; i++) { /* present, and in the seeds' order */
+  for (int i = 0; i < 5; i++) { /* present, and in the tour's order */
     const char *p = strstr(at, titles[i]);
     if (!p) fail_msg("'%s' missing or out of order", titles[i]);
     at = p;

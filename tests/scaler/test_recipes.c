@@ -1,4 +1,4 @@
-/* test_recipes.c — suite e2e: the seed's training recipes (examples/amp_*.c)
+/* test_recipes.c — suite e2e: the AMP training recipes (examples/amp_*.c)
  * run, check themselves (exit 0) and print what the recipes promise;
  * checkpoint + resume across two processes reproduces the one-process run
  * bit for bit; bad input is refused with exit 2 and nothing written. */

@@ -2,7 +2,7 @@
  * against cases worked out by hand: fp16's zero / subnormal / overflow
  * boundaries (ties to even at 2^-25 and 65520), before and after a loss
  * scale; log2 histogram bins and their fp16 zones; absorbed updates (the
- * seed's 1 + 0.0001 in fp16, a half-ulp tie, the optimizer's own count). */
+ * classic 1 + 0.0001 in fp16, a half-ulp tie, the optimizer's own count). */
 #include <float.h>
 #include <math.h>
 
@@ -93,7 +93,7 @@ static void test_hist_bins(void **state) {
 static void test_absorb_fp32_weights(void **state) {
   (void)state;
   const float before[] = {1.0f, 1.0f, 0.5f, 2.0f, 3.0f, 1.0f};
-  const float after[] = {1.0001f,          /* the seed's 1 + 0.0001: lost in fp16 (half an ulp is 2^-11) */
+  const float after[] = {1.0001f,          /* 1 + 0.0001: lost in fp16 (half an ulp is 2^-11) */
                          1.0f,             /* no update (or one absorbed in f32 itself: the optimizer counts it) */
                          0.5f + 0x1p-11f,  /* one fp16 ulp at 0.5: kept */
                          2.01f,            /* more than half an ulp (2^-10) at 2: kept */
