@@ -1,7 +1,7 @@
 # plots/overflow.gp RESULTS_DIR — the running sum of N copies of V (the
 # classic 4096 x 16) after each element, for the seven ways of summing that
 # halflab-numerics overflow measures, with fp16's largest value marked.
-# Reads overflow_trajectory.csv; writes overflow.png and overflow.svg.
+# Reads overflow_trajectory.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -70,9 +70,10 @@ step = top * 0.055
 row_y(i) = band + (row[i] - 0.5) * step
 ytop = nrow > 0 ? band + nrow * step + top * 0.02 : top * 1.08
 
-eval png(1280, 800)
-set output dir.'/overflow.png'
-set title sprintf("Summing %s copies of %s: the running sum after each element, seven ways\n%s; fp16 holds at most 65504 and rounds to inf from 65520", count, value, desc)
+footer = desc
+eval out_open(dir, 'overflow', 1280, 800, 1)
+set title title_of(sprintf("Summing %s copies of %s: the running sum after each element, seven ways\nfp16 holds at most 65504 and rounds to inf from 65520", count, value), \
+                   sprintf("%s x %s overflows fp16 (max 65504); fp32 does not", count, value))
 set xlabel 'elements added'
 set ylabel negative ? 'running sum (magnitude)' : 'running sum'
 set xrange [0:count + 0]
@@ -81,7 +82,7 @@ set format y '%.0f'
 tic = 10**floor(log10(top / 5.0))
 tic = tic * (top / 5.0 / tic >= 5 ? 5 : top / 5.0 / tic >= 2 ? 2 : 1)
 set ytics 0, tic, top   # none in the rows for inf and NaN
-set grid back lc rgb '#dddddd'
+
 unset key   # each line is labelled where it runs
 set border 3
 set xtics nomirror
@@ -153,7 +154,6 @@ plot in using (column("adds")):(finite(id[1]) ? abs(column("running_sum")) : 1/0
      for [i=1:7] in using (column("adds")):(first_bad_at[i] > 0 && is(id[i]) && column("adds") == first_bad_at[i] ? row_y(i) : 1/0) \
        with points pt point[i] ps 2.5 lw 2 lc rgb color[i] notitle
 
-eval svg(1280, 800)
-set output dir.'/overflow.svg'
+eval out_open(dir, 'overflow', 1280, 800, 2)
 replot
 unset output

@@ -5,10 +5,22 @@
 #            colour-blind readers can tell apart); categories that are not
 #            precisions (memory parts, kernels of one type, number zones) take
 #            the second set, cat_color(i), so that no hue means two things
-#   dash and point   stand for the mode, kernel or strategy within a family
-#   text     12 pt at 1280 px wide, scaled with the canvas: a chart twice as
-#            wide is shown at half the scale on a page, so its text is twice
-#            the size; no text is drawn smaller than the base size
+#   dash     solid is the fp32 baseline (or, within one family, the kernel
+#            the others are measured against); the narrower types and the
+#            variants are dashed or dotted, each its own pattern; points tell
+#            kernels and strategies within a family apart (line_convention
+#            below is the sentence captions quote)
+#   presets  every chart in three renderings, chosen by `preset` (gnuplot
+#            -e "preset='slides'"; scripts/plots.sh passes it):
+#              screen  W x H PNG and SVG, as the script asks, run metadata
+#                      in a small footer
+#              slides  16:9, 1920x1080 PNG and a 13.33 x 7.5 in PDF page, text
+#                      at least 1/40 of the height, a one-line title, no
+#                      metadata on the canvas
+#              print   PDF 3.5 in (a column) and 7 in (a page) wide, text
+#                      8.5 pt, no line thinner than 0.75 pt, a one-line title
+#   sizes    this file owns every font size and line-width scale: no chart
+#            script names a font (a test checks)
 #   notices  `print` goes to stdout: anything gnuplot writes to stderr is a
 #            warning or an error, and the chart test fails on it
 
@@ -63,23 +75,73 @@ variant_dash(v) = (v eq 'openblas' || v eq 'onednn-bf16') ? 2 : v eq 'bf16-widen
 variant_pt(v) = v eq 'openblas' ? 6 : v eq 'onednn-bf16' ? 4 : v eq 'bf16-widened' ? 12 : v eq 'fp16-acc16' ? 8 : \
                 v eq 'bf16-accbf16' ? 10 : v eq 'tf32' ? 9 : v eq 'fp8' ? 13 : v eq 'fp16' ? 5 : 7
 
-# ---------------------------------------------------------------- terminals
-base_pt = 12.0
+# ---------------------------------------------------------------- presets and terminals
+if (!exists("preset")) preset = 'screen'
+if (preset ne 'screen' && preset ne 'slides' && preset ne 'print') {
+  print sprintf("style.gp: unknown preset '%s' (screen, slides or print)", preset)
+  exit status 2
+}
+line_convention = "solid: the fp32 baseline; dashed or dotted: the narrower types and variants"
+# Cairo's font sizes are not the page's: pngcairo draws an N-point font N x 4/3
+# pixels high (em), pdfcairo N x 2/3 points. Sizes below are in gnuplot's
+# points, and cur_w / cur_h give the canvas in units where one gnuplot point
+# of font is 4/3 of a unit in every terminal (pixels for PNG and SVG, 2 per
+# PDF point), so that the legend strip can measure text the same way.
+base_pt = 12.0            # screen: 16 px em on a 1280-px canvas
+slides_pt = 21.0          # 28 px em on 1080 px: 1/38.6 of the height
+print_pt = 12.75          # 8.5 pt on paper
+slides_lw = 1.5
+print_lw = 1.5            # lw 1 is 0.5 pt in pdfcairo: 0.75 pt
+small_pt(pt) = pt * 0.85  # the screen footer
 scale_of(w) = w > 1280 ? w / 1280.0 : 1.0
 font_pt(w) = base_pt * scale_of(w)
 cur_w = 1280
 cur_h = 800
 cur_pt = base_pt
+narrow = 0                # the 3.5-in print rendering: scripts may lay out for it
 png(w, h) = (cur_w = w, cur_h = h, cur_pt = font_pt(w), sprintf("set terminal pngcairo size %d,%d enhanced font 'Sans,%.1f' linewidth %.2f", \
                     w, h, font_pt(w), scale_of(w)))
 svg(w, h) = (cur_w = w, cur_h = h, cur_pt = font_pt(w), sprintf("set terminal svg size %d,%d enhanced font 'Sans,%.1f' linewidth %.2f background rgb 'white'", \
                     w, h, font_pt(w), scale_of(w)))
+slides_png(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
+                 sprintf("set terminal pngcairo size 1920,1080 enhanced font 'Sans,%.2f' linewidth %.2f", slides_pt, slides_lw))
+slides_pdf(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
+                 sprintf("set terminal pdfcairo size 13.333in,7.5in enhanced font 'Sans,%.2f' linewidth %.2f", slides_pt, slides_lw))
+print_pdf(win, hin) = (cur_w = win * 144, cur_h = hin * 144, cur_pt = print_pt, \
+                 sprintf("set terminal pdfcairo size %.3fin,%.3fin enhanced font 'Sans,%.2f' linewidth %.2f", win, hin, print_pt, print_lw))
+# The height of the 3.5-in print rendering over its width: the script's own
+# aspect, or narrow_aspect where the script sets one (a column needs taller
+# panels than a page).
+print_h(win, w, h) = win * (win < 5 && exists("narrow_aspect") ? narrow_aspect : (win < 5 && h / real(w) < 0.75 ? 0.75 : h / real(w)))
+# Every chart writes out_n files; a script draws once per output:
+#   do for [out_i = 1:out_n] { eval out_open(dir, 'NAME', W, H, out_i); ...plot...; }
+#   unset output
+# (single plots may `replot` for out_i = 2). The files:
+#   screen  DIR/NAME.png, DIR/NAME.svg (W x H)
+#   slides  DIR/slides/NAME.png, DIR/slides/NAME.pdf
+#   print   DIR/print/NAME-3.5in.pdf, DIR/print/NAME-7in.pdf
+out_n = 2
+out_path(dir, name, i) = preset eq 'screen' ? sprintf("%s/%s.%s", dir, name, i == 1 ? 'png' : 'svg') : \
+                         preset eq 'slides' ? sprintf("%s/slides/%s.%s", dir, name, i == 1 ? 'png' : 'pdf') : \
+                         sprintf("%s/print/%s-%s.pdf", dir, name, i == 1 ? '3.5in' : '7in')
+out_term(w, h, i) = preset eq 'screen' ? (i == 1 ? png(w, h) : svg(w, h)) : \
+                    preset eq 'slides' ? (i == 1 ? slides_png(0) : slides_pdf(0)) : \
+                    (i == 1 ? print_pdf(3.5, print_h(3.5, w, h)) : print_pdf(7.0, print_h(7.0, w, h)))
+out_open(dir, name, w, h, i) = (narrow = (preset eq 'print' && i == 1), \
+    sprintf("%s; set output '%s'; %s", out_term(w, h, i), out_path(dir, name, i), footer_cmd))
+# Titles: screen shows the script's full title; slides and print a one-line one.
+title_of(long, short) = preset eq 'screen' ? long : short
+# Run metadata (device, build, settings) goes in a small footer in screen
+# only; set `footer` before out_open. Elsewhere it belongs in the caption.
+footer = ''
+footer_cmd = "if (preset eq 'screen' && footer ne '') { set label 9999 footer at screen 0.005, screen 0.012 left front font sprintf('Sans,%.1f', small_pt(cur_pt)) tc rgb c_note noenhanced } else { unset label 9999 }"
 
 # ---------------------------------------------------------------- axes and grid
 set border 3
 set xtics nomirror
 set ytics nomirror
-set grid back lc rgb '#dddddd'
+grid_opts = "back lc rgb '#dddddd' lw 1 dt 1"   # solid hairlines (lw 1 is 0.75 pt in print): eval 'set grid xtics '.grid_opts
+eval 'set grid '.grid_opts
 set key noopaque nobox
 set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
 

@@ -59,7 +59,9 @@ bench/peers/compare_cpu.sh "$build" "${quick[@]}"  # halflab vs the PyTorch peer
 
 stage "charts and report"
 if [ ${#quick[@]} -gt 0 ]; then
-  scripts/plots.sh "$HALFLAB_RESULTS"/*
+  machine_dirs=()   # the folders that hold CSVs (not slides/ or print/)
+  for d in "$HALFLAB_RESULTS"/*/; do ls "$d"*.csv >/dev/null 2>&1 && machine_dirs+=("${d%/}"); done
+  scripts/plots.sh "${machine_dirs[@]}"
 else
   scripts/plots.sh
 fi

@@ -38,7 +38,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
+packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox poppler-utils libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
           libopenmpi-dev openmpi-bin)
 [ $peers = 1 ] && packages+=(python3 python3-venv)
 # NCCL for GPU ranks: the toolkit's or the system's, an installed wheel, else the wheel to install (below)

@@ -9,7 +9,9 @@
 #  3. each computed report sentence on either side of its threshold (copies
 #     of the CPU CSVs with one number changed): with the numbers masked, the
 #     sentence must read differently.
-# Exit 77 (skipped) only where gnuplot is not installed.
+# Part 1 also draws the slides and print presets and checks their text and
+# line sizes (tools/chart_sizes.py). Exit 77 (skipped) only where gnuplot is
+# not installed.
 set -euo pipefail
 root=$(cd "${1:?usage: tests/plots/charts.sh SOURCE_ROOT}" && pwd)
 command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot is not installed: chart test skipped"; exit 77; }
@@ -49,6 +51,19 @@ fi
 for svg in "$cpu"/*.svg; do
   if sed 's/<[^>]*>//g' "$svg" | grep -qE "$gpu_words"; then fail "GPU wording in the CPU chart $(basename "$svg")"; fi
 done
+# the slides and print presets of the same charts: every chart in both files
+# of each, and the sizes style.gp promises (tools/chart_sizes.py)
+if ! "$root/scripts/plots.sh" --strict --presets slides,print "$cpu" >"$work/presets.log" 2>&1; then
+  cat "$work/presets.log" >&2
+  fail "scripts/plots.sh --strict --presets slides,print on the CPU folder"
+fi
+for c in $(cd "$cpu" && ls *.png | sed 's/\.png$//'); do
+  for f in slides/$c.png slides/$c.pdf print/$c-3.5in.pdf print/$c-7in.pdf; do
+    [ -s "$cpu/$f" ] || fail "CPU folder: $f not drawn (screen has $c.png)"
+  done
+done
+python3 "$root/tools/chart_sizes.py" slides "$cpu"/slides/*.pdf >"$work/sizes.log" || { grep FAIL "$work/sizes.log" >&2; fail "slides: text or lines below style.gp's sizes"; }
+python3 "$root/tools/chart_sizes.py" print "$cpu"/print/*.pdf >"$work/sizes.log" || { grep FAIL "$work/sizes.log" >&2; fail "print: text or lines outside style.gp's sizes"; }
 # the bandwidth chart's reference is the one the tables use (memcpy-omp here), named in its legend
 grep -q 'copy reference (memcpy-omp)' "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference"
 
