@@ -35,3 +35,9 @@ on_gpu() {
 
 # AWK-EXPRESSION: evaluate with awk and print (numbers from the report's own CSVs)
 calc() { awk "BEGIN { print $1 }"; }
+
+# The charts' line-style convention, as plots/style.gp states it (one
+# source: captions quote it rather than restating it)
+line_convention() {
+  sed -n 's/^line_convention = "\(.*\)"$/\1/p' "$(dirname "${BASH_SOURCE[0]}")/style.gp"
+}
