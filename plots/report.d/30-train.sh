@@ -21,6 +21,7 @@ pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100
 
 echo "## Training runs (\`halflab-train\`)"
 echo
+provenance train_summary.csv
 echo "Measured on: $(tmeta device | cut -d, -f1-2), one process of as many OpenMP threads as cores unless a section says otherwise. Every mode of a run group starts from the same weights and sees the same"
 echo "batches. Modes, data, columns and charts: docs/train.md. The statistics are means over the steps that"
 echo "had them: gradient elements of the unscaled gradients that fp16 would make zero or subnormal (\"underflow\","

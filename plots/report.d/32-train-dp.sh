@@ -15,6 +15,7 @@ q() { table train_summary.csv "$1"; }
 
 echo "## Data-parallel training (\`mpirun -n N halflab-train\`)"
 echo
+provenance --rows '$c["name"] ~ /^dp-(small|wire|gpu)-/' train_summary.csv 'train_dp-wire-*_steps.csv'
 if ! q '$c["name"] ~ /^dp-(small|wire|gpu)-/ { n++ } END { exit !n }'; then
   echo "not measured: no dp-small, dp-wire or dp-gpu runs in train_summary.csv (scripts/train-all.sh runs them"
   echo "where halflab-train is built with MPI, or with GPU ranks on a GPU, and mpirun is found)."
