@@ -11,6 +11,19 @@ table() { awk -F, "/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; ne
 # FILE KEY: the value of the metadata line "# KEY: value" (the first one)
 meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
 
+# KEY: the value of KEY in train_summary.csv's metadata, which holds only the lines every one of its
+# runs shares; where they differ (the line left out), in the first run's own train_*_summary.csv
+# that has it
+run_meta() {
+  local f v
+  v=$(meta train_summary.csv "$1")
+  for f in "$dir"/train_*_summary.csv; do
+    [ -z "$v" ] || break
+    [ -f "$f" ] && v=$(meta "${f#"$dir"/}" "$1")
+  done
+  printf '%s\n' "$v"
+}
+
 # NAME ALT HOW: the chart NAME.png with its alt text and how to read it, or
 # a line saying it is not drawn here
 chart() {

@@ -16,7 +16,7 @@ in=$dir/train_summary.csv
 q() { table train_summary.csv "$1"; }
 has() { q "\$c[\"name\"] == \"$1\" { n++ } END { exit !n }"; }
 val() { q "\$c[\"name\"] == \"$1\" && \$c[\"mode\"] == \"$2\" { print \$c[\"$3\"]; exit }"; }
-tmeta() { meta train_summary.csv "$1"; }
+tmeta() { run_meta "$1"; }
 pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100 * v }'; }
 
 echo "## Training runs (\`halflab-train\`)"

@@ -25,7 +25,7 @@ fi
 
 echo "Each rank holds the whole model and trains on its half of every batch; the gradients' mean over the"
 echo "ranks is all-reduced before the unscale, found_inf after it (docs/train.md, \"Data-parallel training\")."
-echo "Measured on: $(meta train_summary.csv device | cut -d, -f1-2), $(meta train_summary.csv host | cut -d, -f1)."
+echo "Measured on: $(run_meta device | cut -d, -f1-2), $(run_meta host | cut -d, -f1)."
 echo
 
 if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then

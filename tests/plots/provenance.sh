@@ -3,7 +3,8 @@
 # (plots/report-lib.sh: provenance), on synthetic folders: files of one clean build give no warning;
 # two builds give the "Mixed builds" line and list both; a -dirty version gives the modified-tree
 # line; the same build on two days is one build listed twice; train_summary.csv counts each row by
-# its version and date cells, a row without them by its run's own file; the report's head lists
+# its version and date cells, a row without them by its run's own file; a metadata line
+# train_summary.csv left out is read from a run's own file (run_meta); the report's head lists
 # every build of the folder and each section its own. Needs no gnuplot.
 set -euo pipefail
 root=$(cd "${1:?usage: tests/plots/provenance.sh SOURCE_ROOT}" && pwd)
@@ -87,6 +88,18 @@ csv "$d" train_summary.csv abc1234 2026-12-05T00:00:00Z "name,mode,x" "older,fp3
 out=$(prov "$d" train_summary.csv)
 has "$out" '\(version not recorded\) \(train_summary\.csv: gone\); halflab 0\.1\.0 \(0badc0d\) on 2026-11-30 \(train_summary\.csv: older\)' \
   "an older train_summary.csv"
+
+# a line train_summary.csv left out (its runs differ on it) is read from a run's own file
+d=$work/run-meta
+mkdir -p "$d"
+printf '# halflab 0.1.0 (abc1234)\n# schema: 2\nname,mode\ntiny,fp32\n' >"$d/train_summary.csv"
+csv "$d" train_tiny_fp32_summary.csv abc1234 2026-12-01T10:00:00Z
+[ "$( (dir=$d; . "$root/plots/report-lib.sh"; run_meta device) )" = "cpu: synthetic" ] ||
+  fail "run_meta: the device line of the run's own file"
+csv "$d" train_summary.csv abc1234 2026-12-01T10:00:00Z
+sed -i 's/^# device: .*/# device: cpu: the shared one/' "$d/train_summary.csv"
+[ "$( (dir=$d; . "$root/plots/report-lib.sh"; run_meta device) )" = "cpu: the shared one" ] ||
+  fail "run_meta: train_summary.csv's own line first"
 
 # the report: its head lists every build of the folder, each section its own at its top
 d=$work/report
