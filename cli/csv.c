@@ -75,16 +75,23 @@ void hl_meta_set(const char *key, const char *fmt, ...) {
   va_end(ap);
 }
 
+const char *hl_meta_version(void) {
+  static char version[256];
+  snprintf(version, sizeof version, "%s (%s)", HL_VERSION, HL_GIT_DESCRIBE);
+  return version;
+}
+
+const char *hl_meta_date(void) { return date_[0] ? date_ : "unknown"; }
+
 const char *hl_meta_text(void) {
   struct utsname u;
   char host[512] = "unknown";
   if (uname(&u) == 0) snprintf(host, sizeof host, "%s, %s %s %s", u.nodename, u.sysname, u.release, u.machine);
-  int k = snprintf(text_, sizeof text_,
-                   "# halflab %s (%s)\n# schema: %d\n# command: %s\n# device: %s\n# host: %s\n",
-                   HL_VERSION, HL_GIT_DESCRIBE, HL_CSV_SCHEMA, command_[0] ? command_ : "unknown",
+  int k = snprintf(text_, sizeof text_, "# halflab %s\n# schema: %d\n# command: %s\n# device: %s\n# host: %s\n",
+                   hl_meta_version(), HL_CSV_SCHEMA, command_[0] ? command_ : "unknown",
                    device_[0] ? device_ : "unknown", host);
   if (cuda_[0] && k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cuda: %s\n", cuda_);
-  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", date_[0] ? date_ : "unknown");
+  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", hl_meta_date());
   /* Whatever device ran, the CPU's units, BLAS and oneDNN are part of the
    * record: they decide every CPU figure, and a generic BLAS kernel set is
    * flagged. */
@@ -137,9 +144,9 @@ static bool log_write(hl_csv *c, const char *text, size_t len) {
   return false;
 }
 
-/* units: the value of the "# units:" line after the metadata. */
-static hl_csv *csv_open(const char *dir, const char *name, const char *header, const char *units, hl_csv_mode mode,
-                        char *err, size_t errlen) {
+/* units: the value of the "# units:" line after the metadata lines `meta` (NULL: hl_meta_text()). */
+static hl_csv *csv_open(const char *dir, const char *name, const char *meta, const char *header, const char *units,
+                        hl_csv_mode mode, char *err, size_t errlen) {
   hl_csv *c = calloc(1, sizeof *c);
   if (!c) {
     snprintf(err, errlen, "out of memory");
@@ -169,7 +176,7 @@ static hl_csv *csv_open(const char *dir, const char *name, const char *header, c
     fresh = st.st_size == 0;
   }
   if (fresh) {
-    const char *meta = hl_meta_text();
+    if (!meta) meta = hl_meta_text();
     const size_t nm = strlen(meta), nh = strlen(header), nu = strlen(units) + sizeof "# units: \n" - 1;
     char *text = malloc(nm + nu + nh + 2);
     if (!text) {
@@ -198,12 +205,17 @@ static hl_csv *csv_open(const char *dir, const char *name, const char *header, c
   return c;
 }
 
-hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
-                           size_t errlen) {
+static hl_csv *open_schema(const char *dir, const char *name, const hl_schema *s, const char *meta, hl_csv_mode mode,
+                           char *err, size_t errlen) {
   char header[4096], units[4096];
   hl_schema_header(s, header, sizeof header);
   hl_schema_units(s, units, sizeof units);
-  return csv_open(dir, name ? name : s->file, header, units, mode, err, errlen);
+  return csv_open(dir, name ? name : s->file, meta, header, units, mode, err, errlen);
+}
+
+hl_csv *hl_csv_open_schema(const char *dir, const char *name, const hl_schema *s, hl_csv_mode mode, char *err,
+                           size_t errlen) {
+  return open_schema(dir, name, s, NULL, mode, err, errlen);
 }
 
 bool hl_csv_put(hl_csv *c, hl_row *r) { return hl_csv_row(c, "%s", hl_row_line(r)); }
@@ -292,12 +304,17 @@ void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r) { hl_csv_rows_add(rows, "%s",
 
 bool hl_csv_rows_write_schema(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s, char *err,
                               size_t errlen) {
+  return hl_csv_rows_write_schema_meta(r, dir, name, s, NULL, err, errlen);
+}
+
+bool hl_csv_rows_write_schema_meta(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s,
+                                   const char *meta, char *err, size_t errlen) {
   if (!name) name = s->file;
   if (r->failed) {
     snprintf(err, errlen, "out of memory keeping the rows of %s/%s", dir, name);
     return false;
   }
-  hl_csv *c = hl_csv_open_schema(dir, name, s, HL_CSV_TABLE, err, errlen);
+  hl_csv *c = open_schema(dir, name, s, meta, HL_CSV_TABLE, err, errlen);
   if (!c) return false;
   for (int i = 0; i < r->n; i++) hl_csv_row(c, "%s", r->rows[i]);
   return hl_csv_close(c, err, errlen);

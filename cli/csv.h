@@ -31,6 +31,11 @@ void hl_meta_set_devices(const hl_device_kind *kinds, int n);
 void hl_meta_set(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* All metadata lines, each starting with "# " and ending in '\n'. */
 const char *hl_meta_text(void);
+/* Two of them, for a table that gathers the rows of many runs (train_summary.csv) and so carries
+ * them as columns: the version as the "# halflab" line gives it ("0.1.0 (GIT-DESCRIBE)", -dirty
+ * when built from a tree with uncommitted changes) and the run's start as the "# date:" line. */
+const char *hl_meta_version(void);
+const char *hl_meta_date(void);
 
 typedef enum {
   HL_CSV_TABLE,      /* NAME.tmp, renamed to NAME on close */
@@ -81,6 +86,10 @@ void hl_csv_rows_put(hl_csv_rows *rows, hl_row *r);
  * err; a row that could not be kept fails it before any file is made. */
 bool hl_csv_rows_write_schema(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s, char *err,
                               size_t errlen);
+/* The same under the metadata lines `meta` (each "# ...\n") in place of hl_meta_text(): a
+ * table of many runs' rows, whose lines are those every row's run shares. */
+bool hl_csv_rows_write_schema_meta(const hl_csv_rows *r, const char *dir, const char *name, const hl_schema *s,
+                                   const char *meta, char *err, size_t errlen);
 void hl_csv_rows_free(hl_csv_rows *r);
 
 #ifdef __cplusplus

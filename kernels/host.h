@@ -70,6 +70,9 @@ const hl_cpu_units *hl_cpu_units_get(void);
  * f16c, ... (HALFLAB_CPU_UNITS=portable)", or "none (the CPU has no
  * half-precision unit)". */
 void hl_cpu_units_line(char *out, size_t len);
+/* The same units as words without commas, for a CSV cell: "f16c avx512_bf16" (in use), "portable"
+ * (HALFLAB_CPU_UNITS=portable: none used) or "none" (the CPU has none). */
+void hl_cpu_units_words(char *out, size_t len);
 
 /* ------------------------------------------------------ the libraries -- */
 

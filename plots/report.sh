@@ -13,9 +13,17 @@ tmp=$out.tmp
   meta=""
   for f in "$dir"/*.csv; do [ -e "$f" ] && meta=$f && break; done  # a glob, not ls | head: pipefail and SIGPIPE
   if [ -n "$meta" ]; then
-    echo "Generated from the CSV files in this folder by \`plots/report.sh\`. Measured with:"
+    echo "Generated from the CSV files in this folder by \`plots/report.sh\`. The machine, as $(basename "$meta") records it:"
     echo
-    grep -E '^# (halflab |device:|host:|cuda:|date:|cpu-features:|cpu-units:|blas:|onednn:)' "$meta" | sed 's/^# /- /'
+    grep -E '^# (device:|host:|cuda:|cpu-features:|cpu-units:|blas:|onednn:)' "$meta" | sed 's/^# /- /'
+    echo
+    # every build of the folder (train_summary.csv's runs through their own files); each section names its own
+    all=()
+    for f in "$dir"/*.csv "$dir"/*/*.csv; do
+      [ -e "$f" ] && [ "${f##*/}" != train_summary.csv ] && all+=("${f#"$dir"/}")
+    done
+    (. "$here/report-lib.sh" && provenance "${all[@]}")
+    echo "Each section below names the builds of its own files."
     echo
   fi
   # A generic BLAS kernel set makes every CPU GEMM figure wrong for this CPU:

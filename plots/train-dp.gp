@@ -45,7 +45,7 @@ bars = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; nex
           v[c[\"allreduce_ms_median\"]] == \"\" ? 0 : v[c[\"allreduce_ms_median\"]], \
           v[c[\"allreduce_exposed_ms_median\"]] == \"\" ? 0 : v[c[\"allreduce_exposed_ms_median\"]], \
           v[c[\"allreduce_bytes\"]] / 1048576, v[c[\"step_time_ms_median\"]] / base } } }' '".in."'"
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | cut -d, -f1 | sed 's/_/\\\\_/g'", in))
+desc = system(sprintf("sed -n 's/^# device: //p' '%s' '%s'/train_*_summary.csv 2>/dev/null | head -1 | cut -d, -f1 | sed 's/_/\\\\_/g'", in, dir))
 # the bar's colour: the wire's family; the one-process bar (no all-reduce) a grey no family uses
 bar_color(f) = f eq 'none' ? 0x999999 : fcolor_int(f)
 

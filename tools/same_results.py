@@ -12,7 +12,8 @@ way.
 The comparison is cell for cell, by column name. A column renamed on purpose
 is followed through tools/column_renames/*.txt (lines `FILE OLD NEW`; FILE may
 be a pattern such as train_RUN_MODE_steps.csv, RUN and MODE matching any
-text; `value FILE COLUMN OLD NEW` for a value spelled differently). Metadata lines ('# ') are left out, and so are the columns that
+text; `value FILE COLUMN OLD NEW` for a value spelled differently). Metadata lines ('# ') are left out, and so are
+the columns that repeat them (train_summary.csv's version and date) and those that
 measure time, rates or the machine's load, which no two runs share. Two cells
 agree when their text is equal or both are numbers of equal value (1.50 and
 1.5). A gap written differently (before 0, -nan or nan where the quantity
@@ -36,7 +37,7 @@ import tempfile
 from rename_columns import read_renames  # the one reader of tools/column_renames/
 
 MEASURED = re.compile(
-    r"^(step_time_ms.*|step_ms.*|.*_per_s(_.*)?|tokens_per_s.*|samples_per_s.*|load_start|load_end|wall_s|"
+    r"^(version|date|step_time_ms.*|step_ms.*|.*_per_s(_.*)?|tokens_per_s.*|samples_per_s.*|load_start|load_end|wall_s|"
     r".*time_ms.*|.*_ms_(median|p\d+|min|max|mean)|tflops.*|gbps.*|gelems.*|.*rss.*|mem_free.*|.*clock_mhz.*)$")
 GAPS = {"", "nan", "-nan", "0"}
 

@@ -8,7 +8,8 @@
  *   train_NAME_MODE_summary.csv  the run in one row
  *   train_NAME_MODE_profile.csv  --profile (profile_csv.c)
  *   train_summary.csv            every completed run's summary row, one per
- *                                (name, mode), replaced when a run is repeated
+ *                                (name, mode), replaced when a run is repeated,
+ *                                with the run's provenance (summary_table.c)
  *
  * The tables are written at the end. A completed (or diverged) run writes
  * them under .inprogress names, then renames all of its files, the new
@@ -38,6 +39,7 @@
 #include "core/base/device.h"
 #include "core/training/dist.h"
 #include "cli/timer.h"
+#include "kernels/host.h"
 #include "train/train.h"
 
 /* ---------------------------------------------------------- the files -- */
@@ -307,14 +309,25 @@ void output_hist_restore(train_output *w, const char *rows, size_t len) {
 
 /* ------------------------------------------------------------- summary -- */
 
-/* The run's row of the summary tables (train_run_summary_schema; the
- * columns of train_summary_schema are the same). */
-static void summary_row(const train_output *w, const run_result *r, hl_row *row) {
+/* What the run's metadata lines say of its build, start and units, as
+ * the cells that end its row of train_summary.csv (rows of many runs). */
+static void provenance_cells(hl_row *row) {
+  char units[128];
+  hl_cpu_units_words(units, sizeof units);
+  hl_row_text(row, "version", hl_meta_version());
+  hl_row_text(row, "date", hl_meta_date());
+  hl_row_text(row, "cpu_units", units);
+  hl_row_text(row, "blas_kernels", hl_blas_info_get()->kernels);
+}
+
+/* The run's row of the summary tables: of train_run_summary_schema, or of
+ * train_summary_schema (the same columns, then the run's provenance). */
+static void summary_row(const train_output *w, const run_result *r, const hl_schema *schema, hl_row *row) {
   const train_opts *o = w->o;
   const train_model *m = w->m;
   const char *policy = getenv("OMP_WAIT_POLICY");
   const bool gpt = o->model == MODEL_GPT;
-  hl_row_begin(row, &train_run_summary_schema);
+  hl_row_begin(row, schema);
   hl_row_text(row, "name", o->name);
   hl_row_text(row, "mode", o->mode->name);
   hl_row_text(row, "model", gpt ? "gpt" : "mlp");
@@ -390,12 +403,13 @@ static void summary_row(const train_output *w, const run_result *r, hl_row *row)
                                                 "allreduce_bytes",   "allreduce_ms_median", "allreduce_exposed_ms_median"};
     for (size_t i = 0; i < sizeof data_parallel / sizeof data_parallel[0]; i++) hl_row_missing(row, data_parallel[i]);
   }
+  if (schema == &train_summary_schema) provenance_cells(row);
 }
 
 static bool write_summary(const train_output *w, const run_result *r, file_state at, char *err, size_t len) {
   char name[256];
   hl_row row;
-  summary_row(w, r, &row);
+  summary_row(w, r, &train_run_summary_schema, &row);
   hl_csv_rows one = {0};
   hl_csv_rows_put(&one, &row);
   snprintf(name, sizeof name, "%s_summary.csv%s", w->base, state_suffix[at]);
@@ -405,102 +419,11 @@ static bool write_summary(const train_output *w, const run_result *r, file_state
   return ok;
 }
 
-/* ------------------------------------------- an earlier train_summary.csv -- */
-
-/* Splits a line (without its newline) at its commas, in place; the number
- * of cells, at most max (the rest stay in the last one). */
-static int split_cells(char *line, char **cells, int max) {
-  int n = 0;
-  cells[n++] = line;
-  for (char *c = line; *c && n < max; c++)
-    if (*c == ',') {
-      *c = '\0';
-      cells[n++] = c + 1;
-    }
-  return n;
-}
-
-/* Where each column of train_summary_schema is in an earlier table's
- * header, by name (-1: the table has no such column, its rows get an empty
- * cell). Columns the schema does not have are listed in `dropped`. false
- * when the table has no name or mode column: not this program's. */
-static bool map_columns(char *header, int *from, int *n_old, char *dropped, size_t len) {
-  char *names[HL_SCHEMA_MAX_COLUMNS * 2];
-  *n_old = split_cells(header, names, HL_SCHEMA_MAX_COLUMNS * 2);
-  const hl_schema *s = &train_summary_schema;
-  for (int i = 0; i < s->n_columns; i++) {
-    from[i] = -1;
-    for (int k = 0; k < *n_old; k++)
-      if (!strcmp(names[k], s->columns[i].name)) from[i] = k;
-  }
-  dropped[0] = '\0';
-  for (int k = 0; k < *n_old; k++)
-    if (hl_schema_find(s, names[k]) < 0)
-      snprintf(dropped + strlen(dropped), len - strlen(dropped), "%s%s", dropped[0] ? ", " : "", names[k]);
-  return from[hl_schema_find(s, "name")] >= 0 && from[hl_schema_find(s, "mode")] >= 0;
-}
-
-/* The rows of an earlier train_summary.csv at `path` but this run's, in
- * this schema's columns: columns are matched by name, so that a table of an
- * older halflab (fewer columns) keeps its rows with empty cells for the
- * newer columns. A table without name and mode columns is not kept, and a
- * column this halflab does not know loses its cells: each said on stderr. */
-static void keep_other_runs(const train_output *w, const char *path, hl_csv_rows *rows) {
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  const hl_schema *s = &train_summary_schema;
-  const int name_at = hl_schema_find(s, "name"), mode_at = hl_schema_find(s, "mode");
-  char *line = NULL, dropped[1024];
-  size_t cap = 0;
-  ssize_t n;
-  bool header = false;
-  int from[HL_SCHEMA_MAX_COLUMNS], n_old = 0;
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[0] == '#') continue;
-    if (line[n - 1] == '\n') line[--n] = '\0';
-    if (!header) {
-      header = true;
-      if (!map_columns(line, from, &n_old, dropped, sizeof dropped)) {
-        fprintf(stderr, "%s: %s has no name and mode columns (not halflab-train's?): its rows are dropped\n", TRAIN_PROG,
-                path);
-        break;
-      }
-      if (dropped[0])
-        fprintf(stderr, "%s: %s: columns this halflab-train does not write are dropped: %s\n", TRAIN_PROG, path, dropped);
-      continue;
-    }
-    char *cells[HL_SCHEMA_MAX_COLUMNS * 2];
-    if (split_cells(line, cells, HL_SCHEMA_MAX_COLUMNS * 2) != n_old) {
-      fprintf(stderr, "%s: %s: a row of %s,%s without its header's %d cells is dropped\n", TRAIN_PROG, path, cells[0],
-              n_old > 1 ? cells[1] : "", n_old);
-      continue;
-    }
-    if (!strcmp(cells[from[name_at]], w->o->name) && !strcmp(cells[from[mode_at]], w->o->mode->name)) continue;
-    char kept[HL_ROW_MAX_CHARS + HL_SCHEMA_MAX_COLUMNS];
-    size_t k = 0;
-    for (int i = 0; i < s->n_columns; i++)
-      k += (size_t)snprintf(kept + k, sizeof kept - k, "%s%s", i ? "," : "", from[i] >= 0 ? cells[from[i]] : "");
-    hl_csv_rows_add(rows, "%s", kept);
-  }
-  free(line);
-  fclose(f);
-}
-
-/* train_summary.csv.inprogress: the rows of train_summary.csv for other
- * runs (keep_other_runs), then this run's. */
+/* train_summary.csv.inprogress (summary_table.c): the rows of train_summary.csv for other runs, then
+ * this run's. */
 static bool stage_train_summary(train_output *w, const char *row, char *err, size_t len) {
-  char path[4400];
-  snprintf(path, sizeof path, "%s/train_summary.csv", w->dir);
-  hl_csv_rows rows = {0};
-  keep_other_runs(w, path, &rows);
-  hl_csv_rows_add(&rows, "%s", row);
-  hl_meta_set("rows", "one per run (name, mode); each run's own command line is in its train_NAME_MODE_summary.csv");
   w->staged_summary = true; /* from here, train_summary.csv.inprogress may be this run's */
-  const bool ok =
-      hl_csv_rows_write_schema(&rows, w->dir, "train_summary.csv.inprogress", &train_summary_schema, err, len);
-  hl_meta_set("rows", "this run");
-  hl_csv_rows_free(&rows);
-  return ok;
+  return summary_table_stage(w->dir, w->o->name, w->o->mode->name, row, err, len);
 }
 
 /* The tables of a run that ends, under the suffix of `at`: histograms,
@@ -614,7 +537,7 @@ static bool rename_into_place(train_output *w, bool profiled, char *err, size_t 
 /* A completed (or diverged) run: every table staged, then the renames. */
 static bool end_completed(train_output *w, const run_result *r, char *err, size_t len) {
   hl_row row;
-  summary_row(w, r, &row);
+  summary_row(w, r, &train_summary_schema, &row);
   /* runs of other names may finish into this folder at the same time: the
    * read-modify-write of train_summary.csv, from its staging to its rename,
    * is theirs one at a time */

@@ -208,7 +208,25 @@ static const hl_column summary_columns[] = {
     {"allreduce_exposed_ms_median", "ms", HL_COL_REAL, "%.9g",
      "The median of the all-reduce's part that the backward did not hide; empty as allreduce_dtype.",
      "train/loop.c: summarize"},
+    {"version", "", HL_COL_TEXT, NULL,
+     "The halflab that ran, as its files' \"# halflab\" line names it: the version and git describe, "
+     "0.1.0 (GIT-DESCRIBE), -dirty when built from a tree with uncommitted changes.",
+     "cli/csv.c: hl_meta_version"},
+    {"date", "", HL_COL_TEXT, NULL, "When the run started: UTC, ISO 8601, as its files' \"# date:\" line.",
+     "cli/csv.c: hl_meta_init"},
+    {"cpu_units", "", HL_COL_TEXT, NULL,
+     "The CPU's half-precision units halflab's kernels used (its files' \"# cpu-units:\" line), space-separated: "
+     "f16c avx512_bf16 ...; portable under HALFLAB_CPU_UNITS=portable; none when the CPU has none.",
+     "kernels/cpu/cpu_features.c: hl_cpu_units_words"},
+    {"blas_kernels", "", HL_COL_TEXT, NULL,
+     "The BLAS kernel set that ran the fp32 products (OpenBLAS's core, as the \"# blas:\" line names it), or "
+     "unknown.",
+     "kernels/cpu/blas.c: describe_kernels"},
 };
+
+/* train_summary.csv's rows come from many runs: each ends with its run's provenance, the last
+ * PROVENANCE_COLUMNS of summary_columns, which a run's own file has in its metadata lines instead */
+enum { PROVENANCE_COLUMNS = 4 };
 
 const hl_schema train_run_summary_schema = {
     .file = "train_RUN_MODE_summary.csv",
@@ -216,14 +234,17 @@ const hl_schema train_run_summary_schema = {
     .written_by = "train/output.c: summary_row",
     .about = "The run in one row, whatever its status; its metadata holds the run's command line (and, for a run that "
              "did not complete, a why line).",
-    .columns = HL_SCHEMA_COLUMNS(summary_columns)};
+    .columns = summary_columns,
+    .n_columns = (int)(sizeof summary_columns / sizeof summary_columns[0]) - PROVENANCE_COLUMNS};
 
 const hl_schema train_summary_schema = {
     .file = "train_summary.csv",
     .program = "halflab-train",
-    .written_by = "train/output.c: stage_train_summary",
+    .written_by = "train/summary_table.c: summary_table_stage",
     .about = "Every completed (or diverged) run's summary row, one per (name, mode), replaced when a run is "
-             "repeated; the columns of train_RUN_MODE_summary.csv.",
+             "repeated: the columns of train_RUN_MODE_summary.csv, then the run's version, date, cpu_units and "
+             "blas_kernels (its own file's metadata lines); the file's metadata lines are only those every row's "
+             "run shares.",
     .columns = HL_SCHEMA_COLUMNS(summary_columns)};
 
 /* ------------------------------------------------------------ profile -- */

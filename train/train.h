@@ -22,6 +22,8 @@
  *   output.c   the per-step log, histogram and summary CSVs, their names
  *              through the run (in progress, final, interrupted, failed),
  *              progress
+ *   summary_table.c  train_summary.csv: the earlier table's rows of other
+ *              runs and this run's, under the lines all its rows share
  *   profile_csv.c  --profile's table of ops, phases and the step time
  *   schemas.c  the columns of every CSV above, described once (cli/schema.h)
  */
@@ -379,6 +381,12 @@ void output_keep(train_output *w, const run_result *r);
 void output_finish(train_output *w, const run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);
+
+/* DIR/train_summary.csv.inprogress (summary_table.c): the rows of
+ * DIR/train_summary.csv but the run (name, mode)'s, then `row`, the run's;
+ * its metadata lines are those every row's run shares. false with the
+ * failure in err. Called under the table's lock (output.c). */
+bool summary_table_stage(const char *dir, const char *name, const char *mode, const char *row, char *err, size_t len);
 
 /* --profile: refuses (exit 2) a profile CSV that could not be written at
  * any of its names; nothing is created. */

@@ -152,20 +152,49 @@ const hl_cpu_units *hl_cpu_units_get(void) {
   return &units_;
 }
 
-void hl_cpu_units_line(char *out, size_t len) {
+/* Each unit halflab's kernels can use: whether the CPU has it, whether they use it. */
+typedef struct {
+  const char *name;
+  bool present, used;
+} unit_state;
+enum { UNITS = 4 };
+
+static void unit_states(unit_state *list) {
   const hl_cpu_features *f = hl_cpu_features_get();
   const hl_cpu_units *u = hl_cpu_units_get();
   const bool avx512 = hl_cpu_has_avx512(f);
-  const struct {
-    const char *name;
-    bool present, used;
-  } list[] = {{"f16c", f->f16c && f->avx, u->f16c},
-              {"avx512_bf16", avx512 && f->avx512_bf16, u->avx512_bf16},
-              {"avx512_fp16", avx512 && f->avx512_fp16, u->avx512_fp16},
-              {"amx_bf16", f->amx_bf16 && f->amx_os_granted, u->amx_bf16}};
+  const unit_state all[UNITS] = {{"f16c", f->f16c && f->avx, u->f16c},
+                                 {"avx512_bf16", avx512 && f->avx512_bf16, u->avx512_bf16},
+                                 {"avx512_fp16", avx512 && f->avx512_fp16, u->avx512_fp16},
+                                 {"amx_bf16", f->amx_bf16 && f->amx_os_granted, u->amx_bf16}};
+  memcpy(list, all, sizeof all);
+}
+
+void hl_cpu_units_words(char *out, size_t len) {
+  unit_state list[UNITS];
+  unit_states(list);
   size_t k = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+  if (hl_cpu_units_get()->portable) {
+    snprintf(out, len, "portable");
+    return;
+  }
+  for (int i = 0; i < UNITS && k < len; i++) {
+    if (!list[i].used) continue;
+    const int n = snprintf(out + k, len - k, "%s%s", k ? " " : "", list[i].name);
+    if (n < 0) return;
+    k += (size_t)n;
+  }
+  if (k == 0) snprintf(out, len, "none");
+}
+
+void hl_cpu_units_line(char *out, size_t len) {
+  const hl_cpu_units *u = hl_cpu_units_get();
+  unit_state list[UNITS];
+  unit_states(list);
+  size_t k = 0;
+  out[0] = '\0';
+  for (int i = 0; i < UNITS; i++) {
     if (!(u->portable ? list[i].present : list[i].used) || k >= len) continue;
     int n = snprintf(out + k, len - k, "%s%s", k ? ", " : (u->portable ? "none of " : ""), list[i].name);
     if (n < 0) return;

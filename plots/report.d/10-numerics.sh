@@ -19,6 +19,7 @@ AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x
 
 echo "## Numerics probes (\`halflab-numerics\`)"
 echo
+provenance tour.csv overflow.csv overflow_trajectory.csv absorption.csv absorption_sweep.csv lost_update.csv harmonic.csv subnormal_ladder.csv loss_scale_distribution.csv ftz.csv
 if on_gpu; then
   echo "Every number here was computed by the probe kernels on the device named in its column (the GPU with its own"
   echo "fp16/bf16 instructions); the \`gpu\` test suite checks that the GPU's bits equal the CPU's."

@@ -13,6 +13,7 @@ have gemm.csv || have bandwidth.csv || have gemm_accuracy.csv || exit 0
 
 echo "## GEMM and memory bandwidth (\`halflab-bench gemm\`, \`halflab-bench bandwidth\`)"
 echo
+provenance 'gemm*.csv' 'bandwidth*.csv' mlp_step_targets.csv
 for f in gemm.csv bandwidth.csv; do
   if have $f; then
     echo "Measured on: $(meta $f device). Peaks: $(meta $f peak_source)."

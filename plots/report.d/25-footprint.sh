@@ -15,6 +15,7 @@ AWK_FMT='function mib(b) { return sprintf("%.1f", b / 1048576) } function gib(b)
 
 echo "## Memory footprint (\`halflab-bench footprint\`)"
 echo
+provenance 'footprint_*.csv'
 
 if [ -f "$dir/footprint_params.csv" ]; then
   ind=$(table footprint_params.csv '{ print $c["independent_method"]; exit }')

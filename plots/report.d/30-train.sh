@@ -16,11 +16,12 @@ in=$dir/train_summary.csv
 q() { table train_summary.csv "$1"; }
 has() { q "\$c[\"name\"] == \"$1\" { n++ } END { exit !n }"; }
 val() { q "\$c[\"name\"] == \"$1\" && \$c[\"mode\"] == \"$2\" { print \$c[\"$3\"]; exit }"; }
-tmeta() { meta train_summary.csv "$1"; }
+tmeta() { run_meta "$1"; }
 pct() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.2f%%", 100 * v }'; }
 
 echo "## Training runs (\`halflab-train\`)"
 echo
+provenance train_summary.csv
 echo "Measured on: $(tmeta device | cut -d, -f1-2), one process of as many OpenMP threads as cores unless a section says otherwise. Every mode of a run group starts from the same weights and sees the same"
 echo "batches. Modes, data, columns and charts: docs/train.md. The statistics are means over the steps that"
 echo "had them: gradient elements of the unscaled gradients that fp16 would make zero or subnormal (\"underflow\","

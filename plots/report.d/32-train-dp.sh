@@ -15,6 +15,7 @@ q() { table train_summary.csv "$1"; }
 
 echo "## Data-parallel training (\`mpirun -n N halflab-train\`)"
 echo
+provenance --rows '$c["name"] ~ /^dp-(small|wire|gpu)-/' train_summary.csv 'train_dp-wire-*_steps.csv'
 if ! q '$c["name"] ~ /^dp-(small|wire|gpu)-/ { n++ } END { exit !n }'; then
   echo "not measured: no dp-small, dp-wire or dp-gpu runs in train_summary.csv (scripts/train-all.sh runs them"
   echo "where halflab-train is built with MPI, or with GPU ranks on a GPU, and mpirun is found)."
@@ -24,7 +25,7 @@ fi
 
 echo "Each rank holds the whole model and trains on its half of every batch; the gradients' mean over the"
 echo "ranks is all-reduced before the unscale, found_inf after it (docs/train.md, \"Data-parallel training\")."
-echo "Measured on: $(meta train_summary.csv device | cut -d, -f1-2), $(meta train_summary.csv host | cut -d, -f1)."
+echo "Measured on: $(run_meta device | cut -d, -f1-2), $(run_meta host | cut -d, -f1)."
 echo
 
 if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then

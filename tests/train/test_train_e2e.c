@@ -636,8 +636,8 @@ static void test_cast_cache_counts(void **state) {
   hl_run_free(&r);
   /* an older halflab's train_summary.csv (without these columns at its end) keeps its rows, the new cells
    * empty */
-  /* the older header: the 4 autocast columns and the 7 data-parallel ones after them cut off */
-  must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){11}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
+  /* the older header: the 4 autocast columns, the 7 data-parallel ones and the 4 provenance ones cut off */
+  must_run(hl_run("sed -E -i '/^#/!{s/(,[^,]*){15}$//; s/^tiny,fp32,/older,fp32,/}' '%s'",
                   hl_path(dir, "train_summary.csv")));
   run_ok(NULL, SMALL " --steps 1 --mode amp-bf16 --name newer --out %s", dir);
   hl_table *all = hl_table_read(hl_path(dir, "train_summary.csv"));
@@ -645,9 +645,16 @@ static void test_cast_cache_counts(void **state) {
   const int older = hl_table_find(all, "name", "older", NULL), newer = hl_table_find(all, "name", "newer", NULL);
   assert_true(older >= 0 && newer >= 0);
   assert_true(empty(all, older, "autocast_casts") && empty(all, older, "autocast_cache_hit_rate") &&
-              empty(all, older, "ranks"));
+              empty(all, older, "ranks") && empty(all, older, "version") && empty(all, older, "date"));
   assert_string_equal(hl_table_get(all, newer, "ranks"), "1");
   assert_true(hl_table_num(all, older, "steps_done") == steps && hl_table_num(all, newer, "autocast_casts") > 0);
+  /* the older table's lines described its last run only: none is known to hold for the older row, so only
+   * the lines about the file stay, and the newer row carries its provenance */
+  assert_false(hl_file_exists(hl_path(dir, "train_summary.csv.inprogress")));
+  assert_null(strstr(all->meta, "# command: "));
+  assert_null(strstr(all->meta, "# cpu-features: "));
+  assert_non_null(strstr(all->meta, "# rows: one per run"));
+  assert_false(empty(all, newer, "version") || empty(all, newer, "date") || empty(all, newer, "cpu_units"));
   const int rows_before = all->nrows;
   hl_table_free(all);
   /* columns are matched by name: in another order, and with one this halflab does not write (its cells dropped,
@@ -679,6 +686,94 @@ static void test_cast_cache_counts(void **state) {
   assert_true(hl_table_num(s, 0, "autocast_cache_misses") == 0 && hl_table_num(s, 0, "autocast_cache_hits") == 0);
   assert_true(hl_table_num(s, 0, "autocast_casts") > 0 && empty(s, 0, "autocast_cache_hit_rate"));
   hl_table_free(s);
+  hl_rmtree(dir);
+  free(dir);
+}
+
+/* ---------------------------------------------- train_summary.csv's provenance -- */
+
+/* The value of the metadata line "# KEY: " of a table ("" when it has none); key "halflab" gives the
+ * version after "# halflab ". */
+static const char *meta_value(const hl_table *t, const char *key, char *out, size_t len) {
+  char want[64];
+  snprintf(want, sizeof want, !strcmp(key, "halflab") ? "# %s " : "# %s: ", key);
+  const char *at = strstr(t->meta, want);
+  const char *eol = at ? strchr(at, '\n') : NULL;
+  snprintf(out, len, "%.*s", at && eol ? (int)(eol - at - strlen(want)) : 0, at ? at + strlen(want) : "");
+  return out;
+}
+
+/* The row of the run (name, mode) of train_summary.csv carries what its own summary file's lines say
+ * of its build, start and units (`units`: the cpu_units expected). */
+static void check_row_provenance(const char *dir, const hl_table *all, const char *name, const char *mode,
+                                 const char *units) {
+  const int row = hl_table_find(all, "name", name, "mode", mode, NULL);
+  assert_true(row >= 0);
+  hl_table *own = csv(dir, name, mode, "summary");
+  char v[512];
+  assert_string_equal(hl_table_get(all, row, "version"), meta_value(own, "halflab", v, sizeof v));
+  assert_string_equal(hl_table_get(all, row, "date"), meta_value(own, "date", v, sizeof v));
+  assert_string_equal(hl_table_get(all, row, "cpu_units"), units);
+  assert_true(strstr(meta_value(own, "blas", v, sizeof v), hl_table_get(all, row, "blas_kernels")) != NULL);
+  assert_int_equal(hl_table_col(own, "version"), -1); /* a run's own file says it in its lines */
+  hl_table_free(own);
+}
+
+static void test_summary_provenance(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), table[4200];
+  snprintf(table, sizeof table, "%s/train_summary.csv", dir);
+  /* the CPU's units (all: the default, whatever the environment), then none of them (portable) */
+  hl_run_result r = hl_run_ok("HALFLAB_CPU_UNITS=all %s " SMALL " --steps 1 --mode fp32 --name first --out %s", train(), dir);
+  hl_run_free(&r);
+  hl_table *all = hl_table_read(table);
+  assert_int_equal(all->nrows, 1);
+  /* one row: the run's own lines, whole */
+  assert_non_null(strstr(all->meta, "--name first"));
+  assert_non_null(strstr(all->meta, "# cpu-units: "));
+  char units[128];
+  snprintf(units, sizeof units, "%s", hl_table_get(all, 0, "cpu_units"));
+  assert_true(units[0] && strcmp(units, "portable") && !strchr(units, ','));
+  check_row_provenance(dir, all, "first", "fp32", units);
+  hl_table_free(all);
+  /* as if the first run were an earlier build's, with a line of its own */
+  must_run(hl_run("awk -F, -v OFS=, '/^# date: / { print \"# date: 2026-01-01T00:00:00Z\"; next } "
+                  "/^# halflab / { print; print \"# planted: the first run only\"; next } /^#/ { print; next } "
+                  "!h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } "
+                  "{ $c[\"version\"] = \"0.0.9 (0ld0ld0)\"; $c[\"date\"] = \"2026-01-01T00:00:00Z\"; print }' "
+                  "'%s' > '%s.new' && mv '%s.new' '%s'",
+                  table, table, table, table));
+  all = hl_table_read(table);
+  assert_string_equal(hl_table_get(all, 0, "version"), "0.0.9 (0ld0ld0)");
+  assert_non_null(strstr(all->meta, "# planted: "));
+  hl_table_free(all);
+  /* a run of other units appended: every row keeps its own provenance; the lines are those both share */
+  r = hl_run_ok("HALFLAB_CPU_UNITS=portable %s " SMALL " --steps 1 --mode amp-bf16 --name second --out %s", train(), dir);
+  hl_run_free(&r);
+  all = hl_table_read(table);
+  assert_int_equal(all->nrows, 2);
+  const int first = hl_table_find(all, "name", "first", NULL);
+  assert_string_equal(hl_table_get(all, first, "version"), "0.0.9 (0ld0ld0)");
+  assert_string_equal(hl_table_get(all, first, "date"), "2026-01-01T00:00:00Z");
+  assert_string_equal(hl_table_get(all, first, "cpu_units"), units);
+  check_row_provenance(dir, all, "second", "amp-bf16", "portable");
+  const char *gone[] = {"# command: ", "# date: ", "# cpu-units: ", "# planted: ", "# run: ", "# mode: "};
+  for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+    if (strstr(all->meta, gone[i])) fail_msg("train_summary.csv keeps '%s', which not every row's run shares", gone[i]);
+  const char *kept[] = {"# halflab ", "# schema: ", "# cpu-features: ", "# blas: ", "# rows: one per run"};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+    if (!strstr(all->meta, kept[i])) fail_msg("train_summary.csv lacks '%s', which every row's run shares", kept[i]);
+  hl_table_free(all);
+  /* a third run like the first: a line the second run lacks stays out */
+  r = hl_run_ok("HALFLAB_CPU_UNITS=all %s " SMALL " --steps 1 --mode fp32 --name third --out %s", train(), dir);
+  hl_run_free(&r);
+  all = hl_table_read(table);
+  assert_int_equal(all->nrows, 3);
+  check_row_provenance(dir, all, "third", "fp32", units);
+  assert_null(strstr(all->meta, "# cpu-units: "));
+  assert_non_null(strstr(all->meta, "# cpu-features: "));
+  assert_string_equal(hl_table_get(all, hl_table_find(all, "name", "first", NULL), "version"), "0.0.9 (0ld0ld0)");
+  hl_table_free(all);
   hl_rmtree(dir);
   free(dir);
 }
@@ -947,6 +1042,7 @@ int main(void) {
       cmocka_unit_test(test_peer_files),
       cmocka_unit_test(test_mlp_recipes),
       cmocka_unit_test(test_cast_cache_counts),
+      cmocka_unit_test(test_summary_provenance),
       cmocka_unit_test(test_text),
       cmocka_unit_test(test_small_preset),
   };
