@@ -44,13 +44,13 @@ mib(b) = b / 1048576.0
 first_dtype = has('fp32') ? 'fp32' : word(dtypes, 1)
 
 # the last-level cache the run recorded (bytes; 0: not recorded, no mark)
-llc = real(system(sprintf("sed -n 's/^# \\(llc\\|l2\\)_bytes: \\([0-9]*\\).*/\\2/p' '%s' | head -1", in)))
+llc = cache_bytes(in)
 llc_name = system(sprintf("grep -q '^# llc_bytes: ' '%s' && echo 'last-level cache' || echo 'L2 cache'", in))
 # the arrays each kernel touches (the CSV's arrays column)
-arrays_of(k) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"%s\" { print $c[\"arrays\"]; exit }' '%s'", k, in)))
+arrays_of(k) = int(system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"".k."\" { n = $c[\"arrays\"]; exit } END { print n + 0 }' '".in."'"))
 size_text(b) = b >= 1048576 ? sprintf("%g MiB", b / 1048576.0) : sprintf("%g KiB", b / 1024.0)
 # the claim: triad per type at the largest size
-claims = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" { b = $c[\"array_bytes\"] + 0; if (b > top) { top = b; s = \"\" } if (b == top) s = s sprintf(\"%%s%%s %%.0f\", s == \"\" ? \"\" : \", \", $c[\"dtype\"], $c[\"gb_per_s\"]) } END { if (s != \"\") printf \"Triad at %%d MiB per array%%s: %%s GB/s|Triad, %%d MiB: %%s GB/s\", top / 1048576, (llc > 0 && 3 * top > 2 * llc) ? sprintf(\" (past the %%d MiB cache)\", llc / 1048576) : \"\", s, top / 1048576, s }' llc=%.0f '%s'", llc, in))
+claims = system(("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" { b = $c[\"array_bytes\"] + 0; if (b > top) { top = b; s = \"\" } if (b == top) s = s sprintf(\"%s%s %.0f\", s == \"\" ? \"\" : \", \", $c[\"dtype\"], $c[\"gb_per_s\"]) } END { if (s != \"\") printf \"Triad at %d MiB per array%s: %s GB/s|Triad, %d MiB: %s GB/s\", top / 1048576, (llc > 0 && 3 * top > 2 * llc) ? sprintf(\" (past the %d MiB cache)\", llc / 1048576) : \"\", s, top / 1048576, s }' llc=".sprintf("%.0f", llc)." '".in."'"))
 claim = claims eq '' ? 'Memory bandwidth by kernel and type' : claims[1:strstrt(claims, '|') - 1]
 claim_n = claims eq '' ? claim : claims[strstrt(claims, '|') + 1:]
 

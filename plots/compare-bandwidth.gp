@@ -28,7 +28,7 @@ do for [i=1:nm] {
   name[i] = system(sprintf("'%s/cpu_name.sh' --folder '%s/%s' bandwidth.csv", here, root, word(machines, i)))
   threads = system(sprintf("sed -n 's/^# device: .* \\([0-9][0-9]*\\) OpenMP threads.*/\\1/p' '%s' | head -1", csv(i)))
   label[i] = name[i].(threads eq '' ? '' : sprintf(", %s thread%s", threads, threads eq '1' ? '' : 's'))
-  llc[i] = real(system(sprintf("sed -n 's/^# \\(llc\\|l2\\)_bytes: \\([0-9]*\\).*/\\2/p' '%s' | head -1", csv(i))))
+  llc[i] = cache_bytes(csv(i))
 }
 # two machines of one name: the folder tells them apart
 do for [i=1:nm] { do for [j=1:nm] { if (i != j && name[i] eq name[j]) { label[i] = label[i].' ('.word(machines, i).')' } } }
@@ -40,7 +40,7 @@ size_text(b) = b >= 1048576 ? sprintf("%g MiB", b / 1048576.0) : sprintf("%g KiB
 # three arrays take at least 4x its cache (its largest size where none was recorded)
 array past[nm]
 do for [i=1:nm] {
-  past[i] = real(system(sprintf("awk -F, -v llc=%.0f '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp32\" { b = $c[\"array_bytes\"] + 0; g[b] = $c[\"gb_per_s\"] + 0; if (b > top) top = b } END { from = llc > 0 ? 4 * llc / 3 : top; for (b in g) if (b + 0 >= from) { r = g[b]; for (j = n; j >= 1 && w[j] > r; j--) w[j + 1] = w[j]; w[j + 1] = r; n++ } if (!n) { print 0; exit } print n %% 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2 }' '%s'", llc[i], csv(i))))
+  past[i] = real(system(("awk -F, -v llc=".sprintf("%.0f", llc[i])." '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" && $c[\"dtype\"] == \"fp32\" { b = $c[\"array_bytes\"] + 0; g[b] = $c[\"gb_per_s\"] + 0; if (b > top) top = b } END { from = llc > 0 ? 4 * llc / 3 : top; for (b in g) if (b + 0 >= from) { r = g[b]; for (j = n; j >= 1 && w[j] > r; j--) w[j + 1] = w[j]; w[j + 1] = r; n++ } if (!n) { print 0; exit } print n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2 }' '".csv(i)."'")))
 }
 hi_i = 1
 lo_i = 1
@@ -57,7 +57,7 @@ ymax = 0
 do for [i=1:nm] { m = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" && $c[\"gb_per_s\"] + 0 > m { m = $c[\"gb_per_s\"] + 0 } END { print m + 0 }' '%s'", csv(i)))); ymax = m > ymax ? m : ymax }
 footer = ''
 do for [i=1:nm] {
-  run = system(sprintf("awk '/^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9, 10) } !/^#/ { exit } END { printf \"%%s, %%s\", v, t }' '%s'", csv(i)))
+  run = system("awk '/^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9, 10) } !/^#/ { exit } END { printf \"%s, %s\", v, t }' '".csv(i)."'")
   footer = footer.(i == 1 ? '' : '; ').name[i].': '.run
 }
 

@@ -69,7 +69,7 @@ do for [i=1:nm] { m = real(system(awk_rows(i, '$c["study"] == "square" && $c["va
 note = fp16_widened > 0 ? sprintf("fp16 not drawn where it runs fp32's sgemm on widened inputs (%d of %d machines): its line would lie on fp32's", fp16_widened, nm) : ""
 footer = ''
 do for [i=1:nm] {
-  run = system(sprintf("awk '/^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9, 10) } !/^#/ { exit } END { printf \"%%s, %%s\", v, t }' '%s'", csv(i)))
+  run = system("awk '/^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9, 10) } !/^#/ { exit } END { printf \"%s, %s\", v, t }' '".csv(i)."'")
   footer = footer.(i == 1 ? '' : '; ').name[i].': '.run
 }
 

@@ -53,7 +53,7 @@ set datafile columnheaders
 commas(n) = n < 1000 ? sprintf("%d", n) : commas(int(n / 1000)).sprintf(",%03d", int(n) % 1000)
 params = commas(real(first(pin, gpt2, 'params')))
 # the claim: the step's estimated peak of fp32, the first autocast mode and the smallest, at the run's batch
-claims = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s { m = $c[\"mode\"]; p[m] = $c[\"peak_bytes\"] / 1073741824; o[++n] = m; if (lo == \"\" || p[m] < p[lo]) lo = m; if (amp == \"\" && m ~ /^amp/) amp = m; b = $c[\"batch\"] \" x \" $c[\"seq\"] } END { if (!n) exit; s = (\"fp32\" in p) ? sprintf(\"fp32 %%.1f\", p[\"fp32\"]) : \"\"; if (amp != \"\") s = s (s == \"\" ? \"\" : \", \") sprintf(\"%%s %%.1f\", amp, p[amp]); if (lo != \"fp32\" && lo != amp) s = s (s == \"\" ? \"\" : \", \") sprintf(\"%%s %%.1f\", lo, p[lo]); printf \"GPT-2 124M training step, batch %%s: %%s GiB at peak|Peak: %%s GiB\", b, s, s }' '%s'", main, tin))
+claims = system(("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } ".main." { m = $c[\"mode\"]; p[m] = $c[\"peak_bytes\"] / 1073741824; o[++n] = m; if (lo == \"\" || p[m] < p[lo]) lo = m; if (amp == \"\" && m ~ /^amp/) amp = m; b = $c[\"batch\"] \" x \" $c[\"seq\"] } END { if (!n) exit; s = (\"fp32\" in p) ? sprintf(\"fp32 %.1f\", p[\"fp32\"]) : \"\"; if (amp != \"\") s = s (s == \"\" ? \"\" : \", \") sprintf(\"%s %.1f\", amp, p[amp]); if (lo != \"fp32\" && lo != amp) s = s (s == \"\" ? \"\" : \", \") sprintf(\"%s %.1f\", lo, p[lo]); printf \"GPT-2 124M training step, batch %s: %s GiB at peak|Peak: %s GiB\", b, s, s }' '".tin."'"))
 claim = claims eq '' ? 'Memory footprint of GPT-2 124M' : claims[1:strstrt(claims, '|') - 1]
 claim_n = claims eq '' ? claim : claims[strstrt(claims, '|') + 1:]
 
@@ -142,11 +142,11 @@ do for [out_i=1:out_n] {
       }
       cmd = cmd.sprintf(", rows(tin, '%s') using ($0 - 0.45):(column('peak_bytes') / GiB):(0.9):(0) with vectors nohead lw 4 lc rgb '#000000' notitle", cond)
       if (panel == 1) {
-        cmd = cmd.sprintf(", rows(tin, '%s') using 0:%s:(sprintf('%%.1f', column('peak_bytes') / GiB)) with labels offset 0, 0.9 notitle", cond, top)
+        cmd = cmd.", rows(tin, '".cond."') using 0:".top.":(sprintf('%.1f', column('peak_bytes') / GiB)) with labels offset 0, 0.9 notitle"
         cmd = cmd.sprintf(", %g with lines lw 2.5 lc rgb '#CC0000' notitle", memory / GiB)
       } else {
         cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') / GiB) with points pt 13 ps 3 lc rgb '#CC0000' notitle", cond)
-        cmd = cmd.sprintf(", rows(tin, '%s') using 0:(column('alloc_peak_bytes') > column('peak_bytes') && column('alloc_peak_bytes') > %s ? column('alloc_peak_bytes') / GiB : %s):(sprintf('%%.2f', column('alloc_peak_bytes') / GiB)) with labels offset 0, 1.2 notitle", cond, sumparts, top)
+        cmd = cmd.", rows(tin, '".cond."') using 0:(column('alloc_peak_bytes') > column('peak_bytes') && column('alloc_peak_bytes') > ".sumparts." ? column('alloc_peak_bytes') / GiB : ".top."):(sprintf('%.2f', column('alloc_peak_bytes') / GiB)) with labels offset 0, 1.2 notitle"
       }
       set yrange [0:*]
       set offsets 0, 0, graph 0.12, 0

@@ -39,7 +39,7 @@ hi = hi < 1 ? 1 : hi
 ndist = int(system(sprintf("awk -F, 'NR > 1 && $4 { n++ } END { print n + 0 }' %s", "'".joinfile."'")))
 array ratio_tics[17] = [0.1, 0.125, 0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32]
 # the claim for slides and print: each narrower type's ratio at the largest size
-claims = system(sprintf("awk -F, 'NR > 1 { n = $1 + 0; if (n > top) top = n; r[n, $2] = $3 } END { for (i = 1; i <= 5; i++) { v = i == 1 ? \"bf16\" : i == 2 ? \"fp16\" : i == 3 ? \"tf32\" : i == 4 ? \"fp8\" : \"fp16-acc16\"; if ((top, v) in r) { l = l sprintf(\"%%s%%s %%.2fx\", l == \"\" ? \"\" : \", \", v, r[top, v]) } } if (l != \"\") printf \"Against fp32 at n = %%d: %%s|n = %%d: %%s fp32\", top, l, top, l }' '%s'", joinfile))
+claims = system(("awk -F, 'NR > 1 { n = $1 + 0; if (n > top) top = n; r[n, $2] = $3 } END { for (i = 1; i <= 5; i++) { v = i == 1 ? \"bf16\" : i == 2 ? \"fp16\" : i == 3 ? \"tf32\" : i == 4 ? \"fp8\" : \"fp16-acc16\"; if ((top, v) in r) { l = l sprintf(\"%s%s %.2fx\", l == \"\" ? \"\" : \", \", v, r[top, v]) } } if (l != \"\") printf \"Against fp32 at n = %d: %s|n = %d: %s fp32\", top, l, top, l }' '".joinfile."'"))
 claim = claims[1:strstrt(claims, '|') - 1]
 claim_n = claims[strstrt(claims, '|') + 1:]
 array short[8] = ["tf32", "fp16", "fp16 acc16", "bf16", "fp8", "OpenBLAS direct", "oneDNN bf16 direct", "bf16 widened"]

@@ -152,8 +152,11 @@ set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
 file_exists(f) = system(sprintf("test -f '%s' && echo 1 || echo 0", f)) eq "1"
 # the device line of a CSV, '_' escaped (it would start a subscript)
 device_of(f) = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", f))
+# the last-level cache a CSV's run recorded, in bytes (llc_bytes on a CPU,
+# l2_bytes on a GPU; 0 where it names neither)
+cache_bytes(f) = real(system("awk '/^# (llc|l2)_bytes: / { v = $3 + 0; exit } !/^#/ { exit } END { print v + 0 }' '".f."'"))
 # the screen footer's run line of a CSV: its device, halflab's version and the date
-footer_of(f) = system(sprintf("awk '/^# device: / && d == \"\" { d = substr($0, 11) } /^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9) } !/^#/ { exit } END { printf \"%%s%%s%%s\", d, v == \"\" ? \"\" : \"; \" v, t == \"\" ? \"\" : \", \" t }' '%s'", f))
+footer_of(f) = system("awk '/^# device: / && d == \"\" { d = substr($0, 11) } /^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9) } !/^#/ { exit } END { printf \"%s%s%s\", d, v == \"\" ? \"\" : \"; \" v, t == \"\" ? \"\" : \", \" t }' '".f."'")
 on_gpu(f) = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | grep -q '^cuda' && echo 1 || echo 0", f)) eq "1"
 
 # ---------------------------------------------------------------- panels and legends
