@@ -238,8 +238,11 @@ if have gemm_accuracy.csv; then
     "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; $(line_convention); dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32."
 fi
 if have bandwidth.csv; then
+  # the cache the chart marks: a CPU's last-level cache, a GPU's L2 (none where not recorded)
+  cache=last-level
   llc=$(meta bandwidth.csv llc_bytes | awk '$1 > 0 { printf "%g MiB", $1 / 1048576 }')
-  [ -z "$llc" ] || llc=" The dotted vertical line in each panel is where the kernel's arrays together fill the $llc last-level cache the run recorded."
+  [ -n "$llc" ] || { cache=L2; llc=$(meta bandwidth.csv l2_bytes | awk '$1 > 0 { printf "%g MiB", $1 / 1048576 }'); }
+  [ -z "$llc" ] || llc=" The dotted vertical line in each panel is where the kernel's arrays together fill the $llc $cache cache the run recorded."
   bw=$(table bandwidth.csv '$c["dtype"] != "bytes" && $c["ref_pct"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; s = "" } if (b == top && $c["kernel"] == "triad") s = s sprintf("%s%s triad %.0f%%", s == "" ? "" : ", ", $c["dtype"], $c["ref_pct"]) }
     END { if (s != "") printf "At %d MiB: %s of the reference.", top / 1048576, s }')
   chart bandwidth "bandwidth per kernel and type" \
