@@ -127,11 +127,19 @@ do for [out_i=1:out_n] {
     }
     if (panel == 2 && nmeas == 0) {
       set title "The measured step"
-      set label 1 "no measured step in this run\n(a GPU without the core's tensor kernels, or --measure-batch 0)" at graph 0.5, graph 0.5 center
+      set label 1 "no measured step in this run\n(a GPU without the core's\ntensor kernels, or\n--measure-batch 0)" at graph 0.5, graph 0.5 center
       unset xtics
+      unset ytics
+      unset border
+      set ylabel ''
+      set xrange [0:1]
+      set yrange [0:1]
       plot 1/0 notitle
       unset label 1
       set xtics
+      set ytics
+      set border 3
+      set autoscale x
     } else {
       # the tick: the mode, and in the estimate's panel its largest batch
       tick = panel == 1 ? "xtic(strcol('mode').' ('.strcol('max_batch').')')" : "xtic(strcol('mode'))"
