@@ -4,8 +4,11 @@
 # panel the copy reference the report's tables use (ref_gb_per_s of the same
 # rows: on a CPU the faster of memcpy and memcpy-omp at that size, on a GPU
 # cudaMemcpy D2D, both from the same run). The sixth panel shows the
-# references themselves (and the datasheet figure where known).
-# Reads bandwidth.csv; writes bandwidth.png and .svg.
+# references themselves (and the datasheet figure where known). A dotted
+# vertical line in each panel marks the array size at which the kernel's
+# arrays together fill the last-level cache the run recorded (llc_bytes on a
+# CPU, l2_bytes on a GPU; none where the CSV has neither). Reads
+# bandwidth.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -14,7 +17,6 @@ if (!file_exists(in)) {
   print sprintf("bandwidth.gp: %s not found: no chart (run halflab-bench bandwidth)", in)
   exit
 }
-desc = device_of(in)
 col(name) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) if ($i == \"%s\") print i; exit }' '%s'", name, in))
 maxof(name) = real(system(sprintf("awk -F, -v c=%s '/^#/ || !h++ { next } $c + 0 > m { m = $c + 0 } END { print m + 0 }' '%s'", col(name), in)))
 sheet = maxof("datasheet_gb_per_s")
@@ -41,39 +43,76 @@ rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) 
 mib(b) = b / 1048576.0
 first_dtype = has('fp32') ? 'fp32' : word(dtypes, 1)
 
-W = 1600
-H = 1000
-g_cols = 3
-g_rows = 2
-g_L = 0.07
-g_R = 0.98
-g_B = 0.08
-g_T = 0.77
-g_hs = 0.07
-g_vs = 0.14
-do for [out=1:2] {
-  if (out == 1) { eval png(W, H); set output dir.'/bandwidth.png' } else { eval svg(W, H); set output dir.'/bandwidth.svg' }
-  set multiplot title sprintf("Memory bandwidth by kernel and element type (BabelStream's bytes, median of the timed runs)\n%s\ndashed grey: the same-run copy of the same size that the report's tables use as reference", desc)
+# the last-level cache the run recorded (bytes; 0: not recorded, no mark)
+llc = cache_bytes(in)
+llc_name = system(sprintf("grep -q '^# llc_bytes: ' '%s' && echo 'last-level cache' || echo 'L2 cache'", in))
+# the arrays each kernel touches (the CSV's arrays column)
+arrays_of(k) = int(system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"".k."\" { n = $c[\"arrays\"]; exit } END { print n + 0 }' '".in."'"))
+size_text(b) = b >= 1048576 ? sprintf("%g MiB", b / 1048576.0) : sprintf("%g KiB", b / 1024.0)
+# the claim: triad per type at the largest size
+claims = system(("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"kernel\"] == \"triad\" { b = $c[\"array_bytes\"] + 0; if (b > top) { top = b; s = \"\" } if (b == top) s = s sprintf(\"%s%s %.0f\", s == \"\" ? \"\" : \", \", $c[\"dtype\"], $c[\"gb_per_s\"]) } END { if (s != \"\") printf \"Triad at %d MiB per array%s: %s GB/s|Triad, %d MiB: %s GB/s\", top / 1048576, (llc > 0 && 3 * top > 2 * llc) ? sprintf(\" (past the %d MiB cache)\", llc / 1048576) : \"\", s, top / 1048576, s }' llc=".sprintf("%.0f", llc)." '".in."'"))
+claim = claims eq '' ? 'Memory bandwidth by kernel and type' : claims[1:strstrt(claims, '|') - 1]
+claim_n = claims eq '' ? claim : claims[strstrt(claims, '|') + 1:]
+
+footer = footer_of(in)
+narrow_aspect = 1.35
+do for [out_i=1:out_n] {
+  unset label
+  unset arrow
   set border 3
   set xtics nomirror
   set ytics nomirror
-  set grid back lc rgb '#dddddd'
+  set autoscale xy
+  eval out_open(dir, 'bandwidth', 1600, 1000, out_i)
+  # one legend for the panels
+  do for [t=1:3] {
+    if (has(dt[t])) { ls_ = sprintf("with linespoints pt %d ps 1 lw 2.5 dt %d lc rgb '%s'", dt_pt[t], variant_dash(dt[t]), fcolor(dt[t])); lt_ = dt[t]; eval legend_add }
+  }
+  ls_ = "with lines dt 2 lw 3 lc rgb c_ref"; lt_ = narrow ? 'copy reference' : reflabel; eval legend_add
+  i = 0
+  do for [r in "memcpy-d2d memcpy memcpy-omp"] {
+    if (hasref(r)) { i = i + 1; ls_ = sprintf("with linespoints pt %d lw 2.5 dt %d lc rgb '%s'", 6 + i, i, cat_color(i + 2)); lt_ = r eq 'memcpy-d2d' ? 'cudaMemcpy D2D' : r; eval legend_add }
+  }
+  if (sheet > 0) { ls_ = "with lines dt 3 lw 2 lc rgb '#882255'"; lt_ = sprintf("datasheet %.0f GB/s", sheet); eval legend_add }
+  if (llc > 0) { ls_ = "with lines dt 3 lw 2 lc rgb c_note"; lt_ = narrow ? sprintf("%s cache full", size_text(llc)) : sprintf("the kernel's arrays fill the %s %s", size_text(llc), llc_name); eval legend_add }
+  eval legend_count
+  pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
+  g_cols = narrow ? 2 : 3
+  g_rows = narrow ? 3 : 2
+  g_T = 1 - text_h(preset eq 'screen' ? 5.0 : 4.0)
+  g_B = pad + leg_rows * leg_row_h(0) + text_h(3.0)
+  g_L = narrow ? 0.16 : 7.0 * cur_pt / cur_w   # room for the y label and ticks
+  g_R = 0.98
+  g_hs = narrow ? 0.09 : 0.07
+  g_vs = text_h(narrow ? 3.3 : 3.7)
+  set multiplot title title_of("Memory bandwidth by kernel and element type (BabelStream's bytes, median of the timed runs)\ndashed grey: the same-run copy of the same size that the report's tables use as reference", \
+                               narrow ? claim_n : claim)
+  eval 'set grid xtics ytics '.grid_opts
   set logscale x 2
-  set xtics 4
-  set xlabel 'array size (MiB, each array)'
-  set ylabel 'GB/s (10^9 bytes/s)'
+  set xtics narrow ? 16 : 4
   set yrange [0:gb_per_s_max]
   set xrange [*:*]
   unset key
   do for [p=1:6] {
-    eval cell((p - 1) % 3 + 1, (p - 1) / 3 + 1)
+    eval cell((p - 1) % g_cols + 1, (p - 1) / g_cols + 1)
+    # axis labels on the outer panels only: the bottom row, the first column
+    set xlabel (p > 6 - g_cols) ? (narrow ? 'MiB per array' : 'array size (MiB, each array)') : ''
+    set ylabel ((p - 1) % g_cols == 0) ? (narrow ? 'GB/s' : 'GB/s (10^9 bytes/s)') : ''
+    unset arrow
+    unset label 1
+    unset label 2
+    na = arrays_of(p <= 5 ? kern[p] : 'memcpy')
+    if (llc > 0 && na > 0) {
+      set arrow 2 from first mib(llc) / na, graph 0 to first mib(llc) / na, graph 1 nohead dt 3 lw 2 lc rgb c_note back
+      set label 2 narrow ? 'cache' : sprintf("%d arrays = %s", na, size_text(llc)) at first mib(llc) / na, graph 0.95 offset 0.4, 0 left tc rgb c_note
+    }
     cmd = ''
     if (p <= 5) {
       set title kern_what[p]
       do for [t=1:3] {
         if (has(dt[t])) {
-          cmd = cmd.sprintf("%s rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d ps 1 lw 2.5 lc rgb '%s' notitle", \
-                            cmd eq '' ? '' : ',', dt[t], kern[p], dt_pt[t], fcolor(dt[t]))
+          cmd = cmd.sprintf("%s rows('$c[\"dtype\"] == \"%s\" && $c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d ps 1 lw 2.5 dt %d lc rgb '%s' notitle", \
+                            cmd eq '' ? '' : ',', dt[t], kern[p], dt_pt[t], variant_dash(dt[t]), fcolor(dt[t]))
         }
       }
       # the tables' reference at each size, from the same rows
@@ -87,29 +126,21 @@ do for [out=1:2] {
       do for [r in "memcpy-d2d memcpy memcpy-omp"] {
         if (hasref(r)) {
           i = i + 1
-          cmd = cmd.sprintf("%s rows('$c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d lw 2.5 dt %d lc rgb '%s' title '%s'", \
-                            cmd eq '' ? '' : ',', r, 6 + i, i, cat_color(i + 2), \
-                            r eq 'memcpy-d2d' ? 'cudaMemcpy D2D' : r)
+          cmd = cmd.sprintf("%s rows('$c[\"kernel\"] == \"%s\"') using (mib(column('array_bytes'))):(column('gb_per_s')) with linespoints pt %d lw 2.5 dt %d lc rgb '%s' notitle", \
+                            cmd eq '' ? '' : ',', r, 6 + i, i, cat_color(i + 2))
         }
       }
       if (cmd eq '') {
         set label 1 "no reference copies in this run" at graph 0.5, graph 0.5 center
         plot 1/0 notitle
-        unset label 1
       } else {
-        set key inside top right samplen 2 noopaque nobox
         eval('plot '.cmd)
-        unset key
       }
     }
+    unset label 9999
   }
-  # one legend for the panels, under the title
-  do for [t=1:3] {
-    if (has(dt[t])) { ls_ = sprintf("with linespoints pt %d ps 1 lw 2.5 lc rgb '%s'", dt_pt[t], fcolor(dt[t])); lt_ = dt[t]; eval legend_add }
-  }
-  ls_ = "with lines dt 2 lw 3 lc rgb c_ref"; lt_ = reflabel; eval legend_add
-  if (sheet > 0) { ls_ = "with lines dt 3 lw 2 lc rgb '#882255'"; lt_ = sprintf("datasheet %.0f GB/s", sheet); eval legend_add }
-  eval legend_strip(0.845)
+  unset title
+  eval legend_strip(pad + (leg_rows - 0.5) * leg_row_h(0))
   unset multiplot
 }
 unset output

@@ -1,13 +1,14 @@
 # plots/gemm-accuracy.gp RESULTS_DIR — why accumulation stays in fp32: the
 # normwise relative error of C = A B against fp64 as k grows, per input and
 # accumulation format. Left: data of mixed signs; right: positive data
-# (partial sums grow like k, so a narrow accumulator stops adding). Solid:
-# simulated on the CPU (sequential sum, rounded after every addition);
-# dashed with open circles: the GPU's own GEMM where one was used; dotted
-# with squares: the CPU's bf16 GEMM on oneDNN's matmul where it ran. tf32
-# and fp16 inputs share an 11-bit significand, so their lines coincide:
-# tf32 is drawn dashed with points on top of fp16's solid line.
-# Reads gemm_accuracy.csv; writes gemm-accuracy.png and .svg.
+# (partial sums grow like k, so a narrow accumulator stops adding). Colour is
+# the input's family, the dash the type (solid fp32, dashed a narrower
+# input, dash-dotted a narrow accumulator); lines: simulated on the CPU
+# (sequential sum, rounded after every addition); open circles: the GPU's
+# own GEMM where one was used; open squares: the CPU's bf16 GEMM on oneDNN's
+# matmul where it ran. tf32 and fp16 inputs share an 11-bit significand, so
+# their lines coincide: tf32 is drawn dotted with points on top of fp16's
+# dashed line. Reads gemm_accuracy.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -22,7 +23,6 @@ gpuvars = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++
 ongpu(v) = strstrt(' '.gpuvars, ' '.v.' ') > 0
 cpuvars = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"method\"] == \"onednn\" { print $c[\"variant\"] }' '%s' | sort -u | tr '\\n' ' '", in))
 ononednn(v) = strstrt(' '.cpuvars, ' '.v.' ') > 0
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 
 set datafile separator ','
 set datafile commentschars '#'
@@ -35,7 +35,9 @@ array dataset[2] = ["signed", "positive"]
 array dtitle[2] = ["data uniform in [-1, 1): partial sums grow like sqrt(k)", "data uniform in [0, 1): partial sums grow like k/4"]
 has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
-array acc_dash[7] = [1, 2, 1, 4, 1, 4, 1]
+array label_n[7] = ["fp32", "tf32", "fp16", "fp16, acc16", "bf16", "bf16, acc bf16", "fp8"]
+array dtitle_n[2] = ["mixed signs, [-1, 1)", "positive, [0, 1)"]
+array acc_dash[7] = [1, 3, 2, 4, 2, 4, 2]
 array acc_pt[7] = [-1, 9, -1, -1, -1, -1, -1]
 # the header and the rows where an awk condition holds (columns by name: $c["variant"]);
 # plotting only those keeps each line unbroken
@@ -43,51 +45,70 @@ rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) 
 sel(v, m, d) = sprintf('rows(''$c["variant"] == "%s" && $c["method"] == "%s" && $c["data"] == "%s"'')', v, m, d)
 style(i) = acc_pt[i] > 0 ? sprintf("with linespoints pt %d ps 1.6 lw 2.5 dt %d lc rgb '%s'", acc_pt[i], acc_dash[i], fcolor(id[i])) : \
                            sprintf("with lines lw 2.5 dt %d lc rgb '%s'", acc_dash[i], fcolor(id[i]))
-W = 1600
-H = 900
-g_cols = 2
-g_L = 0.08
-g_R = 0.98
-g_B = 0.22
-g_T = 0.8
-g_hs = 0.08
-do for [out=1:2] {
-  if (out == 1) { eval png(W, H); set output dir.'/gemm-accuracy.png' } else { eval svg(W, H); set output dir.'/gemm-accuracy.svg' }
-  set multiplot title sprintf("GEMM error against fp64 as k grows: ||C - C_{fp64}||_F / ||C_{fp64}||_F\nlines: simulated on the CPU (sequential sum rounded after each addition)%s%s", \
-      (gpu eq "1" ? sprintf("; open circles: the GPU's GEMM (%s)", desc) : ""), \
-      (cpuvars ne "" ? "; squares, dotted: oneDNN's bf16 matmul on the CPU" : ""))
+# the claim: on positive data at the largest k, a narrow accumulator against fp32 accumulation of the same input
+claims = system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"method\"] == \"simulated\" && $c[\"data\"] == \"positive\" { k = $c[\"k\"] + 0; if (k > top) top = k; e[k, $c[\"variant\"]] = $c[\"rel_err\"] } END { for (i = 1; i <= 2; i++) { n = i == 1 ? \"fp16\" : \"bf16\"; if ((top, n \"-acc16\") in e) a = n \"-acc16\"; else if ((top, n \"-acc\" n) in e) a = n \"-acc\" n; else continue; if (!((top, n) in e)) continue; printf \"k = %d, positive data: %s accumulator error %.2g, fp32 accumulator %.2g|k = %d: %s acc. error %.2g, fp32 acc. %.2g\", top, n, e[top, a], e[top, n], top, n, e[top, a], e[top, n]; exit } }' '".in."'")
+claim = claims eq '' ? 'GEMM error against fp64 as k grows' : claims[1:strstrt(claims, '|') - 1]
+claim_n = claims eq '' ? claim : claims[strstrt(claims, '|') + 1:]
+footer = footer_of(in)
+narrow_aspect = 1.45
+do for [out_i=1:out_n] {
+  unset label
+  unset arrow
+  set border 3
+  set xtics nomirror
+  set ytics nomirror
+  set autoscale xy
+  eval out_open(dir, 'gemm-accuracy', 1600, 900, out_i)
+  do for [i=1:7] {
+    if (has(id[i])) { ls_ = style(i); lt_ = narrow ? label_n[i] : label[i]; eval legend_add }
+  }
+  if (gpu eq "1") { ls_ = "with points pt 6 ps 1.6 lw 2 lc rgb c_ref"; lt_ = "the GPU's GEMM"; eval legend_add }
+  if (cpuvars ne "") { ls_ = "with linespoints dt 2 pt 4 ps 1.6 lw 2 lc rgb c_bf16"; lt_ = narrow ? "oneDNN bf16" : "oneDNN bf16 matmul"; eval legend_add }
+  eval legend_count
+  pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
+  g_cols = narrow ? 1 : 2
+  g_rows = narrow ? 2 : 1
+  g_T = 1 - text_h(preset eq 'screen' ? 5.0 : 3.8)
+  g_B = pad + leg_rows * leg_row_h(0) + text_h(3.0)
+  g_L = narrow ? 0.17 : 7.5 * cur_pt / cur_w   # room for the y label and ticks
+  g_R = 0.97
+  g_hs = 0.08
+  g_vs = text_h(3.9)
+  set multiplot title title_of(sprintf("GEMM error against fp64 as k grows: ||C - C_{fp64}||_F / ||C_{fp64}||_F\nlines: simulated on the CPU (sequential sum rounded after each addition)%s%s", \
+      (gpu eq "1" ? "; open circles: the GPU's GEMM" : ""), \
+      (cpuvars ne "" ? "; open squares: oneDNN's bf16 matmul on the CPU" : "")), narrow ? claim_n : claim)
   set xlabel 'k (inner dimension)'
-  set ylabel 'relative error (Frobenius)'
+  set ylabel narrow ? 'relative error' : 'relative error (Frobenius)'
   set logscale x 2
   set logscale y 10
   set format x '2^{%L}'
   set format y '10^{%L}'
-  set xtics 1, 2  # every power of two from the first k (2^6) on
-  set ytics 1e-9, 10, 10
+  set xtics 1, narrow ? 4 : 2  # every (second) power of two from the first k (2^6) on
+  set ytics 1e-9, narrow ? 100 : 10, 10
   set yrange [1e-9:3]
-  set grid xtics ytics back lc rgb '#dddddd'
+  eval 'set grid xtics ytics '.grid_opts
   unset key
   do for [p=1:2] {
-    eval cell(p, 1)
-    set title dtitle[p]
+    eval cell(narrow ? 1 : p, narrow ? p : 1)
+    set title narrow ? dtitle_n[p] : dtitle[p]
+    set xlabel (narrow && p == 1) ? '' : 'k (inner dimension)'
     cmd = ''
     do for [i=1:7] {
       if (has(id[i])) {
         cmd = cmd.sprintf("%s %s using (column('k')):(column('rel_err')) %s notitle", cmd eq '' ? '' : ',', sel(id[i], 'simulated', dataset[p]), style(i))
         if (ongpu(id[i])) {
-          cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 2 pt 6 ps 1.6 lw 2 lc rgb '%s' notitle", sel(id[i], 'cublas', dataset[p]), fcolor(id[i]))
+          cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt %d pt 6 ps 1.6 lw 2 lc rgb '%s' notitle", sel(id[i], 'cublas', dataset[p]), acc_dash[i], fcolor(id[i]))
         }
         if (ononednn(id[i])) {
-          cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt 3 pt 4 ps 1.6 lw 2 lc rgb '%s' notitle", sel(id[i], 'onednn', dataset[p]), fcolor(id[i]))
+          cmd = cmd.sprintf(", %s using (column('k')):(column('rel_err')) with linespoints dt %d pt 4 ps 1.6 lw 2 lc rgb '%s' notitle", sel(id[i], 'onednn', dataset[p]), acc_dash[i], fcolor(id[i]))
         }
-        if (p == 1) { ls_ = style(i); lt_ = label[i]; eval legend_add }
       }
     }
     eval('plot '.cmd)
+    unset label 9999
   }
-  if (gpu eq "1") { ls_ = "with points pt 6 ps 1.6 lw 2 lc rgb c_ref"; lt_ = "the GPU's GEMM"; eval legend_add }
-  if (cpuvars ne "") { ls_ = "with linespoints dt 3 pt 4 ps 1.6 lw 2 lc rgb c_bf16"; lt_ = "oneDNN bf16 matmul"; eval legend_add }
-  eval legend_strip(0.1)
+  unset title
+  eval legend_strip(pad + (leg_rows - 0.5) * leg_row_h(0))
   unset multiplot
 }
 unset output

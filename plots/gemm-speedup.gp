@@ -3,7 +3,7 @@
 # gain). On a CPU fp16 widens to fp32 and cannot gain, bf16 gains where
 # oneDNN runs it on the CPU's bf16 units; the OpenBLAS and oneDNN lines
 # there are the references the fp32 and bf16 paths are held to.
-# Reads gemm.csv; writes gemm-speedup.png and .svg.
+# Reads gemm.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -12,7 +12,6 @@ if (!file_exists(in)) {
   print sprintf("gemm-speedup.gp: %s not found: no chart (run halflab-bench gemm)", in)
   exit
 }
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", in))  # '_' would start a subscript
 # n, variant, TFLOP/s over fp32's at that n (square study), by column name
 # concatenated, not sprintf'd: gnuplot's sprintf garbles a format this long once
 # a long path lengthens the result (awk then sees its printf doubled)
@@ -39,39 +38,55 @@ lo = (lo <= 0 || lo > 1) ? 1 : lo
 hi = hi < 1 ? 1 : hi
 ndist = int(system(sprintf("awk -F, 'NR > 1 && $4 { n++ } END { print n + 0 }' %s", "'".joinfile."'")))
 array ratio_tics[17] = [0.1, 0.125, 0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32]
-W = 1400
-H = 900
-g_L = 0.09
-g_R = 0.97
-g_B = 0.19
-g_T = 0.84
-do for [out=1:2] {
-  if (out == 1) { eval png(W, H); set output dir.'/gemm-speedup.png' } else { eval svg(W, H); set output dir.'/gemm-speedup.svg' }
-  set multiplot title sprintf("Speed-up over fp32 at the same size n x n x n (ratio of median TFLOP/s)\n%s%s", desc, \
-      ndist > 0 ? sprintf("\nopen grey rings: %d point%s still disturbed by other work (median > 1.25x its minimum), kept out of the axis range", ndist, ndist == 1 ? "" : "s") : "")
-  eval cell(1, 1)
-  set xlabel 'matrix size n'
-  set ylabel 'TFLOP/s relative to fp32 (1 = same speed)'
-  set logscale x 2
-  set logscale y 2
-  set yrange [lo / 1.15:hi * 1.15]
-  set ytics ()
-  do for [i=1:17] { if (ratio_tics[i] >= lo / 1.15 && ratio_tics[i] <= hi * 1.15) { set ytics add (sprintf('%g', ratio_tics[i]) ratio_tics[i]) } }
-  set grid xtics ytics back lc rgb '#dddddd'
-  unset key
+# the claim for slides and print: each narrower type's ratio at the largest size
+claims = system(("awk -F, 'NR > 1 { n = $1 + 0; if (n > top) top = n; r[n, $2] = $3 } END { for (i = 1; i <= 5; i++) { v = i == 1 ? \"bf16\" : i == 2 ? \"fp16\" : i == 3 ? \"tf32\" : i == 4 ? \"fp8\" : \"fp16-acc16\"; if ((top, v) in r) { l = l sprintf(\"%s%s %.2fx\", l == \"\" ? \"\" : \", \", v, r[top, v]) } } if (l != \"\") printf \"Against fp32 at n = %d: %s|n = %d: %s fp32\", top, l, top, l }' '".joinfile."'"))
+claim = claims[1:strstrt(claims, '|') - 1]
+claim_n = claims[strstrt(claims, '|') + 1:]
+array short[8] = ["tf32", "fp16", "fp16 acc16", "bf16", "fp8", "OpenBLAS direct", "oneDNN bf16 direct", "bf16 widened"]
+footer = footer_of(in)
+narrow_aspect = 0.95
+do for [out_i=1:out_n] {
+  # the axes as style.gp sets them (the legend strip of the file before unset them)
+  unset label
+  unset arrow
+  set border 3
+  set xtics nomirror autofreq
+  set ytics nomirror autofreq
+  set autoscale xy
+  eval out_open(dir, 'gemm-speedup', 1400, 900, out_i)
   cmd = ''
   do for [i=1:|id|] {
     if (has(id[i])) {
       cmd = cmd.sprintf("%s join using (column('n')):(strcol('variant') eq '%s' ? column('speedup') : 1/0) with linespoints pt %d ps 1.3 lw 2.5 dt %d lc rgb '%s' notitle", \
                         cmd eq '' ? '' : ',', id[i], variant_pt(id[i]), variant_dash(id[i]), fcolor(id[i]))
       cmd = cmd.sprintf(", join using (column('n')):(strcol('variant') eq '%s' && column('disturbed') > 0 ? column('speedup') : 1/0) with points pt 6 ps 3 lw 2 lc rgb '#999999' notitle", id[i])
-      ls_ = sprintf("with linespoints pt %d ps 1.3 lw 2.5 dt %d lc rgb '%s'", variant_pt(id[i]), variant_dash(id[i]), fcolor(id[i])); lt_ = label[i]; eval legend_add
+      ls_ = sprintf("with linespoints pt %d ps 1.3 lw 2.5 dt %d lc rgb '%s'", variant_pt(id[i]), variant_dash(id[i]), fcolor(id[i])); lt_ = narrow ? short[i] : label[i]; eval legend_add
     }
   }
   if (cmd eq '') { print "gemm-speedup.gp: no variant beside fp32 in the square study: no chart"; dummy = system("rm -f '".joinfile."'"); exit }
-  eval('plot '.cmd.", 1 with lines lw 2 lc rgb c_fp32 notitle")
-  ls_ = "with lines lw 2 lc rgb c_fp32"; lt_ = "fp32 itself (= 1)"; eval legend_add
-  eval legend_strip(0.07)
+  ls_ = "with lines lw 1.5 lc rgb c_fp32"; lt_ = narrow ? "fp32 (= 1)" : "fp32 itself (= 1)"; eval legend_add
+  if (ndist > 0) { ls_ = "with points pt 6 ps 3 lw 2 lc rgb '#999999'"; lt_ = narrow ? "disturbed" : "still disturbed (median > 1.25x min)"; eval legend_add }
+  eval legend_count
+  pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
+  g_T = 1 - text_h(preset eq 'screen' ? 3.6 : 1.8)
+  g_B = pad + leg_rows * leg_row_h(0) + text_h(3.0)
+  set multiplot title title_of(sprintf("Speed-up over fp32 at the same size n x n x n (ratio of median TFLOP/s)%s", \
+      ndist > 0 ? sprintf("\ngrey rings: %d point%s still disturbed by other work (median > 1.25x its minimum), kept out of the axis range", ndist, ndist == 1 ? "" : "s") : ""), \
+      narrow ? claim_n : claim)
+  set tmargin at screen g_T
+  set bmargin at screen g_B
+  set xlabel 'matrix size n'
+  set ylabel narrow ? 'TFLOP/s over fp32' : 'TFLOP/s relative to fp32 (1 = same speed)'
+  set logscale x 2
+  set logscale y 2
+  set yrange [lo / 1.15:hi * 1.15]
+  set ytics ()
+  do for [i=1:17] { if (ratio_tics[i] >= lo / 1.15 && ratio_tics[i] <= hi * 1.15) { set ytics add (sprintf('%g', ratio_tics[i]) ratio_tics[i]) } }
+  eval 'set grid xtics ytics '.grid_opts
+  unset key
+  eval('plot '.cmd.", 1 with lines lw 1.5 lc rgb c_fp32 notitle")
+  unset label 9999
+  eval legend_strip(pad + (leg_rows - 0.5) * leg_row_h(0))
   unset multiplot
 }
 unset output

@@ -68,10 +68,12 @@ group_title(g) = g eq 'tiny' ? "tiny: GPT, sorting, AdamW (cosine)" : \
                  g eq 'underflow' ? "underflow: SGD, init x 0.05, 4096 tokens" : g
 
 # ---------------------------------------------------------------- GEMM variants
-# the library called directly: dashed, open points; the fallback: dotted;
-# a narrow accumulator: dash-dotted
-variant_dash(v) = (v eq 'openblas' || v eq 'onednn-bf16') ? 2 : v eq 'bf16-widened' ? 3 : \
-                  (v eq 'fp16-acc16' || v eq 'bf16-accbf16') ? 4 : 1
+# the dash follows the type: solid fp32 (halflab's path and OpenBLAS called
+# directly), dashed the narrower types (oneDNN called directly too), dotted
+# the widened fallback, dash-dotted a narrow accumulator; open points: a
+# library called directly
+variant_dash(v) = v eq 'bf16-widened' ? 3 : (v eq 'fp16-acc16' || v eq 'bf16-accbf16') ? 4 : \
+                  family(v) eq 'fp32' ? 1 : 2
 variant_pt(v) = v eq 'openblas' ? 6 : v eq 'onednn-bf16' ? 4 : v eq 'bf16-widened' ? 12 : v eq 'fp16-acc16' ? 8 : \
                 v eq 'bf16-accbf16' ? 10 : v eq 'tf32' ? 9 : v eq 'fp8' ? 13 : v eq 'fp16' ? 5 : 7
 
@@ -92,6 +94,7 @@ slides_pt = 21.0          # 28 px em on 1080 px: 1/38.6 of the height
 print_pt = 12.75          # 8.5 pt on paper
 slides_lw = 1.5
 print_lw = 1.5            # lw 1 is 0.5 pt in pdfcairo: 0.75 pt
+print_ps = 0.5            # pdfcairo's points grow with the line width: back to screen's size beside the text
 small_pt(pt) = pt * 0.85  # the screen footer
 scale_of(w) = w > 1280 ? w / 1280.0 : 1.0
 font_pt(w) = base_pt * scale_of(w)
@@ -108,7 +111,7 @@ slides_png(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
 slides_pdf(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
                  sprintf("set terminal pdfcairo size 13.333in,7.5in enhanced font 'Sans,%.2f' linewidth %.2f", slides_pt, slides_lw))
 print_pdf(win, hin) = (cur_w = win * 144, cur_h = hin * 144, cur_pt = print_pt, \
-                 sprintf("set terminal pdfcairo size %.3fin,%.3fin enhanced font 'Sans,%.2f' linewidth %.2f", win, hin, print_pt, print_lw))
+                 sprintf("set terminal pdfcairo size %.3fin,%.3fin enhanced font 'Sans,%.2f' linewidth %.2f pointscale %.2f", win, hin, print_pt, print_lw, print_ps))
 # The height of the 3.5-in print rendering over its width: the script's own
 # aspect, or narrow_aspect where the script sets one (a column needs taller
 # panels than a page).
@@ -149,6 +152,11 @@ set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
 file_exists(f) = system(sprintf("test -f '%s' && echo 1 || echo 0", f)) eq "1"
 # the device line of a CSV, '_' escaped (it would start a subscript)
 device_of(f) = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", f))
+# the last-level cache a CSV's run recorded, in bytes (llc_bytes on a CPU,
+# l2_bytes on a GPU; 0 where it names neither)
+cache_bytes(f) = real(system("awk '/^# (llc|l2)_bytes: / { v = $3 + 0; exit } !/^#/ { exit } END { print v + 0 }' '".f."'"))
+# the screen footer's run line of a CSV: its device, halflab's version and the date
+footer_of(f) = system("awk '/^# device: / && d == \"\" { d = substr($0, 11) } /^# halflab / && v == \"\" { v = substr($0, 3) } /^# date: / && t == \"\" { t = substr($0, 9) } !/^#/ { exit } END { printf \"%s%s%s\", d, v == \"\" ? \"\" : \"; \" v, t == \"\" ? \"\" : \", \" t }' '".f."'")
 on_gpu(f) = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | grep -q '^cuda' && echo 1 || echo 0", f)) eq "1"
 
 # ---------------------------------------------------------------- panels and legends
@@ -179,8 +187,14 @@ array leg_title[32]
 leg_n = 0
 leg_w(i) = (strlen(leg_title[i]) * 0.62 + 10.0) * cur_pt / cur_w
 leg_row_h(x) = 1.6 * cur_pt / cur_h
+# N lines of body text, as a fraction of the canvas's height (margins that
+# hold titles, tick labels and legends in every preset)
+text_h(n) = n * 1.6 * cur_pt / cur_h
 legend_strip(y) = sprintf("unset border; unset xtics; unset ytics; unset mxtics; unset mytics; unset x2tics; unset y2tics; unset xlabel; unset ylabel; unset title; unset grid; unset logscale; unset label; unset arrow; unset object; unset offsets; set xrange [0:1]; set yrange [0:1]; tot_ = 0; do for [i_=1:leg_n] { tot_ = tot_ + leg_w(i_) }; x_ = tot_ < 0.96 ? 0.5 - tot_ / 2 : 0.02; y_ = %g; do for [i_=1:leg_n] { if (x_ + leg_w(i_) > 0.99) { x_ = 0.02; y_ = y_ - leg_row_h(0) }; set key at screen x_, screen y_ left center reverse Left samplen 2.5 noopaque nobox; eval 'plot NaN '.leg_spec[i_].' title \"'.leg_title[i_].'\"'; x_ = x_ + leg_w(i_) }; leg_n = 0", y)
 legend_add = "leg_n = leg_n + 1; leg_spec[leg_n] = ls_; leg_title[leg_n] = lt_"
+# eval legend_count (after the entries are added, after out_open): leg_rows,
+# the rows legend_strip will take, for the margin below the panels
+legend_count = "tot_ = 0; do for [i_=1:leg_n] { tot_ = tot_ + leg_w(i_) }; leg_rows = leg_n > 0 ? 1 : 0; x_ = 0.02; if (tot_ >= 0.96) { do for [i_=1:leg_n] { if (x_ + leg_w(i_) > 0.99) { x_ = 0.02; leg_rows = leg_rows + 1 }; x_ = x_ + leg_w(i_) } }"
 
 # ticks on a log10 axis at 1, 2 and 5 of every decade between lo and hi (for
 # data that span too little for decade ticks alone): set log_lo and log_hi, then

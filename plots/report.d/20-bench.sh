@@ -198,7 +198,7 @@ if have gemm.csv; then
     how="On this CPU the curves rise while the products grow large enough for the cores' caches and threads, and flatten where the units run at their rate"
   fi
   chart gemm-tflops "GEMM TFLOP/s against size per variant" \
-    "TFLOP/s against n for n x n x n products, log axes; colour is the precision family (dashed: the library called directly, dotted: the fallback), and the dotted horizontal lines the peak of the unit each runs on. $how${peaks:+; $peaks}."
+    "TFLOP/s against n for n x n x n products, log axes; colour is the precision family, the line style the type ($(line_convention); dotted: the widened fallback), open points a library called directly, and the dotted horizontal lines the peak of the unit each runs on. $how${peaks:+; $peaks}."
   # bf16 and fp16 against fp32 at the largest size; what that means on this device
   sp=$(table gemm.csv '$c["study"] == "square" { t[$c["m"], $c["variant"]] = $c["tflop_per_s"]; if ($c["m"] + 0 > top) top = $c["m"] + 0 }
     END { for (i = 1; i <= 2; i++) { x = i == 1 ? "bf16" : "fp16"; if (!((top, x) in t) || !((top, "fp32") in t)) continue; r = t[top, x] / t[top, "fp32"]
@@ -210,7 +210,7 @@ if have gemm.csv; then
     how="On a CPU a narrower type gains only where its products run on units of their own (here: $(meta gemm.csv cpu-units | grep . || echo 'not recorded')); widened to fp32 it cannot gain."
   fi
   chart gemm-speedup "speed-up over fp32 against size" \
-    "Each variant's TFLOP/s divided by fp32's at the same n: above 1 the narrower type pays off. $how${sp:+ $sp.}"
+    "Each variant's TFLOP/s divided by fp32's at the same n: above 1 the narrower type pays off ($(line_convention)). $how${sp:+ $sp.}"
   if table gemm.csv '$c["study"] == "align" { f = 1 } END { exit !f }'; then
     al=$(table gemm.csv '$c["study"] == "align" { v = $c["variant"]; x = $c["tflop_per_s"] + 0; if (!(v in lo) || x < lo[v]) lo[v] = x; if (!(v in hi) || x > hi[v]) hi[v] = x
           if ($c["m"] % 8 == 0) { a8[v] += x; n8[v]++ } else { a1[v] += x; n1[v]++ } }
@@ -224,7 +224,7 @@ if have gemm.csv; then
       how="Filled points are multiples of 8, open ones are not."
     fi
     chart gemm-align "alignment study around 4096" \
-      "TFLOP/s for n = 4088 ... 4104 against each variant's median over the sweep, a linear axis in per cent. $how $al"
+      "TFLOP/s for n = 4088 ... 4104 against each variant's median over the sweep, a linear axis in per cent, one panel per variant. The band around each line is the point's min-max over its timed launches (TFLOP/s at the longest and the shortest time): a difference inside the bands is the machine's noise. $how $al"
   fi
 fi
 if have gemm_accuracy.csv; then
@@ -236,13 +236,18 @@ if have gemm_accuracy.csv; then
             s = s sprintf("%s%s (%s accumulation) %s", s == "" ? "" : "; ", v, acc[v], w) }
           print s }')
   chart gemm-accuracy "GEMM error against k" \
-    "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32."
+    "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; $(line_convention); dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32."
 fi
 if have bandwidth.csv; then
+  # the cache the chart marks: a CPU's last-level cache, a GPU's L2 (none where not recorded)
+  cache=last-level
+  llc=$(meta bandwidth.csv llc_bytes | awk '$1 > 0 { printf "%g MiB", $1 / 1048576 }')
+  [ -n "$llc" ] || { cache=L2; llc=$(meta bandwidth.csv l2_bytes | awk '$1 > 0 { printf "%g MiB", $1 / 1048576 }'); }
+  [ -z "$llc" ] || llc=" The dotted vertical line in each panel is where the kernel's arrays together fill the $llc $cache cache the run recorded."
   bw=$(table bandwidth.csv '$c["dtype"] != "bytes" && $c["ref_pct"] != "" { b = $c["array_bytes"] + 0; if (b > top) { top = b; s = "" } if (b == top && $c["kernel"] == "triad") s = s sprintf("%s%s triad %.0f%%", s == "" ? "" : ", ", $c["dtype"], $c["ref_pct"]) }
     END { if (s != "") printf "At %d MiB: %s of the reference.", top / 1048576, s }')
   chart bandwidth "bandwidth per kernel and type" \
-    "GB/s of each kernel against the array size, one panel per kernel, one line per type (its family colour), with the same-run copy of the same size that the tables use as reference (grey dashes); the last panel shows the copies behind it. Small arrays fit in cache and run above the memory's rate; from a few times the last-level cache onwards the kernels run at the memory's. $bw"
+    "GB/s of each kernel against the array size, one panel per kernel, one line per type (its family colour), with the same-run copy of the same size that the tables use as reference (grey dashes); the last panel shows the copies behind it. Small arrays fit in cache and run above the memory's rate; from a few times the last-level cache onwards the kernels run at the memory's.$llc $bw"
   ge=$(table bandwidth.csv '$c["kernel"] == "triad" { b = $c["array_bytes"] + 0; if (b > top) top = b; g[b, $c["dtype"]] = $c["gelem_per_s"] }
     END { if (!((top, "fp32") in g)) exit; for (i = 1; i <= 2; i++) { x = i == 1 ? "fp16" : "bf16"; if (!((top, x) in g)) continue; r = g[top, x] / g[top, "fp32"]
             s = s sprintf("%s%s %.2fx fp32 (%s)", s == "" ? "" : ", ", x, r, r >= 1.8 ? "at the 2x line: memory-bound" : "below it: converting the halves costs more than the bytes saved") }
@@ -255,8 +260,22 @@ if have bandwidth_host.csv || [ -f "$dir/bandwidth-host.png" ]; then
     "Host<->device copies: page-locked (pinned) host memory against pageable malloc'd memory, each direction; the gap is the staging copy the driver makes for pageable memory."
 fi
 root=$(dirname "$dir")
+# the comparison charts: each machine by the name the chart gives it, with its device line
+machines() { # CSV: "name (device line)" of every folder beside this one holding CSV
+  local d out=""
+  for d in "$root"/*/; do
+    [ -f "$d/$1" ] || continue
+    out+="${out:+; }$("$(dirname "$0")/../cpu_name.sh" --folder "$d" "$1") ($(sed -n 's/^# device: //p' "$d/$1" | head -1))"
+  done
+  printf '%s' "$out"
+}
 for cmp in compare-gemm compare-bandwidth; do
   if [ -f "$root/$cmp.png" ]; then
-    printf '![%s](../%s.png)\n\n%s\n\n' "$cmp" "$cmp" "Across the machines in $(basename "$root")/: each colour one machine (solid fp16, dashed fp32)."
+    csv=$([ $cmp = compare-gemm ] && echo gemm.csv || echo bandwidth.csv)
+    widened=""
+    if [ $cmp = compare-gemm ] && grep -lq ',fp16,.*widened' "$root"/*/gemm.csv 2>/dev/null; then
+      widened=" fp16 is left out where it runs fp32's sgemm on widened inputs (its line would lie on fp32's)."
+    fi
+    printf '![%s](../%s.png)\n\n%s\n\n' "$cmp" "$cmp" "Across the machines in $(basename "$root")/, each colour one machine: $(machines $csv). Line style: $(line_convention) (bf16 dashed, fp16 dotted).$widened"
   fi
 done

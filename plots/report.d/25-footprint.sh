@@ -94,10 +94,11 @@ fi
 if [ -f "$dir/footprint.png" ]; then
   echo "![GPT-2 124M memory footprint](footprint.png)"
   echo
-  echo "Left: parameter bytes per weight policy, three ways. Middle: the training state per mode, stacked; the black"
-  echo "dash is the estimated peak of a step, the red line the memory the largest batch (above each bar) was fitted"
-  echo "to. Right: the measured step — analytic bars and dash, the allocator's measured peak as a red diamond (its"
-  echo "value above the bar). The parts keep one colour in both panels; the left panel's three ways are greys."
+  echo "Left: parameter bytes per weight policy, three ways (MiB). Middle: the training state per mode, stacked (GiB);"
+  echo "the black dash is the estimated peak of a step, its GiB above the bar, and the red line the memory the"
+  echo "largest batch (in brackets after each mode's name) was fitted to. Right: the measured step — analytic bars and"
+  echo "dash, the allocator's measured peak as a red diamond (its GiB above the bar). The parts keep one colour in"
+  echo "both panels; the left panel's three ways are greys."
   echo
 else
   echo '_Chart footprint.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._'
