@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "cli/csv.h"
 #include "formats/format.h"
@@ -48,13 +47,6 @@ int nx_tour(const nx_ctx *c, const nx_tour_opts *o);
 int nx_tour_demo(const char *s);
 /* --list: the demonstrations, one line each (number, name, what it shows). */
 void nx_tour_list(void);
-/* --step's pause: the prompt on `prompt`, then one line read from `in`. */
-typedef enum {
-  NX_TOUR_NEXT,           /* Enter (or any line not starting with q) */
-  NX_TOUR_STOP,           /* a line starting with q or Q */
-  NX_TOUR_NO_MORE_PAUSES, /* end of input: the rest is shown without pausing */
-} nx_tour_answer;
-nx_tour_answer nx_tour_pause(FILE *in, FILE *prompt);
 
 /* ------------------------------------------------------------ schemas -- */
 

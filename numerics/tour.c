@@ -52,17 +52,24 @@ void nx_tour_list(void) {
   for (int i = 0; i < NX_TOUR_DEMOS; i++) printf("  %d  %-11s %s\n", i + 1, demo_index[i].name, demo_index[i].shows);
 }
 
-nx_tour_answer nx_tour_pause(FILE *in, FILE *prompt) {
+/* --step's pause: the prompt on `prompt`, then one line read from `in`. */
+typedef enum {
+  ANSWER_NEXT,         /* Enter (or any line not starting with q) */
+  ANSWER_STOP,         /* a line starting with q or Q */
+  ANSWER_END_OF_INPUT, /* the rest is shown without pausing */
+} pause_answer;
+
+static pause_answer pause_for_enter(FILE *in, FILE *prompt) {
   fputs("   -- press Enter for the next demo, q then Enter to stop -- ", prompt);
   fflush(prompt);
   char line[64];
   if (!fgets(line, sizeof line, in)) {
     fputc('\n', prompt); /* the prompt's line ends here: nothing will echo a newline */
-    return NX_TOUR_NO_MORE_PAUSES;
+    return ANSWER_END_OF_INPUT;
   }
   bool quit = line[strspn(line, " \t")] == 'q' || line[strspn(line, " \t")] == 'Q';
   while (!strchr(line, '\n') && fgets(line, sizeof line, in)) {} /* the rest of a long line */
-  return quit ? NX_TOUR_STOP : NX_TOUR_NEXT;
+  return quit ? ANSWER_STOP : ANSWER_NEXT;
 }
 
 static const hl_column tour_columns[] = {
@@ -184,9 +191,9 @@ static void show_demos(const nx_ctx *c, const demo *demos, const nx_tour_opts *o
     print_demo(c, i + 1, &demos[i]);
     if (!pausing || i + 1 == NX_TOUR_DEMOS) continue;
     fflush(stdout);
-    nx_tour_answer answer = nx_tour_pause(stdin, stderr);
-    if (answer == NX_TOUR_STOP) break;
-    pausing = answer == NX_TOUR_NEXT;
+    pause_answer answer = pause_for_enter(stdin, stderr);
+    if (answer == ANSWER_STOP) break;
+    pausing = answer == ANSWER_NEXT;
   }
 }
 
