@@ -6,8 +6,9 @@
 # looking up OpenBLAS, oneDNN, MPI or cmocka, and a second run changes
 # nothing; the full setup.sh, on the same machine, asks for OpenBLAS and
 # cmocka. --numerics-only with --peers is refused (exit 2). setup.sh runs in a
-# scratch tree (links to the sources, a copy of scripts/), without nvcc on
-# PATH, so nothing of the real tree is touched.
+# scratch tree (links to the sources, a copy of scripts/), so nothing of the
+# real tree is touched, and without nvcc on PATH (as on a lecturer's laptop;
+# meson may still find a toolkit in /usr/local/cuda, which changes nothing here).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/halflab-setup-numerics.XXXXXX)
@@ -37,7 +38,7 @@ echo "apt-get \$*" >>"$tmp/apt-get.log"
 exit 1
 EOF
 chmod +x "$tmp/bin/dpkg-query" "$tmp/bin/apt-get"
-# PATH without nvcc (a lecturer's laptop): the CUDA backend is not configured
+# PATH without nvcc: setup.sh's NCCL step does not apply
 path=$tmp/bin
 IFS=: read -ra dirs <<<"$PATH"
 for d in "${dirs[@]}"; do [ -x "$d/nvcc" ] || path=$path:$d; done
