@@ -100,7 +100,10 @@ const char *hl_meta_text(void) {
   char units[256];
   hl_cpu_units_line(units, sizeof units);
   const hl_blas_info *blas = hl_blas_info_get();
-  if (k >= 0 && (size_t)k < sizeof text_)
+  if (!blas->opened && k >= 0 && (size_t)k < sizeof text_)
+    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s\n", features,
+                  units, blas->version);
+  else if (k >= 0 && (size_t)k < sizeof text_)
     k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
                   features, units, blas->version, blas->kernels, blas->chosen_by, blas->library,
                   blas->config[0] ? "; config: " : "", blas->config);

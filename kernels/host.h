@@ -86,11 +86,13 @@ typedef struct {
   char chosen_by[256]; /* who chose it, in words */
   bool generic;        /* a generic kernel set on a CPU with AVX2 or AVX-512 */
   char warning[320];   /* why `generic` matters, or "" */
+  bool opened;         /* false in a build that runs no GEMM (-Dnumerics-only=true): `version` says so */
 } hl_blas_info;
 
 /* What was loaded and which kernels run (loads the library if needed; a
  * library that cannot be opened ends the process with file:line and
- * dlerror()'s text, exit status 1). */
+ * dlerror()'s text, exit status 1). A build of halflab-numerics alone
+ * (-Dnumerics-only=true) runs no GEMM and opens nothing here. */
 const hl_blas_info *hl_blas_info_get(void);
 
 /* For the CSV metadata (`# onednn:`): the version and what bf16 and fp16

@@ -39,6 +39,11 @@ static const char usage_text[] =
     "  --count N     overflow: how many copies, 1 to 2147483647 (default 4096). Without\n"
     "                --count and --value, overflow also runs two contrasts\n"
     "                (4000 x 16, 4096 x 1)\n"
+    "  --list        tour: list the demonstrations, numbered and named, and run none\n"
+    "  --only N      tour: show demonstration N alone (its number or name from --list);\n"
+    "                it writes no file\n"
+    "  --step        tour: pause after each demonstration until Enter (q then Enter\n"
+    "                stops), when stdin is a terminal\n"
     "  --device D    auto (default: the CPU, and the GPU as well when one is usable), cpu, cuda\n"
     "  --out DIR     output folder (default results/<machine>/, named after the GPU if used)\n"
     "  --quick       smaller sweeps and samples\n"
@@ -90,6 +95,28 @@ static const hl_schema *const tables[SUB_ALL][5] = {
     [SUB_TOUR] = {&nx_tour_schema},
 };
 
+/* The options of `tour` alone, checked before anything is made. --list
+ * prints the list and ends the run (exit 0); --only and --list write no
+ * file, so they take no --out. */
+static void tour_options(subcommand sub, bool list, const char *only_s, bool step, const char *out, nx_tour_opts *o) {
+  const char *given = list ? "--list" : only_s ? "--only" : step ? "--step" : NULL;
+  if (given && sub != SUB_TOUR) hl_usage_error("%s applies to 'tour' only, not '%s'", given, sub_names[sub]);
+  if (list && (only_s || step))
+    hl_usage_error("--list runs no demonstration: it takes no %s", only_s ? "--only" : "--step");
+  if (only_s) {
+    o->only = nx_tour_demo(only_s);
+    if (!o->only)
+      hl_usage_error("--only: '%s' is no demonstration of the tour (1 to %d or a name; tour --list shows them)", only_s,
+                     NX_TOUR_DEMOS);
+  }
+  if ((list || only_s) && out) hl_usage_error("--out: 'tour %s' writes no file", list ? "--list" : "--only");
+  o->step = step;
+  if (list) {
+    nx_tour_list();
+    exit(0);
+  }
+}
+
 /* --columns-md: every table's section of docs/columns.md. */
 static void print_columns_markdown(void) {
   for (int s = 0; s < SUB_ALL; s++)
@@ -107,17 +134,18 @@ static void lock_tables(const nx_ctx *c, subcommand sub, bool formats_value) {
 
 int main(int argc, char **argv) {
   hl_cli_init("halflab-numerics", argc, argv);
-  enum { OPT_VALUE = 256, OPT_COUNT, OPT_COLUMNS_MD };
+  enum { OPT_VALUE = 256, OPT_COUNT, OPT_COLUMNS_MD, OPT_LIST, OPT_ONLY, OPT_STEP };
   static const struct option longopts[] = {
       {"value", required_argument, NULL, OPT_VALUE}, {"count", required_argument, NULL, OPT_COUNT},
-      {"columns-md", no_argument, NULL, OPT_COLUMNS_MD},
+      {"columns-md", no_argument, NULL, OPT_COLUMNS_MD}, {"list", no_argument, NULL, OPT_LIST},
+      {"only", required_argument, NULL, OPT_ONLY},     {"step", no_argument, NULL, OPT_STEP},
       HL_CLI_LONGOPT_DEVICE,                         HL_CLI_LONGOPT_OUT,
       HL_CLI_LONGOPT_QUICK,                          HL_CLI_LONGOPT_SEED,
       HL_CLI_LONGOPT_HELP,                           HL_CLI_LONGOPT_VERSION,
       {NULL, 0, NULL, 0}};
   hl_cli_common common = hl_cli_common_defaults(usage_text);
-  const char *value_s = NULL, *count_s = NULL, *seed_s = NULL;
-  bool columns_md = false;
+  const char *value_s = NULL, *count_s = NULL, *seed_s = NULL, *only_s = NULL;
+  bool columns_md = false, list = false, step = false;
   opterr = 0; /* our own one-line messages */
   int opt;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -130,6 +158,9 @@ int main(int argc, char **argv) {
       case OPT_VALUE: value_s = optarg; break;
       case OPT_COUNT: count_s = optarg; break;
       case OPT_COLUMNS_MD: columns_md = true; break;
+      case OPT_LIST: list = true; break;
+      case OPT_ONLY: only_s = optarg; break;
+      case OPT_STEP: step = true; break;
       case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
       default:
         if (optopt) hl_usage_error("unknown option '-%c'", optopt);
@@ -165,13 +196,17 @@ int main(int argc, char **argv) {
     }
   }
   if (sub == SUB_FORMATS && value_s) formats_value = hl_parse_double("--value", value_s, false);
+  nx_tour_opts tour = {0};
+  tour_options(sub, list, only_s, step, common.out, &tour);
 
   char notice[512];
   choose_devices(common.device, &c, notice, sizeof notice);
   hl_device_kind primary = c.dev[c.ndev - 1]; /* the GPU names the folder when it is used */
   char outdir[4096];
-  c.outdir = hl_cli_outdir(common.out, primary, outdir, sizeof outdir);
-  lock_tables(&c, sub, sub == SUB_FORMATS && value_s);
+  if (!tour.only) { /* tour --only writes nothing */
+    c.outdir = hl_cli_outdir(common.out, primary, outdir, sizeof outdir);
+    lock_tables(&c, sub, sub == SUB_FORMATS && value_s);
+  }
   fputs(notice, stderr);
   hl_meta_set_devices(c.dev, c.ndev);
   hl_meta_set("seed", "%llu", (unsigned long long)c.seed);
@@ -182,13 +217,13 @@ int main(int argc, char **argv) {
     case SUB_OVERFLOW: return nx_overflow(&c, &ov);
     case SUB_ABSORPTION: return nx_absorption(&c);
     case SUB_SUBNORMAL: return nx_subnormal(&c);
-    case SUB_TOUR: return nx_tour(&c);
+    case SUB_TOUR: return nx_tour(&c, &tour);
     default: {
       int rc = nx_formats(&c, NULL);
       if (!rc) rc = nx_overflow(&c, &ov);
       if (!rc) rc = nx_absorption(&c);
       if (!rc) rc = nx_subnormal(&c);
-      if (!rc) rc = nx_tour(&c);
+      if (!rc) rc = nx_tour(&c, &tour);
       if (!rc) fprintf(stderr, "%s: CSV files written to %s/\n", hl_prog(), c.outdir);
       return rc;
     }

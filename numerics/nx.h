@@ -34,7 +34,19 @@ int nx_formats(const nx_ctx *c, const double *value); /* value: --value X, or NU
 int nx_overflow(const nx_ctx *c, const nx_overflow_opts *o);
 int nx_absorption(const nx_ctx *c);
 int nx_subnormal(const nx_ctx *c);
-int nx_tour(const nx_ctx *c);
+
+/* The tour (tour.c): its demonstrations are numbered 1 to NX_TOUR_DEMOS. */
+#define NX_TOUR_DEMOS 5
+typedef struct {
+  int only;  /* --only: the one demonstration to show, 1 to NX_TOUR_DEMOS; 0: all, and tour.csv written */
+  bool step; /* --step: pause after each demonstration when stdin is a terminal */
+} nx_tour_opts;
+int nx_tour(const nx_ctx *c, const nx_tour_opts *o);
+/* A demonstration's number from its number or its name ("2", "overflow",
+ * any case); 0 when s is neither. */
+int nx_tour_demo(const char *s);
+/* --list: the demonstrations, one line each (number, name, what it shows). */
+void nx_tour_list(void);
 
 /* ------------------------------------------------------------ schemas -- */
 

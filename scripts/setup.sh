@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# scripts/setup.sh [--peers] — make this machine ready to build and test
-# halflab, then configure build/ (release). Idempotent: what is installed
-# stays, a configured build/ is left as it is, so a second run changes nothing.
+# scripts/setup.sh [--peers | --numerics-only] — make this machine ready to
+# build and test halflab, then configure build/ (release). Idempotent: what is
+# installed stays, a configured build/ is left as it is, so a second run
+# changes nothing.
 #
 #   as root:   installs the Debian packages that are missing (apt-get);
 #   otherwise: prints the exact apt-get line and exits 1 when something is missing.
+#   --numerics-only: for a class: only what halflab-numerics and its charts
+#              need (a C compiler, meson, ninja, gnuplot, and poppler-utils to
+#              join slides into one PDF), and build/ configured with
+#              -Dnumerics-only=true, which builds halflab-numerics alone. A
+#              build/ configured in full already has it and is left as it is;
+#              a later run without --numerics-only installs the rest and turns
+#              build/ into a full one.
 #   --peers:   also the PyTorch peer (bench/peers/, the e2e parity tests):
 #              PyTorch 2.15.0 and numpy from pip in a virtual environment
 #              outside the checkout, $HALFLAB_PEER_VENV or by default
@@ -30,20 +38,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 peers=0
+numerics_only=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --numerics-only) numerics_only=1 ;;
+    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
 
+if [ $peers = 1 ] && [ $numerics_only = 1 ]; then
+  echo "setup.sh: --peers and --numerics-only exclude each other (the peer needs the full build)" >&2
+  exit 2
+fi
+
 packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox poppler-utils libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
           libopenmpi-dev openmpi-bin)
+[ $numerics_only = 1 ] && packages=(gcc libc6-dev meson ninja-build gnuplot-nox poppler-utils)
 [ $peers = 1 ] && packages+=(python3 python3-venv)
 # NCCL for GPU ranks: the toolkit's or the system's, an installed wheel, else the wheel to install (below)
 nccl_wheel=0
-if command -v nvcc >/dev/null 2>&1; then
+if [ $numerics_only = 0 ] && command -v nvcc >/dev/null 2>&1; then
   toolkit=$(dirname "$(dirname "$(command -v nvcc)")")
   if { [ -f "$toolkit/include/nccl.h" ] && ls "$toolkit"/lib64/libnccl.so* "$toolkit"/lib/libnccl.so* >/dev/null 2>&1; } ||
      { [ -f /usr/include/nccl.h ] && ls /usr/lib/*/libnccl.so* >/dev/null 2>&1; }; then
@@ -93,7 +109,23 @@ if [ $nccl_wheel = 1 ]; then
   fi
 fi
 
-if [ -f build/build.ninja ] && [ $nccl_installed = 1 ]; then
+# build/'s numerics-only option as configured ("true", "false"; "" when it is not configured)
+configured_numerics_only() {
+  [ -f build/meson-info/intro-buildoptions.json ] || return 0
+  python3 -c 'import json, sys
+print(next((str(o["value"]).lower() for o in json.load(open(sys.argv[1])) if o["name"] == "numerics-only"), "false"))' \
+    build/meson-info/intro-buildoptions.json
+}
+
+if [ $numerics_only = 1 ]; then
+  if [ -f build/build.ninja ]; then
+    echo "setup.sh: build/ is configured (halflab-numerics is in every build of it)" >&2
+  else
+    meson setup build --buildtype=release -Dnumerics-only=true >&2
+  fi
+elif [ -f build/build.ninja ] && [ "$(configured_numerics_only)" = true ]; then
+  meson setup --reconfigure build -Dnumerics-only=false >&2 # the full build, now that its packages are here
+elif [ -f build/build.ninja ] && [ $nccl_installed = 1 ]; then
   meson setup --reconfigure build >&2 # NCCL is new: the configured build/ looks again
 elif [ -f build/build.ninja ]; then
   echo "setup.sh: build/ is configured (ninja reconfigures it by itself when meson.build changes)" >&2

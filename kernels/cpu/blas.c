@@ -109,6 +109,7 @@ static void load(void) {
   api_.sgemm = (__typeof__(api_.sgemm))need(lib, "cblas_sgemm");
   api_.dgemm = (__typeof__(api_.dgemm))need(lib, "cblas_dgemm");
   describe_kernels(lib, f, asked);
+  info_.opened = true;
 }
 
 const hl_blas_api *hl_blas(void) {
@@ -117,6 +118,11 @@ const hl_blas_api *hl_blas(void) {
 }
 
 const hl_blas_info *hl_blas_info_get(void) {
+#ifdef HL_BLAS_NOT_OPENED
+  /* halflab-numerics alone: no GEMM runs, so no BLAS need be installed to describe it */
+  static const hl_blas_info not_opened = {.version = "not opened: this build (-Dnumerics-only=true) runs no GEMM"};
+  return &not_opened;
+#endif
   pthread_once(&once_, load);
   return &info_;
 }

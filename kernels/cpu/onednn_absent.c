@@ -1,11 +1,12 @@
 /* onednn_absent.c — kernels/cpu/onednn_gemm.h in a build without oneDNN
- * (libdnnl-dev not found at configure time, or -Donednn=disabled): every
+ * (libdnnl-dev not found at configure time, -Donednn=disabled, or a build of
+ * halflab-numerics alone, -Dnumerics-only=true): every
  * GEMM takes the widening path, and the words say why. */
 #include <stdio.h>
 
 #include "kernels/cpu/onednn_gemm.h"
 
-static const char absent[] = "oneDNN is not built in (libdnnl-dev missing at configure time or -Donednn=disabled)";
+static const char absent[] = "oneDNN is not built in (libdnnl-dev missing at configure time, -Donednn=disabled or -Dnumerics-only=true)";
 
 bool hl_onednn_gemm(const hl_gemm_desc *d) {
   (void)d;
