@@ -49,16 +49,20 @@ array cat[8] = ['#E69F00', '#56B4E9', '#999999', '#882255', '#DDCC77', '#332288'
 cat_color(i) = cat[(int(i) - 1) % 8 + 1]
 
 # ---------------------------------------------------------------- training modes
-# one dash and one point per mode; the colour is the mode's family
+# one dash and one point per mode; the colour is the mode's family. fp32 is
+# the one solid line (the baseline); every other mode has a dash pattern of
+# its own (gnuplot's dt: a number or a (dash, gap, ...) list, spliced into
+# the plot command); mode_line(m) is the three together
 mode_list = 'fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure'
 mode_index(m) = (strstrt(' '.mode_list.' ', ' '.m.' ') > 0) ? \
     words(substr(mode_list, 1, strstrt(' '.mode_list.' ', ' '.m.' ') - 1)) + 1 : 1
-array mode_dash_of[7] = [1, 1, 1, 2, 4, 5, 3]
+array mode_dash_of[7] = ['1', '2', '(12,5)', '3', '4', '5', '(22,7)']
 array mode_pt_of[7] = [7, 5, 9, 11, 13, 4, 6]
 array mode_lw_of[7] = [2.5, 2.5, 2.5, 2, 2, 2, 2]
 mode_dash(m) = mode_dash_of[mode_index(m)]
 mode_pt(m) = mode_pt_of[mode_index(m)]
 mode_lw(m) = mode_lw_of[mode_index(m)]
+mode_line(m) = sprintf("lw %g dt %s lc rgb '%s'", mode_lw(m), mode_dash(m), fcolor(m))
 
 # the run groups' panel titles, with the names the report uses
 group_title(g) = g eq 'tiny' ? "tiny: GPT, sorting, AdamW (cosine)" : \
@@ -92,6 +96,7 @@ slides_pt = 21.0          # 28 px em on 1080 px: 1/38.6 of the height
 print_pt = 12.75          # 8.5 pt on paper
 slides_lw = 1.5
 print_lw = 1.5            # lw 1 is 0.5 pt in pdfcairo: 0.75 pt
+print_ps = 0.5            # pdfcairo's points are twice screen's against the text
 small_pt(pt) = pt * 0.85  # the screen footer
 scale_of(w) = w > 1280 ? w / 1280.0 : 1.0
 font_pt(w) = base_pt * scale_of(w)
@@ -108,7 +113,7 @@ slides_png(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
 slides_pdf(x) = (cur_w = 1920, cur_h = 1080, cur_pt = slides_pt, \
                  sprintf("set terminal pdfcairo size 13.333in,7.5in enhanced font 'Sans,%.2f' linewidth %.2f", slides_pt, slides_lw))
 print_pdf(win, hin) = (cur_w = win * 144, cur_h = hin * 144, cur_pt = print_pt, \
-                 sprintf("set terminal pdfcairo size %.3fin,%.3fin enhanced font 'Sans,%.2f' linewidth %.2f", win, hin, print_pt, print_lw))
+                 sprintf("set terminal pdfcairo size %.3fin,%.3fin enhanced font 'Sans,%.2f' linewidth %.2f pointscale %.2f", win, hin, print_pt, print_lw, print_ps))
 # The height of the 3.5-in print rendering over its width: the script's own
 # aspect, or narrow_aspect where the script sets one (a column needs taller
 # panels than a page).
@@ -179,8 +184,14 @@ array leg_title[32]
 leg_n = 0
 leg_w(i) = (strlen(leg_title[i]) * 0.62 + 10.0) * cur_pt / cur_w
 leg_row_h(x) = 1.6 * cur_pt / cur_h
+# N lines of body text, as a fraction of the canvas's height (margins that
+# hold titles, tick labels and legends in every preset)
+text_h(n) = n * 1.6 * cur_pt / cur_h
 legend_strip(y) = sprintf("unset border; unset xtics; unset ytics; unset mxtics; unset mytics; unset x2tics; unset y2tics; unset xlabel; unset ylabel; unset title; unset grid; unset logscale; unset label; unset arrow; unset object; unset offsets; set xrange [0:1]; set yrange [0:1]; tot_ = 0; do for [i_=1:leg_n] { tot_ = tot_ + leg_w(i_) }; x_ = tot_ < 0.96 ? 0.5 - tot_ / 2 : 0.02; y_ = %g; do for [i_=1:leg_n] { if (x_ + leg_w(i_) > 0.99) { x_ = 0.02; y_ = y_ - leg_row_h(0) }; set key at screen x_, screen y_ left center reverse Left samplen 2.5 noopaque nobox; eval 'plot NaN '.leg_spec[i_].' title \"'.leg_title[i_].'\"'; x_ = x_ + leg_w(i_) }; leg_n = 0", y)
 legend_add = "leg_n = leg_n + 1; leg_spec[leg_n] = ls_; leg_title[leg_n] = lt_"
+# eval legend_count (after the entries are added, after out_open): leg_rows,
+# the rows legend_strip will take, for the margin below the panels
+legend_count = "tot_ = 0; do for [i_=1:leg_n] { tot_ = tot_ + leg_w(i_) }; leg_rows = leg_n > 0 ? 1 : 0; x_ = 0.02; if (tot_ >= 0.96) { do for [i_=1:leg_n] { if (x_ + leg_w(i_) > 0.99) { x_ = 0.02; leg_rows = leg_rows + 1 }; x_ = x_ + leg_w(i_) } }"
 
 # ticks on a log10 axis at 1, 2 and 5 of every decade between lo and hi (for
 # data that span too little for decade ticks alone): set log_lo and log_hi, then
