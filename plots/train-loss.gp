@@ -21,7 +21,6 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1", dir))
 
 modes = 'fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure'
 # colour: the mode's family; dash and point: the mode (style.gp)
@@ -37,6 +36,8 @@ last(g) = real(system(sprintf("cat '%s'/train_%s_*_summary.csv 2>/dev/null | awk
 sumval(g, m, col) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"%s\"]; exit }' '%s/train_%s_%s_summary.csv' 2>/dev/null", col, dir, g, m))
 nevals(g, m) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } length($c[\"eval_acc\"]) { n++ } END { print n + 0 }' '%s'", file(g, m))))
 what(g) = group_title(g)
+# the device of the first group's runs (its first mode's file), for the screen footer
+desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_%s_*_steps.csv | head -1)\" | head -1 | cut -d, -f1", dir, word(groups, 1)))
 
 set datafile separator ','
 set datafile commentschars '#'

@@ -19,12 +19,13 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls '%s'/train_*_steps.csv 2>/dev/null | head -1)\" | cut -d, -f1", dir))
 
 modes = 'amp-fp16 fp16-static fp16-master'
 
 file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
 group_files(g) = sprintf("'%s' '%s' '%s'", file(g, 'amp-fp16'), file(g, 'fp16-static'), file(g, 'fp16-master'))
+# the device of the first group's runs, for the screen footer
+desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls %s 2>/dev/null | head -1)\" | head -1 | cut -d, -f1", group_files(word(groups, 1))))
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 skips(g, m) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } $c[k] == 1' k=skipped '%s'", file(g, m))
 nskips(g, m) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[k] == 1 { n++ } END { print n + 0 }' k=skipped '%s'", file(g, m))))
