@@ -68,7 +68,7 @@ claim_narrow = have_scaled ? sprintf("Under fp16's normal range: %s; scaled x%s:
 set datafile separator ','
 set datafile commentschars '#'
 
-W = 700 * ng + 100
+W = 700 * ng + 100 < 1280 ? 1280 : 700 * ng + 100   # the title needs 1280 px
 H = 900
 narrow_aspect = 0.62 * ng + 0.35
 have_amp = 0

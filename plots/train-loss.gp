@@ -67,7 +67,7 @@ set datafile commentschars '#'
 set datafile columnheaders
 set datafile missing ''
 
-W = 620 * ng + 120
+W = 620 * ng + 120 < 1280 ? 1280 : 620 * ng + 120   # the title needs 1280 px
 H = 1150
 narrow_aspect = 0.62 * ng + 0.35   # the loss panels stacked, the legend under them
 array seen[7]

@@ -53,7 +53,7 @@ set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
-W = 620 * ng + 120
+W = 620 * ng + 120 < 1280 ? 1280 : 620 * ng + 120   # the title needs 1280 px
 H = 800
 narrow_aspect = 0.55 * ng + 0.3
 array seen[3]

@@ -67,7 +67,7 @@ array leg_short[7] = ['fp32: underflow in fp16', 'fp32: flushed', 'amp-fp16, sca
 # eval add_legend with leg_r set (0: both rows) and long (the screen's names)
 add_legend = "do for [k_=1:7] { if (leg_r == 0 || leg_row[k_] == leg_r) { ls_ = leg_style[k_]; lt_ = long ? leg_long[k_] : leg_short[k_]; eval legend_add } }"
 
-W = 620 * ng + 140
+W = 620 * ng + 140 < 1280 ? 1280 : 620 * ng + 140   # the title needs 1280 px
 H = 1350
 narrow_aspect = 1.45
 footer = desc
