@@ -48,7 +48,8 @@ bars = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; nex
           v[c[\"allreduce_exposed_ms_median\"]] == \"\" ? 0 : v[c[\"allreduce_exposed_ms_median\"]], \
           v[c[\"allreduce_bytes\"]] / 1048576, v[c[\"step_time_ms_median\"]] / base } } }' '".in."'"
 # the screen footer: the device and the runs' settings (the caption in REPORT.md says them too)
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | cut -d, -f1", in)).'; mpirun (Open MPI); the small preset, batch 16; buckets of 25 MiB'
+desc = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | cut -d, -f1", in)).'; mpirun (Open MPI)'. \
+       system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"name\"] == \"dp-small-2x1-fp32\" { printf \"; the small preset, batch %%s; buckets of %%s MiB\", $c[\"batch\"], $c[\"bucket_mb\"]; exit }' '%s'", in))
 # the bar's colour: the wire's family; the one-process bar (no all-reduce) a grey no family uses
 bar_color(f) = f eq 'none' ? 0x999999 : fcolor_int(f)
 
@@ -95,7 +96,7 @@ do for [out_i=1:out_n] {
   ptitle = long ? 3 : 2                       # each panel's title lines, the last blank: the modes' names above the bars
   g_cols = 1
   g_rows = np
-  g_T = 1 - text_h((long ? 2 : 1) + (narrow ? 2 : 1.6) + ptitle + 0.8)
+  g_T = 1 - text_h((long ? 2.5 : 1) + (narrow ? 2 : 1.6) + ptitle + 0.8)
   g_B = text_h(leg_rows + 3.2 + (long ? 1 : 0))
   g_vs = text_h(ptitle + 1.2 + (narrow ? 4.5 : 3.2))
   g_L = narrow ? 0.16 : 0.08
@@ -134,13 +135,13 @@ do for [out_i=1:out_n] {
     if (np > 1) {
       pi_ = pi_ + 1
       eval cell(1, pi_)
-      set title long ? "the gradient all-reduce per step: time in the collectives (open) and its exposed part (filled: the wait after the backward, the write-back)\nlabels: MiB each rank sends per step\n" : \
+      set title long ? "the gradient all-reduce per step: time in the collectives (open) and its exposed part (filled: the wait after the backward, the write-back)\nlabels: MiB each rank sends per step; none: one process, no all-reduce\n" : \
                 narrow ? "all-reduce (open), exposed (filled); MiB sent\n" : "all-reduce: in the collectives (open), exposed (filled); labels: MiB sent\n"
       set ylabel narrow ? 'ms per step' : 'ms per step (median)'
       eval "plot bars using (column('x')):(strcol('family') eq 'none' ? 1/0 : column('busy')):(0.8):(bar_color(strcol('family'))):xtic(strcol('label')) with boxes lc rgb variable lw 2 fs empty, \
            '' using 'x':(strcol('family') eq 'none' ? 1/0 : column('exposed')):(0.5):(bar_color(strcol('family'))) with boxes lc rgb variable fs solid 0.85 noborder, \
            '' using 'x':(strcol('family') eq 'none' ? 1/0 : (column('busy') > column('exposed') ? column('busy') : column('exposed'))):(sprintf('%.1f', column('mib'))) with labels ".lrot.", \
-           '' using 'x':(strcol('family') eq 'none' ? 0 : 1/0):(long ? 'no all-reduce' : 'none') with labels ".lrot." tc rgb c_note"
+           '' using 'x':(strcol('family') eq 'none' ? 0 : 1/0):('none') with labels ".lrot." tc rgb c_note"
     }
   }
 
@@ -150,6 +151,7 @@ do for [out_i=1:out_n] {
     unset x2tics
     set xtics auto norotate
     set xrange [*:*]
+    set autoscale xfix   # the steps run, not a round tick past them
     set offsets 0, 0, 0, 0
     set logscale y
     set format y '10^{%L}'
