@@ -49,16 +49,20 @@ array cat[8] = ['#E69F00', '#56B4E9', '#999999', '#882255', '#DDCC77', '#332288'
 cat_color(i) = cat[(int(i) - 1) % 8 + 1]
 
 # ---------------------------------------------------------------- training modes
-# one dash and one point per mode; the colour is the mode's family
+# one dash and one point per mode; the colour is the mode's family. fp32 is
+# the one solid line (the baseline); every other mode has a dash pattern of
+# its own (gnuplot's dt: a number or a (dash, gap, ...) list, spliced into
+# the plot command); mode_line(m) is the three together
 mode_list = 'fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure'
 mode_index(m) = (strstrt(' '.mode_list.' ', ' '.m.' ') > 0) ? \
     words(substr(mode_list, 1, strstrt(' '.mode_list.' ', ' '.m.' ') - 1)) + 1 : 1
-array mode_dash_of[7] = [1, 1, 1, 2, 4, 5, 3]
+array mode_dash_of[7] = ['1', '2', '(12,5)', '3', '4', '5', '(22,7)']
 array mode_pt_of[7] = [7, 5, 9, 11, 13, 4, 6]
 array mode_lw_of[7] = [2.5, 2.5, 2.5, 2, 2, 2, 2]
 mode_dash(m) = mode_dash_of[mode_index(m)]
 mode_pt(m) = mode_pt_of[mode_index(m)]
 mode_lw(m) = mode_lw_of[mode_index(m)]
+mode_line(m) = sprintf("lw %g dt %s lc rgb '%s'", mode_lw(m), mode_dash(m), fcolor(m))
 
 # the run groups' panel titles, with the names the report uses
 group_title(g) = g eq 'tiny' ? "tiny: GPT, sorting, AdamW (cosine)" : \

@@ -1,10 +1,12 @@
-# plots/train-perf.gp RESULTS_DIR — halflab-train's cost per precision mode:
-# the median step time (after the warm-up), the throughput at that time and
-# the accounting allocator's peak, one bar per mode with its ratio to fp32;
-# for the gpt2 preset (GPU) when present, else the tiny preset. On the CPU a
-# fourth panel: the tiny fp32 step with 1 and 2 threads, OpenMP's passive
-# wait policy against libgomp's default, with the machine's load average.
-# Reads train_summary.csv; writes train-perf.png and .svg.
+# plots/train-perf.gp RESULTS_DIR — halflab-train's speed and memory per
+# precision mode: the throughput at the median step (after the warm-up),
+# labelled with the speed-up over fp32 (fp32's step time / the mode's: above
+# 1 faster, the report's one measure of speed), and the accounting
+# allocator's peak with its ratio to fp32's; for the gpt2 preset (GPU) when
+# present, else the tiny preset. On the CPU a third panel (not on a slide):
+# the tiny fp32 step with 1 and 2 threads, OpenMP's passive wait policy
+# against libgomp's default, with the machine's load average. Reads
+# train_summary.csv; writes the preset's files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -25,77 +27,84 @@ nthreads = count('$c["name"] ~ /^threads-/')
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s { r[$c[\"mode\"]] = $0 } END { split(\"fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure\", m, \" \"); for (k = 1; k <= 7; k++) if (m[k] in r) print r[m[k]] }' '%s'", cond, in)
 trows = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } $c[\"name\"] ~ /^threads-/' '%s'", in)
 ref(col) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s && $c[\"mode\"] == \"fp32\" { print $c[\"%s\"] }' '%s'", sel, col, in)))
-desc = system(sprintf("sed -n 's/^# device: //p' '%s' '%s'/train_*_summary.csv 2>/dev/null | head -1 | cut -d, -f1 | sed 's/_/\\\\_/g'", in, dir))
-t32 = ref('step_time_ms_median')
-r32 = ref(group eq 'gpt2' ? 'tokens_per_s' : 'tokens_per_s')
+desc = system(sprintf("sed -n 's/^# device: //p' '%s' '%s'/train_*_summary.csv 2>/dev/null | head -1 | cut -d, -f1", in, dir))
+r32 = ref('tokens_per_s')
 m32 = ref('mem_peak_bytes')
-np = nthreads > 0 ? 4 : 3
+np = nthreads > 0 ? 3 : 2
 MiB = 1048576.0
 
 set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 ok(st) = st eq 'completed'
-# a run that stopped early: its few timed steps (the first ones included) are no measure of the mode
-flag(st) = ok(st) ? '' : sprintf("\n(%s)", st)
-# the ratio labels of every other bar sit higher (offset 3.0 against 1.4 lines), so that the labels
-# of neighbouring bars of like height never meet
+# the ratio labels sit in two rows above the tallest bar, neighbours in different rows, so that they never
+# meet; a run that stopped early is named, not measured: its few timed steps (the first ones included) are
+# no measure of the mode
+ratio_label(v, ref, st) = ok(st) ? sprintf('%.2fx', v / ref) : st
+# the claim: the amp modes' speed-up over fp32 (tokens per second: batches may differ)
+speedup_of(m) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s && $c[\"mode\"] == \"%s\" && $c[\"status\"] == \"completed\" { print $c[\"tokens_per_s\"] / %.17g; exit }' '%s'", sel, m, r32, in)))
+claim = ''
+do for [m in 'amp-bf16 amp-fp16'] {
+  if (count(sel.sprintf(' && $c["mode"] == "%s" && $c["status"] == "completed"', m)) > 0) {
+    claim = claim.sprintf("%s %s %.2fx", claim eq '' ? '' : ',', m, speedup_of(m))
+  }
+}
+claim_narrow = claim eq '' ? sprintf("speed per precision mode (%s)", group) : sprintf("Speed-up (%s):%s", group, claim)
+claim = claim eq '' ? sprintf("speed and memory per precision mode (%s)", group) : sprintf("Speed-up over fp32 (%s):%s", group, claim)
+# one panel of bars per mode: VALUE (a using expression), the reference its labels divide by; eval it
+bars(value, ref) = sprintf("stats rows(sel) using (%s) name 'B_' nooutput; set yrange [0:B_max * 1.32]; \
+  plot rows(sel) using 0:(ok(strcol('status')) ? %s : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
+  '' using 0:(ok(strcol('status')) ? 1/0 : %s):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable lw 2 fs solid 0.25 border lc rgb variable, \
+  '' using 0:(B_max * (int($0) %% 2 ? 1.1 : 1.22)):(ratio_label(%s, %.17g, strcol('status'))) with labels", value, value, value, value, ref)
 
-# two panels a row: the ratio labels need the width of a bar each
 W = 1600
 H = np > 2 ? 1300 : 760
-g_cols = 2
-g_rows = np > 2 ? 2 : 1
-g_L = 0.08
-g_R = 0.98
-g_B = np > 2 ? 0.11 : 0.2
-g_T = np > 2 ? 0.86 : 0.74
-g_hs = 0.1
-g_vs = 0.17
-do for [out=1:2] {
-  if (out == 1) { eval png(W, H); set output dir.'/train-perf.png' } else { eval svg(W, H); set output dir.'/train-perf.svg' }
-  set multiplot title sprintf("halflab-train, %s preset: cost per precision mode (median step after the warm-up; labels: ratio to fp32)\n%s; colour: the mode's precision family; hatched: a run that did not complete, its timings from the steps it ran", group, desc)
+narrow_aspect = np * 0.62 + 0.2
+footer = desc
+do for [out_i=1:out_n] {
+  eval out_open(dir, 'train-perf', W, H, out_i)
+  set autoscale   # the last output's panels fixed the ranges
+  # speed and memory side by side, the threads under them (not on a slide); a column stacks them
+  npan = preset eq 'slides' ? 2 : np
+  long = preset eq 'screen'
+  g_cols = narrow ? 1 : 2
+  g_rows = narrow ? npan : (npan > 2 ? 2 : 1)
+  g_T = 1 - text_h((long ? 2 : 1) + (narrow ? 2 : 1.6) + 1)
+  g_B = text_h(6.0 + (long ? 1 : 0))     # the mode names, slanted
+  g_vs = text_h(1 + 7)
+  g_L = narrow ? 0.17 : long ? 0.07 : 0.08
+  g_R = narrow ? 0.93 : 0.97
+  g_hs = long ? 0.08 : 0.09
+  set multiplot title title_of(sprintf("halflab-train, %s preset: speed and memory per precision mode (median step after the warm-up)\ncolour: the mode's precision family; pale: a run that did not complete, not measured", group), narrow ? claim_narrow : claim)
   set border 3
   set xtics nomirror rotate by -40 left
   set ytics nomirror
-  set grid ytics back lc rgb '#dddddd'
+  eval 'set grid ytics '.grid_opts
   set boxwidth 0.7
-  set yrange [0:*]
-  set offsets 0.5, 0.5, graph 0.16, 0
+  set offsets 0.5, 0.5, 0, 0
   unset key
   set xlabel ''
 
   eval cell(1, 1)
-  set title 'step time'
-  set ylabel 'ms per step (median)'
-  plot rows(sel) using 0:(ok(strcol('status')) ? column('step_time_ms_median') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
-       '' using 0:(ok(strcol('status')) ? 1/0 : column('step_time_ms_median')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:(int($0) % 2 ? 1/0 : column('step_time_ms_median')):(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 1.4, \
-       '' using 0:(int($0) % 2 ? column('step_time_ms_median') : 1/0):(sprintf('%.2fx%s', column('step_time_ms_median') / t32, flag(strcol('status')))) with labels offset 0, 3.0
-
-  eval cell(2, 1)
-  set title 'throughput'
-  set ylabel 'tokens per second'
-  set format y '%.0f'
-  plot rows(sel) using 0:(ok(strcol('status')) ? column('tokens_per_s') : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
-       '' using 0:(ok(strcol('status')) ? 1/0 : column('tokens_per_s')):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:(int($0) % 2 ? 1/0 : column('tokens_per_s')):(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 1.4, \
-       '' using 0:(int($0) % 2 ? column('tokens_per_s') : 1/0):(sprintf('%.2fx%s', column('tokens_per_s') / r32, flag(strcol('status')))) with labels offset 0, 3.0
+  set title long ? "throughput; labels: speed-up over fp32 (fp32's step time / the mode's)" : 'speed-up over fp32'
+  set ylabel narrow ? 'tokens/s' : 'tokens per second'
+  set format y '%.0s%c'   # 250k: room for the axis label
+  eval bars("column('tokens_per_s')", r32)
   set format y '%g'
+  unset label 9999   # the footer, once
 
-  eval cell(1, 2)
-  set title "peak memory (accounting allocator)"
+  eval narrow ? cell(1, 2) : cell(2, 1)
+  set title long ? "peak memory (accounting allocator); labels: the mode's / fp32's" : "peak memory vs fp32"
   set ylabel 'MiB'
-  plot rows(sel) using 0:(ok(strcol('status')) ? column('mem_peak_bytes') / MiB : 1/0):(0.7):(fcolor_int(strcol('mode'))):xtic(strcol('mode')) with boxes lc rgb variable fs solid 0.9 noborder, \
-       '' using 0:(ok(strcol('status')) ? 1/0 : column('mem_peak_bytes') / MiB):(0.7):(fcolor_int(strcol('mode'))) with boxes lc rgb variable fs pattern 4, \
-       '' using 0:(int($0) % 2 ? 1/0 : (column('mem_peak_bytes') / MiB)):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 1.4, \
-       '' using 0:(int($0) % 2 ? (column('mem_peak_bytes') / MiB) : 1/0):(sprintf('%.2fx%s', column('mem_peak_bytes') / m32, flag(strcol('status')))) with labels offset 0, 3.0
+  eval bars("column('mem_peak_bytes') / MiB", m32 / MiB)
 
-  if (nthreads > 0) {
-    eval cell(2, 2)
+  if (npan > 2) {
+    eval narrow ? cell(1, 3) : cell(1, 2)
     # a linear axis from 0: the bars' heights are the comparison
-    set title "the tiny fp32 step: threads and OpenMP wait policy"
-    set ylabel 'ms per step (median)'
+    set title long ? "the tiny fp32 step: threads and OpenMP wait policy" : "fp32 step: threads, wait policy"
+    set ylabel narrow ? 'ms per step' : 'ms per step (median)'
+    set yrange [0:*]
+    set offsets 0.5, 0.5, graph 0.2, 0
     plot trows using 0:'step_time_ms_median':xtic(sprintf('%s thr., %s', strcol('threads'), strcol('omp_wait_policy'))) with boxes fs solid 0.9 noborder lc rgb c_fp32, \
          '' using 0:'step_time_ms_median':(sprintf("%.1f ms\nload %.1f", column('step_time_ms_median'), column('load_start'))) with labels offset 0, 1.6
   }

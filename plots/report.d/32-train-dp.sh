@@ -37,7 +37,7 @@ if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then
   echo "time inside the all-reduces; \"exposed\" the main thread's time in the all-reduce after the backward (the"
   echo "wait for the last buckets and writing the means back): the part the backward did not hide."
   echo
-  echo "| mode | ranks x threads | all-reduce | wire | step (ms) | vs one process | in the collectives (ms) | exposed (ms) | buckets | MiB sent per step |"
+  echo "| mode | ranks x threads | all-reduce | wire | step (ms) | speed-up over one process | in the collectives (ms) | exposed (ms) | buckets | MiB sent per step |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   q '$c["name"] ~ /^dp-small-/ { r[$c["name"] " " $c["mode"]] = $0 }
      END {
@@ -55,7 +55,7 @@ if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then
            t = v[c["step_time_ms_median"]]
            st = v[c["status"]] == "completed" ? "" : " (" v[c["status"]] ")"
            printf "| %s | %s | %s | %s | %.0f%s | %s | %s | %s | %s | %s |\n", m[i], rt[j], how[j], j == 1 ? "-" : v[c["allreduce_dtype"]], t, st, \
-             (base != "" && j > 1) ? sprintf("%.2fx", t / base) : "-", \
+             (base != "" && j > 1 && t > 0) ? sprintf("%.2fx", base / t) : "-", \
              j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_ms_median"]]), j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_exposed_ms_median"]]), \
              j == 1 ? "-" : v[c["allreduce_buckets"]], j == 1 ? "-" : sprintf("%.1f", v[c["allreduce_bytes"]] / 1048576)
          }
@@ -72,23 +72,37 @@ if q '$c["name"] ~ /^dp-small-/ { n++ } END { exit !n }'; then
          split(r[w], x, ","); split(r[b], y, ",")
          s = s sprintf("%s%s: exposed %.1f ms in one piece, %.1f ms in buckets (step %.0f against %.0f ms)", s == "" ? "" : "; ", m[i], \
            x[c["allreduce_exposed_ms_median"]], y[c["allreduce_exposed_ms_median"]], y[c["step_time_ms_median"]], x[c["step_time_ms_median"]])
-         if (one in r) { split(r[one], z, ","); t = t sprintf("%s%s %.2fx", t == "" ? "" : ", ", m[i], y[c["step_time_ms_median"]] / z[c["step_time_ms_median"]]) }
+         # the speed-up over one process (its step over the step of the ranks), in words with a 2% band for as fast
+         if (one in r) { split(r[one], z, ","); sp = z[c["step_time_ms_median"]] / y[c["step_time_ms_median"]]
+           t = t sprintf("%s%s %.2fx (%s)", t == "" ? "" : ", ", m[i], sp, sp > 1.02 ? "the ranks faster" : sp < 0.98 ? "the ranks slower" : "as fast, within 2%") }
        }
        if (s != "") printf "**Buckets against one piece** (fp32 on the wire): %s.", s
-       if (t != "") printf " **Two ranks of one thread against one process of two threads**, fp32 buckets: step time %s (below 1: the ranks are faster; both use both cores).", t
+       if (t != "") printf " **Two ranks of one thread against one process of two threads**, fp32 buckets: speed-up over one process (its step time / the ranks'"'"'; both use both cores) %s.", t
        print ""
      }'
   echo
-  # what halving the bytes did: the time in the collectives of the fp32 wire against the 16-bit ones
+  # what the 16-bit wires' bytes did: the bytes each rank sends and the time in the collectives, against the fp32 wire's
   q '$c["name"] ~ /^dp-small-2x1-(fp32|bf16|fp16)$/ && $c["status"] == "completed" {
        t = $c["allreduce_ms_median"] + 0; w = $c["allreduce_dtype"] == "fp32" ? 1 : 2
-       if (!(w in lo) || t < lo[w]) lo[w] = t; if (!(w in hi) || t > hi[w]) hi[w] = t }
-     END { if ((1 in lo) && (2 in lo))
-       printf "**16-bit wires** halve the bytes each rank sends; in the collectives they took %.1f to %.1f ms a step against fp32'"'"'s %.1f to %.1f ms (all modes).\n", lo[2], hi[2], lo[1], hi[1] }'
+       if (!(w in lo) || t < lo[w]) lo[w] = t; if (!(w in hi) || t > hi[w]) hi[w] = t
+       b = $c["allreduce_bytes"] + 0; if (!(w in blo) || b < blo[w]) blo[w] = b; if (!(w in bhi) || b > bhi[w]) bhi[w] = b }
+     END { if ((1 in lo) && (2 in lo) && bhi[1] > 0)
+       printf "**16-bit wires** send %s the bytes each rank sends on the fp32 wire; in the collectives they took %.1f to %.1f ms a step against fp32'"'"'s %.1f to %.1f ms (all modes).\n", \
+         sprintf("%.2f", blo[2] / bhi[1]) == sprintf("%.2f", bhi[2] / blo[1]) ? sprintf("%.2fx", bhi[2] / bhi[1]) : sprintf("%.2fx to %.2fx", blo[2] / bhi[1], bhi[2] / blo[1]), lo[2], hi[2], lo[1], hi[1] }'
   echo
-  echo "On this machine the ranks share 2 cores: the communication thread has no core of its own, and Open"
-  echo "MPI's shared-memory collectives poll while they wait, so time in the collectives beside the backward"
-  echo "also takes time from the backward; the exposed column is what the step pays at its end. Between"
+  # whether each rank's communication thread has a core of its own: the device line's logical cores
+  # against the ranks' compute threads (ranks x threads) and their communication threads (one a rank)
+  cores=$(meta train_summary.csv device | sed -n 's/.* \([0-9][0-9]*\) logical cores.*/\1/p')
+  busy=$(q '$c["name"] == "dp-small-2x1-fp32" { print $c["ranks"] * $c["threads"] + $c["ranks"]; exit }')
+  if [ -n "$cores" ] && [ -n "$busy" ] && [ "$cores" -lt "$busy" ]; then
+    echo "On this machine the ranks' $busy threads (compute and communication) share $cores cores: the communication thread has no core of its own, and Open"
+    echo "MPI's shared-memory collectives poll while they wait, so time in the collectives beside the backward"
+    echo "also takes time from the backward; the exposed column is what the step pays at its end. Between"
+  else
+    echo "On this machine${cores:+ ($cores cores for ${busy:-all the} threads, compute and communication)} each rank's communication thread can run on a core of its own: time"
+    echo "in the collectives beside the backward is hidden unless the backward ends first; the exposed column is"
+    echo "what the step pays at its end. Between"
+  fi
   echo "ranks in one machine the bytes are copies in memory, and a 16-bit wire adds a conversion to the wire"
   echo "type and back on each rank and sums in an MPI user operation (each addition in f32, rounded back)"
   echo "instead of MPI's own f32 sum; between machines, where the network is the bottleneck, halving the"
@@ -123,10 +137,20 @@ if q '$c["name"] ~ /^dp-wire-/ { n++ } END { exit !n }'; then
       "$(calc "100 * $ea")" "$skipped" "$scale" "$diff"
   done
   echo
-  echo "A step skipped only with the fp16 wire is one where a scaled gradient, or the two ranks' sum of one,"
-  echo "went beyond fp16's 65504 on the wire: every rank then finds inf, skips and halves the scale, as after"
-  echo "any overflow; the runs then follow different scales, and their losses part by more than rounding."
-  echo
+  # the fp16 wire's own overflows: the steps it skipped beyond the fp32 wire's
+  steps() { if [ "$1" = 1 ]; then echo "1 step"; else echo "$1 steps"; fi; }
+  s32=$(q '$c["name"] == "dp-wire-fp32" && $c["mode"] == "amp-fp16" { print $c["skipped"] + 0; exit }')
+  s16=$(q '$c["name"] == "dp-wire-fp16" && $c["mode"] == "amp-fp16" { print $c["skipped"] + 0; exit }')
+  if [ -n "$s32" ] && [ -n "$s16" ] && [ "$s16" -gt "$s32" ]; then
+    echo "The fp16 wire skipped $(steps "$s16"), the fp32 wire $(steps "$s32"): a step skipped only with the fp16 wire is one where a"
+    echo "scaled gradient, or the two ranks' sum of one, went beyond fp16's 65504 on the wire: every rank then finds"
+    echo "inf, skips and halves the scale, as after any overflow; the runs then follow different scales, and their"
+    echo "losses part by more than rounding."
+    echo
+  elif [ -n "$s32" ] && [ -n "$s16" ]; then
+    echo "The fp16 wire skipped $(steps "$s16"), the fp32 wire $(steps "$s32"): no overflow on the wire beyond what the fp32 wire saw."
+    echo
+  fi
 fi
 
 if q '$c["name"] ~ /^dp-gpu-/ { n++ } END { exit !n }'; then
@@ -136,7 +160,7 @@ if q '$c["name"] ~ /^dp-gpu-/ { n++ } END { exit !n }'; then
   echo "by NCCL in one grouped call after the backward (all of it exposed). With one GPU the job has one rank:"
   echo "what the GPU ranks' path costs over one process, the all-reduce of one rank included."
   echo
-  echo "| mode | run | ranks | step (ms) | vs one process | all-reduce (ms) | MiB per step |"
+  echo "| mode | run | ranks | step (ms) | speed-up over one process | all-reduce (ms) | MiB per step |"
   echo "|---|---|---|---|---|---|---|"
   q '$c["name"] ~ /^dp-gpu-/ { r[$c["mode"] " " ($c["name"] == "dp-gpu-1proc" ? 0 : 1)] = $0; if ($c["name"] != "dp-gpu-1proc") multi = $c["name"] }
      END {
@@ -149,7 +173,7 @@ if q '$c["name"] ~ /^dp-gpu-/ { n++ } END { exit !n }'; then
            split(r[m[i] " " j], v, ",")
            t = v[c["step_time_ms_median"]]
            printf "| %s | %s | %s | %.1f | %s | %s | %s |\n", m[i], j ? "mpirun, NCCL" : "one process", v[c["ranks"]], t, \
-             (j && base != "") ? sprintf("%.2fx", t / base) : "-", j ? sprintf("%.2f", v[c["allreduce_ms_median"]]) : "-", \
+             (j && base != "" && t > 0) ? sprintf("%.2fx", base / t) : "-", j ? sprintf("%.2f", v[c["allreduce_ms_median"]]) : "-", \
              j ? sprintf("%.1f", v[c["allreduce_bytes"]] / 1048576) : "-"
          }
        }
@@ -157,5 +181,22 @@ if q '$c["name"] ~ /^dp-gpu-/ { n++ } END { exit !n }'; then
   echo
 fi
 
+# The chart's message, computed as train-dp.gp computes its title: 2 ranks (fp32 buckets) against one
+# process as a speed-up, its range over the modes, and the fp16 wire's bytes against the fp32 wire's
+dp_message() {
+  q '$c["status"] == "completed" { t[$c["name"] " " $c["mode"]] = $c["step_time_ms_median"]
+       if ($c["name"] ~ /^dp-small-2x1-(fp32|fp16)$/ && $c["allreduce_bytes"] > 0) b[$c["allreduce_dtype"]] = $c["allreduce_bytes"] }
+     END { n = split("fp32 amp-bf16 amp-fp16", m, " ")
+       for (i = 1; i <= n; i++) { a = t["dp-small-1x2 " m[i]]; r = t["dp-small-2x1-fp32 " m[i]]
+         if (a == "" || r == "") continue; s = a / r; if (!k++ || s < lo) lo = s; if (k == 1 || s > hi) hi = s }
+       if (!k) exit
+       printf "2 ranks (fp32 wire): %s one process'"'"'s speed", (sprintf("%.2f", lo) == sprintf("%.2f", hi) ? sprintf("%.2fx", lo) : sprintf("%.2f-%.2fx", lo, hi))
+       if (("fp32" in b) && ("fp16" in b)) printf "; fp16 wire: %.2fx the bytes", b["fp16"] / b["fp32"]
+       printf "." }'
+}
+dp_settings() {
+  q '$c["name"] == "dp-small-2x1-fp32" { printf "the small preset, batch %s, %s ranks of %s thread%s, buckets of %s MiB", $c["batch"], $c["ranks"], $c["threads"], $c["threads"] == 1 ? "" : "s", $c["bucket_mb"]; exit }'
+}
+msg=$(dp_message)
 chart train-dp "Data-parallel step times, the all-reduce's time and its exposed part, and the 16-bit wires' per-step loss differences" \
-  "Top: the small preset's median step per mode, one process of 2 threads (grey) against 2 ranks of 1 thread, the all-reduce's exposed part hatched on top. Middle: the time inside the gradient all-reduces (open) and the exposed part (filled), labelled with the MiB each rank sends per step. Bottom: the tiny preset's per-step loss with a bf16 or fp16 wire against the fp32 wire's."
+  "${msg:+**$msg** }Top: the small preset's median step per mode, one process of 2 threads (grey) against 2 ranks of 1 thread, the all-reduce's exposed part pale on top, labelled with the speed-up over one process (its step time / this step's). Middle: the time inside the gradient all-reduces (open) and the exposed part (filled), labelled with the MiB each rank sends per step. Bottom: the tiny preset's per-step loss with a bf16 or fp16 wire against the fp32 wire's. Bars: colour the wire's precision family; lines: $(line_convention). Device: $(meta train_summary.csv device | cut -d, -f1); mpirun (Open MPI); $(dp_settings)."

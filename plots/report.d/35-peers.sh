@@ -137,14 +137,6 @@ if [ -n "$drift" ]; then
   echo "The per-step losses of this comparison, relative difference halflab against PyTorch: $drift."
 fi
 echo
-if [ -f "$dir/peers.png" ]; then
-  echo "![halflab vs PyTorch](peers.png)"
-  echo
-  echo "Left: median step time per mode, halflab beside PyTorch (whiskers: fastest to slowest timed step; the ratio"
-  echo "PyTorch / halflab above each pair). Middle: the training losses of both, overlaid. Right: their relative"
-  echo "difference per step, against fp32's, fp16's and bf16's unit roundoff."
-  echo
-else
-  echo '_Chart peers.png not drawn here (gnuplot missing); `ninja -C build plots` draws it._'
-  echo
-fi
+chart peers "halflab vs PyTorch" \
+  "Left: median step time per mode, halflab (dark) beside PyTorch (pale); whiskers: fastest to slowest timed step; above each pair halflab's speed-up over PyTorch (PyTorch's step time / halflab's, above 1: halflab faster). Middle: the training losses of both, overlaid (halflab's points filled, PyTorch's open; colour the mode's precision family; $(line_convention)). Right: their relative difference per step, against fp32's, fp16's and bf16's unit roundoff. Run: $(meta $f note). Devices: $(meta $f device). Load average $(meta $f load)."
+

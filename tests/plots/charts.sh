@@ -66,6 +66,17 @@ python3 "$root/tools/chart_sizes.py" slides "$cpu"/slides/*.pdf >"$work/sizes.lo
 python3 "$root/tools/chart_sizes.py" print "$cpu"/print/*.pdf >"$work/sizes.log" || { grep FAIL "$work/sizes.log" >&2; fail "print: text or lines outside style.gp's sizes"; }
 # the bandwidth chart's reference is the one the tables use (memcpy-omp here), named in its legend
 grep -q 'copy reference (memcpy-omp)' "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference"
+# one measure of speed: the tiny text's amp-fp16 speed-up is the table's speed-up column, the same number
+tiny_row=$(sed -n '/^### The tiny preset/,/^### /p' "$cpu/REPORT.md" | awk -F' [|] ' '$1 == "| amp-fp16" { print $10; exit }')
+tiny_text=$(sed -n 's/.* \([0-9.]*x\) for amp-fp16 (.*/\1/p' "$cpu/REPORT.md" | head -1)
+[ -n "$tiny_row" ] && [ "$tiny_row" = "$tiny_text" ] ||
+  fail "the tiny table's amp-fp16 speed-up ($tiny_row) and the text's ($tiny_text) differ"
+# train-dp's message: the caption's first words are the slide's title (two computations of one sentence)
+dp_msg=$(sed -n 's/^\*\*\(2 ranks[^*]*\)\.\*\*.*/\1/p' "$cpu/REPORT.md")
+if [ -z "$dp_msg" ]; then fail "the train-dp caption opens with no message"
+elif command -v pdftotext >/dev/null 2>&1 && ! pdftotext "$cpu/slides/train-dp.pdf" - | grep -qF "$dp_msg"; then
+  fail "the train-dp slide's title is not the caption's message: $dp_msg"
+fi
 
 # ------------------------------------------------------------ 2. a synthetic GPU folder
 gpu=$work/gpu
@@ -132,7 +143,7 @@ mask() { sed -E 's/[-+]?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?/N/g'; }
 crosses() {
   local name=$1 pattern=$2 a b
   for side in lo hi; do
-    touch "$work/$name-$side"/{gemm-tflops,gemm-speedup,gemm-align,gemm-accuracy,bandwidth,bandwidth-gelems,footprint,peers,train-underflow,train-perf}.png
+    touch "$work/$name-$side"/{gemm-tflops,gemm-speedup,gemm-align,gemm-accuracy,bandwidth,bandwidth-gelems,footprint,peers,train-underflow,train-perf,train-dp}.png
     "$root/plots/report.sh" "$work/$name-$side" 2>/dev/null
   done
   a=$(grep -E "$pattern" "$work/$name-lo/REPORT.md" | mask || true)
@@ -188,6 +199,84 @@ prepare underflow train_summary.csv
 setcol "$work/underflow-lo/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' eval_loss 0.5
 setcol "$work/underflow-hi/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' eval_loss 5
 crosses underflow "fp16-noscale's eval loss"
+
+# the tiny step's speed-up over fp32 in words: amp-fp16 slower or faster than fp32
+prepare tiny-speed train_summary.csv
+setcol "$work/tiny-speed-lo/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "amp-fp16"' step_time_ms_median 1000
+setcol "$work/tiny-speed-hi/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "amp-fp16"' step_time_ms_median 0.01
+crosses tiny-speed 'x for amp-fp16 \('
+
+# amp-fp16's peak memory below fp32's, or not
+prepare tiny-memory train_summary.csv
+setcol "$work/tiny-memory-hi/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "amp-fp16"' mem_peak_bytes 1e12
+crosses tiny-memory 'saves no arithmetic'
+
+# fp16-noscale's tiny eval loss against amp-fp16's (1.01): below by more than 2%, within 2%, above by more
+prepare noscale-below train_summary.csv
+setcol "$work/noscale-below-lo/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "fp16-noscale"' eval_loss 0.9
+setcol "$work/noscale-below-hi/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "fp16-noscale"' eval_loss 1.0101
+crosses noscale-below '^- \*\*fp16-noscale '
+prepare noscale-above train_summary.csv
+setcol "$work/noscale-above-lo/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "fp16-noscale"' eval_loss 1.0101
+setcol "$work/noscale-above-hi/train_summary.csv" '$c["name"] == "tiny" && $c["mode"] == "fp16-noscale"' eval_loss 1.2
+crosses noscale-above '^- \*\*fp16-noscale '
+
+# fp16-noscale the best of the underflow group: its check passing on the lost elements, or missing
+prepare underflow-pass train_summary.csv
+for side in lo hi; do setcol "$work/underflow-pass-$side/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' eval_loss 0.5; done
+setcol "$work/underflow-pass-lo/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' grad_zero_frac 0.01
+setcol "$work/underflow-pass-hi/train_summary.csv" '$c["name"] == "underflow" && $c["mode"] == "fp16-noscale"' grad_zero_frac 0.5
+crosses underflow-pass '^  this run, and '
+
+# the demonstrations' loss cost against their lost fractions: far less, or as much
+prepare demo-cost train_summary.csv
+setcol "$work/demo-cost-hi/train_summary.csv" '$c["name"] == "absorb" && $c["mode"] == "fp16-pure"' eval_loss 20
+crosses demo-cost '^the loss suffered'
+
+# the tiny run's absorbed share rising under the cosine schedule (the learning rate explains it), or flat
+prepare cosine-note train_summary.csv train_tiny_fp32_steps.csv
+setcol "$work/cosine-note-lo/train_tiny_fp32_steps.csv" '$c["fp16_absorbed_frac"] != ""' fp16_absorbed_frac 0.5
+crosses cosine-note 'In the tiny run the share'
+
+# amp-fp16's speed-up over fp32 on a GPU's gpt2 preset: under 2x, within [2x, the fp16/fp32 GEMM peak
+# ratio], above it (the fp32 run disturbed); the gpt2 rows are the tiny ones renamed
+for name in gpt2-speed gpt2-peak; do
+  for side in lo hi; do
+    mkdir -p "$work/$name-$side"
+    awk -F, -v OFS=, '/^#/ { print; next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next }
+      $c["name"] == "tiny" { $c["name"] = "gpt2"; $c["device"] = "cuda"; print }' "$cpu/train_summary.csv" >"$work/$name-$side/train_summary.csv"
+    printf '%s\n' "$dev" "device,variant,peak_tflop_per_s" "cuda,fp32,67" "cuda,fp16,989" >"$work/$name-$side/gemm.csv"
+  done
+done
+speedup_at() { # FOLDER SPEEDUP: amp-fp16's gpt2 step at fp32's over SPEEDUP
+  local t32
+  t32=$(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["name"] == "gpt2" && $c["mode"] == "fp32" { print $c["step_time_ms_median"] }' "$1/train_summary.csv")
+  setcol "$1/train_summary.csv" '$c["name"] == "gpt2" && $c["mode"] == "amp-fp16"' step_time_ms_median "$(awk -v t="$t32" -v s="$2" 'BEGIN { print t / s }')"
+}
+speedup_at "$work/gpt2-speed-lo" 1.5
+speedup_at "$work/gpt2-speed-hi" 3
+speedup_at "$work/gpt2-peak-lo" 3
+speedup_at "$work/gpt2-peak-hi" 30
+crosses gpt2-speed "speed-up over fp32 on the gpt2 preset"
+crosses gpt2-peak "speed-up over fp32 on the gpt2 preset|Above the peaks"
+
+# two ranks against one process: faster or slower
+prepare dp-speed train_summary.csv
+setcol "$work/dp-speed-lo/train_summary.csv" '$c["name"] == "dp-small-2x1-fp32"' step_time_ms_median 100000
+setcol "$work/dp-speed-hi/train_summary.csv" '$c["name"] == "dp-small-2x1-fp32"' step_time_ms_median 1
+crosses dp-speed 'Two ranks of one thread'
+
+# the data-parallel threads sharing the cores, or each on its own
+prepare dp-cores train_summary.csv
+sed -i 's/^\(# device: .*\) [0-9][0-9]* logical cores/\1 64 logical cores/' "$work/dp-cores-hi/train_summary.csv"
+crosses dp-cores '^On this machine'
+
+# the fp16 wire's own overflows: none beyond the fp32 wire's, or some
+prepare dp-skips train_summary.csv
+setcol "$work/dp-skips-lo/train_summary.csv" '$c["name"] ~ /^dp-wire-/' skipped 0
+setcol "$work/dp-skips-hi/train_summary.csv" '$c["name"] ~ /^dp-wire-/' skipped 0
+setcol "$work/dp-skips-hi/train_summary.csv" '$c["name"] == "dp-wire-fp16"' skipped 3
+crosses dp-skips '^The fp16 wire skipped'
 
 # the peers' loss drift: within 16 unit roundoffs, or beyond
 prepare peers peer_step_times.csv peers
