@@ -140,7 +140,7 @@ footer_cmd = "if (preset eq 'screen' && footer ne '') { set label 9999 footer at
 set border 3
 set xtics nomirror
 set ytics nomirror
-grid_opts = "back lc rgb '#dddddd' lw 1 dt 1"   # solid hairlines (lw 1 is 0.75 pt in print): eval 'set grid xtics '.grid_opts
+grid_opts = "back lt 1 lc rgb '#dddddd' lw 1 dt 1"   # solid hairlines (lw 1 is 0.75 pt in print): eval 'set grid xtics '.grid_opts
 eval 'set grid '.grid_opts
 set key noopaque nobox
 set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
