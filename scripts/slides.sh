@@ -22,6 +22,7 @@
 # Exit status: 0 done, 1 a program or chart failed, 2 bad arguments or a missing tool.
 set -euo pipefail
 usage="usage: scripts/slides.sh BUILD_DIR [--out DIR] [--no-train]"
+case ${1:-} in -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
 [ -d "$1" ] || { echo "slides: $1: no such build folder ($usage)" >&2; exit 2; }
 build=$(cd "$1" && pwd)
