@@ -140,14 +140,17 @@ out_open(dir, name, w, h, i) = (narrow = (preset eq 'print' && i == 1), \
 title_of(long, short) = preset eq 'screen' ? long : short
 # Run metadata (device, build, settings) goes in a small footer in screen
 # only; set `footer` before out_open. Elsewhere it belongs in the caption.
+# The one exception: `slide_note` (given with gnuplot -e by scripts/slides.sh)
+# takes the footer's place on a slide, to say where a slide's data came from.
 footer = ''
-footer_cmd = "if (preset eq 'screen' && footer ne '') { set label 9999 footer at screen 0.005, screen 0.012 left front font sprintf('Sans,%.1f', small_pt(cur_pt)) tc rgb c_note noenhanced } else { unset label 9999 }"
+footer_text(x) = preset eq 'screen' ? footer : (preset eq 'slides' && exists("slide_note") ? slide_note : '')
+footer_cmd = "if (footer_text(0) ne '') { set label 9999 footer_text(0) at screen 0.005, screen 0.012 left front font sprintf('Sans,%.1f', small_pt(cur_pt)) tc rgb c_note noenhanced } else { unset label 9999 }"
 
 # ---------------------------------------------------------------- axes and grid
 set border 3
 set xtics nomirror
 set ytics nomirror
-grid_opts = "back lc rgb '#dddddd' lw 1 dt 1"   # solid hairlines (lw 1 is 0.75 pt in print): eval 'set grid xtics '.grid_opts
+grid_opts = "back lt 1 lc rgb '#dddddd' lw 1 dt 1"   # solid hairlines (lw 1 is 0.75 pt in print): eval 'set grid xtics '.grid_opts
 eval 'set grid '.grid_opts
 set key noopaque nobox
 set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references

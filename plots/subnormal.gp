@@ -1,7 +1,8 @@
 # plots/subnormal.gp RESULTS_DIR — the subnormal ladder: relative error of
 # storing x = 2^-k, 1.5 x 2^-k and (4/3) x 2^-k (k = 10 ... 26) in fp16 and
-# bf16, over fp16's normal, subnormal and zero zones, with the worst case of
-# each format. Reads subnormal_ladder.csv; writes subnormal.png and .svg.
+# bf16, over fp16's normal, subnormal and zero zones (read from the ladder's
+# class column), with the worst case of each format. Reads
+# subnormal_ladder.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
@@ -14,62 +15,99 @@ if (!file_exists(in)) {
 awk_cols(vars) = "awk -F, ".vars." '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } "
 dev = system(sprintf("%s$c[\"device\"] == \"cuda\" { g = 1 } END { print g ? \"cuda\" : \"cpu\" }' '%s'", awk_cols(''), in))
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' | tr ';' '\\n' | sed 's/^ *//' | grep '^%s:' | cut -d, -f1", in, dev))
+# the run's build and date, for the screen footer
+run_of(f) = system(sprintf("sed -n 's/^# \\(halflab .*\\)/\\1/p; s/^# date: \\(.\\{10\\}\\).*/\\1/p' '%s' | paste -sd, - | sed 's/,/, /g'", f))
 
 set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
+# AWK-CONDITION, EXPRESSION: the largest value of EXPRESSION over this device's rows where CONDITION holds
+ladder_max(cond, expr) = real(system(sprintf("%s$c[\"device\"] == d && (%s) { v = %s; if (!n++ || v > m) m = v } END { printf \"%%.17g\\n\", m + 0 }' '%s'", \
+                                             awk_cols('-v d='.dev), cond, expr, in)))
+# fp16's zones, from the stored classes: zero up to the largest x stored as 0, normal from the smallest x stored normal
+zero_hi = ladder_max('$c["format"] == "fp16" && $c["class"] == "zero"', '$c["x"] + 0')
+normal_lo = -ladder_max('$c["format"] == "fp16" && $c["class"] == "normal"', '-$c["x"]')
+# the claim: the last power of two fp16 stores, the first it rounds to 0, and bf16 there
+k_last = int(ladder_max('$c["format"] == "fp16" && $c["series"] == "2^-k" && $c["stored"] + 0 > 0', '$c["k"] + 0'))
+k_zero = k_last + 1
+bf16_there = ladder_max(sprintf('$c["format"] == "bf16" && $c["series"] == "2^-k" && $c["k"] == %d', k_zero), '$c["rel_error"] + 0')
+fp16_there = ladder_max(sprintf('$c["format"] == "fp16" && $c["series"] == "2^-k" && $c["k"] == %d', k_zero), '$c["stored"] + 0')
+claim_wide = fp16_there == 0 ? sprintf("fp16's smallest power of two is 2^{-%d}: 2^{-%d} rounds to 0, bf16 keeps it%s", k_last, k_zero, \
+                                       bf16_there == 0 ? " exactly" : sprintf(" (error %.1g)", bf16_there)) : \
+                               sprintf("fp16 stores every power of two down to 2^{-%d}", k_last)
+claim_narrow = fp16_there == 0 ? sprintf("fp16 ends at 2^{-%d}; bf16 keeps 2^{-%d}", k_last, k_zero) : sprintf("fp16 reaches 2^{-%d}", k_last)
+
 xlo = 2**-27.5
 xhi = 2**-9.5
 exact_row = 2e-6
-
-eval png(1280, 800)
-set output dir.'/subnormal.png'
-set title sprintf("The subnormal ladder: relative error of storing x in fp16 and bf16\n{%s; each step down the subnormal range keeps one bit less}", desc)
-set xlabel 'x'
-set ylabel 'relative error |stored - x| / x'
-set logscale x 2
-set logscale y 10
-set format x '2^{%L}'
-set format y '10^{%L}'
-set xtics 2
-set ytics 1e-5, 10, 1
-set xrange [xlo:xhi]
-set yrange [8e-7:4]
-set border 3
-set xtics nomirror
-set ytics nomirror
-set grid back lc rgb '#dddddd'
-set key at graph 0.99, graph 0.33 right top nobox noopaque spacing 1.1
-
-# fp16's zones: x <= 2^-25 rounds to 0 (2^-25 itself is a tie, to even)
-set object 1 rect from xlo, graph 0 to 2**-25, graph 1 fc rgb '#e8e8e8' fs solid 1.0 noborder behind
-set object 2 rect from 2**-25, graph 0 to 2**-14, graph 1 fc rgb '#fff4c2' fs solid 1.0 noborder behind
-set object 3 rect from 2**-14, graph 0 to xhi, graph 1 fc rgb '#e3f3e0' fs solid 1.0 noborder behind
-set label 1 "fp16 zero\nzone:\nrounds\nto 0" at 2**-26.3, graph 0.55 center
-set label 2 "fp16 subnormal zone: spacing stays 2^{-24}, so each halving of x loses a bit" at 2**-19.5, graph 0.96 center
-set label 3 "fp16 normal zone\n11 significant bits" at 2**-11.8, graph 0.93 center
-set label 4 'exact (error 0)' at graph 0.01, first exact_row offset 0, 0.9 left tc rgb '#444444'
-
 # worst cases: half a spacing over x
 fp16_worst(x) = x > 2**-14 ? 2**-11 : (x > 2**-25 ? 2**-25 / x : 1)
 bf16_worst(x) = 2**-8
-
 is(f, s) = strcol("device") eq dev && strcol("format") eq f && strcol("series") eq s
 err(f, s) = is(f, s) && column("rel_error") > 0 ? column("rel_error") : 1/0
 exact(f, s) = is(f, s) && column("rel_error") == 0 ? exact_row : 1/0
 
-set samples 2000
-plot fp16_worst(x) with lines dt 2 lw 2 lc rgb c_fp16 title 'fp16 worst case (half a spacing / x)', \
-     bf16_worst(x) with lines dt 2 lw 2 lc rgb c_bf16 title 'bf16 worst case 2^{-8}', \
-     in using (column("x")):(err("fp16", "4/3*2^-k")) with linespoints pt 7 ps 1.3 lw 2 lc rgb c_fp16 title 'fp16, x = (4/3) 2^{-k}', \
-     in using (column("x")):(err("fp16", "1.5*2^-k")) with points pt 9 ps 1.5 lc rgb c_fp16 title 'fp16, x = 1.5 x 2^{-k}', \
-     in using (column("x")):(err("fp16", "2^-k")) with points pt 5 ps 1.3 lc rgb c_fp16 title 'fp16, x = 2^{-k}', \
-     in using (column("x")):(err("bf16", "4/3*2^-k")) with linespoints pt 7 ps 1.3 lw 2 lc rgb c_bf16 title 'bf16, x = (4/3) 2^{-k}', \
-     in using (column("x")):(exact("fp16", "1.5*2^-k")) with points pt 9 ps 1.5 lc rgb c_fp16 notitle, \
-     in using (column("x")):(exact("fp16", "2^-k")) with points pt 5 ps 1.3 lc rgb c_fp16 notitle
+# leg_rows: the rows the legend strip will take (legend_strip's wrapping, repeated)
+count_leg_rows = "t_ = 0; do for [k_=1:leg_n] { t_ = t_ + leg_w(k_) }; leg_rows = 1; x_ = t_ < 0.96 ? 0.5 - t_ / 2 : 0.02; do for [k_=1:leg_n] { if (x_ + leg_w(k_) > 0.99) { x_ = 0.02; leg_rows = leg_rows + 1 }; x_ = x_ + leg_w(k_) }"
+# point sizes: pdfcairo draws points larger against the text than pngcairo
+pk(x) = preset eq 'print' ? 0.55 : preset eq 'slides' ? 1.4 : 1.0
+array leg_style[6] = ["with lines dt 3 lw 2 lc rgb c_fp16", "with lines dt 3 lw 2 lc rgb c_bf16", \
+                      "with linespoints dt 2 pt 7 ps 1.3*pk(0) lw 2 lc rgb c_fp16", "with points pt 9 ps 1.5*pk(0) lc rgb c_fp16", \
+                      "with points pt 5 ps 1.3*pk(0) lc rgb c_fp16", "with linespoints dt 2 pt 7 ps 1.3*pk(0) lw 2 lc rgb c_bf16"]
+array leg_long[6] = ['fp16 worst case (half a spacing / x)', 'bf16 worst case 2^{-8}', 'fp16, x = (4/3) 2^{-k}', \
+                     'fp16, x = 1.5 x 2^{-k}', 'fp16, x = 2^{-k}', 'bf16, x = (4/3) 2^{-k}']
+array leg_short[6] = ['fp16 worst case', 'bf16 worst case', 'fp16, (4/3) 2^{-k}', 'fp16, 1.5 x 2^{-k}', 'fp16, 2^{-k}', 'bf16, (4/3) 2^{-k}']
 
-eval svg(1280, 800)
-set output dir.'/subnormal.svg'
-replot
+footer = desc.'; '.run_of(in)
+narrow_aspect = 1.3
+set samples 2000
+do for [out_i=1:out_n] {
+  unset label
+  unset object
+  eval out_open(dir, 'subnormal', 1280, 800, out_i)
+  lh = 1.6 * cur_pt / cur_h   # a line of text, as a fraction of the height
+  do for [i=1:6] { ls_ = leg_style[i]; lt_ = narrow ? leg_short[i] : leg_long[i]; eval legend_add }
+  eval count_leg_rows
+  foot = preset eq 'screen' ? 1.2 * lh : 0   # the footer's line
+  set multiplot
+  set bmargin at screen foot + (leg_rows + 3.4) * lh
+  set title title_of("The subnormal ladder: relative error of storing x in fp16 and bf16\neach step down the subnormal range keeps one bit less", \
+                     narrow ? claim_narrow : claim_wide)
+  set xlabel 'x'
+  set ylabel 'relative error |stored - x| / x'
+  set logscale x 2
+  set logscale y 10
+  set format x '2^{%L}'
+  set format y '10^{%L}'
+  set border 3   # (legend_strip unset the axes)
+  if (narrow) { set xtics nomirror 2**-26, 2**4 } else { set xtics nomirror 2 }
+  set ytics nomirror 1e-5, 10, 1
+  set xrange [xlo:xhi]
+  set yrange [8e-7:4]
+  eval 'set grid xtics ytics '.grid_opts
+  unset key
+
+  set object 1 rect from xlo, graph 0 to zero_hi, graph 1 fc rgb '#e8e8e8' fs solid 1.0 noborder behind
+  set object 2 rect from zero_hi, graph 0 to normal_lo, graph 1 fc rgb '#fff4c2' fs solid 1.0 noborder behind
+  set object 3 rect from normal_lo, graph 0 to xhi, graph 1 fc rgb '#e3f3e0' fs solid 1.0 noborder behind
+  # the zone names where no line runs: the zero zone's below bf16's points, the subnormal zone's
+  # right of the descending fp16 lines
+  set label 1 narrow ? "zero" : "fp16\nzero\nzone" at sqrt(xlo * zero_hi), graph 0.3 center
+  set label 2 narrow ? "fp16 subnormal" : sprintf("fp16 subnormal zone: spacing stays %s,\nso each halving of x loses a bit", "2^{-24}") \
+      at sqrt(zero_hi * normal_lo) * (narrow ? 1 : 2**1.5), graph 0.92 center
+  set label 3 narrow ? "normal" : "fp16 normal zone\n11 significant bits" at sqrt(normal_lo * xhi), graph 0.92 center
+  set label 4 narrow ? 'exact' : 'exact (error 0)' at graph 0.01, first exact_row offset 0, 0.9 left tc rgb c_note
+
+  plot fp16_worst(x) with lines dt 3 lw 2 lc rgb c_fp16 notitle, \
+       bf16_worst(x) with lines dt 3 lw 2 lc rgb c_bf16 notitle, \
+       in using (column("x")):(err("fp16", "4/3*2^-k")) with linespoints dt 2 pt 7 ps 1.3*pk(0) lw 2 lc rgb c_fp16 notitle, \
+       in using (column("x")):(err("fp16", "1.5*2^-k")) with points pt 9 ps 1.5*pk(0) lc rgb c_fp16 notitle, \
+       in using (column("x")):(err("fp16", "2^-k")) with points pt 5 ps 1.3*pk(0) lc rgb c_fp16 notitle, \
+       in using (column("x")):(err("bf16", "4/3*2^-k")) with linespoints dt 2 pt 7 ps 1.3*pk(0) lw 2 lc rgb c_bf16 notitle, \
+       in using (column("x")):(exact("fp16", "1.5*2^-k")) with points pt 9 ps 1.5*pk(0) lc rgb c_fp16 notitle, \
+       in using (column("x")):(exact("fp16", "2^-k")) with points pt 5 ps 1.3*pk(0) lc rgb c_fp16 notitle
+  eval legend_strip(foot + (leg_rows - 0.5) * leg_row_h(0) + 0.3 * lh)
+  unset multiplot
+}
 unset output

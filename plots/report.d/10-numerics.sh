@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # plots/report.d/10-numerics.sh RESULTS_DIR — the numerics section of
 # REPORT.md: the tour's numbers per format and device as the headline table,
-# the overflow, absorption and subnormal results, and every numerics chart.
+# the overflow, absorption and subnormal results, and every numerics chart,
+# each caption with the charts' line convention and the run it shows (the
+# charts carry that only in their screen footer).
 # Prints nothing when the folder holds no numerics CSV.
 set -euo pipefail
 dir=${1:?usage: plots/report.d/10-numerics.sh RESULTS_DIR}
 . "$(dirname "$0")/../report-lib.sh"
-have tour.csv || have overflow.csv || have absorption.csv || have subnormal_ladder.csv || exit 0
+have tour.csv || have overflow.csv || have absorption.csv || have subnormal_ladder.csv || have formats_value.csv || exit 0
 
 # Columns are read by name (table, plots/report-lib.sh: c["name"] is a column's index);
 # the awk programs get the devices as ENVIRON["devs"].
@@ -16,6 +18,11 @@ devices() { table "$1" '{ print $c["device"] }' | awk '!seen[$0]++' | sort; }
 # happened (an empty cell; 0 in files written before empty cells)
 AWK_FMT='function fmt(x) { return (x ~ /^-?(inf|nan)$/) ? (x ~ /nan/ ? "nan" : x) : sprintf("%.9g", x) }
   function none(x) { return x == "" || x == "0" }'
+# FILE: the run a chart shows, for its caption: device, build, date, seed (and --quick)
+run_of() {
+  printf 'Run: %s; %s, %s; seed %s%s.' "$(meta "$1" device)" "$(sed -n '1s/^# //p' "$dir/$1")" \
+    "$(meta "$1" date | cut -c1-10)" "$(meta "$1" seed)" "$([ "$(meta "$1" quick)" = yes ] && echo ', --quick sizes')"
+}
 
 echo "## Numerics probes (\`halflab-numerics\`)"
 echo
@@ -28,6 +35,20 @@ else
   echo "correctly rounded fp16/bf16 arithmetic."
 fi
 echo
+
+if have formats_value.csv; then
+  x=$(table formats_value.csv '{ printf "%.15g\n", $c["input"]; exit }')
+  echo "### $x in three formats (\`halflab-numerics formats --value $x\`)"
+  echo
+  echo "| format | bits (sign exponent mantissa) | hex | value stored | error |"
+  echo "|---|---|---|---|---|"
+  table formats_value.csv "$AWK_FMT"'$c["format"] ~ /^(fp32|fp16|bf16)$/ && !seen[$c["format"]]++ {
+    printf "| %s | %s %s %s | %s | %s | %s |\n", $c["format"], $c["sign"], $c["exponent"], $c["mantissa"], $c["bits_hex"],
+      fmt($c["value"]), $c["abs_error"] == "" ? "-" : $c["abs_error"] }'
+  echo
+  chart value_bits "$x as fp32, fp16 and bf16 store it, bit by bit" \
+    "How to read it: one row of boxes per format, one box per bit: the sign, the exponent and the mantissa each in their own colour, the rows aligned at the sign (bf16 is fp32's upper half, rounded). Right of each row: the value the format keeps and its error against $x. $(run_of formats_value.csv)"
+fi
 
 if have tour.csv; then
   devs=$(devices tour.csv | tr '\n' ' ')
@@ -74,7 +95,7 @@ if have overflow.csv; then
     }'
   echo
   chart overflow "running sums of the seven strategies" \
-    "How to read it: each line is the running sum after each element. Lines that flatten have stopped growing (an fp16 or bf16 accumulator whose spacing has reached twice the addend: every later add rounds back). The rows above the grey line mark strategies whose sum became inf or NaN, at the element where it happened. The dashed line is fp16's largest value, 65504."
+    "How to read it: each line is the running sum after each element; the strategies whose every finite sum is exact share the black line, named beside it. Lines that flatten have stopped growing (an fp16 or bf16 accumulator whose spacing has reached twice the addend: every later add rounds back). The rows above the grey line mark strategies whose sum became inf or NaN, at the element where it happened. The grey dashed line is fp16's largest value, 65504. Lines: $(line_convention). $(run_of overflow_trajectory.csv)"
 fi
 
 if have absorption.csv; then
@@ -94,7 +115,7 @@ if have absorption.csv; then
     }'
   echo
   chart absorption "effective against intended update, log-log" \
-    "How to read it: the x axis is the update u added to 1, the y axis what survives, fl(1 + u) - 1, both in powers of two. On the grey diagonal nothing is lost. Each format follows it in steps of its spacing at 1 (2^-23, 2^-10, 2^-7) and drops to the bottom row, lost entirely, for every u up to half that spacing."
+    "How to read it: the x axis is the update u added to 1, the y axis what survives, fl(1 + u) - 1, both in powers of two. On the grey dotted diagonal nothing is lost. Each format follows it in steps of its spacing at 1 (2^-23, 2^-10, 2^-7) and drops to its bottom row, lost entirely, for every u up to half that spacing (its dotted vertical line); the thin grey line is u = 0.0001. Lines: $(line_convention). $(run_of absorption_sweep.csv)"
 fi
 
 if have lost_update.csv; then
@@ -111,8 +132,11 @@ if have lost_update.csv; then
       for (i = 1; i <= n; i++) { s = order[i]; printf "| %s | %s |", s, ex[s]; for (d = 1; d <= nd; d++) printf " %s |", w[s, dv[d]]; printf "\n" }
     }'
   echo
-  chart lost_update "the weight over 10000 updates, held five ways" \
-    "How to read it: top, the weight after each update; bottom, its distance from the exact sum of the updates. fp16 and bf16 weights stay at 1. An fp32 master weight and Kahan compensation follow the exact line; stochastic rounding follows it on average, wandering by a few hundredths."
+  steps=$(table lost_update.csv '{ if ($c["step"] + 0 > m) m = $c["step"] + 0 } END { print m + 0 }')
+  # the weights that never moved (the last step's weight is still 1)
+  stuck=$(table lost_update.csv '$c["step"] == '"$steps"' && $c["weight"] == 1 && !seen[$c["strategy"]]++ { s = s (s == "" ? "" : " and ") $c["strategy"] } END { print s }')
+  chart lost_update "the weight over $steps updates, held five ways" \
+    "How to read it: top, the weight after each update; bottom, its distance from the exact sum of the updates.${stuck:+ The $stuck weights stay at 1.} An fp32 master weight and Kahan compensation follow the exact line (wide grey); stochastic rounding follows it on average, wandering by a few hundredths. Lines: $(line_convention). $(run_of lost_update.csv)"
 fi
 
 if have harmonic.csv; then
@@ -129,12 +153,13 @@ if have subnormal_ladder.csv; then
   echo "### Subnormals, loss scaling, flush to zero (\`halflab-numerics subnormal\`)"
   echo
   chart subnormal "relative error of the subnormal ladder" \
-    "How to read it: relative error of storing x (log scales). In fp16's normal zone (green) it stays below 2^-11; in the subnormal zone (yellow) the spacing is fixed at 2^-24, so the error bound (dashed) doubles with every halving of x; in the zero zone (grey) x rounds to 0, error 1. bf16 keeps its 2^-8 bound throughout: it has fp32's exponent range. Points on the bottom row are stored exactly."
+    "How to read it: relative error of storing x (log scales). In fp16's normal zone (green) it stays below 2^-11; in the subnormal zone (yellow) the spacing is fixed at 2^-24, so the error bound (dotted) doubles with every halving of x; in the zero zone (grey) x rounds to 0, error 1. bf16 keeps its 2^-8 bound throughout: it has fp32's exponent range. Points on the bottom row are stored exactly. Lines: $(line_convention); the bounds dotted. $(run_of subnormal_ladder.csv)"
 fi
 
 if have loss_scale_distribution.csv; then
+  best=$(table loss_scale_distribution.csv '$c["frac_overflow"] == 0 { s = $c["scale_log2"] } END { print s + 0 }')
   chart loss_scale "share of gradients zero, subnormal, normal, inf by loss scale" \
-    "How to read it: gradients spread over 32 octaves, multiplied by S and stored in fp16. Raising S moves them out of zero and subnormal into normal, until the largest start to overflow; a dynamic loss scaler looks for the largest S without inf."
+    "How to read it: gradients spread over 32 octaves, multiplied by S and stored in fp16. Raising S moves them out of zero and subnormal into normal, until the largest start to overflow; a dynamic loss scaler looks for the largest S without inf (here 2^$best, the dashed vertical line). The four outcomes take colours no precision uses; all four are fp16's, so all are dashed or dotted (the convention: $(line_convention)). $(run_of loss_scale_distribution.csv)"
 fi
 
 if have ftz.csv; then
