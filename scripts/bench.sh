@@ -33,6 +33,7 @@ run() { # run a program if it was built; a missing one is said, not hidden
 # Each family appends its measurements below, in the order the report reads.
 stage "numerics probes"
 run numerics/halflab-numerics all "${quick[@]}"
+run numerics/halflab-numerics formats --value 0.4 "${quick[@]}"   # the 0.4 of the value_bits chart
 
 stage "GEMM and bandwidth"
 run bench/halflab-bench gemm "${quick[@]}"
