@@ -93,7 +93,7 @@ do for [out_i=1:out_n] {
   g_rows = narrow ? np : 1
   ptitle = preset eq 'screen' ? 2 : preset eq 'slides' ? 0 : 1
   g_T = 1 - text_h((preset eq 'screen' ? 1 : 1) + (narrow ? 2 : 1.6) + ptitle)
-  g_B = text_h(leg_rows + 4.2 + (preset eq 'screen' ? 1 : 0))
+  g_B = text_h(leg_rows + 4.2 + (footer_text(0) ne '' ? 1 : 0))
   g_vs = text_h(ptitle + 5)
   g_L = narrow ? 0.19 : np == 1 ? 0.09 : 0.07
   g_R = narrow ? 0.96 : 0.98
@@ -140,7 +140,7 @@ do for [out_i=1:out_n] {
     unset label 9999   # the footer, once
   }
   unset obj
-  eval legend_strip(text_h(leg_rows - 0.3 + (preset eq 'screen' ? 1 : 0)))
+  eval legend_strip(text_h(leg_rows - 0.3 + (footer_text(0) ne '' ? 1 : 0)))
   unset multiplot
 }
 unset output
