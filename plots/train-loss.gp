@@ -91,7 +91,7 @@ do for [out_i=1:out_n] {
   g_T = 1 - text_h((preset eq 'screen' ? 2 : 1) + (narrow ? 2 : 1.6) + ptitle)
   g_B = text_h(leg_rows + 3.2 + (preset eq 'screen' ? 1 : 0))
   g_vs = text_h(ptitle + 3.4)
-  g_L = narrow ? 0.17 : (preset eq 'screen' ? 0.07 : 0.075)
+  g_L = narrow ? 0.19 : (preset eq 'screen' ? 0.07 : 0.075)
   g_R = narrow ? 0.95 : 0.98
   g_hs = preset eq 'screen' ? 0.05 : 0.06
   set multiplot title title_of("halflab-train: loss and held-out accuracy per precision mode (same weights, same batches)\nthin: the training loss of each step, points: the evaluations", claim)
@@ -110,7 +110,7 @@ do for [out_i=1:out_n] {
       if (preset ne 'screen') { set xtics nice_tic(last(g) / 4) }
       if (row == 1) {
         set title preset eq 'screen' ? sprintf("%s\nheld-out and training loss", what(g)) : g
-        set ylabel (gi == 1 || narrow) ? (preset eq 'screen' ? 'cross-entropy (nats per token)' : 'loss (nats/token)') : ''
+        set ylabel (gi == 1 || narrow) ? (preset eq 'screen' ? 'cross-entropy (nats per token)' : narrow ? 'loss (nats)' : 'loss (nats/token)') : ''
         set autoscale yfix
         set yrange [*:*]
         set offsets 0, 0, graph 0.05, graph 0.05
