@@ -21,6 +21,11 @@ chart() {
   fi
 }
 
+# The line-style convention of the charts that set precisions side by side (plots/style.gp states
+# it): solid is the fp32 baseline, dashed the narrower type. A caption says it with this, never in
+# words of its own. NARROW: the narrower types the chart draws (default "fp16, bf16").
+style_note() { printf 'solid: fp32, the baseline; dashed: the narrower type (%s)' "${1:-fp16, bf16}"; }
+
 # whether the folder's runs were on a GPU: its CSVs name a cuda device ("# device: cuda: ...")
 # or hold cuda rows; captions describe GPU behaviour only then
 on_gpu() {

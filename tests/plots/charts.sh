@@ -8,7 +8,9 @@
 #     scripts read): no stderr, the GPU charts drawn, GPU captions present;
 #  3. each computed report sentence on either side of its threshold (copies
 #     of the CPU CSVs with one number changed): with the numbers masked, the
-#     sentence must read differently.
+#     sentence must read differently, and where a bound names what went
+#     wrong (the copy reference, a disturbed fp32 run, a unit not in use) the
+#     words appear on the far side only.
 # Exit 77 (skipped) only where gnuplot is not installed.
 set -euo pipefail
 root=$(cd "${1:?usage: tests/plots/charts.sh SOURCE_ROOT}" && pwd)
@@ -134,17 +136,93 @@ prepare() { # NAME FILE...: two copies of the CPU folder's FILEs (and peers/ if 
   done
 }
 
-# the bandwidth reference: every kernel below it, or some above it
-prepare bw-ref bandwidth.csv
-setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 95
-setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 105
-crosses bw-ref 'kernel and type pairs'
+# NAME SIDE PATTERN: the report of folder NAME-SIDE has a line matching PATTERN (has_not: none)
+has() { grep -qE "$3" "$work/$1-$2/REPORT.md" || fail "$1-$2: no line matching /$3/ in its report"; }
+has_not() { ! grep -qE "$3" "$work/$1-$2/REPORT.md" || fail "$1-$2: a line matches /$3/ in its report: $(grep -m1 -E "$3" "$work/$1-$2/REPORT.md")"; }
 
-# triad elements per second against the 2x line
-prepare bw-gelems bandwidth.csv
-setcol "$work/bw-gelems-lo/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1
-setcol "$work/bw-gelems-hi/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1000
-crosses bw-gelems 'dashed line is exactly twice'
+# the bandwidth reference past the caches: every kernel within 110% of it, or one beyond (the reference is wrong)
+prepare bw-ref bandwidth.csv
+setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 105
+setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 115
+crosses bw-ref 'copy reference \(the highest|copy reference is wrong'
+has_not bw-ref lo 'copy reference is wrong'
+has bw-ref hi 'The copy reference is wrong here.*115% of'
+
+# triad's elements per second against the 2x line, from above: 1.95x is memory-bound, 2.3x means fp32 was disturbed
+prepare bw-2x bandwidth.csv
+for side in lo hi; do setcol "$work/bw-2x-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10; done
+setcol "$work/bw-2x-lo/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 19.5
+setcol "$work/bw-2x-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 23
+crosses bw-2x 'dashed line is exactly twice'
+has bw-2x lo 'fp16 1\.95x: at the 2x line, memory-bound'
+has_not bw-2x lo 'fp16 [0-9.]+x: above 2.1x, fp32 disturbed'
+has bw-2x hi 'fp16 2\.30x: above 2.1x, fp32 disturbed: rerun'
+
+# ... and from below: at 1.5x with the fastest samples at 1.5x the conversions limit fp16; at 1.95x its run was disturbed
+prepare bw-low bandwidth.csv
+for side in lo hi; do
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gb_per_s_best 40
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 15
+done
+setcol "$work/bw-low-lo/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gb_per_s_best 30
+setcol "$work/bw-low-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gb_per_s_best 39
+crosses bw-low 'dashed line is exactly twice'
+has bw-low lo 'fp16 1\.50x: below the 2x line, so not memory-bound: converting'
+has bw-low hi 'fp16 1\.50x: below the 2x line, but 1\.95x by the fastest samples: its run was disturbed'
+
+# the same bytes per second in cache, or not: each size range said from its own numbers
+prepare bw-cache bandwidth.csv
+for side in lo hi; do
+  setcol "$work/bw-cache-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10
+  setcol "$work/bw-cache-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] != "fp32"' gelem_per_s 19.5
+done
+setcol "$work/bw-cache-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "bf16" && $c["array_bytes"] <= 8388608' gelem_per_s 12
+crosses bw-cache 'dashed line is exactly twice'
+has bw-cache lo 'In cache \(the three arrays within the last-level cache\): fp16 1\.95x to 1\.95x, bf16 1\.95x to 1\.95x: the same bytes per second there too'
+has bw-cache hi 'bf16 1\.20x to 1\.20x: not the same bytes per second there'
+
+# the units table: avx512_fp16 open to the kernels but used by nothing that ran, or by the fp16 products
+prepare units gemm.csv bandwidth.csv
+for side in lo hi; do
+  for f in gemm.csv bandwidth.csv; do
+    sed -i 's/avx512_fp16 no/avx512_fp16 yes/; s/^# cpu-units: .*/# cpu-units: f16c, avx512_bf16, avx512_fp16/' "$work/units-$side/$f"
+  done
+done
+setcol "$work/units-hi/gemm.csv" '$c["variant"] == "fp16"' implementation 'onednn 3.5 brg:avx512_core_fp16'
+crosses units '^\| avx512_fp16 \|'
+has_not units lo '^\| avx512_fp16 \| \*\*in use'
+has units lo '^\| avx512_fp16 \| present, not used by these runs'
+has units hi '^\| avx512_fp16 \| \*\*in use\*\*: fp16 products \(onednn 3.5 brg:avx512_core_fp16\)'
+# and the speed-up caption names units that multiply, never F16C
+crosses units 'multiplies in it'
+has units lo 'fp16 on no unit of its own: widened to fp32 for sgemm; F16C only converts'
+has units hi 'fp16 on AVX512-FP16'
+has_not units lo 'here: f16c'
+
+# the expectations: bounds on both sides and the reason of each, from the file's own columns
+prepare expect bandwidth.csv
+{ echo "# synthetic"
+  echo "expectation,device,value,low,high,status,detail,reason"
+  echo "fp16 triad Gelem/s 1.8x to 2.1x fp32's at 512 MiB,cpu,1.9500,1.8,2.1,PASS,19.5 vs 10 Gelem/s,half the width streams twice the elements"
+  echo "every kernel past the caches at most 110% of the copy reference,cpu,1.0500,,1.1,PASS,the highest,the reference is the fastest copy"
+} >"$work/expect-lo/bandwidth_expectations.csv"
+sed 's/,1.9500,1.8,2.1,PASS,19.5/,2.3000,1.8,2.1,MISS,23/' "$work/expect-lo/bandwidth_expectations.csv" >"$work/expect-hi/bandwidth_expectations.csv"
+crosses expect '^\| fp16 triad Gelem/s'
+has expect lo '^\| fp16 triad Gelem/s .* \| 1\.9500 \| 1\.8 <= ratio <= 2\.1 \| \*\*PASS\*\* \| .* \| half the width streams twice the elements \|'
+has expect hi '^\| fp16 triad Gelem/s .* \| 2\.3000 \| 1\.8 <= ratio <= 2\.1 \| \*\*MISS\*\*'
+has expect lo '^\| every kernel past the caches .* \| ratio <= 1\.1 \|'
+has_not expect lo '[Tt]arget'
+
+# the cross-machine captions follow the one line-style convention (plots/report-lib.sh style_note)
+mkdir -p "$work/machines/one"
+cp "$cpu/bandwidth.csv" "$work/machines/one/"
+touch "$work/machines/compare-bandwidth.png" "$work/machines/compare-gemm.png"
+"$root/plots/report.sh" "$work/machines/one" 2>/dev/null
+note=$(dir=/nonexistent; . "$root/plots/report-lib.sh"; style_note)
+[ "$(grep -cF "each colour one machine; $note." "$work/machines/one/REPORT.md")" = 2 ] ||
+  fail "the compare-* captions do not state the line-style convention ($note)"
+grep -qE 'solid (fp16|bf16)|dashed fp32' "$work/machines/one/REPORT.md" && fail "a caption states a line style of its own"
 
 # bf16's speed-up at the largest size: a gain or a loss
 prepare speedup gemm.csv
