@@ -202,7 +202,7 @@ has_not units lo 'here: f16c'
 
 # the expectations: bounds on both sides and the reason of each, from the file's own columns
 prepare expect bandwidth.csv
-{ echo "# synthetic"
+{ grep '^# ' "$cpu/bandwidth.csv"
   echo "expectation,device,value,low,high,status,detail,reason"
   echo "fp16 triad Gelem/s 1.8x to 2.1x fp32's at 512 MiB,cpu,1.9500,1.8,2.1,PASS,19.5 vs 10 Gelem/s,half the width streams twice the elements"
   echo "every kernel past the caches at most 110% of the copy reference,cpu,1.0500,,1.1,PASS,the highest,the reference is the fastest copy"
@@ -213,6 +213,17 @@ has expect lo '^\| fp16 triad Gelem/s .* \| 1\.9500 \| 1\.8 <= ratio <= 2\.1 \| 
 has expect hi '^\| fp16 triad Gelem/s .* \| 2\.3000 \| 1\.8 <= ratio <= 2\.1 \| \*\*MISS\*\*'
 has expect lo '^\| every kernel past the caches .* \| ratio <= 1\.1 \|'
 has_not expect lo '[Tt]arget'
+
+# the peers' expectations: both bounds and the reason, a MISS past the lower one
+prepare peer-exp peer_step_times.csv
+{ grep '^# ' "$cpu/peer_step_times.csv"
+  echo "expectation,device,value,low,high,status,detail,reason"
+  echo "amp-bf16 step at most 0.6x halflab's fp32 step (passive),cpu,0.5500,0.5,0.6,PASS,55 ms / 100 ms,bf16 dot products at twice fp32's rate"
+} >"$work/peer-exp-lo/peer_expectations.csv"
+sed 's/,0.5500,0.5,0.6,PASS,55/,0.4500,0.5,0.6,MISS,45/' "$work/peer-exp-lo/peer_expectations.csv" >"$work/peer-exp-hi/peer_expectations.csv"
+crosses peer-exp "^\| amp-bf16 step at most"
+has peer-exp lo "^\| amp-bf16 step at most 0.6x .* \| 0\.5500 \| 0\.5 <= ratio <= 0\.6 \| \*\*PASS\*\* \| .* \| bf16 dot products at twice fp32's rate \|"
+has peer-exp hi "\| 0\.4500 \| 0\.5 <= ratio <= 0\.6 \| \*\*MISS\*\*"
 
 # the cross-machine captions follow the one line-style convention (plots/report-lib.sh style_note)
 mkdir -p "$work/machines/one"
