@@ -93,10 +93,11 @@ fi
 if [ -f "$dir/footprint.png" ]; then
   echo "![GPT-2 124M memory footprint](footprint.png)"
   echo
-  echo "Left: parameter bytes per weight policy, three ways. Middle: the training state per mode, stacked; the black"
-  echo "dash is the estimated peak of a step, the red line the memory the largest batch (above each bar) was fitted"
-  echo "to. Right: the measured step — analytic bars and dash, the allocator's measured peak as a red diamond (its"
-  echo "value above the bar). The parts keep one colour in both panels; the left panel's three ways are greys."
+  echo "Left: parameter bytes per weight policy, three ways. Middle: the training state per mode, stacked, its GiB"
+  echo "on the bar; the black dash is the estimated peak of a step, the red line the memory the largest batch (in"
+  echo "each mode's tick label) was fitted to. Right: the measured step — analytic bars and dash, the allocator's"
+  echo "measured peak as a red diamond (its value above the bar). The parts keep one colour in both panels; the"
+  echo "left panel's three ways are greys."
   echo
 else
   echo '_Chart footprint.png not drawn here (gnuplot missing or its CSV absent); `ninja -C build plots` draws it._'
