@@ -2,7 +2,7 @@
  * the arithmetic it runs. One training step of an MLP 784-1024-1024-10
  * (ReLU, mean cross-entropy, batch 256, fp32) through the core — ops,
  * autograd tape, backward engine — against the same arithmetic written by
- * hand, measured in the same run. Target (CPU): the core costs at
+ * hand, measured in the same run. Expected (CPU): the core costs at
  * most 1.25x the hand-written step.
  *
  *   CPU   the hand-written step is direct sgemm calls and plain loops, on
