@@ -51,8 +51,9 @@ fi
 for svg in "$cpu"/*.svg; do
   if sed 's/<[^>]*>//g' "$svg" | grep -qE "$gpu_words"; then fail "GPU wording in the CPU chart $(basename "$svg")"; fi
 done
-# the bandwidth chart's reference is the one the tables use (memcpy-omp here), named in its legend
-grep -q 'copy reference (memcpy-omp)' "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference"
+# the bandwidth chart's reference is the one the tables use (the first row's ref_kernel), named in its legend
+ref=$(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["ref_kernel"] != "" { print $c["ref_kernel"]; exit }' "$cpu/bandwidth.csv")
+grep -qF "copy reference ($ref)" "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference ($ref)"
 
 # ------------------------------------------------------------ 2. a synthetic GPU folder
 gpu=$work/gpu
