@@ -1,7 +1,7 @@
 /* bench.h — what the subcommands of halflab-bench share: the options every
  * subcommand takes, the timing method (docs/bench.md), the device metadata,
  * the built-in peak table, memory checks before allocating, result rows held
- * until the run is complete, and the PASS/MISS target lines.
+ * until the run is complete, and the PASS/MISS expectation lines.
  *
  * One subcommand is one file (gemm.c, bandwidth.c, ...) with an entry point
  * declared here and listed in main.c. */
@@ -140,9 +140,9 @@ const char *bench_outdir(const char *requested, hl_device_kind kind, const char 
 /* --------------------------------------------------------- schemas -- */
 /* The column table of every CSV halflab-bench writes (schemas.c): each
  * writes its file's header, "# units:" line and rows (cli/schema.h). */
-extern const hl_schema bench_gemm_schema, bench_gemm_targets_schema, bench_gemm_accuracy_schema;
-extern const hl_schema bench_bandwidth_schema, bench_bandwidth_host_schema, bench_bandwidth_targets_schema;
-extern const hl_schema bench_mlp_step_schema, bench_mlp_step_targets_schema;
+extern const hl_schema bench_gemm_schema, bench_gemm_expectations_schema, bench_gemm_accuracy_schema;
+extern const hl_schema bench_bandwidth_schema, bench_bandwidth_host_schema, bench_bandwidth_expectations_schema;
+extern const hl_schema bench_mlp_step_schema, bench_mlp_step_expectations_schema;
 extern const hl_schema bench_footprint_params_schema, bench_footprint_training_schema;
 /* All of them, NULL-terminated, in the order `halflab-bench --columns-md` prints them */
 extern const hl_schema *const bench_schemas[];
@@ -159,25 +159,26 @@ void bench_rows_write(const hl_csv_rows *r, const char *dir, const hl_schema *s)
  * time_ms_median, time_ms_max and attempts */
 void bench_row_timing(hl_row *row, const bench_timing *t);
 
-/* ---------------------------------------------------------- targets -- */
-/* A performance target: prints "PASS|MISS|SKIP target: detail" on stdout
- * and keeps a row for the schema's NAME_targets.csv. value/threshold as
- * ratios. */
+/* ----------------------------------------------------- expectations -- */
+/* What a run should show, each with its physical or peer reason: a ratio
+ * held between bounds. Prints "PASS|MISS|INFO|SKIP expectation: detail" on
+ * stdout and keeps a row for the schema's NAME_expectations.csv. A reason
+ * is one CSV cell: no commas. */
 typedef struct {
-  const hl_schema *schema; /* bench_*_targets_schema */
+  const hl_schema *schema; /* bench_*_expectations_schema */
   hl_csv_rows rows;
   int pass, miss, skip;
-} bench_targets;
-void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
-                  const char *detail);
-void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why);
-/* The same for a value held below a limit (PASS when value <= limit) */
-void bench_target_at_most(bench_targets *t, const bench_device *d, const char *name, double value, double limit,
-                          const char *detail);
-/* A ratio reported beside the targets that is not one of them ("INFO") */
-void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail);
+} bench_expectations;
+/* PASS when low <= value <= high; NAN for a bound is none on that side */
+void bench_expect(bench_expectations *e, const bench_device *d, const char *name, double value, double low, double high,
+                  const char *detail, const char *reason);
+void bench_expect_skip(bench_expectations *e, const bench_device *d, const char *name, const char *why,
+                       const char *reason);
+/* A ratio reported beside the expectations that is not one of them ("INFO") */
+void bench_expect_info(bench_expectations *e, const bench_device *d, const char *name, double value, const char *detail,
+                       const char *reason);
 /* The schema's file in dir, when there is a row */
-void bench_targets_write(bench_targets *t, const char *dir);
+void bench_expectations_write(bench_expectations *e, const char *dir);
 
 /* -------------------------------------------------------- progress -- */
 /* A line on stderr, only when stderr is a terminal */

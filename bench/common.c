@@ -247,54 +247,50 @@ void bench_row_timing(hl_row *row, const bench_timing *t) {
   hl_row_int(row, "attempts", t->attempts);
 }
 
-/* ---------------------------------------------------------- targets -- */
+/* ----------------------------------------------------- expectations -- */
 
-/* A row of the targets table; value or threshold NULL: an empty cell (a
- * NaN value is a result, written "nan") */
-static void target_row(bench_targets *t, const bench_device *d, const char *name, const double *value,
-                       const double *threshold, const char *status, const char *detail) {
+/* A row of the expectations table; NULL or NAN: an empty cell (a NaN value
+ * is a result, written "nan") */
+static void expectation_row(bench_expectations *e, const bench_device *d, const char *name, const double *value,
+                            double low, double high, const char *status, const char *detail, const char *reason) {
   hl_row row;
-  hl_row_begin(&row, t->schema);
-  hl_row_text(&row, "target", name);
+  hl_row_begin(&row, e->schema);
+  hl_row_text(&row, "expectation", name);
   hl_row_text(&row, "device", d->name);
   value ? hl_row_real(&row, "value", *value) : hl_row_missing(&row, "value");
-  threshold ? hl_row_real(&row, "threshold", *threshold) : hl_row_missing(&row, "threshold");
+  isnan(low) ? hl_row_missing(&row, "low") : hl_row_real(&row, "low", low);
+  isnan(high) ? hl_row_missing(&row, "high") : hl_row_real(&row, "high", high);
   hl_row_text(&row, "status", status);
   hl_row_text(&row, "detail", detail);
-  hl_csv_rows_put(&t->rows, &row);
+  hl_row_text(&row, "reason", reason);
+  hl_csv_rows_put(&e->rows, &row);
 }
 
-void bench_target(bench_targets *t, const bench_device *d, const char *name, double value, double threshold,
-                  const char *detail) {
-  const bool pass = value >= threshold;
-  pass ? t->pass++ : t->miss++;
+void bench_expect(bench_expectations *e, const bench_device *d, const char *name, double value, double low, double high,
+                  const char *detail, const char *reason) {
+  const bool pass = !isnan(value) && (isnan(low) || value >= low) && (isnan(high) || value <= high);
+  pass ? e->pass++ : e->miss++;
   printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
-  target_row(t, d, name, &value, &threshold, pass ? "PASS" : "MISS", detail);
+  expectation_row(e, d, name, &value, low, high, pass ? "PASS" : "MISS", detail, reason);
 }
 
-void bench_target_at_most(bench_targets *t, const bench_device *d, const char *name, double value, double limit,
-                          const char *detail) {
-  const bool pass = value <= limit;
-  pass ? t->pass++ : t->miss++;
-  printf("%s  %s: %s\n", pass ? "PASS" : "MISS", name, detail);
-  target_row(t, d, name, &value, &limit, pass ? "PASS" : "MISS", detail);
-}
-
-void bench_target_info(bench_targets *t, const bench_device *d, const char *name, double value, const char *detail) {
+void bench_expect_info(bench_expectations *e, const bench_device *d, const char *name, double value, const char *detail,
+                       const char *reason) {
   printf("INFO  %s: %s\n", name, detail);
-  target_row(t, d, name, &value, NULL, "INFO", detail);
+  expectation_row(e, d, name, &value, NAN, NAN, "INFO", detail, reason);
 }
 
-void bench_target_skip(bench_targets *t, const bench_device *d, const char *name, const char *why) {
-  t->skip++;
+void bench_expect_skip(bench_expectations *e, const bench_device *d, const char *name, const char *why,
+                       const char *reason) {
+  e->skip++;
   printf("SKIP  %s: %s\n", name, why);
-  target_row(t, d, name, NULL, NULL, "SKIP", why);
+  expectation_row(e, d, name, NULL, NAN, NAN, "SKIP", why, reason);
 }
 
-void bench_targets_write(bench_targets *t, const char *dir) {
-  if (t->rows.n == 0) return;
-  bench_rows_write(&t->rows, dir, t->schema);
-  hl_csv_rows_free(&t->rows);
+void bench_expectations_write(bench_expectations *e, const char *dir) {
+  if (e->rows.n == 0) return;
+  bench_rows_write(&e->rows, dir, e->schema);
+  hl_csv_rows_free(&e->rows);
 }
 
 /* -------------------------------------------------------- progress -- */

@@ -98,45 +98,51 @@ const hl_schema bench_gemm_accuracy_schema = {
     "One row per variant, data set, k and method: the error of the product against fp64.",
     HL_SCHEMA_COLUMNS(gemm_accuracy_columns)};
 
-/* ------------------------------------------------------------- targets -- */
+/* -------------------------------------------------------- expectations -- */
 
-#define TARGET_COLUMNS(checker)                                                                                        \
-  {"target", "", HL_COL_TEXT, NULL, "what is claimed", checker},                                                       \
+#define EXPECTATION_COLUMNS(checker)                                                                                   \
+  {"expectation", "", HL_COL_TEXT, NULL, "what the run should show", checker},                                         \
   DEVICE_COLUMN,                                                                                                       \
-  {"value", "1", HL_COL_REAL, "%.4f", "the measured ratio; empty for a target skipped", checker},                      \
-  {"threshold", "1", HL_COL_REAL, "%.4f",                                                                              \
-   "the ratio the value must reach (PASS when value >= threshold, or <= where the target is a limit); empty for INFO " \
-   "and SKIP", checker},                                                                                               \
-  {"status", "", HL_COL_TEXT, NULL, "PASS, MISS, INFO (a ratio reported beside the targets) or SKIP",                  \
-   "bench/common.c: bench_target"},                                                                                    \
-  {"detail", "", HL_COL_TEXT, NULL, "the figures behind the value, or why the target was skipped", checker}
+  {"value", "1", HL_COL_REAL, "%.4f", "the measured ratio; empty for an expectation skipped", checker},                \
+  {"low", "1", HL_COL_REAL, "%.4g", "the smallest value that passes; empty where nothing bounds it from below, and "  \
+   "for INFO and SKIP", checker},                                                                                      \
+  {"high", "1", HL_COL_REAL, "%.4g", "the largest value that passes; empty where nothing bounds it from above, and "  \
+   "for INFO and SKIP", checker},                                                                                      \
+  {"status", "", HL_COL_TEXT, NULL, "PASS (low <= value <= high), MISS, INFO (a ratio reported beside the "            \
+   "expectations) or SKIP", "bench/common.c: bench_expect"},                                                           \
+  {"detail", "", HL_COL_TEXT, NULL, "the figures behind the value, or why the expectation was skipped", checker},      \
+  {"reason", "", HL_COL_TEXT, NULL, "why the value should lie between the bounds: the physics or the peer behind it", \
+   checker}
 
-static const hl_column gemm_targets_columns[] = {TARGET_COLUMNS("bench/gemm.c: check_targets")};
-static const hl_column bandwidth_targets_columns[] = {
-    TARGET_COLUMNS("bench/bandwidth.c: check_triad_targets, check_half_rate_targets")};
-static const hl_column mlp_step_targets_columns[] = {TARGET_COLUMNS("bench/mlp_step.c: report_targets")};
+static const hl_column gemm_expectations_columns[] = {EXPECTATION_COLUMNS("bench/gemm.c: check_expectations")};
+static const hl_column bandwidth_expectations_columns[] = {
+    EXPECTATION_COLUMNS("bench/bandwidth.c: expect_triad_against_copy, expect_half_rate")};
+static const hl_column mlp_step_expectations_columns[] = {EXPECTATION_COLUMNS("bench/mlp_step.c: report_expectations")};
 
-#define TARGETS_ABOUT "One row per performance target: PASS, MISS, INFO or SKIP, as printed on stdout."
-const hl_schema bench_gemm_targets_schema = {"gemm_targets.csv", "halflab-bench gemm",
-                                             "bench/common.c: bench_targets_write", TARGETS_ABOUT,
-                                             HL_SCHEMA_COLUMNS(gemm_targets_columns)};
-const hl_schema bench_bandwidth_targets_schema = {"bandwidth_targets.csv", "halflab-bench bandwidth",
-                                                  "bench/common.c: bench_targets_write", TARGETS_ABOUT,
-                                                  HL_SCHEMA_COLUMNS(bandwidth_targets_columns)};
-const hl_schema bench_mlp_step_targets_schema = {"mlp_step_targets.csv", "halflab-bench mlp-step",
-                                                 "bench/common.c: bench_targets_write", TARGETS_ABOUT,
-                                                 HL_SCHEMA_COLUMNS(mlp_step_targets_columns)};
+#define EXPECTATIONS_ABOUT                                                                                             \
+  "One row per expectation (a measured ratio between bounds with its physical or peer reason): PASS, MISS, INFO or " \
+  "SKIP, as printed on stdout."
+const hl_schema bench_gemm_expectations_schema = {"gemm_expectations.csv", "halflab-bench gemm",
+                                                  "bench/common.c: bench_expectations_write", EXPECTATIONS_ABOUT,
+                                                  HL_SCHEMA_COLUMNS(gemm_expectations_columns)};
+const hl_schema bench_bandwidth_expectations_schema = {"bandwidth_expectations.csv", "halflab-bench bandwidth",
+                                                       "bench/common.c: bench_expectations_write", EXPECTATIONS_ABOUT,
+                                                       HL_SCHEMA_COLUMNS(bandwidth_expectations_columns)};
+const hl_schema bench_mlp_step_expectations_schema = {"mlp_step_expectations.csv", "halflab-bench mlp-step",
+                                                      "bench/common.c: bench_expectations_write", EXPECTATIONS_ABOUT,
+                                                      HL_SCHEMA_COLUMNS(mlp_step_expectations_columns)};
 
 /* ----------------------------------------------------------- bandwidth -- */
 
 static const hl_column bandwidth_columns[] = {
     DEVICE_COLUMN,
-    {"kernel", "", HL_COL_TEXT, NULL, "copy, scale, add, triad or dot; or the platform's copy it is compared with: "
-     "memcpy, memcpy-omp (CPU) or memcpy-d2d (GPU)", "bench/bandwidth.c: time_kernels, time_references"},
-    {"dtype", "", HL_COL_TEXT, NULL, "the arrays' element type: fp32, fp16 or bf16; bytes for the platform's copies",
+    {"kernel", "", HL_COL_TEXT, NULL, "copy, scale, add, triad or dot; or a reference copy the kernels are compared "
+     "with: memcpy, memcpy-omp, copy-loop, copy-loop-nt (CPU); memcpy-d2d, copy-kernel (GPU)",
+     "bench/bandwidth.c: time_kernels, time_references"},
+    {"dtype", "", HL_COL_TEXT, NULL, "the arrays' element type: fp32, fp16 or bf16; bytes for the reference copies",
      "bench/bandwidth.c: time_kernels, time_references"},
     {"array_bytes", "bytes", HL_COL_INT, NULL, "bytes per array", "bench/bandwidth.c: run_type"},
-    {"elements", "1", HL_COL_INT, NULL, "elements per array (array_bytes for the platform's copies)",
+    {"elements", "1", HL_COL_INT, NULL, "elements per array (array_bytes for the reference copies)",
      "bench/bandwidth.c: run_type"},
     {"arrays", "1", HL_COL_INT, NULL, "arrays read and written per launch (BabelStream's count)",
      "bench/bandwidth.c: kernel_arrays"},
@@ -148,23 +154,24 @@ static const hl_column bandwidth_columns[] = {
      "bench/bandwidth.c: time_kernels, time_references"},
     {"gb_per_s_best", "GB/s", HL_COL_REAL, "%.6g", "moved_bytes / time_ms_min", "bench/bandwidth.c: time_kernels, time_references"},
     {"gelem_per_s", "Gelem/s", HL_COL_REAL, "%.6g", "gb_per_s over the element size: 10^9 elements moved per second; "
-     "empty for the platform's copies", "bench/bandwidth.c: time_kernels"},
-    {"ref_kernel", "", HL_COL_TEXT, NULL, "the faster platform copy of the same size in this run; empty for those copies",
+     "empty for the reference copies", "bench/bandwidth.c: time_kernels"},
+    {"ref_kernel", "", HL_COL_TEXT, NULL, "the fastest reference copy of the same size in this run (the copy the "
+     "reference is); empty for the copies", "bench/bandwidth.c: time_references"},
+    {"ref_gb_per_s", "GB/s", HL_COL_REAL, "%.6g", "ref_kernel's gb_per_s: the bandwidth reference at this size; empty "
+     "for the copies",
      "bench/bandwidth.c: time_references"},
-    {"ref_gb_per_s", "GB/s", HL_COL_REAL, "%.6g", "ref_kernel's gb_per_s; empty for the platform's copies",
-     "bench/bandwidth.c: time_references"},
-    {"ref_pct", "%", HL_COL_REAL, "%.4g", "gb_per_s as a percentage of ref_gb_per_s; empty for the platform's copies",
+    {"ref_pct", "%", HL_COL_REAL, "%.4g", "gb_per_s as a percentage of ref_gb_per_s; empty for the reference copies",
      "bench/bandwidth.c: time_kernels"},
     {"datasheet_gb_per_s", "GB/s", HL_COL_REAL, "%.6g", "the memory's datasheet bandwidth; empty when unknown (a CPU, "
      "a MIG slice)", "bench/peak.c: bench_peaks_for"},
     {"datasheet_pct", "%", HL_COL_REAL, "%.6g", "gb_per_s as a percentage of datasheet_gb_per_s; empty when that is "
-     "unknown and for the platform's copies", "bench/bandwidth.c: time_kernels"},
+     "unknown and for the reference copies", "bench/bandwidth.c: time_kernels"},
     ATTEMPTS_COLUMN,
 };
 
 const hl_schema bench_bandwidth_schema = {
     "bandwidth.csv", "halflab-bench bandwidth", "bench/bandwidth.c: time_references, time_kernels",
-    "One row per array size, element type and kernel, and per size the platform's own copies.",
+    "One row per array size, element type and kernel, and per size the reference copies.",
     HL_SCHEMA_COLUMNS(bandwidth_columns)};
 
 static const hl_column bandwidth_host_columns[] = {
@@ -279,7 +286,7 @@ const hl_schema bench_footprint_training_schema = {
     HL_SCHEMA_COLUMNS(footprint_training_columns)};
 
 const hl_schema *const bench_schemas[] = {
-    &bench_gemm_schema,          &bench_gemm_targets_schema,     &bench_gemm_accuracy_schema,
-    &bench_bandwidth_schema,     &bench_bandwidth_host_schema,   &bench_bandwidth_targets_schema,
-    &bench_mlp_step_schema,      &bench_mlp_step_targets_schema, &bench_footprint_params_schema,
+    &bench_gemm_schema,          &bench_gemm_expectations_schema,     &bench_gemm_accuracy_schema,
+    &bench_bandwidth_schema,     &bench_bandwidth_host_schema,        &bench_bandwidth_expectations_schema,
+    &bench_mlp_step_schema,      &bench_mlp_step_expectations_schema, &bench_footprint_params_schema,
     &bench_footprint_training_schema, NULL};

@@ -48,11 +48,16 @@ struct hl_stream_kernels {
   void (*triad)(hl_dtype t, void *a, const void *b, const void *c, float s, size_t n);
   double (*dot)(hl_dtype t, const void *a, const void *b, size_t n);
 
-  /* The practical limit measured beside the kernels: the platform's own copy
-   * of `bytes` (GPU: cudaMemcpyAsync device to device; CPU: memcpy of each
-   * thread's share, in parallel — the plain single-threaded memcpy is the
-   * backend's `copy`). */
-  void (*copy_ref)(void *dst, const void *src, size_t bytes);
+  /* The reference copies, measured beside the kernels: the bandwidth
+   * reference at a size is the fastest of them (halflab-bench bandwidth).
+   * Several ways of copying `bytes`, because no single one is the fastest
+   * everywhere: regular stores win while the arrays fit in cache, streaming
+   * (non-temporal) stores beyond it, where a regular store first reads the
+   * line it writes. copy_ref_name(i) names copy i, or is NULL past the last
+   * one this device runs (0 is always there); copy_ref(i, ...) runs it on the
+   * kernels' threads (GPU: asynchronously). */
+  const char *(*copy_ref_name)(int which);
+  void (*copy_ref)(int which, void *dst, const void *src, size_t bytes);
 
   /* Page-locked host memory for the host<->device table; NULL on the CPU. */
   void *(*host_alloc_pinned)(size_t bytes);

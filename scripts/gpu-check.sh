@@ -29,7 +29,7 @@
 #         mlp-step, footprint, dp-gpu (one GPU rank over NCCL), peers (PyTorch on the GPU)
 #       A stage that would not fit before the deadline (default 480 s from the start) is skipped
 #       and named; one that overruns its share is stopped. Between stages OUTDIR holds exactly
-#       two files: summary.txt (plain text: a line per stage, the targets, the result) and
+#       two files: summary.txt (plain text: a line per stage, the expectations, the result) and
 #       gpu-check.tar.gz (gpu-check/: summary.txt, machine.txt, logs/, results/<gpu>/ with the
 #       CSVs). Exit 0: every stage that ran passed on a GPU; 1: a stage failed or timed out;
 #       2: bad usage; 3: no GPU was found (every GPU stage then says "no GPU").
@@ -600,13 +600,13 @@ else
   skipped+=(dp-gpu peers)
 fi
 
-# ------------------------------------------------------------------ the targets and the result
-targets=$(find "$box/results" -name '*_targets.csv' 2>/dev/null | sort)
-if [ -n "$targets" ]; then
-  say "targets (from the programs' *_targets.csv):"
-  for f in $targets; do
+# ------------------------------------------------------------------ the expectations and the result
+expectations=$(find "$box/results" -name '*_expectations.csv' 2>/dev/null | sort)
+if [ -n "$expectations" ]; then
+  say "expectations (from the programs' *_expectations.csv):"
+  for f in $expectations; do
     awk -F, -v file="$(basename "$f")" '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
-      { printf "    %-5s %s (%s)\n", $c["status"], $c["target"], file }' "$f" >>"$summary"
+      { printf "    %-5s %s (%s)\n", $c["status"], $c["expectation"], file }' "$f" >>"$summary"
   done
 fi
 if [ $gpu = 0 ]; then

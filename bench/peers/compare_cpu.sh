@@ -32,9 +32,11 @@
 #                                         training table), the peer's runs
 #   peer_step_times.csv                   min / median / max step time and
 #                                         tokens/s per implementation, mode, policy
-#   peer_targets.csv                      the targets: halflab's AMP steps
-#                                         against its fp32 step and PyTorch's
-# and removes peer_skipped.csv; it prints the ratios (PyTorch / halflab median;
+#   peer_expectations.csv                 the expectations: halflab's AMP steps
+#                                         against its fp32 step and PyTorch's,
+#                                         each with its reason
+# and removes peer_skipped.csv (and peer_targets.csv, the expectations'
+# earlier name); it prints the ratios (PyTorch / halflab median;
 # above 1: halflab faster). Everything is measured in a scratch folder first,
 # so an interrupted run leaves the earlier results as they were.
 set -euo pipefail
@@ -153,7 +155,7 @@ echo "compare_cpu: load average after: $load_after ($(nproc) CPUs); runs took $(
 fp16_note=""
 [ "$torch_fp16_stop" -gt 0 ] && fp16_note="; PyTorch amp-fp16: $torch_fp16_stop steps ($torch_fp16_warmup warm-up) of that schedule"
 "$python" bench/peers/step_times.py --runs "$runs" --out "$scratch/peer_step_times.csv" --preset small \
-  --targets "$scratch/peer_targets.csv" \
+  --expectations "$scratch/peer_expectations.csv" \
   --load-before "$load_before" --load-after "$load_after" \
   --note "small preset, $batch x 128 tokens, AdamW lr 3e-4 cosine, $rounds rounds of $steps steps ($warmup warm-up) per run, same weights and batches; PyTorch's attention: F.scaled_dot_product_attention$fp16_note"
 
@@ -162,9 +164,9 @@ rm -rf "$out/peers.new"
 cp -r "$runs" "$out/peers.new"
 rm -rf "$out/peers"
 mv "$out/peers.new" "$out/peers"
-for f in peer_step_times.csv peer_targets.csv; do
+for f in peer_step_times.csv peer_expectations.csv; do
   cp "$scratch/$f" "$out/$f.tmp"
   mv "$out/$f.tmp" "$out/$f"
 done
-rm -f "$out/peer_skipped.csv"
-echo "compare_cpu: wrote $out/peer_step_times.csv, $out/peer_targets.csv and $out/peers/" >&2
+rm -f "$out/peer_skipped.csv" "$out/peer_targets.csv"  # the latter: the expectations' earlier name, now replaced
+echo "compare_cpu: wrote $out/peer_step_times.csv, $out/peer_expectations.csv and $out/peers/" >&2

@@ -9,9 +9,9 @@
 # amp-bf16. The peer's attention is F.scaled_dot_product_attention (--attention
 # sdpa), the form a user writes. After each mode it rewrites
 # peer_step_times.csv, so a run stopped by a timeout keeps what it measured;
-# one run answers both GPU goals:
-#   halflab amp-fp16 / halflab fp32 median step time (goal <= 0.5), and
-#   PyTorch amp-fp16 / halflab amp-fp16 (goal >= 1: halflab at least as fast).
+# one run answers both GPU expectations:
+#   halflab amp-fp16 / halflab fp32 median step time (expected <= 0.5), and
+#   PyTorch amp-fp16 / halflab amp-fp16 (expected >= 1: halflab at least as fast).
 #
 #   --quick (default): halflab-train's --quick lengths (3 warm-up + 7 timed
 #           steps); --full: the preset's 20 + 50.

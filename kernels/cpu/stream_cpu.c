@@ -304,22 +304,31 @@ static void cpu_init(hl_dtype t, void *a, void *b, void *c, size_t n, float va, 
   }
 }
 
+/* This thread's bytes [*lo, *hi) of an array of `bytes` held as elements of
+ * es bytes: libgomp's split of the whole CHUNKs under schedule(static), so
+ * the pages cpu_init's threads first touched. Call inside a parallel region. */
+static void thread_share(size_t bytes, size_t es, size_t *lo, size_t *hi) {
+  const size_t n = bytes / es, chunks = chunks_of(n);
+  const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+  const size_t q = chunks / nt, r = chunks % nt;
+  const size_t first = q * id + (id < r ? id : r), count = q + (id < r ? 1 : 0);
+  *lo = *hi = 0;
+  if (count) *lo = first * CHUNK * es, *hi = chunk_end(first + count - 1, n) * es;
+  /* bytes past the last whole element: the last share's, or thread 0's when there is no element */
+  if ((count && *hi == n * es) || (!chunks && id == 0)) *hi = bytes;
+}
+
 /* a copy moves bits: no conversion for any type. Each thread copies the
  * chunks a static schedule gives it (the pages it first touched) with one
  * memcpy, so glibc chooses its own large-copy path (streaming stores past
- * its threshold): the kernel then runs at the reference copy's rate. */
+ * its threshold). */
 static void cpu_copy(hl_dtype t, const void *a, void *c, size_t n) {
-  const size_t es = hl_dtype_size(t), chunks = chunks_of(n);
+  const size_t es = hl_dtype_size(t);
 #pragma omp parallel
   {
-    /* libgomp's split of `chunks` iterations under schedule(static) */
-    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
-    const size_t q = chunks / nt, r = chunks % nt;
-    const size_t first = q * id + (id < r ? id : r), count = q + (id < r ? 1 : 0);
-    if (count) {
-      const size_t lo = first * CHUNK * es, hi = chunk_end(first + count - 1, n) * es;
-      copy_bytes(a, c, lo, hi);
-    }
+    size_t lo, hi;
+    thread_share(n * es, es, &lo, &hi);
+    if (lo < hi) copy_bytes(a, c, lo, hi);
   }
 }
 
@@ -357,15 +366,67 @@ static double cpu_dot(hl_dtype t, const void *a, const void *b, size_t n) {
   return sum;
 }
 
-/* memcpy of each thread's share: the copy rate all cores together reach */
-static void cpu_copy_ref(void *dst, const void *src, size_t bytes) {
+/* ------------------------------------------------ reference copies -- */
+/* The copies the bandwidth reference is the best of. The per-thread ones
+ * split the bytes as the kernels split fp32 arrays (thread_share), so each
+ * thread copies the pages it first touched. */
+enum { REF_MEMCPY, REF_MEMCPY_OMP, REF_LOOP, REF_LOOP_NT, REF_COPIES };
+static const char *const ref_names_[REF_COPIES] = {"memcpy", "memcpy-omp", "copy-loop", "copy-loop-nt"};
+
+/* A copy loop of the widest vector the CPU has: 32-byte AVX loads and
+ * stores, regular or streaming (non-temporal: the stores skip the cache and
+ * do not read the lines they write first). Bytes up to the first 32-byte
+ * aligned destination and after the last whole vector go through memcpy. */
+#if HL_HAVE_HALF_SIMD
+#define COPY_LOOP(NAME, PUT, FENCE)                                                                      \
+  HL_AVX2_TARGET static void NAME(char *dst, const char *src, size_t lo, size_t hi) {                    \
+    size_t head = (32 - ((uintptr_t)(dst + lo) & 31)) & 31, i;                                           \
+    if (head > hi - lo) head = hi - lo;                                                                  \
+    memcpy(dst + lo, src + lo, head);                                                                    \
+    for (i = lo + head; i + 32 <= hi; i += 32) PUT((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i))); \
+    memcpy(dst + i, src + i, hi - i);                                                                    \
+    FENCE;                                                                                               \
+  }
+COPY_LOOP(copy_loop_avx2, _mm256_store_si256, (void)0)
+COPY_LOOP(copy_loop_nt_avx2, _mm256_stream_si256, _mm_sfence())
+#endif
+
+/* without AVX2: 8-byte words, regular stores (no streaming loop) */
+static void copy_loop_words(char *dst, const char *src, size_t lo, size_t hi) {
+  size_t i = lo;
+  for (; i + 8 <= hi && ((uintptr_t)(dst + i) & 7); i++) dst[i] = src[i];
+  for (; i + 8 <= hi; i += 8) {
+    uint64_t w;
+    memcpy(&w, src + i, 8);
+    memcpy(dst + i, &w, 8);
+  }
+  for (; i < hi; i++) dst[i] = src[i];
+}
+
+static bool have_avx2_loops(void) { return HL_HAVE_HALF_SIMD && hl_cpu_features_get()->avx2; }
+
+static const char *cpu_copy_ref_name(int which) {
+  if (which < 0 || which >= REF_COPIES || (which == REF_LOOP_NT && !have_avx2_loops())) return NULL;
+  return ref_names_[which];
+}
+
+static void cpu_copy_ref(int which, void *dst, const void *src, size_t bytes) {
+  if (which == REF_MEMCPY) {
+    memcpy(dst, src, bytes); /* one call on one thread: glibc's own choice of stores */
+    return;
+  }
+  void (*loop)(char *, const char *, size_t, size_t) = copy_loop_words;
+#if HL_HAVE_HALF_SIMD
+  if (have_avx2_loops()) loop = which == REF_LOOP_NT ? copy_loop_nt_avx2 : copy_loop_avx2;
+#endif
 #pragma omp parallel
   {
-    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
-    const size_t lines = (bytes + 63) / 64, per = (lines + nt - 1) / nt; /* whole cache lines */
-    size_t lo = id * per * 64, hi = lo + per * 64;
-    if (hi > bytes) hi = bytes;
-    if (lo < hi) memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
+    size_t lo, hi;
+    thread_share(bytes, 4, &lo, &hi);
+    if (lo < hi) {
+      if (which == REF_MEMCPY_OMP) copy_bytes(src, dst, lo, hi);
+      else loop(dst, src, lo, hi);
+    }
   }
 }
 
@@ -376,6 +437,7 @@ const struct hl_stream_kernels hl_cpu_stream_kernels = {
     .add = cpu_add,
     .triad = cpu_triad,
     .dot = cpu_dot,
+    .copy_ref_name = cpu_copy_ref_name,
     .copy_ref = cpu_copy_ref,
     .host_alloc_pinned = NULL,
     .host_free_pinned = NULL,

@@ -255,8 +255,16 @@ double cuda_dot(hl_dtype t, const void *a, const void *b, size_t n) {
   return sum;
 }
 
-void cuda_copy_ref(void *dst, const void *src, size_t bytes) {
-  HL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hl_cuda_stream()));
+/* The reference copies: the driver's device-to-device copy, and a kernel of
+ * 16-byte vector loads and stores (the copy kernel's code, for every type) */
+const char *cuda_copy_ref_name(int which) {
+  static const char *const names[2] = {"memcpy-d2d", "copy-kernel"};
+  return which >= 0 && which < 2 ? names[which] : NULL;
+}
+
+void cuda_copy_ref(int which, void *dst, const void *src, size_t bytes) {
+  if (which == 0) HL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hl_cuda_stream()));
+  else cuda_copy(HL_I8, src, dst, bytes); /* one-byte elements: bytes of them */
 }
 
 void *cuda_host_alloc_pinned(size_t bytes) {
@@ -277,6 +285,6 @@ void cuda_host_free_pinned(void *p) {
 }  // namespace
 
 extern "C" const struct hl_stream_kernels hl_cuda_stream_kernels = {
-    cuda_init, cuda_copy, cuda_scale, cuda_add, cuda_triad, cuda_dot, cuda_copy_ref, cuda_host_alloc_pinned,
+    cuda_init, cuda_copy, cuda_scale, cuda_add, cuda_triad, cuda_dot, cuda_copy_ref_name, cuda_copy_ref, cuda_host_alloc_pinned,
     cuda_host_free_pinned,
 };

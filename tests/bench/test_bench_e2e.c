@@ -44,7 +44,7 @@ static void test_gemm_tiny(void **state) {
                                "peak_pct", "max_err_norm", "err_bound_norm", "max_err_over_bound", "rotation_slots", "attempts", NULL};
   expect_columns(t, cols);
   assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm.csv"), &bench_gemm_schema), t->nrows);
-  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm_targets.csv"), &bench_gemm_targets_schema), 1);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm_expectations.csv"), &bench_gemm_expectations_schema), 1);
   /* every CPU variant at both sizes: fp32, fp16, bf16, the CPU's bf16
    * fallback, the OpenBLAS reference and, with oneDNN built in and a bf16
    * matmul in it for this CPU (AVX512-BF16 or AMX; not on AVX2 alone), the
@@ -112,8 +112,8 @@ static void test_gemm_tiny(void **state) {
   assert_non_null(strstr(t->meta, "# mig: "));
   assert_non_null(strstr(t->meta, "# method: "));
   hl_table_free(t);
-  /* no size >= 1024: the CPU targets are reported as skipped, not passed */
-  hl_table *g = hl_table_read(hl_path(dir, "gemm_targets.csv"));
+  /* no size >= 1024: the CPU expectations are reported as skipped, not passed */
+  hl_table *g = hl_table_read(hl_path(dir, "gemm_expectations.csv"));
   assert_non_null(g);
   assert_string_equal(hl_table_get(g, 0, "status"), "SKIP");
   hl_table_free(g);
@@ -189,9 +189,10 @@ static void test_bandwidth_tiny(void **state) {
                                "ref_gb_per_s", "ref_pct", "datasheet_gb_per_s", "attempts", NULL};
   expect_columns(t, cols);
   assert_int_equal(expect_csv_follows_schema(hl_path(dir, "bandwidth.csv"), &bench_bandwidth_schema), t->nrows);
-  expect_csv_follows_schema(hl_path(dir, "bandwidth_targets.csv"), &bench_bandwidth_targets_schema);
-  /* 2 sizes x (2 reference copies + 3 types x 5 kernels) */
-  assert_int_equal(t->nrows, 2 * (2 + 15));
+  expect_csv_follows_schema(hl_path(dir, "bandwidth_expectations.csv"), &bench_bandwidth_expectations_schema);
+  /* 2 sizes x (the reference copies + 3 types x 5 kernels): memcpy, memcpy-omp, copy-loop and, with AVX2, copy-loop-nt */
+  const int copies = hl_table_find(t, "kernel", "copy-loop-nt", NULL) >= 0 ? 4 : 3;
+  assert_int_equal(t->nrows, 2 * (copies + 15));
   static const char *kernels[] = {"copy", "scale", "add", "triad", "dot"};
   static const int arrays[] = {2, 2, 3, 3, 2};
   static const char *dtypes[] = {"fp32", "fp16", "bf16"};
@@ -210,16 +211,35 @@ static void test_bandwidth_tiny(void **state) {
       assert_string_equal(hl_table_get(t, i, "datasheet_gb_per_s"), "");
       assert_string_equal(hl_table_get(t, i, "datasheet_pct"), "");
     }
-  /* the platform's copies: the kernel-only columns empty, never 0 */
-  const int memcpy_row = hl_table_find(t, "kernel", "memcpy", "array_bytes", "65536", NULL);
-  assert_true(memcpy_row >= 0);
-  static const char *empty[] = {"gelem_per_s", "ref_kernel", "ref_gb_per_s", "ref_pct", "datasheet_pct"};
-  for (int e = 0; e < 5; e++) assert_string_equal(hl_table_get(t, memcpy_row, empty[e]), "");
-  assert_true(hl_table_find(t, "kernel", "memcpy-omp", "array_bytes", "65536", NULL) >= 0);
+  /* the reference copies: the kernel-only columns empty, never 0; the
+   * reference at each size is the fastest of them, and every kernel row
+   * of the size names it */
+  static const char *refs[] = {"memcpy", "memcpy-omp", "copy-loop", "copy-loop-nt"};
+  static const char *sizes[] = {"65536", "1048576"};
+  for (int z = 0; z < 2; z++) {
+    double fastest = 0;
+    const char *fastest_name = NULL;
+    for (int c = 0; c < copies; c++) {
+      const int row = hl_table_find(t, "kernel", refs[c], "array_bytes", sizes[z], NULL);
+      assert_true(row >= 0);
+      static const char *empty[] = {"gelem_per_s", "ref_kernel", "ref_gb_per_s", "ref_pct", "datasheet_pct"};
+      for (int e = 0; e < 5; e++) assert_string_equal(hl_table_get(t, row, empty[e]), "");
+      if (hl_table_num(t, row, "gb_per_s") > fastest) fastest = hl_table_num(t, row, "gb_per_s"), fastest_name = refs[c];
+    }
+    const int triad = hl_table_find(t, "kernel", "triad", "dtype", "fp32", "array_bytes", sizes[z], NULL);
+    assert_string_equal(hl_table_get(t, triad, "ref_kernel"), fastest_name);
+    assert_true(fabs(hl_table_num(t, triad, "ref_gb_per_s") - fastest) <= 1e-5 * fastest);
+  }
   hl_table_free(t);
-  hl_table *g = hl_table_read(hl_path(dir, "bandwidth_targets.csv"));
+  /* 1 MiB fits in any last-level cache: the expectations that need arrays
+   * past it are skipped, saying so, each with its reason */
+  hl_table *g = hl_table_read(hl_path(dir, "bandwidth_expectations.csv"));
   assert_non_null(g);
-  assert_true(hl_table_find(g, "target", "fp32 triad at 1 MiB >= 80% of the same-run memcpy", NULL) >= 0);
+  const int triad_row = hl_table_find(g, "expectation", "fp32 triad at 1 MiB between 80% and 110% of the copy reference", NULL);
+  assert_true(triad_row >= 0);
+  assert_string_equal(hl_table_get(g, triad_row, "status"), "SKIP");
+  assert_non_null(strstr(hl_table_get(g, triad_row, "detail"), "below twice the last-level cache"));
+  for (int i = 0; i < g->nrows; i++) assert_true(strlen(hl_table_get(g, i, "reason")) > 20);
   hl_table_free(g);
   assert_false(hl_file_exists(hl_path(dir, "bandwidth_host.csv"))); /* GPU only */
   hl_run_free(&r);
@@ -227,13 +247,13 @@ static void test_bandwidth_tiny(void **state) {
   free(dir);
 }
 
-/* mlp_step.csv and its targets as their tables say (their values: tests/core/test_examples.c) */
+/* mlp_step.csv and its expectations as their tables say (their values: tests/core/test_examples.c) */
 static void test_mlp_step_schema(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
   hl_run_result r = hl_run_ok("%s mlp-step --device cpu --batch 16 --reps 2 --quick --out %s", bench(), dir);
   assert_int_equal(expect_csv_follows_schema(hl_path(dir, "mlp_step.csv"), &bench_mlp_step_schema), 4);
-  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "mlp_step_targets.csv"), &bench_mlp_step_targets_schema), 2);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "mlp_step_expectations.csv"), &bench_mlp_step_expectations_schema), 2);
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);

@@ -75,7 +75,7 @@ static void test_examples_bad_input(void **state) {
 }
 
 /* mlp_step.csv's four rows (direct and core, fp32 and bf16) and the two
- * targets. The bf16 rows are measured exactly where the run's `# onednn:`
+ * expectations. The bf16 rows are measured exactly where the run's `# onednn:`
  * line says the core's bf16 products run on oneDNN's matmul, else not run
  * with a reason containing `reason` (NULL: any). */
 static void check_mlp_step(const char *dir, const char *out, const char *reason) {
@@ -108,11 +108,11 @@ static void check_mlp_step(const char *dir, const char *out, const char *reason)
   hl_table_free(t);
   if (bf16_runs) assert_non_null(strstr(out, "(bf16 autocast; median step times)"));
   else assert_non_null(strstr(out, "bf16 step not run: "));
-  hl_table *g = hl_table_read(hl_path(dir, "mlp_step_targets.csv"));
+  hl_table *g = hl_table_read(hl_path(dir, "mlp_step_expectations.csv"));
   assert_non_null(g);
   assert_int_equal(g->nrows, 2);
   const char *bf16_status = hl_table_get(g, 1, "status");
-  assert_non_null(strstr(hl_table_get(g, 1, "target"), "bf16"));
+  assert_non_null(strstr(hl_table_get(g, 1, "expectation"), "bf16"));
   if (bf16_runs) assert_true(!strcmp(bf16_status, "PASS") || !strcmp(bf16_status, "MISS"));
   else assert_string_equal(bf16_status, "SKIP");
   hl_table_free(g);

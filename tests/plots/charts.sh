@@ -8,7 +8,9 @@
 #     scripts read): no stderr, the GPU charts drawn, GPU captions present;
 #  3. each computed report sentence on either side of its threshold (copies
 #     of the CPU CSVs with one number changed): with the numbers masked, the
-#     sentence must read differently.
+#     sentence must read differently, and where a bound names what went
+#     wrong (the copy reference, a disturbed fp32 run, a unit not in use) the
+#     words appear on the far side only.
 # Part 1 also draws the slides and print presets and checks their text and
 # line sizes (tools/chart_sizes.py). Exit 77 (skipped) only where gnuplot is
 # not installed.
@@ -64,8 +66,9 @@ for c in $(cd "$cpu" && ls *.png | sed 's/\.png$//'); do
 done
 python3 "$root/tools/chart_sizes.py" slides "$cpu"/slides/*.pdf >"$work/sizes.log" || { grep FAIL "$work/sizes.log" >&2; fail "slides: text or lines below style.gp's sizes"; }
 python3 "$root/tools/chart_sizes.py" print "$cpu"/print/*.pdf >"$work/sizes.log" || { grep FAIL "$work/sizes.log" >&2; fail "print: text or lines outside style.gp's sizes"; }
-# the bandwidth chart's reference is the one the tables use (memcpy-omp here), named in its legend
-grep -q 'copy reference (memcpy-omp)' "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference"
+# the bandwidth chart's reference is the one the tables use (the first row's ref_kernel), named in its legend
+ref=$(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["ref_kernel"] != "" { print $c["ref_kernel"]; exit }' "$cpu/bandwidth.csv")
+grep -qF "copy reference ($ref)" "$cpu/bandwidth.svg" || fail "bandwidth.svg does not name the tables' reference ($ref)"
 # one measure of speed: the tiny text's amp-fp16 speed-up is the table's speed-up column, the same number
 tiny_row=$(sed -n '/^### The tiny preset/,/^### /p' "$cpu/REPORT.md" | awk -F' [|] ' '$1 == "| amp-fp16" { print $10; exit }')
 tiny_text=$(sed -n 's/.* \([0-9.]*x\) for amp-fp16 (.*/\1/p' "$cpu/REPORT.md" | head -1)
@@ -160,17 +163,114 @@ prepare() { # NAME FILE...: two copies of the CPU folder's FILEs (and peers/ if 
   done
 }
 
-# the bandwidth reference: every kernel below it, or some above it
-prepare bw-ref bandwidth.csv
-setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 95
-setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 105
-crosses bw-ref 'kernel and type pairs'
+# NAME SIDE PATTERN: the report of folder NAME-SIDE has a line matching PATTERN (has_not: none)
+has() { grep -qE "$3" "$work/$1-$2/REPORT.md" || fail "$1-$2: no line matching /$3/ in its report"; }
+has_not() { ! grep -qE "$3" "$work/$1-$2/REPORT.md" || fail "$1-$2: a line matches /$3/ in its report: $(grep -m1 -E "$3" "$work/$1-$2/REPORT.md")"; }
 
-# triad elements per second against the 2x line
-prepare bw-gelems bandwidth.csv
-setcol "$work/bw-gelems-lo/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1
-setcol "$work/bw-gelems-hi/bandwidth.csv" '$c["dtype"] == "fp16"' gelem_per_s 1000
-crosses bw-gelems 'dashed line is exactly twice'
+# the bandwidth reference past the caches: every kernel within 110% of it, or one beyond (the reference is
+# wrong), by the fastest samples; beyond by the medians only, the reference's runs were disturbed
+prepare bw-ref bandwidth.csv
+cp -r "$work/bw-ref-hi" "$work/bw-ref-disturbed"
+for side in lo hi disturbed; do setcol "$work/bw-ref-$side/bandwidth.csv" '$c["dtype"] == "bytes"' gb_per_s_best 100; done
+setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 105
+setcol "$work/bw-ref-lo/bandwidth.csv" '$c["dtype"] != "bytes"' gb_per_s_best 105
+setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 115
+setcol "$work/bw-ref-hi/bandwidth.csv" '$c["dtype"] != "bytes"' gb_per_s_best 115
+setcol "$work/bw-ref-disturbed/bandwidth.csv" '$c["dtype"] != "bytes"' ref_pct 115
+setcol "$work/bw-ref-disturbed/bandwidth.csv" '$c["dtype"] != "bytes"' gb_per_s_best 105
+crosses bw-ref 'copy reference \(the highest|copy reference is wrong'
+has_not bw-ref lo 'copy reference is wrong'
+has bw-ref hi 'The copy reference is wrong here.*115% of the fastest copy'
+"$root/plots/report.sh" "$work/bw-ref-disturbed" 2>/dev/null
+has bw-ref disturbed 'by their medians .* but none by the fastest samples: other work slowed'
+has_not bw-ref disturbed 'copy reference is wrong'
+
+# triad's elements per second against the 2x line, from above: 1.95x is memory-bound, 2.3x means fp32 was disturbed
+prepare bw-2x bandwidth.csv
+for side in lo hi; do setcol "$work/bw-2x-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10; done
+setcol "$work/bw-2x-lo/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 19.5
+setcol "$work/bw-2x-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 23
+crosses bw-2x 'dashed line is exactly twice'
+has bw-2x lo 'fp16 1\.95x: at the 2x line, memory-bound'
+has_not bw-2x lo 'fp16 [0-9.]+x: above 2.1x, fp32 disturbed'
+has bw-2x hi 'fp16 2\.30x: above 2.1x, fp32 disturbed: rerun'
+
+# ... and from below: at 1.5x with the fastest samples at 1.5x the conversions limit fp16; at 1.95x its run was disturbed
+prepare bw-low bandwidth.csv
+for side in lo hi; do
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gb_per_s_best 40
+  setcol "$work/bw-low-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gelem_per_s 15
+done
+setcol "$work/bw-low-lo/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gb_per_s_best 30
+setcol "$work/bw-low-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp16"' gb_per_s_best 39
+crosses bw-low 'dashed line is exactly twice'
+has bw-low lo 'fp16 1\.50x: below the 2x line, so not memory-bound: converting'
+has bw-low hi 'fp16 1\.50x: below the 2x line, but 1\.95x by the fastest samples: its run was disturbed'
+
+# the same bytes per second in cache, or not: each size range said from its own numbers
+prepare bw-cache bandwidth.csv
+for side in lo hi; do
+  setcol "$work/bw-cache-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "fp32"' gelem_per_s 10
+  setcol "$work/bw-cache-$side/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] != "fp32"' gelem_per_s 19.5
+done
+setcol "$work/bw-cache-hi/bandwidth.csv" '$c["kernel"] == "triad" && $c["dtype"] == "bf16" && $c["array_bytes"] <= 8388608' gelem_per_s 12
+crosses bw-cache 'dashed line is exactly twice'
+has bw-cache lo 'In cache \(the three arrays within the last-level cache\): fp16 1\.95x to 1\.95x, bf16 1\.95x to 1\.95x: the same bytes per second there too'
+has bw-cache hi 'bf16 1\.20x to 1\.20x: not the same bytes per second there'
+
+# the units table: avx512_fp16 open to the kernels but used by nothing that ran, or by the fp16 products
+prepare units gemm.csv bandwidth.csv
+for side in lo hi; do
+  for f in gemm.csv bandwidth.csv; do
+    sed -i 's/avx512_fp16 no/avx512_fp16 yes/; s/^# cpu-units: .*/# cpu-units: f16c, avx512_bf16, avx512_fp16/' "$work/units-$side/$f"
+  done
+done
+setcol "$work/units-hi/gemm.csv" '$c["variant"] == "fp16"' implementation 'onednn 3.5 brg:avx512_core_fp16'
+crosses units '^\| avx512_fp16 \|'
+has_not units lo '^\| avx512_fp16 \| \*\*in use'
+has units lo '^\| avx512_fp16 \| present, not used by these runs'
+has units hi '^\| avx512_fp16 \| \*\*in use\*\*: fp16 products \(onednn 3.5 brg:avx512_core_fp16\)'
+# and the speed-up caption names units that multiply, never F16C
+crosses units 'multiplies in it'
+has units lo 'fp16 on no unit of its own: widened to fp32 for sgemm; F16C only converts'
+has units hi 'fp16 on AVX512-FP16'
+has_not units lo 'here: f16c'
+
+# the expectations: bounds on both sides and the reason of each, from the file's own columns
+prepare expect bandwidth.csv
+{ grep '^# ' "$cpu/bandwidth.csv"
+  echo "expectation,device,value,low,high,status,detail,reason"
+  echo "fp16 triad Gelem/s 1.8x to 2.1x fp32's at 512 MiB,cpu,1.9500,1.8,2.1,PASS,19.5 vs 10 Gelem/s,half the width streams twice the elements"
+  echo "every kernel past the caches at most 110% of the copy reference,cpu,1.0500,,1.1,PASS,the highest,the reference is the fastest copy"
+} >"$work/expect-lo/bandwidth_expectations.csv"
+sed 's/,1.9500,1.8,2.1,PASS,19.5/,2.3000,1.8,2.1,MISS,23/' "$work/expect-lo/bandwidth_expectations.csv" >"$work/expect-hi/bandwidth_expectations.csv"
+crosses expect '^\| fp16 triad Gelem/s'
+has expect lo '^\| fp16 triad Gelem/s .* \| 1\.9500 \| 1\.8 <= ratio <= 2\.1 \| \*\*PASS\*\* \| .* \| half the width streams twice the elements \|'
+has expect hi '^\| fp16 triad Gelem/s .* \| 2\.3000 \| 1\.8 <= ratio <= 2\.1 \| \*\*MISS\*\*'
+has expect lo '^\| every kernel past the caches .* \| ratio <= 1\.1 \|'
+has_not expect lo '[Tt]arget'
+
+# the peers' expectations: both bounds and the reason, a MISS past the lower one
+prepare peer-exp peer_step_times.csv
+{ grep '^# ' "$cpu/peer_step_times.csv"
+  echo "expectation,device,value,low,high,status,detail,reason"
+  echo "amp-bf16 step at most 0.6x halflab's fp32 step (passive),cpu,0.5500,0.5,0.6,PASS,55 ms / 100 ms,bf16 dot products at twice fp32's rate"
+} >"$work/peer-exp-lo/peer_expectations.csv"
+sed 's/,0.5500,0.5,0.6,PASS,55/,0.4500,0.5,0.6,MISS,45/' "$work/peer-exp-lo/peer_expectations.csv" >"$work/peer-exp-hi/peer_expectations.csv"
+crosses peer-exp "^\| amp-bf16 step at most"
+has peer-exp lo "^\| amp-bf16 step at most 0.6x .* \| 0\.5500 \| 0\.5 <= ratio <= 0\.6 \| \*\*PASS\*\* \| .* \| bf16 dot products at twice fp32's rate \|"
+has peer-exp hi "\| 0\.4500 \| 0\.5 <= ratio <= 0\.6 \| \*\*MISS\*\*"
+
+# the cross-machine captions follow the one line-style convention (plots/report-lib.sh line_convention)
+mkdir -p "$work/machines/one"
+cp "$cpu/bandwidth.csv" "$work/machines/one/"
+touch "$work/machines/compare-bandwidth.png" "$work/machines/compare-gemm.png"
+"$root/plots/report.sh" "$work/machines/one" 2>/dev/null
+note=$(dir=/nonexistent; . "$root/plots/report-lib.sh"; line_convention)
+[ "$(grep -cF "Line style: $note" "$work/machines/one/REPORT.md")" = 2 ] ||
+  fail "the compare-* captions do not state the line-style convention ($note)"
+grep -qE 'solid (fp16|bf16)|dashed fp32' "$work/machines/one/REPORT.md" && fail "a caption states a line style of its own"
 
 # bf16's speed-up at the largest size: a gain or a loss
 prepare speedup gemm.csv

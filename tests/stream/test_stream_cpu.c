@@ -179,7 +179,7 @@ static void test_dot_bound(void **state) {
   for (hl_dtype t = HL_F32; t <= HL_BF16; t++) on_every_path(t, dot_bound);
 }
 
-static void test_init_and_copy_ref(void **state) {
+static void test_init(void **state) {
   (void)state;
   for (hl_dtype t = HL_F32; t <= HL_BF16; t++) {
     const size_t n = 3 * 4096 + 5;
@@ -192,26 +192,41 @@ static void test_init_and_copy_ref(void **state) {
     }
     hl_backend_cpu.free(a), hl_backend_cpu.free(b), hl_backend_cpu.free(c);
   }
-  static const size_t sizes[] = {1, 63, 64, 65, 1000001};
-  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-    size_t bytes = sizes[k];
-    unsigned char *src = malloc(bytes + 16), *dst = malloc(bytes + 16);
-    assert_non_null(src);
-    assert_non_null(dst);
-    for (size_t i = 0; i < bytes + 16; i++) src[i] = (unsigned char)(i * 7 + 3), dst[i] = 0xee;
-    S()->copy_ref(dst, src, bytes);
-    assert_memory_equal(dst, src, bytes);
-    for (size_t i = bytes; i < bytes + 16; i++) assert_int_equal(dst[i], 0xee); /* nothing past the end */
-    free(src), free(dst);
-  }
   assert_null(S()->host_alloc_pinned);
+}
+
+/* every reference copy copies every byte and nothing past the end, at
+ * sizes below one element, one vector, one chunk and across threads, from
+ * and to addresses off any alignment */
+static void test_reference_copies(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 3, 31, 63, 64, 65, 16384, 16385, 3 * 16384 + 7, 1000001};
+  int copies = 0;
+  while (S()->copy_ref_name(copies)) copies++;
+  assert_true(copies >= 3); /* memcpy, memcpy-omp, copy-loop; copy-loop-nt where the CPU has AVX2 */
+  assert_string_equal(S()->copy_ref_name(0), "memcpy");
+  for (int which = 0; which < copies; which++)
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+      for (size_t off = 0; off < 2; off++) {
+        const size_t bytes = sizes[k];
+        unsigned char *src = malloc(bytes + 48), *dst = malloc(bytes + 48);
+        assert_non_null(src);
+        assert_non_null(dst);
+        for (size_t i = 0; i < bytes + 48; i++) src[i] = (unsigned char)(i * 7 + 3), dst[i] = 0xee;
+        S()->copy_ref(which, dst + off * 5, src + off * 3, bytes);
+        assert_memory_equal(dst + off * 5, src + off * 3, bytes);
+        for (size_t i = 0; i < off * 5; i++) assert_int_equal(dst[i], 0xee);                 /* nothing before */
+        for (size_t i = bytes + off * 5; i < bytes + 48; i++) assert_int_equal(dst[i], 0xee); /* nor past the end */
+        free(src), free(dst);
+      }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_elementwise_bit_exact),
       cmocka_unit_test(test_dot_bound),
-      cmocka_unit_test(test_init_and_copy_ref),
+      cmocka_unit_test(test_init),
+      cmocka_unit_test(test_reference_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,11 +166,17 @@ static void test_init_copy_ref_pinned(void **state) {
   memset(dst, 0xee, bytes + 16);
   void *d1 = gpu->alloc(bytes), *d2 = gpu->alloc(bytes);
   gpu->copy_from_host(d1, src, bytes);
-  gpu->stream->copy_ref(d2, d1, bytes);
-  gpu->synchronize();
-  gpu->copy_to_host(dst, d2, bytes);
-  assert_memory_equal(dst, src, bytes);
-  assert_int_equal(dst[bytes], 0xee);
+  assert_non_null(gpu->stream->copy_ref_name(1)); /* the driver's copy and a copy kernel */
+  for (int which = 0; gpu->stream->copy_ref_name(which); which++) {
+    memset(dst, 0, bytes); /* d2 cleared between the copies */
+    gpu->copy_from_host(d2, dst, bytes);
+    gpu->stream->copy_ref(which, d2, d1, bytes);
+    gpu->synchronize();
+    memset(dst, 0xee, bytes + 16);
+    gpu->copy_to_host(dst, d2, bytes);
+    assert_memory_equal(dst, src, bytes);
+    assert_int_equal(dst[bytes], 0xee);
+  }
   gpu->free(d1), gpu->free(d2);
   gpu->stream->host_free_pinned(src), gpu->stream->host_free_pinned(dst);
 }
