@@ -30,6 +30,11 @@ FORBIDDEN = [
     (re.compile(r"\b(?:coordinator|helper agents?|our process|this session)\b"), "the team's process"),
 ]
 
+# A line that names the older files as older (how a folder measured before the
+# rename reads) is history, not the internal word.
+HISTORY = re.compile(r"\b(?:before|older|earlier)\b")
+HISTORICAL_OK = {"a targets file (say expectations)"}
+
 PROGRAMS = ["numerics/halflab-numerics", "bench/halflab-bench", "train/halflab-train"]
 
 
@@ -61,7 +66,7 @@ def run_help(argv):
 def hits(label, text):
     for number, line in enumerate(text.splitlines(), 1):
         for pattern, why in FORBIDDEN:
-            if pattern.search(line):
+            if pattern.search(line) and not (why in HISTORICAL_OK and HISTORY.search(line)):
                 yield f"{label}:{number}: {why}: {line.strip()[:140]}"
 
 

@@ -122,7 +122,7 @@ if [ -n "$slow_fp16" ]; then
   fp16_units=$(meta $f cpu-features | grep -o 'avx512_fp16 [a-z]*\|amx_fp16 [a-z]*' | paste -sd, - | sed 's/,/, /')
   echo "PyTorch's amp-fp16 step is ${slow_fp16}x its own fp32 step here${fp16_units:+ (this CPU: $fp16_units)}: its CPU fp16"
   echo "products take a slow path, where halflab widens fp16 (and bf16) to fp32 around OpenBLAS's sgemm."
-  if meta $f note | grep -q "PyTorch amp-fp16:"; then
+  if meta $f note | grep "PyTorch amp-fp16:" >/dev/null; then
     echo "That is why PyTorch's amp-fp16 run is shorter than the others (the run note above says how)."
   fi
 fi

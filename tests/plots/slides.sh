@@ -34,9 +34,9 @@ check_deck() {
   pdfinfo -f 1 -l "$n" "$deck" | awk '/^Page +[0-9]+ size:/ { r = $4 / $6; if (r < 16 / 9 * 0.99 || r > 16 / 9 * 1.01) { print "page " $2 ": " $4 " x " $6; bad = 1 } } END { exit bad }' \
     || fail "$deck: a page that is not 16:9 (above)"
   for ((i = 1; i <= ${#pages[@]} && i <= n; i++)); do
-    pdftotext -f $i -l $i "$deck" - | tr '\n' ' ' | grep -qF "${pages[i - 1]}" || fail "$deck: page $i lacks '${pages[i - 1]}'"
+    pdftotext -f $i -l $i "$deck" - | tr '\n' ' ' | grep -F "${pages[i - 1]}" >/dev/null || fail "$deck: page $i lacks '${pages[i - 1]}'"
   done
-  pdftotext -f "$n" -l "$n" "$deck" - | tr '\n' ' ' | grep -qF "$note" || fail "$deck: the training slide does not say '$note'"
+  pdftotext -f "$n" -l "$n" "$deck" - | tr '\n' ' ' | grep -F "$note" >/dev/null || fail "$deck: the training slide does not say '$note'"
   python3 "$root/tools/chart_sizes.py" slides "$deck" || fail "$deck: text or lines below the slides preset's sizes"
 }
 
