@@ -31,8 +31,9 @@ FORBIDDEN = [
 ]
 
 # A line that names the older files as older (how a folder measured before the
-# rename reads) is history, not the internal word.
-HISTORY = re.compile(r"\b(?:before|older|earlier)\b")
+# rename reads), or a report's list of the files a section read, points at
+# files that exist; it does not speak the internal word.
+HISTORY = re.compile(r"\b(?:before|older|earlier)\b|^Measured with: ")
 HISTORICAL_OK = {"a targets file (say expectations)"}
 
 PROGRAMS = ["numerics/halflab-numerics", "bench/halflab-bench", "train/halflab-train"]
