@@ -100,6 +100,7 @@ slides_lw = 1.5
 print_lw = 1.5            # lw 1 is 0.5 pt in pdfcairo: 0.75 pt
 print_ps = 0.5            # pdfcairo's points grow with the line width: back to screen's size beside the text
 small_pt(pt) = pt * 0.85  # the screen footer
+heading_pt(pt) = pt * 2.0 # a deck's title page: the one heading drawn larger than the text
 scale_of(w) = w > 1280 ? w / 1280.0 : 1.0
 font_pt(w) = base_pt * scale_of(w)
 cur_w = 1280

@@ -99,7 +99,7 @@ eval out_open('$data', 'deck-title', 1920, 1080, 2)
 unset border
 unset tics
 unset key
-set label 1 "What half precision does to numbers" at screen 0.5, screen 0.62 center
+set label 1 "What half precision does to numbers" at screen 0.5, screen 0.62 center font sprintf('Sans,%.1f', heading_pt(cur_pt))
 set label 2 "fp32, fp16 and bf16 in seven charts" at screen 0.5, screen 0.54 center tc rgb c_note
 set label 3 "computed by halflab-numerics on $device" at screen 0.5, screen 0.3 center tc rgb c_note noenhanced
 set label 4 "$version, $date" at screen 0.5, screen 0.25 center tc rgb c_note noenhanced
