@@ -18,7 +18,7 @@ dir=${1:?usage: plots/report.d/35-peers.sh RESULTS_DIR}
 
 echo "## PyTorch peer (\`bench/peers/\`)"
 echo
-provenance peer_step_times.csv peer_targets.csv
+provenance peer_step_times.csv peer_expectations.csv peer_targets.csv
 if ! have peer_step_times.csv; then
   reason=""
   have peer_skipped.csv && reason=$(table peer_skipped.csv '{ print $c["reason"]; exit }')

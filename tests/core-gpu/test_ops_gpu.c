@@ -486,7 +486,7 @@ static void test_mlp_step_on_device(void **state) {
     if (!strcmp(hl_table_get(t, i, "precision"), "fp32")) assert_true(hl_table_num(t, i, "time_ms_median") > 0);
   }
   hl_table_free(t);
-  assert_true(hl_file_exists(hl_path(dir, "mlp_step_targets.csv")));
+  assert_true(hl_file_exists(hl_path(dir, "mlp_step_expectations.csv")));
   hl_rmtree(dir);
   free(dir);
 }
