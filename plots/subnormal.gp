@@ -93,7 +93,11 @@ do for [out_i=1:out_n] {
   set object 3 rect from normal_lo, graph 0 to xhi, graph 1 fc rgb '#e3f3e0' fs solid 1.0 noborder behind
   # the zone names where no line runs: the zero zone's below bf16's points, the subnormal zone's
   # right of the descending fp16 lines
-  set label 1 narrow ? "zero" : "fp16\nzero\nzone" at sqrt(xlo * zero_hi), graph 0.3 center
+  if (narrow) {   # a column's zero zone is one tick wide: its name runs up it
+    set label 1 "zero" at sqrt(xlo * zero_hi), graph 0.66 center rotate by 90
+  } else {
+    set label 1 "fp16\nzero\nzone" at sqrt(xlo * zero_hi), graph 0.3 center norotate
+  }
   set label 2 narrow ? "fp16 subnormal" : sprintf("fp16 subnormal zone: spacing stays %s,\nso each halving of x loses a bit", "2^{-24}") \
       at sqrt(zero_hi * normal_lo) * (narrow ? 1 : 2**1.5), graph 0.92 center
   set label 3 narrow ? "normal" : "fp16 normal zone\n11 significant bits" at sqrt(normal_lo * xhi), graph 0.92 center
