@@ -19,7 +19,7 @@ else
 fi
 
 start=$SECONDS
-stage() { printf '\n== %s ==\n' "$*" >&2; }
+stage() { printf '\n== %s (at %d s) ==\n' "$*" $((SECONDS - start)) >&2; }
 run() { # run a program if it was built; a missing one is said, not hidden
   local exe=$build/$1
   shift
