@@ -537,6 +537,15 @@ static void expect_bf16_gain(bench_expectations *e, const bench_device *d, const
  * fallback (bf16-widened) within its error bound, and the fp16 path at 80%
  * to 110% of the fp32 path (to 80% only where it does not widen). Returns
  * the number of expectations checked. */
+/* An expectation on the TFLOP/s of one result over another's, between LOW and HIGH. */
+static void expect_rate_ratio(bench_expectations *e, const bench_device *d, const char *name, const gemm_result *r,
+                              const gemm_result *ref, double low, double high, const char *reason) {
+  char detail[256];
+  snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", r->tflop_per_s * 1e3, ref->tflop_per_s * 1e3,
+           r->tflop_per_s / ref->tflop_per_s);
+  bench_expect(e, d, name, r->tflop_per_s / ref->tflop_per_s, low, high, detail, reason);
+}
+
 static int expect_cpu_shape(bench_expectations *e, const bench_device *d, const bench_peaks *pk, const shape *s,
                             const gemm_result *at) {
   const gemm_result *r32 = &at[gemm_variant_index("fp32")], *rob = &at[gemm_variant_index("openblas")],
@@ -546,16 +555,12 @@ static int expect_cpu_shape(bench_expectations *e, const bench_device *d, const 
   int checked = 0;
   if (r32->done && rob->done) {
     snprintf(name, sizeof name, "fp32 %lld^3 within 5%% of OpenBLAS called directly", (long long)s->m);
-    snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", r32->tflop_per_s * 1e3, rob->tflop_per_s * 1e3,
-             r32->tflop_per_s / rob->tflop_per_s);
-    bench_expect(e, d, name, r32->tflop_per_s / rob->tflop_per_s, 0.95, 1.05, detail, reason_openblas);
+    expect_rate_ratio(e, d, name, r32, rob, 0.95, 1.05, reason_openblas);
     checked++;
   }
   if (rb16->done && rod->done) {
     snprintf(name, sizeof name, "bf16 %lld^3 within 10%% of oneDNN called directly", (long long)s->m);
-    snprintf(detail, sizeof detail, "%.1f vs %.1f GFLOP/s = %.3f", rb16->tflop_per_s * 1e3, rod->tflop_per_s * 1e3,
-             rb16->tflop_per_s / rod->tflop_per_s);
-    bench_expect(e, d, name, rb16->tflop_per_s / rod->tflop_per_s, 0.90, 1.10, detail, reason_onednn);
+    expect_rate_ratio(e, d, name, rb16, rod, 0.90, 1.10, reason_onednn);
     checked++;
   }
   if ((s->m == 2048 || s->m == 4096) && rb16->done && r32->done) {
