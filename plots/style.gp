@@ -158,8 +158,6 @@ set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
 
 # helpers the scripts share
 file_exists(f) = system(sprintf("test -f '%s' && echo 1 || echo 0", f)) eq "1"
-# the device line of a CSV, '_' escaped (it would start a subscript)
-device_of(f) = system(sprintf("sed -n 's/^# device: //p' '%s' | head -1 | sed 's/_/\\\\_/g'", f))
 # the last-level cache a CSV's run recorded, in bytes (llc_bytes on a CPU,
 # l2_bytes on a GPU; 0 where it names neither)
 cache_bytes(f) = real(system("awk '/^# (llc|l2)_bytes: / { v = $3 + 0; exit } !/^#/ { exit } END { print v + 0 }' '".f."'"))
