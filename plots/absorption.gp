@@ -31,8 +31,8 @@ array lost_row[3] = [2**-33.5, 2**-34.5, 2**-35.5]
 # the largest update each format loses entirely (0: none in the sweep)
 array lost_max[3]
 do for [i=1:3] {
-  lost_max[i] = real(system(sprintf("%s$c[\"device\"] == d && $c[\"format\"] == f && $c[\"effective_update\"] == 0 && $c[\"update\"] + 0 > m { m = $c[\"update\"] + 0 } END { printf \"%%.17g\\n\", m + 0 }' '%s'", \
-                                    awk_cols(sprintf('-v d=%s -v f=%s', dev, id[i])), in)))
+  lost_max[i] = real(system(awk_cols(sprintf('-v d=%s -v f=%s', dev, id[i])). \
+      "$c[\"device\"] == d && $c[\"format\"] == f && $c[\"effective_update\"] == 0 && $c[\"update\"] + 0 > m { m = $c[\"update\"] + 0 } END { printf \"%.17g\\n\", m + 0 }' '".in."'"))
 }
 # a power of two as 2^{e}, anything else as %.2g
 pow2_text(x) = abs(log(x) / log(2) - floor(log(x) / log(2) + 0.5)) < 1e-9 ? sprintf("2^{%d}", floor(log(x) / log(2) + 0.5)) : sprintf("%.2g", x)

@@ -40,8 +40,8 @@ last_of(s, col) = system(sprintf("%s$c[\"device\"] == d && $c[\"strategy\"] == s
 steps = last_of('fp16', 'step')
 update = (real(last_of('fp16', 'exact_weight')) - 1) / real(steps)
 # the largest distance from the exact sum of a strategy, for the label
-maxdev(s) = real(system(sprintf("%s$c[\"device\"] == d && $c[\"strategy\"] == s { x = $c[\"weight\"] - $c[\"exact_weight\"]; if (x < 0) x = -x; if (x > m) m = x } END { printf \"%%.17g\\n\", m + 0 }' '%s'", \
-                               awk_cols(sprintf('-v d=%s -v s=%s', dev, s)), in)))
+maxdev(s) = real(system(awk_cols(sprintf('-v d=%s -v s=%s', dev, s)). \
+    "$c[\"device\"] == d && $c[\"strategy\"] == s { x = $c[\"weight\"] - $c[\"exact_weight\"]; if (x < 0) x = -x; if (x > m) m = x } END { printf \"%.17g\\n\", m + 0 }' '".in."'"))
 dev_sr = maxdev('fp16_stochastic')
 dev_kahan = maxdev('fp16_kahan')
 # the strategies whose weight never moved, and the fp32 master's final weight

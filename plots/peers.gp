@@ -31,7 +31,7 @@ pairs = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i]
 array mode[3] = ['fp32', 'amp-bf16', 'amp-fp16']
 array mcolor[3] = [c_fp32, c_bf16, c_fp16]
 array mpt[3] = [7, 5, 9]
-run_of(m) = system(sprintf("for f in '%s'/peers/train_peers-*_%s_steps.csv; do [ -f \"$f\" ] || continue; r=${f##*/train_}; r=${r%%_%s_steps.csv}; [ -f '%s'/peers/peer_${r}_%s_steps.csv ] && { echo $r; break; }; done", dir, m, m, dir, m))
+run_of(m) = system("for f in '".dir."'/peers/train_peers-*_".m."_steps.csv; do [ -f \"$f\" ] || continue; r=${f##*/train_}; r=${r%_".m."_steps.csv}; [ -f '".dir."'/peers/peer_${r}_".m."_steps.csv ] && { echo $r; break; }; done")
 array run[3]
 array dsrc[3]
 nloss = 0
@@ -48,7 +48,7 @@ top = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i+
 bottom = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } m == \"\" || $c[\"step_time_ms_min\"] < m { m = $c[\"step_time_ms_min\"] } END { print m + 0 }' '%s'", tin)))
 # The claim: halflab's speed-up over PyTorch (PyTorch's median step / halflab's: above 1 halflab is
 # faster), per mode, at the first policy (or device) the file lists, fp32 and amp-bf16
-speedups = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { w = ($c[\"omp_wait_policy\"] == \"-\" ? $c[\"device\"] : $c[\"omp_wait_policy\"]); if (first == \"\") first = w } w == first { t[$c[\"mode\"], $c[\"impl\"]] = $c[\"step_time_ms_median\"] } END { n = split(\"fp32 amp-bf16\", m, \" \"); for (i = 1; i <= n; i++) if (t[m[i], \"halflab\"] > 0 && t[m[i], \"pytorch\"] > 0) { printf \"%%s%%s %%.2fx\", s, m[i], t[m[i], \"pytorch\"] / t[m[i], \"halflab\"]; s = \", \" } printf \"|%%s\", first }' '%s'", tin))
+speedups = system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { w = ($c[\"omp_wait_policy\"] == \"-\" ? $c[\"device\"] : $c[\"omp_wait_policy\"]); if (first == \"\") first = w } w == first { t[$c[\"mode\"], $c[\"impl\"]] = $c[\"step_time_ms_median\"] } END { n = split(\"fp32 amp-bf16\", m, \" \"); for (i = 1; i <= n; i++) if (t[m[i], \"halflab\"] > 0 && t[m[i], \"pytorch\"] > 0) { printf \"%s%s %.2fx\", s, m[i], t[m[i], \"pytorch\"] / t[m[i], \"halflab\"]; s = \", \" } printf \"|%s\", first }' '".tin."'")
 sp_list = speedups[1:strstrt(speedups, '|') - 1]
 sp_where = speedups[strstrt(speedups, '|') + 1:]
 claim = sp_list eq '' ? 'halflab against PyTorch: the same GPT, weights and batches' : sprintf("halflab's speed-up over PyTorch (%s): %s", sp_where, sp_list)

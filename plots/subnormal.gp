@@ -23,8 +23,7 @@ set datafile commentschars '#'
 set datafile columnheaders
 
 # AWK-CONDITION, EXPRESSION: the largest value of EXPRESSION over this device's rows where CONDITION holds
-ladder_max(cond, expr) = real(system(sprintf("%s$c[\"device\"] == d && (%s) { v = %s; if (!n++ || v > m) m = v } END { printf \"%%.17g\\n\", m + 0 }' '%s'", \
-                                             awk_cols('-v d='.dev), cond, expr, in)))
+ladder_max(cond, expr) = real(system(awk_cols('-v d='.dev)."$c[\"device\"] == d && (".cond.") { v = ".expr."; if (!n++ || v > m) m = v } END { printf \"%.17g\\n\", m + 0 }' '".in."'"))
 # fp16's zones, from the stored classes: zero up to the largest x stored as 0, normal from the smallest x stored normal
 zero_hi = ladder_max('$c["format"] == "fp16" && $c["class"] == "zero"', '$c["x"] + 0')
 normal_lo = -ladder_max('$c["format"] == "fp16" && $c["class"] == "normal"', '-$c["x"]')

@@ -49,7 +49,7 @@ bars = "< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; nex
           v[c[\"allreduce_bytes\"]] / 1048576, v[c[\"step_time_ms_median\"]] / base } } }' '".in."'"
 # the screen footer: the device and the runs' settings (the caption in REPORT.md says them too)
 desc = system(sprintf("sed -n 's/^# device: //p' '%s' '%s'/train_*_summary.csv 2>/dev/null | head -1 | cut -d, -f1", in, dir)).'; mpirun (Open MPI)'. \
-       system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"name\"] == \"dp-small-2x1-fp32\" { printf \"; the small preset, batch %%s; buckets of %%s MiB\", $c[\"batch\"], $c[\"bucket_mb\"]; exit }' '%s'", in))
+       system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"name\"] == \"dp-small-2x1-fp32\" { printf \"; the small preset, batch %s; buckets of %s MiB\", $c[\"batch\"], $c[\"bucket_mb\"]; exit }' '".in."'")
 # the bar's colour: the wire's family; the one-process bar (no all-reduce) a grey no family uses
 bar_color(f) = f eq 'none' ? 0x999999 : fcolor_int(f)
 

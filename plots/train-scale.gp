@@ -41,7 +41,7 @@ scale_line(k, m, shared) = sprintf("lw %g dt %s lc rgb '%s'", k == 1 ? 3.5 : 2.5
 shared_of(g) = have(g, 'fp16-static') || have(g, 'fp16-master')
 skipped_style = "with points pt 2 ps 2 lw 2.5 lc rgb c_ref"
 # the skipped steps of each mode of a group, for its panel's title
-skip_list(g) = system(sprintf("for m in %s; do f='%s/train_%s_'$m'_steps.csv'; [ -f \"$f\" ] || continue; printf '%%s%%s %%s' \"$sep\" $m $(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"skipped\"] == 1 { n++ } END { print n + 0 }' \"$f\"); sep=', '; done", modes, dir, g))
+skip_list(g) = system("for m in ".modes."; do f='".dir."/train_".g."_'$m'_steps.csv'; [ -f \"$f\" ] || continue; printf '%s%s %s' \"$sep\" $m $(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"skipped\"] == 1 { n++ } END { print n + 0 }' \"$f\"); sep=', '; done")
 # the claim, from the first group's amp-fp16 run
 g1 = word(groups, 1)
 claim = have(g1, 'amp-fp16') ? (interval(g1) ne '' ? \
