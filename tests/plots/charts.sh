@@ -34,7 +34,10 @@ done
 gpu_words='\bGPU|cuBLAS|cublas|tensor.cores?\b|\bCUDA\b|cudaMem|\bSIMT\b|\bH100\b|\bH200\b'
 
 # ------------------------------------------------------------ 1. the CPU folder
-cpu=$work/cpu
+# a long path on purpose: commands built from it must not break (gnuplot's
+# sprintf mangles long results of formats holding %%)
+cpu=$work/$(printf 'a-results-folder-with-a-long-name-%.0s' 1 2 3 4 5)/cpu
+mkdir -p "$(dirname "$cpu")"
 cp -r "$src" "$cpu"
 rm -f "$cpu"/*.png "$cpu"/*.svg "$cpu/REPORT.md"
 if ! "$root/scripts/plots.sh" --strict "$cpu" >"$work/cpu.log" 2>&1; then
