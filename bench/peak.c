@@ -134,7 +134,7 @@ static bench_peaks cpu_peaks(const hl_device_facts *f) {
   p.value[PEAK_BF16] = bf16 * scale;
   snprintf(p.source, sizeof p.source,
            "CPU table (%s): fp32 FMA %.0f FLOP/cycle/core; bf16 on %s %.0f; fp16 widened to fp32 %.0f; x %d cores x "
-           "%d MHz (measured with a multiply chain, within %d..%d MHz: clock_method, clock_bounds_mhz); AVX512-FP16 "
+           "%d MHz (measured with a multiply chain, within %d..%d MHz: see clock_method, clock_bounds_mhz); AVX512-FP16 "
            "%.0f and AMX-BF16 %.0f where the CPU has them",
            r->label, r->fp32_fma, bf16_unit, bf16, r->fp32_fma, cores, mhz, clk->low_mhz, clk->high_mhz,
            r->avx512_fp16_fma, r->amx_bf16);
