@@ -42,13 +42,13 @@ static int imul_latency_cycles(const hl_cpu_features *c) {
   return 0;
 }
 
+#if defined(__x86_64__)
 static double thread_cpu_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-#if defined(__x86_64__)
 /* n x 8 dependent 64-bit multiplies; inline asm so that the compiler can
  * neither fold nor vectorise them. The multiplier is odd and not a power of
  * two, so the value never settles. */
@@ -63,12 +63,10 @@ static void imul_chain(long n) {
                    : "r"(m)
                    : "cc");
 }
-#endif
 
 /* One thread's clock: the fastest of the repetitions, timed on the thread's
  * own CPU time, so that time spent descheduled does not count */
 static double thread_clock_mhz(int latency) {
-#if defined(__x86_64__)
   for (const double start = thread_cpu_ns(); thread_cpu_ns() - start < CHAIN_WARMUP_NS;) imul_chain(CHAIN_IMULS / 8 / 16);
   double best_ns = INFINITY;
   for (int i = 0; i < CHAIN_REPETITIONS; i++) {
@@ -78,10 +76,6 @@ static double thread_clock_mhz(int latency) {
     if (ns > 0 && ns < best_ns) best_ns = ns;
   }
   return (double)CHAIN_IMULS * latency / best_ns * 1e3; /* cycles per ns = GHz */
-#else
-  (void)latency;
-  return 0;
-#endif
 }
 
 /* Every OpenMP thread at once, as a GEMM loads them (an all-core clock is
@@ -92,6 +86,7 @@ static int measured_mhz(int latency) {
   slowest = thread_clock_mhz(latency);
   return isfinite(slowest) ? (int)lround(slowest) : 0;
 }
+#endif
 
 /* ---------------------------------------------------------- reports -- */
 
@@ -215,6 +210,7 @@ bench_clock bench_clock_measure(const char *model, int cpuinfo_mhz) {
     snprintf(c.method, sizeof c.method, "not measured: no imul latency on file for this core");
   }
 #else
+  (void)latency;
   snprintf(c.method, sizeof c.method, "not measured: the clock is measured on x86-64 only");
 #endif
   const char *forced = getenv(BENCH_TEST_CLOCK_MHZ);
