@@ -297,7 +297,7 @@ static void start_run(bw_run *run, const bw_options *o, const char *device_notic
 static void record_metadata(const bw_run *run, bool quick) {
   const bench_device *dev = run->dev;
   const bool gpu = run->gpu;
-  hl_meta_set("peak_source", "%s", run->peaks.source);
+  bench_peaks_record(&run->peaks);
   hl_meta_set("method", "%s", bench_method_text(dev, &run->method));
   hl_meta_set("bytes", "BabelStream's accounting: arrays moved x element size x n (copy 2, scale 2, add 3, triad 3, "
               "dot 2; reference copies 2); gb_per_s = 1e9 bytes/s from the median time, gb_per_s_best from the minimum");

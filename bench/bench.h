@@ -103,6 +103,48 @@ bench_timing bench_time(const bench_device *d, const bench_method *m, bench_laun
 /* Describes the method for the CSV metadata */
 const char *bench_method_text(const bench_device *d, const bench_method *m);
 
+/* ---------------------------------------------------------- clock -- */
+/* The CPU's clock (clock.c): measured with a dependent multiply chain,
+ * accepted only within the range the machine reports. */
+
+/* The range: [max(FLOOR, LOW_FACTOR x the lowest base clock reported),
+ * HIGH_FACTOR x the highest maximum reported, else CEILING] */
+#define BENCH_CLOCK_FLOOR_MHZ 400    /* no x86-64 core runs a loaded thread slower */
+#define BENCH_CLOCK_CEILING_MHZ 7000 /* none runs faster (the fastest boost clocks are near 6200) */
+#define BENCH_CLOCK_LOW_FACTOR 0.5
+#define BENCH_CLOCK_HIGH_FACTOR 1.05
+/* Test switch: the measurement replaced by this many MHz (the metadata says so) */
+#define BENCH_TEST_CLOCK_MHZ "HALFLAB_TEST_CLOCK_MHZ"
+
+/* What the machine says about its clock, in MHz; 0 = not reported */
+typedef struct {
+  int cpuid_base_mhz, cpuid_max_mhz; /* cpuid leaf 0x16 (Intel) */
+  int cpufreq_base_mhz;              /* sysfs base_frequency (intel_pstate) */
+  int cpufreq_max_mhz;               /* sysfs cpuinfo_max_freq */
+  bool cpufreq_max_is_base;          /* acpi-cpufreq with boost on: cpuinfo_max_freq is the base clock */
+  int model_mhz;                     /* the model name's "@ 2.10GHz" */
+  int cpuinfo_mhz;                   /* /proc/cpuinfo "cpu MHz" (a VM's nominal clock, else the current one) */
+} bench_clock_reports;
+
+typedef struct {
+  int measured_mhz;       /* 0: not measured */
+  int low_mhz, high_mhz;  /* the range a measurement is accepted in */
+  bool bounded;           /* high_mhz is the machine's maximum, not BENCH_CLOCK_CEILING_MHZ */
+  bool trusted;           /* measured and within [low_mhz, high_mhz]: the peaks use it */
+  char method[320];       /* how it was measured, or why not */
+  char bounds[400];       /* where low_mhz and high_mhz come from */
+} bench_clock;
+
+/* Measures the clock (about 40 ms of each OpenMP thread) and judges it
+ * against what this machine reports; model: the CPU's model name,
+ * cpuinfo_mhz: /proc/cpuinfo's clock (hl_device_facts name, clock_mhz) */
+bench_clock bench_clock_measure(const char *model, int cpuinfo_mhz);
+bench_clock_reports bench_clock_reports_read(const char *model, int cpuinfo_mhz);
+/* Sets c's range, its description and trusted from r and c->measured_mhz */
+void bench_clock_judge(bench_clock *c, const bench_clock_reports *r);
+/* "... @ 2.10GHz" -> 2100; 0 without such a figure */
+int bench_clock_model_mhz(const char *model);
+
 /* ---------------------------------------------------------- peaks -- */
 
 typedef enum { PEAK_FP32, PEAK_TF32, PEAK_FP16, PEAK_BF16, PEAK_FP8, PEAK_HBM, PEAK_KINDS } bench_peak_kind;
@@ -111,11 +153,17 @@ typedef struct {
   bool known;           /* the device is in the built-in table */
   double value[PEAK_KINDS]; /* TFLOP/s (dense) or GB/s; 0 where the device has no such unit / unknown */
   char source[512];     /* "datasheet NVIDIA H200 SXM (sm_90) ...; scaled ..." or "peak unknown: ..." */
+  bool has_clock;       /* a CPU: clock is what the peaks were scaled by (or why they are unknown) */
+  bench_clock clock;
 } bench_peaks;
 
 /* The built-in datasheet figures (peak.c) for this device, scaled from SM
  * count x clock on a MIG slice or a clock-capped part (and said so). */
 bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind);
+
+/* The peaks' metadata lines: peak_source and, on a CPU, clock_measured_mhz,
+ * clock_trusted, clock_method and clock_bounds_mhz */
+void bench_peaks_record(const bench_peaks *p);
 
 /* ---------------------------------------------------------- memory -- */
 

@@ -719,7 +719,7 @@ static void start_run(gemm_run *run, const gemm_options *o, const char *device_n
 
 static void record_metadata(const gemm_run *run, bool quick) {
   const bench_device *dev = run->dev;
-  hl_meta_set("peak_source", "%s", run->peaks.source);
+  bench_peaks_record(&run->peaks);
   hl_meta_set("method", "%s", bench_method_text(dev, &run->method));
   hl_meta_set("rotation", "operands rotate through slots so that a launch's inputs were last used >= %.0f MiB ago (2x %s)",
               (double)run->rot / 1048576.0, dev->kind == HL_DEVICE_CUDA ? "L2" : "last-level cache, capped at 1 GiB");

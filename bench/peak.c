@@ -6,18 +6,16 @@
  * clock is capped below the datasheet's boost clock, by the clock.
  *
  * CPUs: FLOP per cycle per core of the unit each variant's products run on,
- * from the vendors' optimisation manuals, x the cores used x the clock read
- * at start-up. A half variant that widens to fp32 is held to the fp32 unit.
+ * from the vendors' optimisation manuals, x the cores used x the clock
+ * measured at start-up (clock.c), used only within the range the machine
+ * reports. A half variant that widens to fp32 is held to the fp32 unit.
  *
  * Anything not in the tables is "peak unknown": no percentage is better
  * than a wrong one. */
 #include <stdio.h>
 #include <string.h>
 
-#include <stdint.h>
-
 #include "bench/bench.h"
-#include "cli/timer.h"
 #include "kernels/gemm_reference.h"
 #include "kernels/host.h"
 
@@ -89,34 +87,6 @@ static const cpu_unit_rates *cpu_rates(const hl_cpu_features *c) {
   return NULL;
 }
 
-/* The core clock as the cores run it now, in MHz: a chain of dependent
- * integer adds retires one add per cycle on every x86-64 core, so adds over
- * seconds is the clock, turbo included, which a VM's /proc/cpuinfo does not
- * show (it reports the nominal clock). Run on every OpenMP thread at once,
- * as a GEMM loads them; the slowest thread's figure. 0 off x86-64. */
-static int measured_clock_mhz(void) {
-#if defined(__x86_64__)
-  const long iterations = 20000000; /* 8 adds each: 160 M cycles, ~50 ms at 3 GHz */
-  double slowest = 1e30; /* the min reduction starts here */
-#pragma omp parallel reduction(min : slowest)
-  {
-    uint64_t x = 0;
-    long n = iterations;
-    const uint64_t t0 = hl_now_ns();
-    __asm__ volatile("1:\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "dec %1\n\tjnz 1b"
-                     : "+r"(x), "+r"(n));
-    const double mhz = iterations * 8.0 / ((double)(hl_now_ns() - t0) * 1e-9) / 1e6;
-    slowest = mhz;
-  }
-  return (int)slowest;
-#else
-  return 0;
-#endif
-}
-
 static bench_peaks cpu_peaks(const hl_device_facts *f) {
   bench_peaks p;
   memset(&p, 0, sizeof p);
@@ -124,22 +94,27 @@ static bench_peaks cpu_peaks(const hl_device_facts *f) {
   const hl_cpu_units *u = hl_cpu_units_get();
   const cpu_unit_rates *r = cpu_rates(c);
   const int cores = f->threads > 0 && f->threads < f->sm_count ? f->threads : f->sm_count;
-  /* the higher of the clock read and the clock measured, so that a turbo
-   * the reading does not show cannot push a percentage past 100 */
-  const int read_mhz = f->max_clock_mhz > f->clock_mhz ? f->max_clock_mhz : f->clock_mhz;
-  int run_mhz = 0; /* the best of three: another process's moment on a core reads as a slow clock */
-  for (int i = 0; i < 3; i++) {
-    const int m = measured_clock_mhz();
-    if (m > run_mhz) run_mhz = m;
-  }
-  const int mhz = run_mhz > read_mhz ? run_mhz : read_mhz;
-  if (!r || mhz <= 0 || cores <= 0) {
+  p.has_clock = true;
+  p.clock = bench_clock_measure(f->name, f->clock_mhz);
+  const bench_clock *clk = &p.clock;
+  if (!r || cores <= 0) {
     snprintf(p.source, sizeof p.source,
-             "peak unknown: %s family %d model %d%s is not in the built-in CPU table (Intel with AVX2 or AVX-512, AMD "
+             "peak unknown: %s family %d model %d is not in the built-in CPU table (Intel with AVX2 or AVX-512, AMD "
              "Zen 2 to Zen 4); compare with the OpenBLAS baseline measured in the same run instead",
-             c->vendor[0] ? c->vendor : "this CPU", c->family, c->model, mhz <= 0 ? " (clock unknown)" : "");
+             c->vendor[0] ? c->vendor : "this CPU", c->family, c->model);
     return p;
   }
+  if (!clk->trusted) {
+    if (clk->measured_mhz > 0)
+      snprintf(p.source, sizeof p.source,
+               "peak unknown: the clock measured, %d MHz, is outside the range this machine allows, %d..%d MHz "
+               "(clock_bounds_mhz); no percentage rather than a wrong one",
+               clk->measured_mhz, clk->low_mhz, clk->high_mhz);
+    else
+      snprintf(p.source, sizeof p.source, "peak unknown: the clock was not measured (%s)", clk->method);
+    return p;
+  }
+  const int mhz = clk->measured_mhz;
   /* the unit the bf16 products run on: through oneDNN AMX, else
    * AVX512-BF16's dot product; without oneDNN, or without both, widened to
    * fp32 (the CPU backend's GEMM decides the same way) */
@@ -159,10 +134,10 @@ static bench_peaks cpu_peaks(const hl_device_facts *f) {
   p.value[PEAK_BF16] = bf16 * scale;
   snprintf(p.source, sizeof p.source,
            "CPU table (%s): fp32 FMA %.0f FLOP/cycle/core; bf16 on %s %.0f; fp16 widened to fp32 %.0f; x %d cores x "
-           "%d MHz (the higher of %d read and %d measured with an add chain on every thread); AVX512-FP16 %.0f and "
-           "AMX-BF16 %.0f where the CPU has them",
-           r->label, r->fp32_fma, bf16_unit, bf16, r->fp32_fma, cores, mhz, read_mhz, run_mhz, r->avx512_fp16_fma,
-           r->amx_bf16);
+           "%d MHz (measured with a multiply chain, within %d..%d MHz: see clock_method, clock_bounds_mhz); AVX512-FP16 "
+           "%.0f and AMX-BF16 %.0f where the CPU has them",
+           r->label, r->fp32_fma, bf16_unit, bf16, r->fp32_fma, cores, mhz, clk->low_mhz, clk->high_mhz,
+           r->avx512_fp16_fma, r->amx_bf16);
   return p;
 }
 
@@ -205,4 +180,15 @@ bench_peaks bench_peaks_for(const hl_device_facts *f, hl_device_kind kind) {
            gib < 60 ? e->hbm_gbps_small : e->hbm_gbps, how,
            f->mig == 1 ? "; HBM figure not quoted on a MIG slice" : "");
   return p;
+}
+
+void bench_peaks_record(const bench_peaks *p) {
+  hl_meta_set("peak_source", "%s", p->source);
+  if (!p->has_clock) return;
+  const bench_clock *c = &p->clock;
+  if (c->measured_mhz > 0) hl_meta_set("clock_measured_mhz", "%d", c->measured_mhz);
+  else hl_meta_set("clock_measured_mhz", "not measured");
+  hl_meta_set("clock_trusted", "%s", c->trusted ? "yes" : "no");
+  hl_meta_set("clock_method", "%s", c->method);
+  hl_meta_set("clock_bounds_mhz", "%d..%d: %s", c->low_mhz, c->high_mhz, c->bounds);
 }

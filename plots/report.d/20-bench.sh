@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plots/report.d/20-bench.sh RESULTS_DIR — the GEMM and bandwidth section of
 # REPORT.md: which half-precision units the runs used (from what ran), best
-# TFLOP/s and % of peak per variant, the expectations with their bounds and
+# TFLOP/s and % of peak per variant (on a CPU, with the clock the peaks are
+# scaled by and how it was measured), the expectations with their bounds and
 # reasons (NAME_expectations.csv, or NAME_targets.csv from before), triad
 # GB/s against the copy reference, the verdicts that bound the numbers on
 # both sides (a kernel past the caches more than 10% above the copy
@@ -50,6 +51,18 @@ for f in gemm.csv bandwidth.csv; do
   if have $f; then
     echo "Measured on: $(meta $f device). Peaks: $(meta $f peak_source)."
     echo
+    # the clock a CPU's peaks are scaled by: its value, how it was measured, the range it had to fall in
+    if [ -n "$(meta $f clock_method)" ]; then
+      if [ "$(meta $f clock_measured_mhz)" = "not measured" ]; then
+        echo "CPU clock: $(meta $f clock_method); the peaks are unknown."
+      else
+        verdict="within it"
+        [ "$(meta $f clock_trusted)" = yes ] || verdict="**outside it: not used, the peaks are unknown**"
+        echo "CPU clock: $(meta $f clock_measured_mhz) MHz, measured with $(meta $f clock_method). Accepted"
+        echo "range $(meta $f clock_bounds_mhz | sed 's/:/ MHz:/'); the measurement is $verdict."
+      fi
+      echo
+    fi
     echo "Method: $(meta $f method)."
     echo
     if [ -n "$(meta $f blas)" ]; then
