@@ -196,6 +196,31 @@ static bool is_this_runs(const char *path, const char *run_id) {
   return !strcmp(id, run_id);
 }
 
+/* NAME.RUN_ID: where another run's file under a suffix this run takes is
+ * kept ("earlier" for a file of a halflab before run identities). */
+static const char *aside_path(const char *path, const char *run_id, char *buf, size_t len) {
+  snprintf(buf, len, "%.4096s.%s", path, run_id[0] ? run_id : "earlier");
+  return buf;
+}
+
+/* Before this run takes the names under suffix `at`: the files there of
+ * another run (another run_id) are renamed to NAME.RUN_ID, so that no run
+ * replaces a file another run wrote (a resume of that run finds its log
+ * there). false with the failure in err (err NULL: best effort). */
+static bool set_aside_others(train_output *w, file_state at, char *err, size_t len) {
+  for (int k = 0; k < RUN_FILES; k++) {
+    char path[4400], aside[4400], id[RUN_ID_LEN + 1];
+    if (w->at[k] == at || !is_file(run_path(w, (run_file)k, at, path, sizeof path))) continue;
+    file_run_id(path, id);
+    if (!strcmp(id, w->o->run_id)) continue; /* an earlier attempt of this run: superseded */
+    if (rename(path, aside_path(path, id, aside, sizeof aside)) != 0 && err) {
+      snprintf(err, len, "rename of %s to %s failed: %s", path, aside, strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
 /* What a per-step log holds: its identity, whether it has the row of
  * `step`, and the step of its last complete row (0: none). */
 typedef struct {
@@ -228,8 +253,16 @@ static void read_log_facts(const char *path, long long step, log_facts *facts) {
   fclose(f);
 }
 
-static const char *log_path(const char *dir, const train_opts *o, file_state s, char *buf, size_t len) {
-  snprintf(buf, len, "%s/train_%s_%s_steps.csv%s", dir, o->name, o->mode->name, state_suffix[s]);
+/* The log a resume may continue, by number: the states' names, then the
+ * same kept aside under this run's identity (NULL: no such name, a final
+ * log is never kept aside). */
+static const char *resume_log_path(const char *dir, const train_opts *o, int which, char *buf, size_t len) {
+  const file_state s = (file_state)(which % FILE_STATES);
+  if (which >= FILE_STATES && s == AT_FINAL) return NULL;
+  char path[4400];
+  snprintf(path, sizeof path, "%.4096s/train_%s_%s_steps.csv%s", dir, o->name, o->mode->name, state_suffix[s]);
+  if (which < FILE_STATES) snprintf(buf, len, "%s", path);
+  else aside_path(path, o->run_id, buf, len);
   return buf;
 }
 
@@ -239,10 +272,10 @@ int output_resume_log(const train_opts *o, const char *dir, int64_t step) {
   struct timespec t = {0, 0};
   char found[3000] = "";
   size_t at = 0;
-  for (int s = 0; s < FILE_STATES; s++) {
-    char path[4400];
+  for (int s = 0; s < 2 * FILE_STATES; s++) { /* then each one kept aside under this run's identity */
+    char path[4420];
     struct stat st;
-    if (lstat(log_path(dir, o, (file_state)s, path, sizeof path), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (!resume_log_path(dir, o, s, path, sizeof path) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
     log_facts f;
     read_log_facts(path, step, &f);
     const char *name = strrchr(path, '/') + 1;
@@ -298,10 +331,11 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
   if (!registered) atexit(on_exit_unfinished);
   registered = true;
   bool continued = false;
+  if (!set_aside_others(w, AT_INPROGRESS, err, sizeof err)) io_failure(w, err);
   if (resumed_step > 0) { /* the histogram rows come from the checkpoint (output_hist_restore) */
-    char src[4400];
+    char src[4420];
     w->at[FILE_STEPS] = AT_INPROGRESS; /* maybe, once the cut is renamed into place */
-    if (!cut_log(run_path(w, FILE_STEPS, (file_state)resume_log, src, sizeof src), path, resumed_step, err, sizeof err))
+    if (!resume_log_path(dir, o, resume_log, src, sizeof src) || !cut_log(src, path, resumed_step, err, sizeof err))
       io_failure(w, err);
     continued = true;
   }
@@ -569,6 +603,7 @@ static bool stage_train_summary(train_output *w, const char *row, char *err, siz
  * only at the folder's sync. */
 static bool write_tables(train_output *w, const run_result *r, file_state at, char *err, size_t len) {
   char name[256], path[4400];
+  if (!set_aside_others(w, at, err, len)) return false;
   for (int k = FILE_HIST; k < RUN_FILES; k++) unlink(run_path(w, (run_file)k, at, path, sizeof path));
   w->at[FILE_HIST] = at;
   snprintf(name, sizeof name, "%s_hist.csv%s", w->base, state_suffix[at]);
@@ -597,6 +632,8 @@ static void remove_stale(const train_output *w, file_state ended) {
       char path[4400];
       if (is_file(run_path(w, (run_file)k, (file_state)s, path, sizeof path)) && is_this_runs(path, w->o->run_id))
         unlink(path);
+      char aside[4420]; /* one another run kept aside */
+      if (is_file(aside_path(path, w->o->run_id, aside, sizeof aside))) unlink(aside);
     }
 }
 
@@ -738,6 +775,7 @@ static void on_exit_unfinished(void) {
   w->log = NULL;
   char path[4400], to[4400], err[4600];
   if (w->staged_summary) unlink(strcat(strcpy(path, w->dir), "/train_summary.csv.inprogress"));
+  set_aside_others(w, AT_FAILED, NULL, 0);
   for (int k = 0; k < RUN_FILES; k++) {
     if (k == FILE_SUMMARY || w->at[k] == AT_NONE || w->at[k] == AT_FAILED || w->at[k] == AT_FINAL) continue;
     if (rename(run_path(w, (run_file)k, w->at[k], path, sizeof path),

@@ -1,12 +1,13 @@
 /* test_faults_identity.c — suite faults: a resumed halflab-train run
  * continues its own per-step log and no other (docs/files.md).
  *
- *   other runs between   a run stopped after step 5 of 10, then a failed
- *                        run (--lr 1e30) and a completed run of another seed
- *                        into the same --out, then --resume: the log holds
- *                        steps 1 to 10 of the checkpoint's run, equal to an
- *                        uninterrupted run's (timings aside), and the other
- *                        runs' unfinished logs were not removed;
+ *   other runs between   a run stopped after step 5 of 10, then another
+ *                        stopped one (--seed 3, taking the .interrupted
+ *                        names), a failed run (--lr 1e30) and a completed run
+ *                        of another seed into the same --out, then --resume:
+ *                        the log holds steps 1 to 10 of the checkpoint's run,
+ *                        equal to an uninterrupted run's (timings aside), and
+ *                        no other run's log was removed or replaced;
  *   no log of its own    --resume into a folder that holds no log, or only
  *                        another run's: exit 2, one line, nothing written;
  *   the identity         the checkpoint and every CSV of the run carry the
@@ -83,7 +84,7 @@ static void test_other_runs_between(void **state) {
   snprintf(kept, sizeof kept, "%s", hl_path(gap, STEPS_LOG ".interrupted"));
   char stopped_id[64];
   snprintf(stopped_id, sizeof stopped_id, "%s", run_id_of(kept));
-  char why[8192] = "";
+  char why[16384] = "";
 
   /* the identity: in the log and the checkpoint, the same */
   hl_checkpoint *c = hl_checkpoint_open(ckpt);
@@ -95,7 +96,15 @@ static void test_other_runs_between(void **state) {
   if (c) hl_checkpoint_close(c);
   verdict(!why[0], "run_id in log and checkpoint", why);
 
-  /* two other runs into the same folder: one fails, one completes */
+  /* other runs into the same folder: one stops, one fails, one completes */
+  r = hl_run_ok("%s " RUN_ARGS " --seed 3 --stop-after 5 --out %s", train(), gap);
+  hl_run_free(&r);
+  char aside[4300];
+  snprintf(aside, sizeof aside, "%s.%s", kept, stopped_id);
+  why[0] = '\0';
+  if (strcmp(run_id_of(aside), stopped_id)) snprintf(why, sizeof why, "%s: missing, or not the first run's", aside);
+  else if (!strcmp(run_id_of(kept), stopped_id)) snprintf(why, sizeof why, "%s is still the first run's", kept);
+  verdict(!why[0], "a second stopped run keeps the first's log aside", why);
   r = hl_run("%s " RUN_ARGS " --lr 1e30 --out %s", train(), gap);
   why[0] = '\0';
   if (r.status != 1) snprintf(why, sizeof why, "the --lr 1e30 run exited %d (want 1): %s", r.status, r.err);
@@ -104,7 +113,8 @@ static void test_other_runs_between(void **state) {
   r = hl_run_ok("%s " RUN_ARGS " --seed 2 --out %s", train(), gap);
   hl_run_free(&r);
   why[0] = '\0';
-  if (!hl_file_exists(kept)) snprintf(why, sizeof why, "%s was removed by runs of other identities", kept);
+  if (!hl_file_exists(aside) || !hl_file_exists(kept))
+    snprintf(why, sizeof why, "%s or %s was removed by runs of other identities", aside, kept);
   else if (!strcmp(run_id_of(hl_path(gap, STEPS_LOG)), stopped_id))
     snprintf(why, sizeof why, "the --seed 2 run has the stopped run's run_id %s", stopped_id);
   verdict(!why[0], "other runs keep the stopped run's log", why);
@@ -151,8 +161,9 @@ static void test_other_runs_between(void **state) {
   if (!why[0] && strcmp(run_id_of(hl_path(gap, STEPS_LOG)), stopped_id))
     snprintf(why, sizeof why, "the resumed log's run_id is %s, the checkpoint's %s", run_id_of(hl_path(gap, STEPS_LOG)),
              stopped_id);
-  if (!why[0] && !hl_file_exists(hl_path(gap, STEPS_LOG ".failed")))
-    snprintf(why, sizeof why, "the failed run's log was removed by the resumed run");
+  if (!why[0] && (!hl_file_exists(hl_path(gap, STEPS_LOG ".failed")) || !hl_file_exists(kept)))
+    snprintf(why, sizeof why, "the failed or the --seed 3 run's log was removed by the resumed run");
+  if (!why[0] && hl_file_exists(aside)) snprintf(why, sizeof why, "%s (superseded) is still there", aside);
   verdict(!why[0], "resume after other runs", why);
   hl_run_free(&r);
 
