@@ -102,6 +102,8 @@ static void test_colliding_paths(void **state) {
       {"--export-batches", "train_tiny_fp32_hist.csv.interrupted", RUN_ARGS " --export-batches out/train_tiny_fp32_hist.csv.interrupted --out out"},
       {"--dump-grads", "lock", RUN_ARGS " --dump-grads out/.train_tiny_fp32.lock --out out"},
       {"--save-init", "train_summary.csv.inprogress", RUN_ARGS " --save-init out/train_summary.csv.inprogress.tmp --out out"},
+      /* an input the run would write over in --out */
+      {"--text", "train_summary.csv", "--device cpu --text out/train_summary.csv --seq 32 --batch 4 --steps 2 --out out"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) refused(root, out, cases[i].a, cases[i].b, cases[i].args);
 
