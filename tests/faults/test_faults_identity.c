@@ -11,9 +11,12 @@
  *   no log of its own    --resume into a folder that holds no log, or only
  *                        another run's: exit 2, one line, nothing written;
  *   the identity         the checkpoint and every CSV of the run carry the
- *                        same "run_id", one that changes with the seed.
+ *                        same "run_id", one that changes with the seed; a
+ *                        checkpoint without one (an earlier halflab-train's)
+ *                        is refused, exit 2, one line, nothing written.
  *
  * Prints "faults: identity: N cases tried, N held". */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +154,28 @@ static void test_other_runs_between(void **state) {
   if (r.status != 2 || hl_count_lines(r.err) != 1) snprintf(why, sizeof why, "exit %d: %s", r.status, r.err);
   else if (hl_file_exists(hl_path(root, "none"))) snprintf(why, sizeof why, "the folder was made");
   verdict(!why[0], "resume into a new folder", why);
+  hl_run_free(&r);
+
+  /* a checkpoint without an identity (an earlier halflab-train's): its field renamed, the CRC made right */
+  size_t size;
+  unsigned char *bytes = (unsigned char *)hl_read_file(ckpt, &size);
+  assert_non_null(bytes);
+  unsigned char *name = memmem(bytes, size, "train/run_id", 12);
+  assert_non_null(name);
+  name[11] = 'X';
+  const uint32_t crc = hl_test_crc32(bytes, size - 12); /* before the CRC and the end marker */
+  memcpy(bytes + size - 12, &crc, 4);
+  char older[4300];
+  snprintf(older, sizeof older, "%s/older.ckpt", root);
+  hl_write_file(older, bytes, size);
+  free(bytes);
+  const int files = hl_count_files(gap);
+  r = hl_run("%s --resume %s --out %s", train(), older, gap);
+  why[0] = '\0';
+  if (r.status != 2 || hl_count_lines(r.err) != 1 || !strstr(r.err, "does not name its run"))
+    snprintf(why, sizeof why, "exit %d: %s", r.status, r.err);
+  else if (hl_count_files(gap) != files) snprintf(why, sizeof why, "%s changed", gap);
+  verdict(!why[0], "a checkpoint without an identity", why);
   hl_run_free(&r);
 
   /* the resume continues the stopped run's own log */
