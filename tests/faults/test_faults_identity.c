@@ -7,7 +7,9 @@
  *                        of another seed into the same --out, then --resume:
  *                        the log holds steps 1 to 10 of the checkpoint's run,
  *                        equal to an uninterrupted run's (timings aside), and
- *                        no other run's log was removed or replaced;
+ *                        no other run's log was removed or replaced; a
+ *                        killed run's .inprogress log is kept by a fresh run
+ *                        of other options as NAME.RUN_ID;
  *   no log of its own    --resume into a folder that holds no log, or only
  *                        another run's: exit 2, one line, nothing written;
  *   the identity         the checkpoint and every CSV of the run carry the
@@ -191,6 +193,25 @@ static void test_other_runs_between(void **state) {
   if (!why[0] && hl_file_exists(aside)) snprintf(why, sizeof why, "%s (superseded) is still there", aside);
   verdict(!why[0], "resume after other runs", why);
   hl_run_free(&r);
+
+  /* a killed run's .inprogress log (here: the --seed 2 run's, copied) is kept by a fresh run of other options */
+  size_t log_len;
+  char *log = hl_read_file(hl_path(other, STEPS_LOG), &log_len);
+  assert_non_null(log);
+  char killed[4300], killed_aside[4400];
+  snprintf(killed, sizeof killed, "%s", hl_path(other, STEPS_LOG ".inprogress"));
+  hl_write_file(killed, log, log_len);
+  snprintf(killed_aside, sizeof killed_aside, "%s.%s", killed, run_id_of(killed));
+  r = hl_run_ok("%s " RUN_ARGS " --out %s", train(), other);
+  hl_run_free(&r);
+  size_t kept_len;
+  char *kept_log = hl_read_file(killed_aside, &kept_len);
+  why[0] = '\0';
+  if (!kept_log || kept_len != log_len || memcmp(kept_log, log, log_len))
+    snprintf(why, sizeof why, "%s: missing or changed", killed_aside);
+  verdict(!why[0], "a killed run's log kept by a fresh run", why);
+  free(log);
+  free(kept_log);
 
   printf("faults: identity: %d cases tried, %d held\n", tried, held);
   hl_rmtree(root);
