@@ -398,6 +398,10 @@ static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name,
   return ATTEMPT_TAKEN;
 }
 
+const char *hl_out_lock_path(const char *dir, const char *name, char *buf, size_t len) {
+  return snprintf(buf, len, "%s/.%s.lock", dir, name) < (int)len ? buf : NULL;
+}
+
 static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err, size_t len) {
   if (!dir || !*dir || !name || !*name || strchr(name, '/')) {
     fail(err, len, "a lock needs a folder and a plain name");
@@ -409,7 +413,7 @@ static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err
     fail(err, len, "out of memory");
     return NULL;
   }
-  if (snprintf(l->path, sizeof l->path, "%s/.%s.lock", dir, name) >= (int)sizeof l->path) {
+  if (!hl_out_lock_path(dir, name, l->path, sizeof l->path)) {
     free(l);
     fail(err, len, "'%s/%s': too long a path", dir, name);
     errno = ENAMETOOLONG;

@@ -59,6 +59,9 @@ hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size
 
 /* Removes the lock file and releases the lock (NULL: nothing). */
 void hl_out_lock_release(hl_out_lock *l);
+/* The lock file of NAME in DIR (DIR/.NAME.lock) in buf; NULL when too long:
+ * for the checks that no output of a run is one of its lock files. */
+const char *hl_out_lock_path(const char *dir, const char *name, char *buf, size_t len);
 
 /* Whether PATH is a regular file (symbolic links followed), checked before
  * it is opened: a FIFO would block the open, a device or a folder is not

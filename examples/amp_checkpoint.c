@@ -20,7 +20,11 @@
  *     fails with a message and leaves the checkpoint already there whole.
  * With --dir D --stop-after K it trains K steps and saves D/run.ckpt; with
  * --dir D --resume it loads that and trains on: run in two processes, the
- * printed rows (losses as exact hex floats) equal the one-process run's. */
+ * printed rows (losses as exact hex floats) equal the one-process run's.
+ * The one-process run with --dir D leaves D/run.ckpt as it was saved after
+ * step 5, for --resume to train on from there. A run saved earlier in D is
+ * never replaced: a run with --dir but not --resume is refused (exit 2)
+ * when D/run.ckpt exists, and so is a --resume with no step left. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -159,10 +163,27 @@ static const char *workdir(const recipe_opts *o, char *buf, size_t len, bool *sc
   return buf;
 }
 
+/* --dir D without --resume would save over D/run.ckpt: refused while a run
+ * saved earlier is there (its step named), before anything is written. */
+static void refuse_saved_run(const recipe_opts *o) {
+  if (!o->dir || o->resume) return;
+  char file[4200];
+  snprintf(file, sizeof file, "%s/run.ckpt", o->dir);
+  struct stat st;
+  if (lstat(file, &st) != 0) return;
+  hl_checkpoint *c = S_ISREG(st.st_mode) ? hl_checkpoint_open(file) : NULL;
+  char step[64] = "";
+  if (c) snprintf(step, sizeof step, " (after step %lld)", (long long)hl_checkpoint_step(c));
+  if (c) hl_checkpoint_close(c);
+  hl_usage_error("--dir %s: %s holds a run saved earlier%s: continue it with --resume, or give another --dir", o->dir,
+                 file, step);
+}
+
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-checkpoint",
                               "Checkpoint and resume an AMP run bit for bit; damaged files are refused.",
                               RECIPE_STEPS | RECIPE_INJECT | RECIPE_CHECKPOINT, 12, "4", argc, argv);
+  refuse_saved_run(&o);
   char dirbuf[4096], file[4200], bad[4200], blocker[4200];
   bool scratch;
   const char *dir = workdir(&o, dirbuf, sizeof dirbuf, &scratch);
@@ -182,6 +203,9 @@ int main(int argc, char **argv) {
   if (o.resume) { /* second process: load, train on */
     run r = run_new(&o, o.seed + 1000); /* other weights: only the file can restore them */
     if (!hl_checkpoint_load(file, state(&r))) hl_fatal("%s", hl_error());
+    if (r.st.step >= o.steps)
+      hl_usage_error("--resume: %s was saved after step %lld, not before --steps %d: nothing is left to train (give "
+                     "a larger --steps)", file, (long long)r.st.step, o.steps);
     printf("resumed %s at step %lld (scale %g, growth tracker %lld)\n", file, (long long)r.st.step,
            hl_scaler_get_scale(r.scaler), (long long)hl_scaler_get_growth_tracker(r.scaler));
     header();
@@ -242,6 +266,10 @@ int main(int argc, char **argv) {
   else printf("%-34s %s\n", "", "the checkpoint already there is unchanged");
   if (rmdir(blocker) != 0) hl_fatal("rmdir(\"%s\"): %s", blocker, strerror(errno));
   HL_CHECK(hl_checkpoint_save(file, state(&b)) && hl_checkpoint_verify(file));
+  if (!scratch) { /* --dir: the run saved after step SAVE_AT stays, for --resume */
+    spill(file, good, good_size);
+    printf("\nleft %s as saved after step %d: --resume trains steps %d to %d\n", file, SAVE_AT, SAVE_AT + 1, o.steps);
+  }
   free(good);
   free(kept);
 

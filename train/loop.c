@@ -377,14 +377,15 @@ static void save_checkpoint(const loop_state *s, const run_result *r, int64_t st
   size_t hist_len = 0;
   char *hist = output_hist_rows(s->out, &hist_len);
   if (!totals_text || !hist) hl_fatal("out of host memory");
-  const hl_checkpoint_field fields[3] = {
+  const hl_checkpoint_field fields[4] = {
       {RESUME_FIELD_DEFINITION, s->definition, strlen(s->definition)},
       {RESUME_FIELD_TOTALS, totals_text, strlen(totals_text)},
       {RESUME_FIELD_HIST, hist, hist_len},
+      {RESUME_FIELD_RUN_ID, s->o->run_id, RUN_ID_LEN},
   };
   hl_train_state st = {.params = s->m->trainable, .n_params = s->m->n_trainable, .optims = &s->t->opt, .n_optims = 1,
                        .scaler = s->t->scaler, .step = step, .rng_seed = s->o->seed, .rng_offset = (uint64_t)step,
-                       .fields = fields, .n_fields = 3};
+                       .fields = fields, .n_fields = 4};
   hl_range_push("checkpoint");
   if (!hl_checkpoint_save(s->o->checkpoint, &st)) hl_fatal("--checkpoint: %s", hl_error());
   hl_range_pop();

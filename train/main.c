@@ -27,6 +27,7 @@
 #include "cli/cli.h"
 #include "cli/csv.h"
 #include "cli/output_guard.h"
+#include "cli/path_set.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler_ranges.h"
@@ -107,6 +108,7 @@ static void require_memory(const train_opts *o, const train_data *d, hl_device_k
 static void describe_run(const train_opts *o, const train_data *d, hl_device_kind dev) {
   hl_meta_set_devices(&dev, 1);
   hl_meta_set("run", "%s", o->name);
+  hl_meta_set("run_id", "%s", o->run_id);
   hl_meta_set("mode", "%s: %s", o->mode->name, o->mode->what);
   if (o->model == MODEL_GPT)
     hl_meta_set("model", "GPT %d layers, %d heads, width %d, vocabulary %d, block %d; init std %.4g", o->gpt.n_layer,
@@ -161,6 +163,37 @@ static void describe_run(const train_opts *o, const train_data *d, hl_device_kin
                                                  : "not built (no ranges)");
 }
 
+/* No output of the run is one of its inputs or another of its outputs,
+ * links resolved (cli/path_set.h): checked before anything is written. The
+ * checkpoint --resume reads may be the one --checkpoint writes: it is read
+ * whole before the run starts and replaced atomically. */
+static void check_path_collisions(const train_opts *o, const char *outdir) {
+  hl_path_set set;
+  hl_path_set_init(&set);
+  hl_path_set_input(&set, "--text", o->text_path);
+  hl_path_set_input(&set, "--init-weights", o->init_weights);
+  hl_path_set_input(&set, "--resume", o->resume);
+  const struct {
+    const char *option, *path;
+  } outputs[] = {{"--checkpoint", o->checkpoint},
+                 {"--save-init", o->save_init},
+                 {"--export-batches", o->export_batches},
+                 {"--dump-grads", o->dump_grads}};
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+    if (!outputs[i].path) continue;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", outputs[i].path); /* where it is written before its rename */
+    hl_path_set_output(&set, outputs[i].option, NULL, outputs[i].path);
+    hl_path_set_output(&set, outputs[i].option, "staging file", tmp);
+  }
+  hl_path_set_allow(&set, "--resume", "--checkpoint");
+  if (outdir) output_register_files(o, outdir, &set);
+  char err[9000];
+  const bool ok = hl_path_set_check(&set, err, sizeof err);
+  hl_path_set_free(&set);
+  if (!ok) hl_usage_error("%s", err);
+}
+
 /* The output files, each proven writable now (a probe file in its folder;
  * the file itself is neither made nor truncated). A file whose folder is
  * the --out folder still to be made is covered by --out's own check. */
@@ -210,6 +243,7 @@ typedef struct {
   run_totals totals, *resumed; /* resumed: &totals, or NULL for a fresh run */
   const char *hist_rows;       /* the checkpoint's histogram rows (its bytes, until hl_checkpoint_close) */
   size_t hist_len;
+  int resume_log;              /* the per-step log a resumed run continues (output_resume_log) */
 } start_point;
 
 static start_point apply_resume(const train_opts *o, train_model *m, train_mode *t) {
@@ -311,7 +345,7 @@ static void end_if_failed(const train_opts *o, const run_result *r, const char *
  * exit status. */
 static int train_and_finish(train_opts *o, run_parts *p, hl_device_kind dev, const char *outdir, bool writer,
                             start_point *start, hl_out_lock *run_lock) {
-  train_output *out = writer ? output_open(o, &p->m, outdir, dev, start->first_step - 1) : NULL;
+  train_output *out = writer ? output_open(o, &p->m, outdir, dev, start->first_step - 1, start->resume_log) : NULL;
   if (o->resumed) {
     output_hist_restore(out, start->hist_rows, start->hist_len);
     hl_checkpoint_close(o->resumed); /* the rows are copied: the file's bytes go */
@@ -366,10 +400,13 @@ int main(int argc, char **argv) {
   /* every output path proven writable before any work; nothing made yet */
   char outbuf[4096];
   const char *outdir = writer && o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
+  if (writer) check_path_collisions(&o, outdir);
   if (writer) check_output_files(&o, outdir);
   if (outdir) profile_check_output(&o, outdir);
   struct stat out_st;
   hl_out_lock *run_lock = outdir && stat(outdir, &out_st) == 0 ? lock_run(&o, outdir) : NULL;
+  /* a resumed run continues its own log, found now: none there is bad input */
+  const int resume_log = outdir && o.resumed ? output_resume_log(&o, outdir, o.resumed_step) : -1;
   if (writer) fputs(notice, stderr);
   describe_run(&o, p.d, dev);
 
@@ -380,6 +417,7 @@ int main(int argc, char **argv) {
   }
   if (!setup_mode(&o, &p.m, &p.t)) hl_fatal("setting up %s: %s", o.mode->name, hl_error());
   start_point start = apply_resume(&o, &p.m, &p.t);
+  start.resume_log = resume_log;
 
   /* every input accepted: from here on a failure is a runtime failure (exit 1) */
   if (outdir) {

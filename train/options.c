@@ -731,11 +731,12 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
 
   hl_checkpoint *resumed = NULL;
   run_definition saved = {0};
+  char run_id[RUN_ID_LEN + 1] = "";
   if (g.resume) {
     /* a FIFO would block the open, a folder or device is no checkpoint */
     char err[4400];
     if (!hl_input_regular_file(g.resume, err, sizeof err)) hl_usage_error("--resume: %s", err);
-    resumed = resume_open(g.resume, &saved);
+    resumed = resume_open(g.resume, &saved, run_id);
     take_checkpoint_values(&saved, g.resume, seed_given, &g);
   }
 
@@ -755,5 +756,6 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
     o->resumed_step = hl_checkpoint_step(resumed);
     resume_check(o, &saved);
     run_definition_free(&saved);
-  }
+    memcpy(o->run_id, run_id, sizeof run_id);
+  } else run_id_compute(o, o->run_id);
 }

@@ -21,7 +21,10 @@
  * .interrupted or .failed instead, its status in its summary, and touches
  * neither the final names nor train_summary.csv. Whatever ends a run also
  * removes the .interrupted / .failed / .inprogress files an earlier attempt
- * of the same NAME_MODE left. */
+ * of the same run left: every file carries the run's identity ("# run_id:",
+ * resume.c), and a file of another identity is left alone. A resumed run
+ * continues the log of its checkpoint's identity that holds the
+ * checkpoint's step (output_resume_log), and no other. */
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -36,6 +39,7 @@
 #include "cli/cli.h"
 #include "cli/csv.h"
 #include "cli/output_guard.h"
+#include "cli/path_set.h"
 #include "core/base/device.h"
 #include "core/training/dist.h"
 #include "cli/timer.h"
@@ -169,26 +173,143 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   return true;
 }
 
-/* The log a resumed run continues: the newest (by mtime) of this NAME_MODE's
- * in-progress, final, interrupted and failed logs; AT_NONE when none. */
-static file_state newest_log(const train_output *w) {
-  file_state best = AT_NONE;
+/* The run_id of a file's "# run_id: " metadata line (one of the lines
+ * before its header); "" when it has none or cannot be read. */
+static void file_run_id(const char *path, char id[RUN_ID_LEN + 1]) {
+  id[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[4096];
+  while (fgets(line, sizeof line, f) && line[0] == '#')
+    if (!strncmp(line, "# run_id: ", 10) && strspn(line + 10, "0123456789abcdef") == RUN_ID_LEN) {
+      memcpy(id, line + 10, RUN_ID_LEN);
+      id[RUN_ID_LEN] = '\0';
+      break;
+    }
+  fclose(f);
+}
+
+/* Whether the file at path is one this run (its identity) wrote. */
+static bool is_this_runs(const char *path, const char *run_id) {
+  char id[RUN_ID_LEN + 1];
+  file_run_id(path, id);
+  return !strcmp(id, run_id);
+}
+
+/* NAME.RUN_ID: where another run's file under a suffix this run takes is
+ * kept ("earlier" for a file of a halflab before run identities). */
+static const char *aside_path(const char *path, const char *run_id, char *buf, size_t len) {
+  snprintf(buf, len, "%.4096s.%s", path, run_id[0] ? run_id : "earlier");
+  return buf;
+}
+
+/* Before this run takes the names under suffix `at`: the files there of
+ * another run (another run_id) are renamed to NAME.RUN_ID, so that no run
+ * replaces a file another run wrote (a resume of that run finds its log
+ * there). false with the failure in err (err NULL: best effort). */
+static bool set_aside_others(train_output *w, file_state at, char *err, size_t len) {
+  for (int k = 0; k < RUN_FILES; k++) {
+    char path[4400], aside[4400], id[RUN_ID_LEN + 1];
+    if (w->at[k] == at || !is_file(run_path(w, (run_file)k, at, path, sizeof path))) continue;
+    file_run_id(path, id);
+    if (!strcmp(id, w->o->run_id)) continue; /* an earlier attempt of this run: superseded */
+    if (rename(path, aside_path(path, id, aside, sizeof aside)) != 0 && err) {
+      snprintf(err, len, "rename of %s to %s failed: %s", path, aside, strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* What a per-step log holds: its identity, whether it has the row of
+ * `step`, and the step of its last complete row (0: none). */
+typedef struct {
+  char run_id[RUN_ID_LEN + 1];
+  bool has_step;
+  long long last_step;
+} log_facts;
+
+static void read_log_facts(const char *path, long long step, log_facts *facts) {
+  memset(facts, 0, sizeof *facts);
+  file_run_id(path, facts->run_id);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  const int step_column = hl_schema_find(&train_steps_schema, "step");
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool header = false;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[0] == '#' && !header) continue;
+    if (!header) {
+      header = true;
+      continue;
+    }
+    if (line[n - 1] != '\n') break; /* a line cut short by a kill: not a row */
+    facts->last_step = row_cell_number(line, step_column);
+    facts->has_step |= facts->last_step == step;
+  }
+  free(line);
+  fclose(f);
+}
+
+/* The log a resume may continue, by number: the states' names, then the
+ * same kept aside under this run's identity (NULL: no such name, a final
+ * log is never kept aside). */
+static const char *resume_log_path(const char *dir, const train_opts *o, int which, char *buf, size_t len) {
+  const file_state s = (file_state)(which % FILE_STATES);
+  if (which >= FILE_STATES && s == AT_FINAL) return NULL;
+  char path[4400];
+  snprintf(path, sizeof path, "%.4096s/train_%s_%s_steps.csv%s", dir, o->name, o->mode->name, state_suffix[s]);
+  if (which < FILE_STATES) snprintf(buf, len, "%s", path);
+  else aside_path(path, o->run_id, buf, len);
+  return buf;
+}
+
+int output_resume_log(const train_opts *o, const char *dir, int64_t step) {
+  int best = AT_NONE;
+  bool best_ends = false;
   struct timespec t = {0, 0};
-  for (int s = 0; s < FILE_STATES; s++) {
-    char path[4400];
+  char found[3000] = "";
+  size_t at = 0;
+  for (int s = 0; s < 2 * FILE_STATES; s++) { /* then each one kept aside under this run's identity */
+    char path[4420];
     struct stat st;
-    if (lstat(run_path(w, FILE_STEPS, (file_state)s, path, sizeof path), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (best == AT_NONE || st.st_mtim.tv_sec > t.tv_sec ||
-        (st.st_mtim.tv_sec == t.tv_sec && st.st_mtim.tv_nsec > t.tv_nsec)) {
-      best = (file_state)s;
+    if (!resume_log_path(dir, o, s, path, sizeof path) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    log_facts f;
+    read_log_facts(path, step, &f);
+    const char *name = strrchr(path, '/') + 1;
+    if (strcmp(f.run_id, o->run_id) || !f.has_step) {
+      if (at < sizeof found) {
+        if (!f.run_id[0])
+          at += (size_t)snprintf(found + at, sizeof found - at, "; %s names no run (an earlier halflab-train's)", name);
+        else if (strcmp(f.run_id, o->run_id))
+          at += (size_t)snprintf(found + at, sizeof found - at, "; %s belongs to another run (run_id %s)", name,
+                                 f.run_id);
+        else
+          at += (size_t)snprintf(found + at, sizeof found - at, "; %s is this run's but has no row of step %lld", name,
+                                 (long long)step);
+      }
+      continue;
+    }
+    /* the log that ends at the checkpoint's step first, then the newest */
+    const bool ends = f.last_step == step;
+    const bool newer = st.st_mtim.tv_sec > t.tv_sec || (st.st_mtim.tv_sec == t.tv_sec && st.st_mtim.tv_nsec > t.tv_nsec);
+    if (best == AT_NONE || (ends && !best_ends) || (ends == best_ends && newer)) {
+      best = s;
+      best_ends = ends;
       t = st.st_mtim;
     }
   }
+  if (best == AT_NONE)
+    hl_usage_error("--resume %s: --out %s holds no per-step log of the checkpoint's run (run_id %s, step %lld)%s; resume "
+                   "with the --out that holds it",
+                   o->resume, dir, o->run_id, (long long)step, found);
   return best;
 }
 
 train_output *output_open(const train_opts *o, const train_model *m, const char *dir, hl_device_kind dev,
-                          int64_t resumed_step) {
+                          int64_t resumed_step, int resume_log) {
   train_output *w = calloc(1, sizeof *w);
   if (!w) hl_fatal("out of host memory");
   snprintf(w->dir, sizeof w->dir, "%s", dir);
@@ -210,15 +331,13 @@ train_output *output_open(const train_opts *o, const train_model *m, const char 
   if (!registered) atexit(on_exit_unfinished);
   registered = true;
   bool continued = false;
+  if (!set_aside_others(w, AT_INPROGRESS, err, sizeof err)) io_failure(w, err);
   if (resumed_step > 0) { /* the histogram rows come from the checkpoint (output_hist_restore) */
-    const file_state from = newest_log(w);
-    if (from != AT_NONE) {
-      char src[4400];
-      w->at[FILE_STEPS] = AT_INPROGRESS; /* maybe, once the cut is renamed into place */
-      if (!cut_log(run_path(w, FILE_STEPS, from, src, sizeof src), path, resumed_step, err, sizeof err))
-        io_failure(w, err);
-      continued = true;
-    }
+    char src[4420];
+    w->at[FILE_STEPS] = AT_INPROGRESS; /* maybe, once the cut is renamed into place */
+    if (!resume_log_path(dir, o, resume_log, src, sizeof src) || !cut_log(src, path, resumed_step, err, sizeof err))
+      io_failure(w, err);
+    continued = true;
   }
   w->log = hl_csv_open_schema(dir, name, &train_steps_schema, continued ? HL_CSV_LOG_APPEND : HL_CSV_LOG, err,
                               sizeof err);
@@ -305,6 +424,57 @@ void output_hist_restore(train_output *w, const char *rows, size_t len) {
     else io_failure(w, "--resume: the checkpoint's histogram rows do not have the histogram file's columns");
     p = eol + 1;
   }
+}
+
+/* ------------------------------------------------- the names it takes -- */
+
+/* One name of the completed run's rename phase. */
+typedef struct {
+  char final[4400], staged[4420], kept[4420]; /* kept: a hard link to the file final replaces */
+  bool has_new, had_old, done;
+} replacement;
+
+static void replacement_init(replacement *p, const char *dir, const char *final_name, bool has_new) {
+  snprintf(p->final, sizeof p->final, "%s/%s", dir, final_name);
+  snprintf(p->staged, sizeof p->staged, "%.4400s%s", p->final, state_suffix[AT_INPROGRESS]);
+  snprintf(p->kept, sizeof p->kept, "%.4096s/.%.256s.replaced", dir, final_name);
+  p->has_new = has_new;
+  p->had_old = p->done = false;
+}
+
+
+/* One file of the run in dir, and the staging file its atomic write makes
+ * beside it (core/base/atomic_file.h: PATH.tmp). */
+static void add_own_file(hl_path_set *set, const char *dir, const char *name) {
+  char path[4400], tmp[4420];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  hl_path_set_output(set, "--out", name, path);
+  hl_path_set_output(set, "--out", name, tmp);
+}
+
+void output_register_files(const train_opts *o, const char *dir, hl_path_set *set) {
+  char base[160], name[256], path[4400];
+  snprintf(base, sizeof base, "train_%s_%s", o->name, o->mode->name);
+  for (int k = 0; k < RUN_FILES; k++) {
+    for (int s = 0; s < FILE_STATES; s++) {
+      snprintf(name, sizeof name, "%s_%s.csv%s", base, file_kind[k], state_suffix[s]);
+      add_own_file(set, dir, name);
+    }
+    snprintf(name, sizeof name, "%s_%s.csv", base, file_kind[k]);
+    replacement p;
+    replacement_init(&p, dir, name, true);
+    hl_path_set_output(set, "--out", name, p.kept);
+  }
+  const char *summary = "train_summary.csv";
+  add_own_file(set, dir, summary);
+  snprintf(name, sizeof name, "%s%s", summary, state_suffix[AT_INPROGRESS]);
+  add_own_file(set, dir, name);
+  replacement p;
+  replacement_init(&p, dir, summary, true);
+  hl_path_set_output(set, "--out", summary, p.kept);
+  if (hl_out_lock_path(dir, base, path, sizeof path)) hl_path_set_output(set, "--out", "lock", path);
+  if (hl_out_lock_path(dir, summary, path, sizeof path)) hl_path_set_output(set, "--out", "lock", path);
 }
 
 /* ------------------------------------------------------------- summary -- */
@@ -433,6 +603,7 @@ static bool stage_train_summary(train_output *w, const char *row, char *err, siz
  * only at the folder's sync. */
 static bool write_tables(train_output *w, const run_result *r, file_state at, char *err, size_t len) {
   char name[256], path[4400];
+  if (!set_aside_others(w, at, err, len)) return false;
   for (int k = FILE_HIST; k < RUN_FILES; k++) unlink(run_path(w, (run_file)k, at, path, sizeof path));
   w->at[FILE_HIST] = at;
   snprintf(name, sizeof name, "%s_hist.csv%s", w->base, state_suffix[at]);
@@ -447,36 +618,26 @@ static bool write_tables(train_output *w, const run_result *r, file_state at, ch
   return ok;
 }
 
-/* Removes what earlier attempts of this NAME_MODE left that this run's end
- * supersedes: after a completed run, every .interrupted, .failed and
- * .inprogress file; after an unfinished one, the files under its own suffix
- * that are not its own (so that the set under that suffix is one run's) and
- * the .inprogress tables of a run killed while it renamed them. */
+/* Removes what earlier attempts of this run (its identity: NAME_MODE files
+ * of another run are never touched) left that this run's end supersedes:
+ * after a completed run, every .interrupted, .failed and .inprogress file;
+ * after an unfinished one, the files under its own suffix that are not its
+ * own (so that the set under that suffix is one run's) and the .inprogress
+ * tables of a run killed while it renamed them. */
 static void remove_stale(const train_output *w, file_state ended) {
   for (int k = 0; k < RUN_FILES; k++)
     for (int s = 0; s < FILE_STATES; s++) {
       if (s == AT_FINAL || w->at[k] == (file_state)s) continue;
       if (ended != AT_FINAL && s != ended && s != AT_INPROGRESS) continue;
       char path[4400];
-      if (is_file(run_path(w, (run_file)k, (file_state)s, path, sizeof path))) unlink(path);
+      if (is_file(run_path(w, (run_file)k, (file_state)s, path, sizeof path)) && is_this_runs(path, w->o->run_id))
+        unlink(path);
+      char aside[4420]; /* one another run kept aside */
+      if (is_file(aside_path(path, w->o->run_id, aside, sizeof aside))) unlink(aside);
     }
 }
 
 /* ------------------------------------------------------------- ending -- */
-
-/* One name of the completed run's rename phase. */
-typedef struct {
-  char final[4400], staged[4420], kept[4420]; /* kept: a hard link to the file final replaces */
-  bool has_new, had_old, done;
-} replacement;
-
-static void replacement_init(replacement *p, const char *dir, const char *final_name, bool has_new) {
-  snprintf(p->final, sizeof p->final, "%s/%s", dir, final_name);
-  snprintf(p->staged, sizeof p->staged, "%.4400s%s", p->final, state_suffix[AT_INPROGRESS]);
-  snprintf(p->kept, sizeof p->kept, "%.4096s/.%.256s.replaced", dir, final_name);
-  p->has_new = has_new;
-  p->had_old = p->done = false;
-}
 
 /* Puts back what the rename phase replaced: each new file returns to its
  * staged name (the failure path then marks it failed), each earlier one to
@@ -614,6 +775,7 @@ static void on_exit_unfinished(void) {
   w->log = NULL;
   char path[4400], to[4400], err[4600];
   if (w->staged_summary) unlink(strcat(strcpy(path, w->dir), "/train_summary.csv.inprogress"));
+  set_aside_others(w, AT_FAILED, NULL, 0);
   for (int k = 0; k < RUN_FILES; k++) {
     if (k == FILE_SUMMARY || w->at[k] == AT_NONE || w->at[k] == AT_FAILED || w->at[k] == AT_FINAL) continue;
     if (rename(run_path(w, (run_file)k, w->at[k], path, sizeof path),

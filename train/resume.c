@@ -11,7 +11,9 @@
  *   train/totals      the summary's running totals (skipped steps, the
  *                     statistics' sums and counts, the last evaluation, the
  *                     step times the median takes, ...), exact;
- *   train/hist-rows   the histogram rows written so far (output.c).
+ *   train/hist-rows   the histogram rows written so far (output.c);
+ *   train/run_id      the run's identity (run_id_compute), which its per-step
+ *                     log carries too: a resume continues only that log.
  *
  * Where the run's files are, and how often it saves, is not part of the
  * run: --out, --device, --checkpoint, --checkpoint-every, --stop-after and
@@ -204,9 +206,29 @@ bool run_definition_overridable(const char *key) {
   return !strcmp(key, "steps") || !strcmp(key, "stats-every") || !strcmp(key, "hist-steps");
 }
 
+/* ----------------------------------------------------------- identity -- */
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+void run_id_compute(const train_opts *o, char out[RUN_ID_LEN + 1]) {
+  char *definition = run_definition_format(o);
+  if (!definition) hl_fatal("out of host memory");
+  uint64_t h = fnv1a(0xcbf29ce484222325ULL, definition);
+  free(definition);
+  if (o->init_weights) {
+    char contents[96];
+    text_contents(o->init_weights, contents, sizeof contents);
+    h = fnv1a(fnv1a(h, "init-weights-contents "), contents);
+  }
+  snprintf(out, RUN_ID_LEN + 1, "%016" PRIx64, h);
+}
+
 /* ------------------------------------------------------------ resume -- */
 
-hl_checkpoint *resume_open(const char *path, run_definition *saved) {
+hl_checkpoint *resume_open(const char *path, run_definition *saved, char run_id[RUN_ID_LEN + 1]) {
   hl_checkpoint *c = hl_checkpoint_open(path);
   if (!c && hl_error_is_system()) hl_fatal("--resume: %s", hl_error()); /* the system failed to read it: exit 1 */
   if (!c) hl_usage_error("--resume: %s", hl_error());
@@ -216,6 +238,13 @@ hl_checkpoint *resume_open(const char *path, run_definition *saved) {
   if (!run_definition_parse(def, len, saved))
     hl_usage_error("--resume %s: the checkpoint's run definition cannot be read", path);
   if (hl_checkpoint_step(c) < 0) hl_usage_error("--resume %s: the checkpoint has no step counter", path);
+  const char *id = hl_checkpoint_get_field(c, RESUME_FIELD_RUN_ID, &len);
+  if (!id || len != RUN_ID_LEN || strspn(id, "0123456789abcdef") < RUN_ID_LEN)
+    hl_usage_error("--resume %s: the checkpoint does not name its run (an earlier halflab-train wrote it), so its "
+                   "per-step log cannot be told from another run's: resume it with that halflab-train, or start afresh",
+                   path);
+  memcpy(run_id, id, RUN_ID_LEN);
+  run_id[RUN_ID_LEN] = '\0';
   return c;
 }
 

@@ -59,6 +59,7 @@ typedef enum { MODEL_GPT = 0, MODEL_MLP } model_kind;
 typedef enum { TASK_SORT = 0, TASK_TEXT, TASK_CLASSIFY } task_kind;
 
 #define TRAIN_MAX_HIST_STEPS 32
+#define RUN_ID_LEN 16 /* hex digits of a run's identity (resume.c) */
 
 typedef struct {
   /* model */
@@ -104,6 +105,10 @@ typedef struct {
   struct hl_checkpoint *resumed;
   int64_t resumed_step;
   char resume_overrides[512]; /* the overrides taken ("none"), for the metadata */
+  /* the run's identity (resume.c): 16 hex digits, computed at a fresh start,
+   * taken from the checkpoint when resuming; in the log ("# run_id:") and
+   * in every checkpoint, so that a resume continues this run's log only */
+  char run_id[RUN_ID_LEN + 1];
   int64_t steps;
   int64_t stop_after;  /* 0: run to --steps */
   int64_t warmup;      /* steps left out of the timing summary */
@@ -261,10 +266,19 @@ bool run_definition_overridable(const char *key);
 #define RESUME_FIELD_DEFINITION "train/definition"
 #define RESUME_FIELD_TOTALS "train/totals"
 #define RESUME_FIELD_HIST "train/hist-rows"
-/* --resume FILE: the checkpoint read and checked, and its definition; exits
- * 2 naming the file when it cannot be read, is not sound, is of another
- * format version or is not halflab-train's. */
-struct hl_checkpoint *resume_open(const char *path, run_definition *saved);
+#define RESUME_FIELD_RUN_ID "train/run_id"
+/* The run's identity, RUN_ID_LEN hex digits of a 64-bit FNV-1a hash over
+ * the definition's text (every option that shapes the run, --steps, --seed
+ * and the --text file's size and CRC-32 among them) and the --init-weights
+ * file's size and CRC-32. Only a fresh run computes it: a resumed run keeps
+ * its checkpoint's, whatever it overrides. */
+void run_id_compute(const train_opts *o, char out[RUN_ID_LEN + 1]);
+/* --resume FILE: the checkpoint read and checked, its definition and its
+ * run's identity; exits 2 naming the file when it cannot be read, is not
+ * sound, is of another format version, is not halflab-train's or holds no
+ * identity (written by a halflab-train before identities: its log cannot
+ * be told from another run's). */
+struct hl_checkpoint *resume_open(const char *path, run_definition *saved, char run_id[RUN_ID_LEN + 1]);
 /* After parsing: o's definition against the checkpoint's; a difference is
  * refused (exit 2: "--resume FILE: KEY is A in the checkpoint, B on the
  * command line") unless the key is overridable, and then it is listed in
@@ -356,14 +370,25 @@ run_result loop_run(const train_opts *o, const train_data *d, train_model *m, tr
  * functions taking one then do nothing. */
 typedef struct train_output train_output;
 
+/* Registers in set, as outputs of "--out", every file the run may write in
+ * dir: each of its tables under every suffix, train_summary.csv and its
+ * staging name, each of those's PATH.tmp, the links a completed run keeps
+ * of the files it replaces, and its lock files. */
+struct hl_path_set;
+void output_register_files(const train_opts *o, const char *dir, struct hl_path_set *set);
+/* Resuming after `step` into dir: which of this NAME_MODE's per-step logs
+ * (in progress, final, interrupted or failed) the run continues: one of
+ * the checkpoint's identity (o->run_id) that holds the row of `step`, the
+ * one ending there first, then the newest. When there is none, exit 2 in
+ * one line saying what dir holds instead, nothing written. */
+int output_resume_log(const train_opts *o, const char *dir, int64_t step);
 /* Opens the run's per-step log, train_NAME_MODE_steps.csv.inprogress:
- * fresh, or, resuming after resumed_step, the rows up to it of the newest
- * log of this NAME_MODE (in progress, final, interrupted or failed; that
- * file is not changed). From here until output_finish, a process that ends
- * on a runtime error (hl_fatal) leaves the run's files marked .failed.
- * Exits 1 on an I/O error. */
+ * fresh, or, resuming after resumed_step, the rows up to it of the log
+ * output_resume_log chose (resume_log; that file is not changed). From here
+ * until output_finish, a process that ends on a runtime error (hl_fatal)
+ * leaves the run's files marked .failed. Exits 1 on an I/O error. */
 train_output *output_open(const train_opts *o, const train_model *m, const char *dir, hl_device_kind dev,
-                          int64_t resumed_step);
+                          int64_t resumed_step, int resume_log);
 /* One line of the log; a write that fails ends the run at once (exit 1,
  * the file and the error named, the log's complete lines kept). */
 void output_step_row(train_output *w, hl_row *row);

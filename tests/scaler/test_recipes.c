@@ -94,6 +94,16 @@ static void test_checkpoint(void **state) {
   snprintf(args, sizeof args, "--dir '%s' --stop-after 5", dir);
   char *first = hl_run_cpu_ok("amp-checkpoint", args);
   has_line(first, "saved", "after step 5");
+  /* a second run into the same --dir would replace the saved run: refused, the file as it was */
+  char *saved = hl_read_file(hl_path(dir, "run.ckpt"), NULL);
+  hl_expect_refused(dir, 2, "--resume", "'%s' --device cpu --dir '%s'", hl_test_prog("amp-checkpoint"), dir);
+  hl_expect_refused(dir, 2, "--resume", "'%s' --device cpu --dir '%s' --stop-after 3", hl_test_prog("amp-checkpoint"), dir);
+  char *kept = hl_read_file(hl_path(dir, "run.ckpt"), NULL);
+  if (!saved || !kept || strcmp(saved, kept)) fail_msg("a refused run changed %s/run.ckpt", dir);
+  free(saved);
+  free(kept);
+  /* nothing left to train is refused, not done silently */
+  hl_expect_refused(dir, 2, "after step 5", "'%s' --device cpu --dir '%s' --resume --steps 5", hl_test_prog("amp-checkpoint"), dir);
   snprintf(args, sizeof args, "--dir '%s' --resume", dir);
   char *second = hl_run_cpu_ok("amp-checkpoint", args);
   has_line(second, "resumed", "at step 5");
@@ -105,9 +115,26 @@ static void test_checkpoint(void **state) {
     free(want);
     free(got);
   }
-  free(full);
   free(first);
   free(second);
+  hl_rmtree(dir);
+  free(dir);
+  /* the one-process run into --dir leaves the checkpoint it took after step 5: --resume trains steps 6 to 12 */
+  dir = hl_tmpdir();
+  snprintf(args, sizeof args, "--dir '%s'", dir);
+  free(hl_run_cpu_ok("amp-checkpoint", args));
+  snprintf(args, sizeof args, "--dir '%s' --resume", dir);
+  second = hl_run_cpu_ok("amp-checkpoint", args);
+  for (int step = 6; step <= 12; step++) {
+    char start[16];
+    snprintf(start, sizeof start, "%-5d ", step);
+    char *want = line_of(full, start, NULL), *got = line_of(second, start, NULL);
+    if (!want || !got || strcmp(want, got)) fail_msg("step %d after the one-process run: \"%s\", want \"%s\"", step, got, want);
+    free(want);
+    free(got);
+  }
+  free(second);
+  free(full);
   hl_rmtree(dir);
   free(dir);
   /* resuming from nothing: a runtime failure naming the file, nothing created */

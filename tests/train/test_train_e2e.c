@@ -999,11 +999,18 @@ static void test_profile(void **state) {
   free(before);
   free(after);
   assert_true(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv.failed")));
-  /* a completed run without --profile leaves no earlier run's profile beside its own files; nor the failed files */
+  /* a completed run without --profile leaves no earlier run's profile beside its own files; the failed
+   * run was another run (another run_id: other --steps), whose files stay */
   run_ok(NULL, SMALL " --steps 2 --mode fp32 --out %s", dir);
   assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv")));
-  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv.failed")));
-  assert_false(hl_file_exists(hl_path(dir, "train_tiny_fp32_steps.csv.failed")));
+  assert_true(hl_file_exists(hl_path(dir, "train_tiny_fp32_profile.csv.failed")));
+  assert_true(hl_file_exists(hl_path(dir, "train_tiny_fp32_steps.csv.failed")));
+  /* an earlier attempt of the same run (--stop-after is not part of it) is superseded when it completes */
+  run_ok(NULL, SMALL " --steps 4 --stop-after 2 --mode fp32 --name again --out %s", dir);
+  assert_true(hl_file_exists(hl_path(dir, "train_again_fp32_steps.csv.interrupted")));
+  run_ok(NULL, SMALL " --steps 4 --mode fp32 --name again --out %s", dir);
+  assert_false(hl_file_exists(hl_path(dir, "train_again_fp32_steps.csv.interrupted")));
+  assert_false(hl_file_exists(hl_path(dir, "train_again_fp32_summary.csv.interrupted")));
   hl_rmtree(dir);
   free(dir);
 }
