@@ -119,9 +119,14 @@ static unsigned char *slurp(const char *path, size_t *size) {
   return d;
 }
 
+/* written to PATH.tmp and renamed, as a checkpoint is saved: restoring the
+ * step-5 checkpoint into --dir never leaves half a file there */
 static void spill(const char *path, const unsigned char *d, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(d, 1, n, f) != n || fclose(f)) hl_fatal("write(\"%s\"): %s", path, strerror(errno));
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (!f || fwrite(d, 1, n, f) != n || fclose(f)) hl_fatal("write(\"%s\"): %s", tmp, strerror(errno));
+  if (rename(tmp, path) != 0) hl_fatal("rename(\"%s\", \"%s\"): %s", tmp, path, strerror(errno));
 }
 
 /* a load of `path` must fail and leave r and the good file as they were */
