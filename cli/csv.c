@@ -137,7 +137,7 @@ const char *hl_meta_text(void) {
   if (blas->warning[0]) meta_line(&k, "blas-warning: ", "%s", blas->warning);
   for (int i = 0; i < nkeys_; i++) {
     char prefix[sizeof keys_[i] + 2];
-    snprintf(prefix, sizeof prefix, "%s: ", keys_[i]);
+    snprintf(prefix, sizeof prefix, "%.47s: ", keys_[i]);
     meta_line(&k, prefix, "%s", values_[i]);
   }
   return text_;
