@@ -18,7 +18,8 @@
  *            reads back as the same table in the C reader (the tests'),
  *            tools/same_results.py and halflab-train itself (which keeps
  *            every row when it adds its own); the charts and the report:
- *            tests/plots/as_written.sh.
+ *            tests/plots/as_written.sh. A run resumed from a checkpoint
+ *            whose log was saved with CRLF and a BOM continues its rows.
  * argv[1]: csv_strict.py; argv[2]: the source root. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +299,31 @@ static void test_readers_take_crlf_and_bom(void **state) {
   free(dir);
 }
 
+/* A resumed run continues a log another system saved (CRLF, a BOM): its rows kept, the log one halflab
+ * writes again. */
+static void test_resume_takes_crlf_log(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  tried++;
+  hl_run_result r = hl_run_ok("cd %s && %s --device cpu --batch 16 --eval-samples 32 --eval-every 5 --steps 4 --stop-after 2 "
+                              "--checkpoint ck.bin --out . && f=train_tiny_fp32_steps.csv.interrupted && "
+                              "{ printf '\\357\\273\\277'; sed 's/$/\\r/' $f; } > $f.new && mv $f.new $f && "
+                              "%s --resume ck.bin --out .", dir, train(), train());
+  hl_run_free(&r);
+  hl_table *t = hl_table_read(hl_path(dir, "train_tiny_fp32_steps.csv"));
+  assert_non_null(t);
+  assert_int_equal(t->nrows, 4);
+  for (int i = 0; i < 4; i++) assert_true(hl_table_num(t, i, "step") == i + 1);
+  hl_table_free(t);
+  char *log = hl_read_file(hl_path(dir, "train_tiny_fp32_steps.csv"), NULL);
+  assert_null(strchr(log, '\r'));
+  assert_null(strstr(log, "\xEF\xBB\xBF"));
+  free(log);
+  held++;
+  hl_rmtree(dir);
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: test_faults_tables CSV_STRICT_PY SOURCE_ROOT\n");
@@ -309,6 +335,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_hostile_values),
       cmocka_unit_test(test_summary_disturbed),
       cmocka_unit_test(test_readers_take_crlf_and_bom),
+      cmocka_unit_test(test_resume_takes_crlf_log),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
   printf("faults: tables: %d cases tried, %d held\n", tried, held);
