@@ -161,8 +161,11 @@ file_exists(f) = system(sprintf("test -f '%s' && echo 1 || echo 0", f)) eq "1"
 # A CSV as halflab wrote it, for every reader below: gnuplot takes CRLF line ends but reads a UTF-8
 # byte order mark before the first '#' line as part of a column header, and awk takes neither. A file
 # another system saved so is read through a copy without them, under $TMPDIR (rewritten at each use);
-# any other file (and a missing one) is read in place.
-as_written(f) = system("f='".f."'; b=$(printf '\\357\\273\\277'); r=$(printf '\\r'); " . \
+# any other file (and a missing one) is read in place, checked once per script (as_written_clean).
+as_written_clean = "\n"
+as_written(f) = strstrt(as_written_clean, "\n".f."\n") > 0 ? f : \
+  (as_written_got = as_written_check(f), as_written_got eq f ? (as_written_clean = as_written_clean.f."\n", f) : as_written_got)
+as_written_check(f) = system("f='".f."'; b=$(printf '\\357\\273\\277'); r=$(printf '\\r'); " . \
   "if [ -f \"$f\" ] && { [ \"$(head -c3 \"$f\")\" = \"$b\" ] || LC_ALL=C grep -q \"$r\\$\" \"$f\"; }; then " . \
   "d=${TMPDIR:-/tmp}/halflab-as-written-$(id -u); mkdir -p \"$d\" && " . \
   "o=\"$d/$(printf %s \"$f\" | cksum | cut -d' ' -f1)-${f##*/}\" && " . \
