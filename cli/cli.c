@@ -1,6 +1,7 @@
 /* cli.c — the common options, argument parsing and exits shared by the
  * programs. */
 #include "cli/cli.h"
+#include "cli/csv_text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,12 +29,13 @@ void hl_cli_init(const char *prog, int argc, char **argv) {
 const char *hl_prog(void) { return prog_; }
 
 void hl_usage_error(const char *fmt, ...) {
+  char message[2048], line[4 * sizeof message];
   va_list ap;
-  fprintf(stderr, "%s: ", prog_);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
-  fprintf(stderr, " (see '%s --help')\n", prog_);
+  hl_text_one_line(message, line, sizeof line); /* the value quoted may hold a line break: still one line */
+  fprintf(stderr, "%s: %s (see '%s --help')\n", prog_, line, prog_);
   exit(HL_EXIT_USAGE);
 }
 

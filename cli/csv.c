@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/csv_text.h"
 #include "core/base/atomic_file.h"
 #include "core/base/device.h"
 #include "kernels/host.h"
@@ -83,15 +84,39 @@ const char *hl_meta_version(void) {
 
 const char *hl_meta_date(void) { return date_[0] ? date_ : "unknown"; }
 
+/* Appends "# " PREFIX VALUE "\n" to text_ at *k, the value made one visible
+ * line (csv_text.h): whatever an option, the environment or the system gave
+ * it, a metadata line never splits. A line that does not fit is cut, never
+ * left without its newline. */
+static void meta_line(size_t *k, const char *prefix, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void meta_line(size_t *k, const char *prefix, const char *fmt, ...) {
+  char value[4096], line[4 * sizeof value];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(value, sizeof value, fmt, ap);
+  va_end(ap);
+  hl_text_one_line(value, line, sizeof line);
+  const size_t room = sizeof text_ - *k;
+  if (room < strlen(prefix) + 4) return;
+  const int n = snprintf(text_ + *k, room - 1, "# %s%s", prefix, line);
+  *k += n < 0 ? 0 : (size_t)n >= room - 1 ? room - 2 : (size_t)n;
+  text_[(*k)++] = '\n';
+  text_[*k] = '\0';
+}
+
 const char *hl_meta_text(void) {
   struct utsname u;
   char host[512] = "unknown";
   if (uname(&u) == 0) snprintf(host, sizeof host, "%s, %s %s %s", u.nodename, u.sysname, u.release, u.machine);
-  int k = snprintf(text_, sizeof text_, "# halflab %s\n# schema: %d\n# command: %s\n# device: %s\n# host: %s\n",
-                   hl_meta_version(), HL_CSV_SCHEMA, command_[0] ? command_ : "unknown",
-                   device_[0] ? device_ : "unknown", host);
-  if (cuda_[0] && k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cuda: %s\n", cuda_);
-  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# date: %s\n", hl_meta_date());
+  size_t k = 0;
+  text_[0] = '\0';
+  meta_line(&k, "halflab ", "%s", hl_meta_version());
+  meta_line(&k, "schema: ", "%d", HL_CSV_SCHEMA);
+  meta_line(&k, "command: ", "%s", command_[0] ? command_ : "unknown");
+  meta_line(&k, "device: ", "%s", device_[0] ? device_ : "unknown");
+  meta_line(&k, "host: ", "%s", host);
+  if (cuda_[0]) meta_line(&k, "cuda: ", "%s", cuda_);
+  meta_line(&k, "date: ", "%s", hl_meta_date());
   /* Whatever device ran, the CPU's units, BLAS and oneDNN are part of the
    * record: they decide every CPU figure, and a generic BLAS kernel set is
    * flagged. */
@@ -100,20 +125,21 @@ const char *hl_meta_text(void) {
   char units[256];
   hl_cpu_units_line(units, sizeof units);
   const hl_blas_info *blas = hl_blas_info_get();
-  if (!blas->opened && k >= 0 && (size_t)k < sizeof text_)
-    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s\n", features,
-                  units, blas->version);
-  else if (k >= 0 && (size_t)k < sizeof text_)
-    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# cpu-features: %s\n# cpu-units: %s\n# blas: %s, kernels %s (chosen by %s); library %s%s%s\n",
-                  features, units, blas->version, blas->kernels, blas->chosen_by, blas->library,
-                  blas->config[0] ? "; config: " : "", blas->config);
+  meta_line(&k, "cpu-features: ", "%s", features);
+  meta_line(&k, "cpu-units: ", "%s", units);
+  if (!blas->opened) meta_line(&k, "blas: ", "%s", blas->version);
+  else
+    meta_line(&k, "blas: ", "%s, kernels %s (chosen by %s); library %s%s%s", blas->version, blas->kernels,
+              blas->chosen_by, blas->library, blas->config[0] ? "; config: " : "", blas->config);
   char onednn[512];
   hl_onednn_line(onednn, sizeof onednn);
-  if (k >= 0 && (size_t)k < sizeof text_) k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# onednn: %s\n", onednn);
-  if (blas->warning[0] && k >= 0 && (size_t)k < sizeof text_)
-    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# blas-warning: %s\n", blas->warning);
-  for (int i = 0; i < nkeys_ && k >= 0 && (size_t)k < sizeof text_; i++)
-    k += snprintf(text_ + k, sizeof text_ - (size_t)k, "# %s: %s\n", keys_[i], values_[i]);
+  meta_line(&k, "onednn: ", "%s", onednn);
+  if (blas->warning[0]) meta_line(&k, "blas-warning: ", "%s", blas->warning);
+  for (int i = 0; i < nkeys_; i++) {
+    char prefix[sizeof keys_[i] + 2];
+    snprintf(prefix, sizeof prefix, "%.47s: ", keys_[i]);
+    meta_line(&k, prefix, "%s", values_[i]);
+  }
   return text_;
 }
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "cli/csv_text.h"
 #include "formats/fatal.h"
 
 static bool name_ok(const char *n) {
@@ -199,14 +200,14 @@ void hl_row_real_long(hl_row *r, const char *column, long double value) {
 void hl_row_text(hl_row *r, const char *column, const char *value) {
   const int i = column_for(r, column, HL_COL_TEXT);
   if (!value) hl_fatal("%s: column %s given no text (hl_row_missing says a cell is empty)", r->schema->file, column);
-  if (strpbrk(value, ",\"\n\r"))
-    hl_fatal("%s: column %s given \"%s\", which holds a comma, a quote or a line break", r->schema->file, column,
-             value);
-  put(r, i, value);
+  /* the value may come from a user (a name, a path, the environment): escaped to one line, quoted when needed */
+  char cell[HL_ROW_MAX_CHARS];
+  hl_csv_cell(value, cell, sizeof cell); /* cut to a row's room; put() stops a row that outgrows it */
+  put(r, i, cell);
 }
 
 void hl_row_textf(hl_row *r, const char *column, const char *fmt, ...) {
-  char text[1024];
+  char text[HL_ROW_MAX_CHARS];
   va_list ap;
   va_start(ap, fmt);
   const int n = vsnprintf(text, sizeof text, fmt, ap);

@@ -14,8 +14,11 @@
  *              "inf" and "-inf" (results, not gaps);
  *   missing    an empty cell: the quantity does not apply or was not
  *              measured in this row (hl_row_missing);
- *   text       as given; text holding a comma, a quote or a line break is
- *              refused (a writer bug, not data).
+ *   text       as given when it is one line of plain text without a comma
+ *              or a double quote; else made one visible line (control
+ *              characters and invalid UTF-8 as escapes) and quoted as RFC
+ *              4180 says (cli/csv_text.h): a value from a user never adds a
+ *              cell or a line.
  */
 #ifndef HL_SCHEMA_H
 #define HL_SCHEMA_H
@@ -35,7 +38,7 @@ extern "C" {
 typedef enum {
   HL_COL_INT,  /* int64_t, printed exactly */
   HL_COL_REAL, /* double, printed with the column's format */
-  HL_COL_TEXT  /* a word or phrase without commas */
+  HL_COL_TEXT  /* a word or phrase; quoted when it holds a comma or a quote */
 } hl_column_type;
 
 typedef struct hl_column {
@@ -91,7 +94,7 @@ void hl_row_real(hl_row *r, const char *column, double value);
  * mantissa but not in a double's 53), printed with the column's format. */
 void hl_row_real_long(hl_row *r, const char *column, long double value);
 void hl_row_text(hl_row *r, const char *column, const char *value);
-/* printf-formatted text (still no commas). */
+/* printf-formatted text, written as hl_row_text writes it. */
 void hl_row_textf(hl_row *r, const char *column, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void hl_row_bool(hl_row *r, const char *column, bool value); /* an INT column: 1 or 0 */
 /* The quantity does not apply to this row: an empty cell. */

@@ -8,7 +8,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/absorption_sweep.csv'
+in = as_written(dir.'/absorption_sweep.csv')
 if (!file_exists(in)) {
   print sprintf("absorption.gp: %s not found: no chart (run halflab-numerics absorption)", in)
   exit
@@ -38,7 +38,7 @@ do for [i=1:3] {
 pow2_text(x) = abs(log(x) / log(2) - floor(log(x) / log(2) + 0.5)) < 1e-9 ? sprintf("2^{%d}", floor(log(x) / log(2) + 0.5)) : sprintf("%.2g", x)
 
 # The claim: 1 + 0.0001 per format (absorption.csv), else the sweep's thresholds
-cases = dir.'/absorption.csv'
+cases = as_written(dir.'/absorption.csv')
 case_u = file_exists(cases) ? system(sprintf("%s$c[\"device\"] == d && $c[\"case\"] == \"1+0.0001\" { print $c[\"b\"]; exit }' '%s'", awk_cols('-v d='.dev), cases)) : ''
 # the formats in which 1 + 0.0001 stayed 1, and those it moved
 case_list(lost) = system(sprintf("%s$c[\"device\"] == d && $c[\"case\"] == \"1+0.0001\" && (($c[\"result\"] == 1) == l) { s = s (s == \"\" ? \"\" : \" and \") $c[\"format\"] } END { print s }' '%s'", \

@@ -7,7 +7,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/bandwidth_host.csv'
+in = as_written(dir.'/bandwidth_host.csv')
 if (!file_exists(in)) {
   print sprintf("bandwidth-host.gp: %s not found: no chart (written by halflab-bench bandwidth on a GPU)", in)
   exit

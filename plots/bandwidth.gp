@@ -12,7 +12,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/bandwidth.csv'
+in = as_written(dir.'/bandwidth.csv')
 if (!file_exists(in)) {
   print sprintf("bandwidth.gp: %s not found: no chart (run halflab-bench bandwidth)", in)
   exit

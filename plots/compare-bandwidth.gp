@@ -16,7 +16,7 @@ if (nm < 2) {
   print sprintf("compare-bandwidth.gp: fewer than two machines with bandwidth.csv under %s: no chart", root)
   exit
 }
-csv(i) = root.'/'.word(machines, i).'/bandwidth.csv'
+csv(i) = as_written(root.'/'.word(machines, i).'/bandwidth.csv')
 rows(file, cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, file)
 # machine colours: the second set, darkest and most distinct first
 array cat_order[8] = [4, 7, 1, 6, 2, 3, 5, 8]

@@ -15,7 +15,7 @@ if (nm < 2) {
   print sprintf("compare-gemm.gp: fewer than two machines with gemm.csv under %s: no chart", root)
   exit
 }
-csv(i) = root.'/'.word(machines, i).'/gemm.csv'
+csv(i) = as_written(root.'/'.word(machines, i).'/gemm.csv')
 # awk over a machine's rows, c["name"] the index of each column
 awk_rows(i, prog) = "awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } ".prog."' '".csv(i)."'"
 rows(file, cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, file)

@@ -14,8 +14,8 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-pin = dir.'/footprint_params.csv'
-tin = dir.'/footprint_training.csv'
+pin = as_written(dir.'/footprint_params.csv')
+tin = as_written(dir.'/footprint_training.csv')
 if (system(sprintf("test -f '%s' && test -f '%s' && echo 1 || echo 0", pin, tin)) eq "0") {
   print sprintf("footprint.gp: %s or %s not found: no chart (run halflab-bench footprint)", pin, tin)
   exit

@@ -12,7 +12,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/gemm_accuracy.csv'
+in = as_written(dir.'/gemm_accuracy.csv')
 if (!file_exists(in)) {
   print sprintf("gemm-accuracy.gp: %s not found: no chart (run halflab-bench gemm --accuracy)", in)
   exit

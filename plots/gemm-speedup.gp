@@ -7,7 +7,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/gemm.csv'
+in = as_written(dir.'/gemm.csv')
 if (!file_exists(in)) {
   print sprintf("gemm-speedup.gp: %s not found: no chart (run halflab-bench gemm)", in)
   exit

@@ -7,7 +7,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/loss_scale_distribution.csv'
+in = as_written(dir.'/loss_scale_distribution.csv')
 if (!file_exists(in)) {
   print sprintf("loss_scale.gp: %s not found: no chart (run halflab-numerics subnormal)", in)
   exit

@@ -6,7 +6,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/lost_update.csv'
+in = as_written(dir.'/lost_update.csv')
 if (!file_exists(in)) {
   print sprintf("lost_update.gp: %s not found: no chart (run halflab-numerics absorption)", in)
   exit

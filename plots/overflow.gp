@@ -7,7 +7,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/overflow_trajectory.csv'
+in = as_written(dir.'/overflow_trajectory.csv')
 if (!file_exists(in)) {
   print sprintf("overflow.gp: %s not found: no chart (run halflab-numerics overflow)", in)
   exit
@@ -87,7 +87,7 @@ claim_narrow = f16_over > 0 ? sprintf("%s x %s: fp16 overflows, fp32 %s", count,
                               sprintf("%s x %s: no fp16 sum overflows", count, value)
 
 # where a sequential sum gets stuck (from overflow.csv, when present)
-summary = dir.'/overflow.csv'
+summary = as_written(dir.'/overflow.csv')
 # (an empty first_lost_add, or 0 in files written before empty cells, means none was lost)
 stuck(s, col) = system(sprintf("test -f '%s' && %s$c[\"device\"] == d && $c[\"count\"] == n && $c[\"value\"] == v && $c[\"strategy\"] == s { print $c[\"%s\"]; exit }' '%s'", \
                                summary, awk_cols(sprintf('-v d=%s -v n=%s -v v=%s -v s=%s', dev, count, value, s)), col, summary))

@@ -14,7 +14,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-tin = dir.'/peer_step_times.csv'
+tin = as_written(dir.'/peer_step_times.csv')
 if (!file_exists(tin)) {
   print sprintf("peers.gp: %s not found: no chart (run bench/peers/compare_cpu.sh or, on a GPU, bench/peers/gpu_compare.sh)", tin)
   exit

@@ -4,12 +4,18 @@
 
 have() { [ -f "$dir/$1" ]; }
 
+# The start of every awk program that reads a halflab CSV: a file another system saved (CRLF line
+# ends, a UTF-8 byte order mark before its first line) reads as the file halflab wrote.
+AS_WRITTEN_AWK='{ sub(/\r$/, "") } FNR == 1 { sub(/^\357\273\277/, "") }
+'
+
 # FILE AWK-PROGRAM: the program runs on the rows of a halflab CSV, with c[]
 # mapping each column name of the header to its index ("# " lines skipped)
-table() { awk -F, "/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$dir/$1"; }
+table() { awk -F, "$AS_WRITTEN_AWK /^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[\$i] = i; next } $2" "$dir/$1"; }
 
-# FILE KEY: the value of the metadata line "# KEY: value" (the first one)
-meta() { sed -n "/^# $2: /{s///p;q}" "$dir/$1"; }
+# FILE KEY: the value of the metadata line "# KEY: value" (the first one; a CR before the line end is
+# not part of it)
+meta() { sed -n "s/\r\$//; /^# $2: /{s///p;q}" "$dir/$1"; }
 
 # KEY: the value of KEY in train_summary.csv's metadata, which holds only the lines every one of its
 # runs shares; where they differ (the line left out), in the first run's own train_*_summary.csv
@@ -69,7 +75,7 @@ provenance() {
     for f in "$dir"/$g; do [ -f "$f" ] && files+=("$f"); done
   done
   [ ${#files[@]} -gt 0 ] || return 0
-  awk -F, -v dir="$dir" "$PROVENANCE_AWK"'
+  awk -F, -v dir="$dir" "$AS_WRITTEN_AWK$PROVENANCE_AWK"'
     agg && '"$rows"' {
       v = ("version" in c) ? $c["version"] : ""; d = ("date" in c) ? substr($c["date"], 1, 10) : ""
       if (v == "") { own_file(dir "/train_" $c["name"] "_" $c["mode"] "_summary.csv"); v = own_version; d = own_day }
@@ -80,7 +86,7 @@ provenance() {
 PROVENANCE_AWK='
   function own_file(path,   line) { # the "# halflab" version and "# date:" day of a run'"'"'s own file
     own_version = own_day = ""
-    while ((getline line < path) > 0 && line ~ /^#/) {
+    while ((getline line < path) > 0 && (sub(/^\357\273\277/, "", line) || 1) && (sub(/\r$/, "", line) || 1) && line ~ /^#/) {
       if (line ~ /^# halflab /) own_version = substr(line, 11)
       if (line ~ /^# date: /) own_day = substr(line, 9, 10)
     }

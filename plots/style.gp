@@ -158,6 +158,18 @@ set style line 100 lc rgb c_ref dt 2 lw 2       # same-run references
 
 # helpers the scripts share
 file_exists(f) = system(sprintf("test -f '%s' && echo 1 || echo 0", f)) eq "1"
+# A CSV as halflab wrote it, for every reader below: gnuplot takes CRLF line ends but reads a UTF-8
+# byte order mark before the first '#' line as part of a column header, and awk takes neither. A file
+# another system saved so is read through a copy without them, under $TMPDIR (rewritten at each use);
+# any other file (and a missing one) is read in place, checked once per script (as_written_clean).
+as_written_clean = "\n"
+as_written(f) = strstrt(as_written_clean, "\n".f."\n") > 0 ? f : \
+  (as_written_got = as_written_check(f), as_written_got eq f ? (as_written_clean = as_written_clean.f."\n", f) : as_written_got)
+as_written_check(f) = system("f='".f."'; b=$(printf '\\357\\273\\277'); r=$(printf '\\r'); " . \
+  "if [ -f \"$f\" ] && { [ \"$(head -c3 \"$f\")\" = \"$b\" ] || LC_ALL=C grep -q \"$r\\$\" \"$f\"; }; then " . \
+  "d=${TMPDIR:-/tmp}/halflab-as-written-$(id -u); mkdir -p \"$d\" && " . \
+  "o=\"$d/$(printf %s \"$f\" | cksum | cut -d' ' -f1)-${f##*/}\" && " . \
+  "LC_ALL=C sed \"1s/^$b//; s/$r\\$//\" \"$f\" > \"$o\" && printf %s \"$o\"; else printf %s \"$f\"; fi")
 # the last-level cache a CSV's run recorded, in bytes (llc_bytes on a CPU,
 # l2_bytes on a GPU; 0 where it names neither)
 cache_bytes(f) = real(system("awk '/^# (llc|l2)_bytes: / { v = $3 + 0; exit } !/^#/ { exit } END { print v + 0 }' '".f."'"))

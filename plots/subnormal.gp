@@ -6,7 +6,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/subnormal_ladder.csv'
+in = as_written(dir.'/subnormal_ladder.csv')
 if (!file_exists(in)) {
   print sprintf("subnormal.gp: %s not found: no chart (run halflab-numerics subnormal)", in)
   exit

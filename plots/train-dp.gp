@@ -14,14 +14,14 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/train_summary.csv'
+in = as_written(dir.'/train_summary.csv')
 if (!file_exists(in)) {
   print sprintf("train-dp.gp: %s not found: no chart (run scripts/train-all.sh)", in)
   exit
 }
 count(cond) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } %s { n++ } END { print n + 0 }' '%s'", cond, in)))
 n_small = count('$c["name"] ~ /^dp-small-/')
-wire(w) = sprintf("%s/train_dp-wire-%s_amp-fp16_steps.csv", dir, w)
+wire(w) = as_written(sprintf("%s/train_dp-wire-%s_amp-fp16_steps.csv", dir, w))
 have_wire = file_exists(wire('fp32')) && (file_exists(wire('bf16')) || file_exists(wire('fp16')))
 if (n_small == 0 && !have_wire) {
   print sprintf("train-dp.gp: no dp-small rows in %s and no dp-wire logs: no chart (train-all.sh runs them where MPI is built)", in)

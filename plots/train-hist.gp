@@ -27,7 +27,7 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-file(g, m) = sprintf('%s/train_%s_%s_hist.csv', dir, g, m)
+file(g, m) = as_written(sprintf('%s/train_%s_%s_hist.csv', dir, g, m))
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 # the steps with histograms in fp32's file; the middle one
 midstep(g) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"step\"] }' '%s' | sort -un | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'", file(g, 'fp32')))

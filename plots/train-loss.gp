@@ -25,15 +25,15 @@ ng = words(groups)
 modes = 'fp32 amp-fp16 amp-bf16 fp16-noscale fp16-static fp16-master fp16-pure'
 # colour: the mode's family; dash and point: the mode (style.gp)
 faint(m) = '#C0'.fcolor(m)[2:7]
-file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
+file(g, m) = as_written(sprintf('%s/train_%s_%s_steps.csv', dir, g, m))
 # the header and the rows whose column `col` is not empty (evaluation steps)
 evals(g, m, col) = sprintf("< awk -F, -v k=%s '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } length($c[k])' '%s'", col, file(g, m))
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 # status and last step from the summary: "diverged at step 5", or ''
-note(g, m) = system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"status\"] != \"completed\" { printf \" (%s at step %s)\", $c[\"status\"], $c[\"steps_done\"] }' '".dir."/train_".g."_".m."_summary.csv' 2>/dev/null")
+note(g, m) = system("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"status\"] != \"completed\" { printf \" (%s at step %s)\", $c[\"status\"], $c[\"steps_done\"] }' '".as_written(dir."/train_".g."_".m."_summary.csv")."' 2>/dev/null")
 # the run's length (the steps asked, over the group's summaries)
-last(g) = real(system(sprintf("cat '%s'/train_%s_*_summary.csv 2>/dev/null | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"steps\"] > n { n = $c[\"steps\"] } END { print n + 0 }'", dir, g)))
-sumval(g, m, col) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"%s\"]; exit }' '%s/train_%s_%s_summary.csv' 2>/dev/null", col, dir, g, m))
+last(g) = real(system(sprintf("cat '%s'/train_%s_*_summary.csv 2>/dev/null | LC_ALL=C sed 's/^\\xef\\xbb\\xbf//; s/\\r$//' | awk -F, '/^#/ { hdr = 1; next } hdr { hdr = 0; for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"steps\"] > n { n = $c[\"steps\"] } END { print n + 0 }'", dir, g)))
+sumval(g, m, col) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"%s\"]; exit }' '%s' 2>/dev/null", col, as_written(sprintf('%s/train_%s_%s_summary.csv', dir, g, m))))
 nevals(g, m) = int(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } length($c[\"eval_acc\"]) { n++ } END { print n + 0 }' '%s'", file(g, m))))
 what(g) = group_title(g)
 # the device of the first group's runs (its first mode's file), for the screen footer

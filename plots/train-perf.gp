@@ -10,7 +10,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/train_summary.csv'
+in = as_written(dir.'/train_summary.csv')
 if (!file_exists(in)) {
   print sprintf("train-perf.gp: %s not found: no chart (run scripts/train-all.sh)", in)
   exit

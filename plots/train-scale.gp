@@ -22,7 +22,7 @@ ng = words(groups)
 
 modes = 'amp-fp16 fp16-static fp16-master'
 
-file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
+file(g, m) = as_written(sprintf('%s/train_%s_%s_steps.csv', dir, g, m))
 group_files(g) = sprintf("'%s' '%s' '%s'", file(g, 'amp-fp16'), file(g, 'fp16-static'), file(g, 'fp16-master'))
 # the device of the first group's runs, for the screen footer
 desc = system(sprintf("sed -n 's/^# device: //p' \"$(ls %s 2>/dev/null | head -1)\" | head -1 | cut -d, -f1", group_files(word(groups, 1))))
@@ -41,7 +41,8 @@ scale_line(k, m, shared) = sprintf("lw %g dt %s lc rgb '%s'", k == 1 ? 3.5 : 2.5
 shared_of(g) = have(g, 'fp16-static') || have(g, 'fp16-master')
 skipped_style = "with points pt 2 ps 2 lw 2.5 lc rgb c_ref"
 # the skipped steps of each mode of a group, for its panel's title
-skip_list(g) = system("for m in ".modes."; do f='".dir."/train_".g."_'$m'_steps.csv'; [ -f \"$f\" ] || continue; printf '%s%s %s' \"$sep\" $m $(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c[\"skipped\"] == 1 { n++ } END { print n + 0 }' \"$f\"); sep=', '; done")
+skip_list(g) = (sl_ = '', sl_sep = '', sl_n = sum [k = 1:words(modes)] (have(g, word(modes, k)) ? \
+  (sl_ = sl_.sl_sep.word(modes, k).' '.nskips(g, word(modes, k)), sl_sep = ', ', 1) : 0), sl_)
 # the claim, from the first group's amp-fp16 run
 g1 = word(groups, 1)
 claim = have(g1, 'amp-fp16') ? (interval(g1) ne '' ? \

@@ -25,7 +25,7 @@ if (words(groups) == 0) {
   exit
 }
 ng = words(groups)
-file(g, m) = sprintf('%s/train_%s_%s_steps.csv', dir, g, m)
+file(g, m) = as_written(sprintf('%s/train_%s_%s_steps.csv', dir, g, m))
 have(g, m) = system(sprintf("test -f '%s' && echo 1 || echo 0", file(g, m))) eq "1"
 last(g) = real(system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { n = $c[\"step\"] } END { print n + 0 }' '%s'", file(g, 'fp32'))))
 what(g) = group_title(g)
@@ -39,7 +39,7 @@ set datafile columnheaders
 set datafile missing ''
 
 # the run's state and schedule, from its summary (fp32's for the schedule)
-summary(g, m) = sprintf('%s/train_%s_%s_summary.csv', dir, g, m)
+summary(g, m) = as_written(sprintf('%s/train_%s_%s_summary.csv', dir, g, m))
 sumval(g, m, col) = system(sprintf("awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c[\"%s\"]; exit }' '%s' 2>/dev/null", col, summary(g, m)))
 # a share as a short percentage: 34%, 3.1%, 0.02%
 share(f) = f eq '' ? '-' : 100 * real(f) >= 10 ? sprintf("%.0f%%", 100 * real(f)) : sprintf("%.2g%%", 100 * real(f))

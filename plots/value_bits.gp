@@ -7,7 +7,7 @@
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
 dir = ARG1
-in = dir.'/formats_value.csv'
+in = as_written(dir.'/formats_value.csv')
 if (!file_exists(in)) {
   print sprintf("value_bits.gp: %s not found: no chart (run halflab-numerics formats --value 0.4)", in)
   exit

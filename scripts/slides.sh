@@ -88,9 +88,9 @@ fi
 
 # ---------------------------------------------------------------- the slides
 # the title slide: what the deck shows, and the run (a title page may carry it)
-meta() { sed -n "s/^# $2: //p" "$data/$1" | head -1; }
+meta() { sed -n "s/\r\$//; s/^# $2: //p" "$data/$1" | head -1; } # (a CR before the line end is no part of it)
 device=$(meta overflow.csv device | cut -d, -f1)
-version=$(sed -n '1s/^# //p' "$data/overflow.csv")
+version=$(LC_ALL=C sed -n '1s/^\xef\xbb\xbf//; 1s/\r$//; 1s/^# //p' "$data/overflow.csv") # (a BOM is not)
 date=$(meta overflow.csv date | cut -c1-10)
 gnuplot 2>"$data/gnuplot.err" <<EOF || { cat "$data/gnuplot.err" >&2; echo "slides: the title slide failed" >&2; exit 1; }
 preset = 'slides'

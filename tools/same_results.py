@@ -43,7 +43,8 @@ GAPS = {"", "nan", "-nan", "0"}
 
 
 def read_csv(path):
-    with open(path, encoding="utf-8", newline="") as f:
+    # utf-8-sig: a byte order mark another system added is not part of the first line; csv takes CRLF
+    with open(path, encoding="utf-8-sig", newline="") as f:
         rows = [r for r in csv.reader(line for line in f if not line.startswith("#"))]
     return (rows[0], rows[1:]) if rows else ([], [])
 

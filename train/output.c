@@ -138,7 +138,13 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   char want[4096];
   hl_schema_header(&train_steps_schema, want, sizeof want);
   const int step_column = hl_schema_find(&train_steps_schema, "step");
-  while ((n = getline(&line, &cap, f)) > 0) {
+  for (long long lineno = 1; (n = getline(&line, &cap, f)) > 0; lineno++) {
+    /* a log another system saved: its BOM and CRLF line ends are not copied */
+    if (lineno == 1 && !strncmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, (size_t)(n -= 3) + 1);
+    if (n >= 2 && line[n - 2] == '\r' && line[n - 1] == '\n') {
+      line[n - 2] = '\n';
+      line[--n] = '\0';
+    }
     if (!header && line[0] == '#') {
       fputs(line, o);
       continue;

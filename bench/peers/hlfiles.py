@@ -13,6 +13,7 @@ numpy only (no torch), so the files can be read anywhere. Every reader checks
 the magic, the sizes and zlib's CRC-32 before it returns anything: a
 truncated or corrupt file is a FileFormatError naming the file and the problem.
 """
+import csv
 import datetime
 import os
 import platform
@@ -237,14 +238,39 @@ class Meta:
         self.extra = {}
 
     def set(self, key, value):
-        self.extra[key] = str(value).replace("\n", " ")
+        self.extra[key] = str(value)
 
     def text(self):
-        lines = ["# halflab %s (%s)" % (self.version, self.describe), "# schema: %d" % CSV_SCHEMA,
-                 "# command: %s" % self.command, "# device: %s" % self.device, "# host: %s" % self.host,
-                 "# date: %s" % self.date]
-        lines += ["# %s: %s" % kv for kv in self.extra.items()]
+        """Each value one visible line (one_line): a command line or a host name never splits a line."""
+        lines = ["# halflab %s" % one_line("%s (%s)" % (self.version, self.describe)), "# schema: %d" % CSV_SCHEMA,
+                 "# command: %s" % one_line(self.command), "# device: %s" % one_line(self.device),
+                 "# host: %s" % one_line(self.host), "# date: %s" % self.date]
+        lines += ["# %s: %s" % (k, one_line(v)) for k, v in self.extra.items()]
         return "\n".join(lines) + "\n"
+
+
+def one_line(text):
+    """text as one visible line of valid UTF-8, as halflab writes it (cli/csv_text.h): LF, CR and TAB
+    as \\n, \\r and \\t; other control characters, the byte order mark and the bytes of invalid UTF-8
+    (surrogate escapes, as Python decodes them from argv) as \\xHH per UTF-8 byte."""
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if ch in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        elif 0xDC80 <= o <= 0xDCFF:
+            out.append("\\x%02X" % (o - 0xDC00))
+        elif o < 0x20 or 0x7F <= o <= 0x9F or o == 0xFEFF or 0xD800 <= o <= 0xDFFF:
+            out.append("".join("\\x%02X" % b for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def csv_cell(text):
+    """A text cell: one line (one_line), quoted as RFC 4180 says when it holds a comma or a quote."""
+    text = one_line(text)
+    return '"%s"' % text.replace('"', '""') if ("," in text or '"' in text) else text
 
 
 def cell(v, fmt="%.9g"):
@@ -301,7 +327,7 @@ def cells_by_name(path, header, values):
     """The cells of one row of a file copied from halflab-train's layout, in its header's
     order, from {column: cell text} (tests/peers/peer_headers.py checks the headers against
     halflab-train's column tables). Every column is given exactly once: a missing or extra
-    name, or a cell holding a comma or a line break, stops the run instead of shifting columns."""
+    name stops the run instead of shifting columns; a cell is written as csv_cell writes it."""
     names = header.split(",")
     if len(set(names)) != len(names):
         raise ValueError("%s: the header names a column twice" % path)
@@ -310,9 +336,9 @@ def cells_by_name(path, header, values):
                                                               sorted(set(values) - set(names)) or "nothing"))
     cells = [values[n] for n in names]
     for n, c in zip(names, cells):
-        if not isinstance(c, str) or "," in c or "\n" in c:
-            raise ValueError("%s: column %s given %r (cells are text without a comma or a line break)" % (path, n, c))
-    return cells
+        if not isinstance(c, str):
+            raise ValueError("%s: column %s given %r (cells are text)" % (path, n, c))
+    return [csv_cell(c) for c in cells]
 
 
 INT, REAL, TEXT = "integer", "real", "text"
@@ -345,8 +371,8 @@ class Schema:
 
     def row(self, values):
         """The cells of one row from {column: value}: every column exactly once. None: an
-        empty cell (missing); integers exactly; reals in the column's format, NaN as nan;
-        a real given as text (a cell read from another CSV) is read and written again."""
+        empty cell (missing); integers exactly; reals in the column's format, NaN as nan; text
+        as csv_cell writes it; a real given as text (a cell read from another CSV) is read and written again."""
         names = [c.name for c in self.columns]
         if set(values) != set(names):
             raise ValueError("%s: the row %s %s" % (self.file, "lacks" if set(names) - set(values) else "adds",
@@ -365,10 +391,7 @@ class Schema:
                 cells.append("nan" if x != x else "inf" if x == float("inf") else "-inf" if x == -float("inf")
                              else c.fmt % x)
             else:
-                if re.search(r'[,"\n\r]', str(v)):
-                    raise ValueError("%s: column %s given %r, which holds a comma, a quote or a line break" %
-                                     (self.file, c.name, v))
-                cells.append(str(v))
+                cells.append(csv_cell(str(v)))
         return cells
 
     def write(self, path, meta, rows):
@@ -399,15 +422,18 @@ class Schema:
 def read_csv(path):
     """(meta lines, header list, rows as dicts) of a halflab CSV."""
     meta, header, rows = [], None, []
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if header is None and line.startswith("#"):
-                meta.append(line)
-                continue
-            if header is None:
-                header = line.split(",")
-                continue
-            if line:
-                rows.append(dict(zip(header, line.split(","))))
+    # as another system may leave it: a byte order mark (utf-8-sig), CRLF, quoted cells (csv)
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        lines = f.read().split("\n")  # not splitlines: U+2028 and the like are text in a cell
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    at = 0
+    while at < len(lines) and (lines[at].startswith("#") or not lines[at].strip()):
+        if lines[at].strip():
+            meta.append(lines[at].rstrip("\r\n"))
+        at += 1
+    for cells in csv.reader(lines[at:], strict=True):
+        if header is None:
+            header = cells
+        elif cells:
+            rows.append(dict(zip(header, cells)))
     return meta, header, rows

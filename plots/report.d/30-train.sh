@@ -234,7 +234,7 @@ if has tiny; then
     z=$(val tiny $m grad_zero_frac)
     ab=$(val tiny $m absorbed_frac)
     if [ "$st" != completed ]; then
-      echo "- **$m does not train at the tiny size**: $st at step $(val tiny $m steps_done)$(sed -n '/^# why: /{s//: /p;q}' "$dir/train_tiny_${m}_summary.csv" 2>/dev/null)."
+      echo "- **$m does not train at the tiny size**: $st at step $(val tiny $m steps_done)$(sed -n 's/\r$//; /^# why: /{s//: /p;q}' "$dir/train_tiny_${m}_summary.csv" 2>/dev/null)."
       [ $m = fp16-pure ] && echo "  With AdamW its moments are fp16 too (as \`torch.zeros_like(p)\` of an fp16 parameter): the second moment's increments (1 - beta2) g^2 lie below fp16's subnormals for most elements, so v cannot accumulate what the bias correction assumes, and m / sqrt(v) grows until the weights blow up. With SGD it trains (the absorb demonstration)."
     elif [ -z "$ml" ] || [ -z "$ref" ]; then
       echo "- **$m completed at the tiny size** (no eval loss of it and of amp-fp16 to compare)."
@@ -367,7 +367,7 @@ else
   echo
   echo "| phase | op | kind | calls/step (fp32 / amp-bf16) | fp32 ms/step | fp32 % of step | amp-bf16 ms/step | amp-bf16 % of step | amp-bf16 speed-up | amp-bf16 GB/s |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  awk -F, -v top=12 '
+  awk -F, -v top=12 "$AS_WRITTEN_AWK"'
     FNR == 1 { h = 0; f = (FILENAME ~ /_fp32_profile\.csv$/) ? "fp32" : "amp-bf16"; got[f] = 1 }
     /^#/ { next }
     !h { split("", c); for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
@@ -409,7 +409,7 @@ underflow_note() {
   local f=$dir/train_tiny_fp32_steps.csv
   [ -f "$f" ] || return 0
   local sched; sched=$(val tiny fp32 schedule)
-  awk -F, -v sched="$sched" '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  awk -F, -v sched="$sched" "$AS_WRITTEN_AWK"'/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
     $c["fp16_absorbed_frac"] != "" { first = (first == "") ? $c["fp16_absorbed_frac"] : first; last = $c["fp16_absorbed_frac"]; lr = $c["lr"] }
     END { if (last == "") exit
       printf " In the tiny run the share of fp32 updates that fp16 weights would absorb goes from %.1f%% to %.1f%% at the last step", 100 * first, 100 * last

@@ -126,7 +126,7 @@ if q '$c["name"] ~ /^dp-wire-/ { n++ } END { exit !n }'; then
     log=$dir/train_dp-wire-${w}_amp-fp16_steps.csv
     diff="-"
     if [ "$w" != fp32 ] && [ -f "$log" ] && [ -f "$base" ]; then
-      diff=$(awk -F, 'FNR == 1 { f++ } /^#/ { next } { if (!h[f]++) { for (i = 1; i <= NF; i++) c[f, $i] = i; next } }
+      diff=$(awk -F, "$AS_WRITTEN_AWK"'FNR == 1 { f++ } /^#/ { next } { if (!h[f]++) { for (i = 1; i <= NF; i++) c[f, $i] = i; next } }
         f == 1 { l[$c[1, "step"]] = $c[1, "loss"]; next }
         ($c[2, "step"] in l) { d = $c[2, "loss"] / l[$c[2, "step"]] - 1; if (d < 0) d = -d; if (d > worst) { worst = d; at = $c[2, "step"] } }
         END { printf "%.2g (step %d)", worst, at }' "$base" "$log")

@@ -138,7 +138,7 @@ for m in fp32 amp-bf16 amp-fp16; do
     p=$dir/peers/peer_${r}_${m}_steps.csv
     [ -f "$p" ] || continue
     case $m in fp32) u=24 ;; amp-bf16) u=8 ;; amp-fp16) u=11 ;; esac
-    drift+=$(awk -F, -v m="$m" -v u="$u" 'FNR == 1 { f++ } /^#/ { next } !hdr[f]++ { for (j = 1; j <= NF; j++) c[f, $j] = j; next }
+    drift+=$(awk -F, -v m="$m" -v u="$u" "$AS_WRITTEN_AWK"'FNR == 1 { f++ } /^#/ { next } !hdr[f]++ { for (j = 1; j <= NF; j++) c[f, $j] = j; next }
       f == 1 { l[$c[1, "step"]] = $c[1, "loss"]; next }
       ($c[2, "step"] in l) { d = l[$c[2, "step"]] - $c[2, "loss"]; if (d < 0) d = -d; d /= l[$c[2, "step"]]; if (d > mx) { mx = d; at = $c[2, "step"] } n++ }
       END { if (!n) exit; ur = 2 ^ -u; printf "%s%s over %d steps: largest %.2g (step %d), %.3g times fp32'"'"'s unit roundoff 2^-24%s (%s)", sep, m, n, mx, at, mx / 2 ^ -24, u == 24 ? "" : sprintf(" and %.2g times 2^-%d, its narrow type'"'"'s", mx / ur, u),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/csv.h"
+#include "cli/csv_text.h"
 #include "cli/schema.h"
 #include "tests/support/hltest.h"
 
@@ -80,10 +81,6 @@ static void wrong_type(void) {
   hl_row_begin(&bad, &demo);
   hl_row_real(&bad, "m", 1.0);
 }
-static void comma_in_text(void) {
-  hl_row_begin(&bad, &demo);
-  hl_row_text(&bad, "dtype", "a,b");
-}
 static const hl_column twice_columns[] = {
     {"a", "1", HL_COL_INT, NULL, "a", "tests"},
     {"a", "1", HL_COL_INT, NULL, "a again", "tests"},
@@ -104,7 +101,6 @@ static void test_writer_bugs_stop(void **state) {
       {set_twice, "demo.csv: the row sets column m twice"},
       {unknown_column, "demo.csv: the row sets column n, which the schema lacks"},
       {wrong_type, "demo.csv: column m is integer, and the row gives it a real"},
-      {comma_in_text, "holds a comma"},
       {duplicate_name, "twice.csv: column a appears twice"},
       {number_without_unit, "unitless.csv: column a"},
   };
@@ -148,6 +144,86 @@ static void test_file_from_schema(void **state) {
   hl_rmtree(dir);
 }
 
+/* A text cell from a user (a name, a path, the environment) never adds a cell or a line: it is made one
+ * visible line of valid UTF-8 and quoted as RFC 4180 says, and only when it must be. */
+static void test_hostile_text_cells(void **state) {
+  (void)state;
+  static const struct {
+    const char *value, *cell;
+  } cases[] = {
+      {"fp16", "fp16"},                                       /* plain text as it is */
+      {"a b", "a b"},                                         /* spaces are text */
+      {"a,b", "\"a,b\""},                                     /* a comma: quoted */
+      {"say \"hi\"", "\"say \"\"hi\"\"\""},                   /* quotes doubled */
+      {"x\ny", "x\\ny"},                                      /* a line break: visible, one line */
+      {"c\r\n,d", "\"c\\r\\n,d\""},                           /* both */
+      {"t\tu\x01\x7f", "t\\tu\\x01\\x7F"},                    /* other controls */
+      {"\xEF\xBB\xBFname", "\\xEF\\xBB\\xBFname"},            /* a byte order mark */
+      {"bad\xff\xc3(", "bad\\xFF\\xC3("},                      /* invalid UTF-8 */
+      {"caf\xC3\xA9 \xE2\x84\xA2", "caf\xC3\xA9 \xE2\x84\xA2"}, /* valid UTF-8 as it is */
+      {"\xC2\x85next", "\\xC2\\x85next"},                     /* a C1 line break */
+      {"back\\slash", "back\\slash"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    hl_row r;
+    hl_row_begin(&r, &demo);
+    hl_row_int(&r, "m", 1);
+    hl_row_int(&r, "flop", 2);
+    hl_row_real(&r, "time_ms", 3);
+    hl_row_text(&r, "dtype", cases[i].value);
+    char want[256];
+    snprintf(want, sizeof want, "1,2,3.0000,%s", cases[i].cell);
+    if (strcmp(hl_row_line(&r), want)) fail_msg("case %zu: row \"%s\", wanted \"%s\"", i, hl_row_line(&r), want);
+    /* and it reads back as 4 cells, the cell as written before quoting */
+    char line[512], *cells[8];
+    snprintf(line, sizeof line, "%s\r\n", hl_row_line(&r));
+    assert_int_equal(hl_csv_split(line, cells, 8), 4);
+    char one_line[256];
+    hl_text_one_line(cases[i].value, one_line, sizeof one_line);
+    assert_string_equal(cells[3], one_line);
+  }
+  /* a cell cut to fit stays one valid quoted cell, cut at a whole character */
+  char cell[8];
+  assert_false(hl_csv_cell("a,\xC3\xA9\xC3\xA9\xC3\xA9", cell, sizeof cell));
+  assert_string_equal(cell, "\"a,\xC3\xA9\"");
+  assert_false(hl_text_one_line("\n\n\n\n", cell, sizeof cell));
+  assert_string_equal(cell, "\\n\\n\\n");
+}
+
+/* A reader of halflab's files takes CRLF, a byte order mark and quoted cells, and refuses broken quoting. */
+static void test_split_records(void **state) {
+  (void)state;
+  char a[] = "x,\"a,\"\"b\"\"\",,z\r\n", *cells[8];
+  assert_int_equal(hl_csv_split(a, cells, 8), 4);
+  assert_string_equal(cells[1], "a,\"b\"");
+  assert_string_equal(cells[2], "");
+  assert_string_equal(cells[3], "z");
+  char b[] = "\"open,x", c[] = "\"a\"b,c", d[] = "1,2,3";
+  assert_int_equal(hl_csv_split(b, cells, 8), -1);
+  assert_int_equal(hl_csv_split(c, cells, 8), -1);
+  assert_int_equal(hl_csv_split(d, cells, 2), -1);
+  assert_string_equal(hl_csv_skip_bom("\xEF\xBB\xBF# halflab"), "# halflab");
+  assert_true(hl_csv_open_quote("a,\"b\nc"));
+  assert_false(hl_csv_open_quote("a,\"b\"\"c\""));
+}
+
+/* Every metadata value stays on its "# " line, whatever the command line or a key's value holds. */
+static void test_metadata_one_line(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/prog", "--out", "dir,with\"quote\nand line", "\r\xEF\xBB\xBF\xff"};
+  hl_meta_init(4, argv);
+  hl_meta_set("why", "first\nsecond\r\n# forged: line");
+  const char *text = hl_meta_text();
+  for (const char *line = text; *line; line = strchr(line, '\n') + 1) {
+    if (strncmp(line, "# ", 2)) fail_msg("a bare metadata line: \"%.60s\"", line);
+    for (const char *c = line; *c != '\n'; c++)
+      if ((unsigned char)*c < 0x20) fail_msg("a control character in \"%.60s\"", line);
+  }
+  assert_non_null(strstr(text, "# command: prog --out dir,with\"quote\\nand line \\r\\xEF\\xBB\\xBF\\xFF\n"));
+  assert_non_null(strstr(text, "# why: first\\nsecond\\r\\n# forged: line\n"));
+  assert_null(strstr(text, "\n# forged"));
+}
+
 static void test_markdown(void **state) {
   (void)state;
   char *text = NULL;
@@ -167,6 +243,9 @@ int main(void) {
       cmocka_unit_test(test_writer_bugs_stop),
       cmocka_unit_test(test_file_from_schema),
       cmocka_unit_test(test_markdown),
+      cmocka_unit_test(test_hostile_text_cells),
+      cmocka_unit_test(test_split_records),
+      cmocka_unit_test(test_metadata_one_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include "core/base/mem.h"
 #include "core/engine/tensor.h"
 #include "cli/csv.h"
+#include "cli/csv_text.h"
 #include "formats/fatal.h"
 
 #include <ctype.h>
@@ -222,23 +223,12 @@ uint32_t hl_test_crc32(const void *data, size_t len) {
   return ~c;
 }
 
-/* Split a CSV line (no quoting in halflab files) in place. */
+/* Split a CSV record in place (cli/csv_text.h: RFC 4180 quoting, CRLF); -1 when it is not one. */
 static int split(char *line, char ***cells) {
   int n = 1;
   for (char *p = line; *p; p++) n += *p == ',';
   *cells = malloc(sizeof(char *) * (size_t)n);
-  int k = 0;
-  char *start = line;
-  for (char *p = line;; p++) {
-    if (*p == ',' || *p == '\0') {
-      bool end = *p == '\0';
-      *p = '\0';
-      (*cells)[k++] = start;
-      start = p + 1;
-      if (end) break;
-    }
-  }
-  return n;
+  return hl_csv_split(line, *cells, n);
 }
 
 hl_table *hl_table_read(const char *path) {
@@ -255,6 +245,10 @@ hl_table *hl_table_read(const char *path) {
   while ((len = getline(&line, &cap, f)) >= 0) {
     lineno++;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+    if (lineno == 1 && !strncmp(line, "\xEF\xBB\xBF", 3)) { /* a byte order mark another system added */
+      memmove(line, line + 3, (size_t)len - 2);
+      len -= 3;
+    }
     if (lineno == 1 && strncmp(line, "# halflab ", 10) != 0)
       fail_msg("%s: first line is not '# halflab <version>': %s", path, line);
     if (!strncmp(line, "# ", 2) && t->cols == NULL) {

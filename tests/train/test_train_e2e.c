@@ -672,14 +672,22 @@ static void test_cast_cache_counts(void **state) {
   assert_true(hl_table_find(all, "name", "older", "mode", "fp32", NULL) >= 0);
   assert_true(hl_table_find(all, "name", "newer", "mode", "amp-bf16", NULL) >= 0);
   hl_table_free(all);
-  /* a table without name and mode columns is not halflab-train's: replaced, with a line saying so */
+  /* a table without name and mode columns cannot be understood: left as it is (its rows may be other runs'),
+   * the run's row in a table of its own, named on stderr */
   must_run(hl_run("sed -i '/^#/!s/^name,/label,/' '%s'", hl_path(dir, "train_summary.csv")));
+  char *unknown = hl_read_file(hl_path(dir, "train_summary.csv"), NULL);
   r = hl_run_ok("%s " SMALL " --steps 1 --mode amp-bf16 --name newest --out %s", train(), dir);
-  assert_non_null(strstr(r.err, "has no name and mode columns (not halflab-train's?): its rows are dropped"));
+  assert_true(hl_has_line(r.err, "train_summary.csv is left as it is (it has no header with name and mode columns",
+                          "train_summary_unmerged_newest_amp-bf16.csv"));
   hl_run_free(&r);
-  all = hl_table_read(hl_path(dir, "train_summary.csv"));
+  char *after = hl_read_file(hl_path(dir, "train_summary.csv"), NULL);
+  assert_string_equal(after, unknown);
+  free(after);
+  free(unknown);
+  all = hl_table_read(hl_path(dir, "train_summary_unmerged_newest_amp-bf16.csv"));
   assert_int_equal(all->nrows, 1);
   hl_table_free(all);
+  unlink(hl_path(dir, "train_summary.csv"));
   /* fp16 weights under fp16 autocast: no f32 weight to cast, so no cache lookups and no rate */
   run_ok(NULL, SMALL " --steps %d --mode fp16-master --out %s", steps, dir);
   s = csv(dir, "tiny", "fp16-master", "summary");
