@@ -118,6 +118,17 @@ static long long row_cell_number(const char *line, int column) {
  * (plus a line saying so) and header, written whole as `dst` (src itself
  * when it is the in-progress log; src is never changed otherwise). false
  * with the failure in err. */
+/* A line of a log another system saved, as halflab wrote it: the BOM of
+ * the first line and a CRLF line end removed; returns the new length. */
+static ssize_t as_written_line(char *line, ssize_t n, bool first) {
+  if (first && n >= 3 && !strncmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, (size_t)(n -= 3) + 1);
+  if (n >= 2 && line[n - 2] == '\r' && line[n - 1] == '\n') {
+    line[n - 2] = '\n';
+    line[--n] = '\0';
+  }
+  return n;
+}
+
 static bool cut_log(const char *src, const char *dst, long long step, char *err, size_t len) {
   FILE *f = fopen(src, "r");
   if (!f) {
@@ -139,12 +150,7 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   hl_schema_header(&train_steps_schema, want, sizeof want);
   const int step_column = hl_schema_find(&train_steps_schema, "step");
   for (long long lineno = 1; (n = getline(&line, &cap, f)) > 0; lineno++) {
-    /* a log another system saved: its BOM and CRLF line ends are not copied */
-    if (lineno == 1 && !strncmp(line, "\xEF\xBB\xBF", 3)) memmove(line, line + 3, (size_t)(n -= 3) + 1);
-    if (n >= 2 && line[n - 2] == '\r' && line[n - 1] == '\n') {
-      line[n - 2] = '\n';
-      line[--n] = '\0';
-    }
+    n = as_written_line(line, n, lineno == 1); /* a BOM and CRLF line ends are not copied */
     if (!header && line[0] == '#') {
       fputs(line, o);
       continue;
@@ -186,12 +192,15 @@ static void file_run_id(const char *path, char id[RUN_ID_LEN + 1]) {
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[4096];
-  while (fgets(line, sizeof line, f) && line[0] == '#')
+  for (bool first = true; fgets(line, sizeof line, f); first = false) {
+    as_written_line(line, (ssize_t)strlen(line), first);
+    if (line[0] != '#') break;
     if (!strncmp(line, "# run_id: ", 10) && strspn(line + 10, "0123456789abcdef") == RUN_ID_LEN) {
       memcpy(id, line + 10, RUN_ID_LEN);
       id[RUN_ID_LEN] = '\0';
       break;
     }
+  }
   fclose(f);
 }
 
@@ -245,7 +254,8 @@ static void read_log_facts(const char *path, long long step, log_facts *facts) {
   size_t cap = 0;
   ssize_t n;
   bool header = false;
-  while ((n = getline(&line, &cap, f)) > 0) {
+  for (bool first = true; (n = getline(&line, &cap, f)) > 0; first = false) {
+    n = as_written_line(line, n, first);
     if (line[0] == '#' && !header) continue;
     if (!header) {
       header = true;
