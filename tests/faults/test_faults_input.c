@@ -1,13 +1,16 @@
 /* test_faults_input.c — suite faults: every program's numbers, lists,
  * sizes, paths and option names read strictly (cli/cli.h). Each case is
  * refused with exit 2 and one line naming the option and the value, and
- * nothing is created, neither in --out nor in the default results folder. */
+ * nothing is created, neither in --out nor in the default results folder.
+ * Prints "faults: input: N cases tried, N held". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/support/hltest.h"
+
+static int tried_, held_; /* a case that fails the test ends its function: tried, not held */
 
 typedef struct {
   const char *prog; /* hl_test_prog's name */
@@ -21,8 +24,10 @@ static void expect_all_refused(const refusal *cases, size_t n) {
     char args[4096];
     snprintf(args, sizeof args, cases[i].args, dir, dir);
     /* the default folder, should an empty --out fall back to it, lies in dir too */
+    tried_++;
     hl_expect_refused(dir, 2, cases[i].words, "HALFLAB_RESULTS='%s/default' '%s' %s", dir, hl_test_prog(cases[i].prog),
                       args);
+    held_++;
   }
   hl_rmtree(dir);
   free(dir);
@@ -98,8 +103,10 @@ static void test_numerics(void **state) {
   expect_all_refused(cases, sizeof cases / sizeof cases[0]);
   /* a subnormal double is what a numerics probe is for: taken */
   char *dir = hl_tmpdir();
+  tried_++;
   hl_run_result r = hl_run("'%s' formats --device cpu --value 1e-310 --out '%s/o'", hl_test_prog("halflab-numerics"), dir);
   if (r.status != 0) fail_msg("formats --value 1e-310: exit %d: %s", r.status, r.err);
+  held_++;
   hl_run_free(&r);
   hl_rmtree(dir);
   free(dir);
@@ -149,8 +156,10 @@ static void test_nonfinite_weights(void **state) {
   free(f);
   char words[8192];
   snprintf(words, sizeof words, "--init-weights: load %s: %s[3] is nan", weights, name);
+  tried_++;
   hl_expect_refused(dir, 2, words, "'%s' %s --mode amp-fp16 --steps 2 --init-weights '%s' --out '%s'",
                     hl_test_prog("halflab-train"), model, weights, out);
+  held_++;
   hl_rmtree(dir);
   free(dir);
 }
@@ -161,5 +170,7 @@ int main(void) {
       cmocka_unit_test(test_numerics), cmocka_unit_test(test_examples),
       cmocka_unit_test(test_nonfinite_weights),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  printf("faults: input: %d cases tried, %d held\n", tried_, held_);
+  return failed;
 }
