@@ -238,15 +238,6 @@ const char *hl_parse_path(const char *what, const char *s) {
   return s;
 }
 
-long long hl_parse_env_int(const char *name, long long lo, long long hi, long long dflt) {
-  const char *s = getenv(name);
-  if (!s) return dflt;
-  char why[512];
-  long long v;
-  if (!hl_read_int(s, lo, hi, &v, why, sizeof why)) hl_usage_error("environment variable %s: %s", name, why);
-  return v;
-}
-
 /* ------------------------------------------------------ getopt errors -- */
 
 void hl_cli_getopt_error(int opt, char **argv, const struct option *longopts) {

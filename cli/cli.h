@@ -75,7 +75,7 @@ bool hl_cli_common_option(hl_cli_common *c, int opt, const char *arg);
 
 /* ------------------------------------------------------------- values -- */
 /* One strict reading of every number, list, size and path a program takes,
- * from its options or the environment. Refused, with a reason:
+ * on its command line. Refused, with a reason:
  *   - blanks anywhere, and a '+' sign;
  *   - a '-' sign where the value cannot be negative (so "-0" for a count);
  *   - a decimal that is not 0 but rounds to 0 (1e-400: underflow), and one
@@ -120,9 +120,6 @@ int hl_parse_int_list(const char *what, const char *s, long long lo, long long h
 int hl_parse_bytes_list(const char *what, const char *s, uint64_t lo, uint64_t *out, int max);
 /* A path option's value: refused when empty ("--out ''"); returns s. */
 const char *hl_parse_path(const char *what, const char *s);
-/* The environment variable `name` as an integer in [lo, hi]; `dflt` when
- * unset; refused (naming the variable) when set but not such a number. */
-long long hl_parse_env_int(const char *name, long long lo, long long hi, long long dflt);
 
 /* ------------------------------------------------------ getopt errors -- */
 /* The '?' and ':' cases of getopt_long (optstring ":"), named as typed:
