@@ -179,7 +179,19 @@ static void test_option_edges(void **state) {
         hl_run_free(&r);
       }
     }
+  /* the largest --steps, in the two fastest recipes (the others were run there by hand: 2-4 s each) */
+  const char *at_max[][2] = {{"amp-loop", "--steps 2000 --inject 1,2000"}, {"amp-clip", "--steps 2000 --inject 2000"}};
+  for (int k = 0; k < 2; k++, runs++) {
+    hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(at_max[k][0]), at_max[k][1]);
+    if (r.status != 0) {
+      print_error("%s %s: exit %d: %s\n", at_max[k][0], at_max[k][1], r.status, r.err);
+      failed++;
+    }
+    hl_run_free(&r);
+  }
   if (failed) fail_msg("%d of %d runs at the options' edges failed", failed, runs);
+  hl_expect_refused(NULL, 2, "--steps: 2001 is out of range (1 to 2000)", "'%s' --device cpu --steps 2001",
+                    hl_test_prog("amp-penalty"));
   /* the limits that are refused up front, naming the option */
   hl_expect_refused(NULL, 2, "--steps must be above 5", "'%s' --device cpu --steps 5", hl_test_prog("amp-checkpoint"));
   hl_expect_refused(NULL, 2, "--inject: by step 21", "'%s' --device cpu --steps 25 --inject 1-21",
