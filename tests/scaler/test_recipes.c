@@ -179,6 +179,17 @@ static void test_option_edges(void **state) {
         hl_run_free(&r);
       }
     }
+  /* --seed at its edges: 0 and 2^53 - 1 */
+  for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
+    for (int k = 0; k < 2; k++, runs++) {
+      const char *seed = k ? "9007199254740991" : "0";
+      hl_run_result r = hl_run("'%s' --device cpu --steps 6 --seed %s", hl_test_prog(recipes[i].prog), seed);
+      if (r.status != 0) {
+        print_error("%s --steps 6 --seed %s: exit %d: %s\n", recipes[i].prog, seed, r.status, r.err);
+        failed++;
+      }
+      hl_run_free(&r);
+    }
   /* the largest --steps, in the two fastest recipes (the others were run there by hand: 2-4 s each) */
   const char *at_max[][2] = {{"amp-loop", "--steps 2000 --inject 1,2000"}, {"amp-clip", "--steps 2000 --inject 2000"}};
   for (int k = 0; k < 2; k++, runs++) {
