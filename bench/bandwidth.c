@@ -138,23 +138,8 @@ static void validate(const run_ctx *r, const golden *g, void *scratch, double do
              hl_dtype_name(r->t), r->bytes, dot_value, exact);
 }
 
-/* "1MiB,64MiB": byte counts (cli/cli.h units), at least 64 bytes */
-static int parse_sizes(const char *s, uint64_t *out, int max) {
-  char buf[1024];
-  if (strlen(s) >= sizeof buf) hl_usage_error("--sizes: list too long");
-  snprintf(buf, sizeof buf, "%s", s);
-  int n = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (n == max) hl_usage_error("--sizes: more than %d values", max);
-    if (t[0] == '-') hl_usage_error("--sizes: %s is negative", t);
-    out[n] = hl_parse_bytes("--sizes", t);
-    if (out[n] < 64) hl_usage_error("--sizes: %s is below the 64 bytes a point needs", t);
-    n++;
-  }
-  if (!n) hl_usage_error("--sizes: empty list");
-  return n;
-}
+/* "1MiB,64MiB": byte counts (cli/cli.h units), at least 64 bytes (a point needs them) */
+static int parse_sizes(const char *s, uint64_t *out, int max) { return hl_parse_bytes_list("--sizes", s, 64, out, max); }
 
 /* comma list of names -> mask of their indices */
 static unsigned parse_mask(const char *opt, const char *s, const char *const *names, int count) {
@@ -239,7 +224,7 @@ static void parse_options(int argc, char **argv, bw_options *o) {
       case OPT_SIZES: sizes_s = optarg; break;
       case OPT_DTYPES: dtypes_s = optarg; break;
       case OPT_KERNELS: kernels_s = optarg; break;
-      default: bench_bad_option(opt, argv);
+      default: bench_bad_option(opt, argv, longopts);
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);

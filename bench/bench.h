@@ -41,7 +41,7 @@ enum { BENCH_OPT_REPS = 1000 };
       {"reps", required_argument, NULL, BENCH_OPT_REPS}, HL_CLI_LONGOPT_HELP, HL_CLI_LONGOPT_VERSION
 bool bench_common_option(bench_common *c, int opt, char **argv);
 /* getopt's errors (unknown option, missing value) as one-line usage errors */
-_Noreturn void bench_bad_option(int opt, char **argv);
+_Noreturn void bench_bad_option(int opt, char **argv, const struct option *longopts);
 
 /* The run's device and backend, with its metadata recorded (devices, SM
  * count, clocks, ECC, MIG, cache size, threads, versions). */

@@ -21,10 +21,8 @@ bool bench_common_option(bench_common *c, int opt, char **argv) {
   return true;
 }
 
-void bench_bad_option(int opt, char **argv) {
-  if (opt == ':') hl_usage_error("option '%s' needs a value", argv[optind - 1]);
-  if (optopt) hl_usage_error("unknown option '-%c'", optopt);
-  hl_usage_error("unknown option '%s'", argv[optind - 1]);
+void bench_bad_option(int opt, char **argv, const struct option *longopts) {
+  hl_cli_getopt_error(opt, argv, longopts);
 }
 
 int bench_parse_reps(const char *s) { return s ? (int)hl_parse_int("--reps", s, 1, 100000) : 0; }
@@ -32,11 +30,15 @@ int bench_parse_reps(const char *s) { return s ? (int)hl_parse_int("--reps", s, 
 void bench_parse_names(const char *opt, const char *s, const char *kind, const char *const *names, int count,
                        bool *chosen) {
   for (int i = 0; i < count; i++) chosen[i] = false;
+  if (!s || !*s) hl_usage_error("%s: empty list", opt);
   char buf[512];
+  if (strlen(s) >= sizeof buf) hl_usage_error("%s: list too long", opt);
   snprintf(buf, sizeof buf, "%s", s);
-  char *save = NULL;
   int n = 0;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+  for (char *t = buf, *comma;; t = comma + 1, n++) {
+    comma = strchr(t, ',');
+    if (comma) *comma = '\0';
+    if (!*t) hl_usage_error("%s: '%s' has an empty item (item %d)", opt, s, n + 1);
     int found = 0;
     while (found < count && strcmp(t, names[found])) found++;
     if (found == count) {
@@ -47,8 +49,8 @@ void bench_parse_names(const char *opt, const char *s, const char *kind, const c
       hl_usage_error("%s: unknown %s '%s' (expected %s)", opt, kind, t, all);
     }
     chosen[found] = true;
+    if (!comma) break;
   }
-  if (!n) hl_usage_error("%s: empty list", opt);
 }
 
 void bench_device_open(bench_device *d, const char *request) {

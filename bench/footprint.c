@@ -394,11 +394,11 @@ static void parse_options(int argc, char **argv, bench_common *common, fp_option
       }
       case OPT_BATCH: o->batch = hl_parse_int("--batch", optarg, 1, big); break;
       case OPT_SEQ: o->seq = hl_parse_int("--seq", optarg, 1, big); break;
-      case OPT_MEMORY: o->memory = hl_parse_bytes("--memory", optarg); break;
+      case OPT_MEMORY: o->memory = hl_parse_bytes("--memory", optarg, 1); break;
       case OPT_MEASURE_BATCH: o->measure_batch = hl_parse_int("--measure-batch", optarg, 0, big); break;
       case OPT_MEASURE_SEQ: measure_seq = optarg; break;
       case OPT_LIST: o->list = true; break;
-      default: bench_bad_option(c, argv);
+      default: bench_bad_option(c, argv, longopts);
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);

@@ -665,7 +665,7 @@ static void parse_options(int argc, char **argv, gemm_options *o) {
       case OPT_DTYPES: o->dtypes = optarg; break;
       case OPT_STUDIES: studies_s = optarg; break;
       case OPT_ACCURACY: o->accuracy = true; break;
-      default: bench_bad_option(opt, argv);
+      default: bench_bad_option(opt, argv, longopts);
     }
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);

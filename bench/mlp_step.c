@@ -694,10 +694,10 @@ static void parse_options(int argc, char **argv, bench_common *common, long long
   static const struct option longopts[] = {{"batch", required_argument, NULL, 'b'}, BENCH_COMMON_LONGOPTS, {0}};
   int opt;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (bench_common_option(common, opt, argv)) continue;
     if (opt == 'b') *batch = hl_parse_int("--batch", optarg, 1, 65536);
-    else bench_bad_option(opt, argv);
+    else bench_bad_option(opt, argv, longopts);
   }
   if (optind < argc) hl_usage_error("mlp-step: unexpected argument '%s'", argv[optind]);
 }

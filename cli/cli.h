@@ -9,6 +9,7 @@
 #define HL_CLI_H
 
 #include <getopt.h>
+#include <math.h> /* HUGE_VAL */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,16 +74,58 @@ hl_cli_common hl_cli_common_defaults(const char *help);
 bool hl_cli_common_option(hl_cli_common *c, int opt, const char *arg);
 
 /* ------------------------------------------------------------- values -- */
+/* One strict reading of every number, list, size and path a program takes,
+ * on its command line. Refused, with a reason:
+ *   - blanks anywhere, and a '+' sign;
+ *   - a '-' sign where the value cannot be negative (so "-0" for a count);
+ *   - a decimal that is not 0 but rounds to 0 (1e-400: underflow), and one
+ *     beyond double's range (1e999: overflow), unless the range takes inf;
+ *   - a subnormal double, unless the range says subnormal_ok;
+ *   - inf and nan unless the range says nonfinite_ok;
+ *   - an empty list item (64,,128, a leading or trailing comma);
+ *   - an empty value.
+ * The hl_read_* functions say why in `why` and return false; the
+ * hl_parse_* ones exit 2 with "WHAT: why" (hl_usage_error). */
+
+/* The values a real option takes: [lo, hi], an end open when *_open. */
+typedef struct {
+  double lo, hi;
+  bool lo_open, hi_open;
+  bool subnormal_ok; /* a magnitude below DBL_MIN (2.2e-308), not 0 */
+  bool nonfinite_ok; /* inf, -inf and nan */
+} hl_real_range;
+
+/* The ranges most options take: > 0; >= 0; (0, 1). Finite, normal. */
+#define HL_REAL_POSITIVE ((hl_real_range){.lo = 0, .hi = HUGE_VAL, .lo_open = true})
+#define HL_REAL_NON_NEGATIVE ((hl_real_range){.lo = 0, .hi = HUGE_VAL})
+#define HL_REAL_FRACTION ((hl_real_range){.lo = 0, .hi = 1, .lo_open = true, .hi_open = true})
+
+bool hl_read_int(const char *s, long long lo, long long hi, long long *out, char *why, size_t len);
+/* Decimal ("0.5", "3e-4") or hex float ("0x1p-24"); "inf" and "nan" only
+ * where the range takes them. */
+bool hl_read_real(const char *s, hl_real_range range, double *out, char *why, size_t len);
+/* "4096", "512MiB", "1.5GB", "64KiB": a whole number of bytes >= lo. */
+bool hl_read_bytes(const char *s, uint64_t lo, uint64_t *out, char *why, size_t len);
+/* Comma-separated integers in [lo, hi]; how many (at most max), -1 when refused. */
+int hl_read_int_list(const char *s, long long lo, long long hi, long long *out, int max, char *why, size_t len);
 
 /* Integers in [lo, hi]; "what" names the option in messages ("--count"). */
 long long hl_parse_int(const char *what, const char *s, long long lo, long long hi);
-/* Any C float syntax (decimal, hex float "0x1p-24", "inf", "nan"). With
- * finite_only, inf, nan and values beyond double's range (1e999) are refused. */
-double hl_parse_double(const char *what, const char *s, bool finite_only);
-/* Byte counts: "4096", "512MiB", "16GiB", "1.5GB", "64KiB". Positive. */
-uint64_t hl_parse_bytes(const char *what, const char *s);
+double hl_parse_real(const char *what, const char *s, hl_real_range range);
+/* Byte counts >= lo (at least 1). */
+uint64_t hl_parse_bytes(const char *what, const char *s, uint64_t lo);
 /* Comma-separated integers in [lo, hi]; returns how many (at most max). */
 int hl_parse_int_list(const char *what, const char *s, long long lo, long long hi, long long *out, int max);
+/* Comma-separated byte counts, each >= lo; returns how many (at most max). */
+int hl_parse_bytes_list(const char *what, const char *s, uint64_t lo, uint64_t *out, int max);
+/* A path option's value: refused when empty ("--out ''"); returns s. */
+const char *hl_parse_path(const char *what, const char *s);
+
+/* ------------------------------------------------------ getopt errors -- */
+/* The '?' and ':' cases of getopt_long (optstring ":"), named as typed:
+ * "unknown option '--foo'", "option '--quick' takes no value", "option
+ * '--seed' needs a value", "option '--s' is ambiguous (--seed, --steps)". */
+_Noreturn void hl_cli_getopt_error(int opt, char **argv, const struct option *longopts);
 
 /* --device auto|cpu|cuda -> device kind; exits 2 on a malformed value and 1
  * when the device asked for is not usable. When auto falls back to the CPU,

@@ -50,6 +50,10 @@ typedef struct {
   hl_train_state st;
 } run;
 
+/* A seed other than `seed` for the weights a load must overwrite, within
+ * --seed's range (HL_CLI_SEED_MAX) for every --seed */
+static uint64_t other_seed(uint64_t seed) { return seed + 1000 <= HL_CLI_SEED_MAX ? seed + 1000 : seed - 1000; }
+
 static run run_new(const recipe_opts *o, uint64_t init_seed) {
   run r;
   r.model = recipe_mlp_new("mlp", init_seed, 0, o->device);
@@ -206,7 +210,7 @@ int main(int argc, char **argv) {
     return recipe_finish();
   }
   if (o.resume) { /* second process: load, train on */
-    run r = run_new(&o, o.seed + 1000); /* other weights: only the file can restore them */
+    run r = run_new(&o, other_seed(o.seed)); /* other weights: only the file can restore them */
     if (!hl_checkpoint_load(file, state(&r))) hl_fatal("%s", hl_error());
     if (r.st.step >= o.steps)
       hl_usage_error("--resume: %s was saved after step %lld, not before --steps %d: nothing is left to train (give "
@@ -231,7 +235,7 @@ int main(int argc, char **argv) {
     if (s + 1 == SAVE_AT) HL_CHECK(hl_checkpoint_save(file, state(&a)));
   }
   printf("\nsaved after step %d, resumed in fresh objects:\n", SAVE_AT);
-  run b = run_new(&o, o.seed + 1000);
+  run b = run_new(&o, other_seed(o.seed));
   HL_CHECK(hl_checkpoint_load(file, state(&b)));
   header();
   for (int s = SAVE_AT; s < o.steps; s++) {

@@ -83,6 +83,24 @@ static void show_retain_graph_needed(const recipe_opts *o, recipe_mlp m[2], hl_o
   hl_pool_pop();
 }
 
+/* The loss scale's low point over the run, from the injected steps and the
+ * scaler's rule alone: each halves it, growth_interval clean steps double
+ * it. Below 2^-10 model0's fp16 gradients lose their low bits and then
+ * vanish, so no check on them could hold: such an --inject is refused. */
+static void refuse_inject_past_scale_floor(const recipe_opts *o, hl_scaler_opts sc) {
+  const double floor_scale = 0x1p-10;
+  double scale = sc.init_scale;
+  int64_t tracker = 0;
+  for (int64_t step = 1; step <= o->steps; step++) {
+    if (hl_step_set_has(&o->inject, step)) scale *= sc.backoff_factor, tracker = 0;
+    else if (++tracker == sc.growth_interval) scale *= sc.growth_factor, tracker = 0;
+    if (scale < floor_scale)
+      hl_usage_error("--inject: by step %lld the injected steps halve the loss scale from %g to %g, below the 2^-10 "
+                     "model0's fp16 gradients need (at most 20 injected steps in a row; %d clean steps double it)",
+                     (long long)step, sc.init_scale, scale, (int)sc.growth_interval);
+  }
+}
+
 int main(int argc, char **argv) {
   recipe_opts o = recipe_init("amp-multi",
                               "Two models, two losses, two optimizers and one scaler.",
@@ -95,6 +113,7 @@ int main(int argc, char **argv) {
   hl_scaler_opts sc = hl_scaler_defaults();
   sc.init_scale = 1024;
   sc.growth_interval = 5;
+  refuse_inject_past_scale_floor(&o, sc);
   hl_scaler *scaler = hl_scaler_new(sc);
   HL_CHECK(opt[0] && opt[1] && scaler);
   const double tol_grad = 1e-3;

@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   if (worst_up16 > tol_up16) example_fail("the update differs from the unscaled recipe's by %.3g", worst_up16);
   if (worst_up32 > tol_up32) example_fail("the update differs from the f32 run's by %.3g", worst_up32);
   if (taken < o.steps / 2) example_fail("only %d of %d steps were taken", taken, o.steps);
-  if (!(last_total < first_total)) example_fail("the total loss did not fall: %.4g -> %.4g", first_total, last_total);
+  if (taken >= 2 && !(last_total < first_total)) example_fail("the total loss did not fall: %.4g -> %.4g", first_total, last_total);
   runner_free(&amp);
   runner_free(&plain16);
   runner_free(&f32);

@@ -381,13 +381,12 @@ int main(int argc, char **argv) {
   bool trace = false;
   int opt;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (hl_cli_common_option(&common, opt, optarg)) continue;
     switch (opt) {
       case OPT_THREADS: threads = (int)hl_parse_int("--threads", optarg, 1, MAX_THREADS); break;
       case OPT_TRACE: trace = true; break;
-      case '?': hl_usage_error("option '%s' is not known or lacks its value", argv[optind - 1]);
-      default: hl_usage_error("bad option");
+      default: hl_cli_getopt_error(opt, argv, longopts);
     }
   }
   free(help);

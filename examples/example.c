@@ -34,14 +34,11 @@ example_opts example_init(const char *prog, const char *what, int argc, char **a
   bool trace = false;
   int opt;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (hl_cli_common_option(&common, opt, optarg)) continue;
     switch (opt) {
       case OPT_TRACE: trace = true; break;
-      case '?':
-        if (optopt) hl_usage_error("option '-%c' is not known", optopt);
-        hl_usage_error("option '%s' is not known or lacks its value", argv[optind - 1]);
-      default: hl_usage_error("bad option");
+      default: hl_cli_getopt_error(opt, argv, longopts);
     }
   }
   free(help);

@@ -15,6 +15,11 @@
 #include "core/engine/ops.h"
 #include "core/engine/registry.h"
 
+/* The most --steps a recipe takes: its self-checks' tolerances are set for
+ * runs this long (past some 10^4 steps the updates of a converged model are
+ * so small that the fp16 recipes' relative difference from f32 exceeds them). */
+#define RECIPE_MAX_STEPS 2000
+
 /* The --help text of a recipe: the options it takes, its defaults. */
 static char *recipe_help(const char *prog, const char *what, unsigned extras, int default_steps,
                          const char *default_inject) {
@@ -27,10 +32,12 @@ static char *recipe_help(const char *prog, const char *what, unsigned extras, in
           "  --device D        auto (default: the GPU when the core has kernels there, else the CPU), cpu, cuda\n"
           "  --seed N          seed of the weights and the data (default 1)\n",
           prog, what);
-  if (extras & RECIPE_STEPS) fprintf(f, "  --steps N         optimizer steps (default %d)\n", default_steps);
+  if (extras & RECIPE_STEPS)
+    fprintf(f, "  --steps N         optimizer steps, 1 to %d (default %d)\n", RECIPE_MAX_STEPS, default_steps);
   if (extras & RECIPE_INJECT)
     fprintf(f,
-            "  --inject STEPS    make a gradient non-finite at these steps, e.g. 3,7,10-12 (default %s)\n"
+            "  --inject STEPS    make a gradient non-finite at these steps, e.g. 3,7,10-12 (default %s, where\n"
+            "                    --steps reaches it)\n"
             "  --inject-kind K   inf (default), -inf or nan\n",
             default_inject ? default_inject : "none");
   if (extras & RECIPE_CHECKPOINT)
@@ -43,11 +50,20 @@ static char *recipe_help(const char *prog, const char *what, unsigned extras, in
   return text;
 }
 
+/* The steps of `s` up to `last` */
+static void drop_steps_after(hl_step_set *s, int64_t last) {
+  int kept = 0;
+  for (int i = 0; i < s->n; i++)
+    if (s->lo[i] <= last) s->lo[kept] = s->lo[i], s->hi[kept] = s->hi[i] < last ? s->hi[i] : last, kept++;
+  s->n = kept;
+}
+
 recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int default_steps,
                         const char *default_inject, int argc, char **argv) {
   hl_cli_init(prog, argc, argv);
   recipe_opts o = {.device = HL_DEVICE_CPU, .steps = default_steps, .inject_kind = HL_FAULT_INF};
   const char *inject = default_inject ? default_inject : "none";
+  bool inject_given = false;
   bool trace = false;
   enum { OPT_TRACE = 256, OPT_STEPS, OPT_INJECT, OPT_INJECT_KIND, OPT_DIR, OPT_STOP, OPT_RESUME };
   static const struct option longopts[] = {HL_CLI_LONGOPT_DEVICE,
@@ -66,7 +82,7 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
   hl_cli_common common = hl_cli_common_defaults(help);
   int opt, index = -1;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", longopts, &index)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":", longopts, &index)) != -1) {
     char name[64];
     if (index >= 0) snprintf(name, sizeof name, "--%s", longopts[index].name);
     else snprintf(name, sizeof name, "%s", optind > 0 && optind <= argc ? argv[optind - 1] : "?");
@@ -79,21 +95,21 @@ recipe_opts recipe_init(const char *prog, const char *what, unsigned extras, int
     if (hl_cli_common_option(&common, opt, optarg)) continue;
     switch (opt) {
       case OPT_TRACE: trace = true; break;
-      case OPT_STEPS: o.steps = (int)hl_parse_int("--steps", optarg, 1, 100000); break;
-      case OPT_INJECT: inject = optarg; break;
+      case OPT_STEPS: o.steps = (int)hl_parse_int("--steps", optarg, 1, RECIPE_MAX_STEPS); break;
+      case OPT_INJECT: inject = optarg, inject_given = true; break;
       case OPT_INJECT_KIND:
         if (!hl_fault_kind_parse(optarg, &o.inject_kind)) hl_usage_error("--inject-kind: %s", hl_error());
         break;
-      case OPT_DIR: o.dir = optarg; break;
-      case OPT_STOP: o.stop_after = (int)hl_parse_int("--stop-after", optarg, 1, 100000); break;
+      case OPT_DIR: o.dir = hl_parse_path("--dir", optarg); break;
+      case OPT_STOP: o.stop_after = (int)hl_parse_int("--stop-after", optarg, 1, RECIPE_MAX_STEPS - 1); break;
       case OPT_RESUME: o.resume = true; break;
-      case '?': hl_usage_error("option '%s' is not known or lacks its value", name);
-      default: hl_usage_error("bad option");
+      default: hl_cli_getopt_error(opt, argv, longopts);
     }
   }
   free(help);
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);
   if (!hl_step_set_parse(inject, &o.inject)) hl_usage_error("--inject: %s", hl_error());
+  if (!inject_given) drop_steps_after(&o.inject, o.steps); /* the example's default, where --steps reaches it */
   if (hl_step_set_count(&o.inject) > 0 && o.inject.hi[o.inject.n - 1] > o.steps)
     hl_usage_error("--inject: step %lld is past the last step (%d)", (long long)o.inject.hi[o.inject.n - 1], o.steps);
   if ((o.stop_after || o.resume) && !o.dir) hl_usage_error("--stop-after and --resume need --dir");

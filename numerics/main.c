@@ -34,8 +34,9 @@ static const char usage_text[] =
     "  all         formats, overflow, absorption, subnormal and tour\n"
     "\n"
     "Options:\n"
-    "  --value X     formats: any number, also inf, nan and hex floats such as 0x1p-24;\n"
-    "                overflow: the value summed, finite in fp32 (default 16)\n"
+    "  --value X     formats: any number, also inf, nan, subnormal doubles and hex floats\n"
+    "                such as 0x1p-24; overflow: the value summed, finite in fp32 (default 16).\n"
+    "                A decimal that is not 0 but rounds to 0 as a double (1e-400) is refused\n"
     "  --count N     overflow: how many copies, 1 to 2147483647 (default 4096). Without\n"
     "                --count and --value, overflow also runs two contrasts\n"
     "                (4000 x 16, 4096 x 1)\n"
@@ -161,10 +162,7 @@ int main(int argc, char **argv) {
       case OPT_LIST: list = true; break;
       case OPT_ONLY: only_s = optarg; break;
       case OPT_STEP: step = true; break;
-      case ':': hl_usage_error("option '%s' needs a value", argv[optind - 1]);
-      default:
-        if (optopt) hl_usage_error("unknown option '-%c'", optopt);
-        hl_usage_error("unknown option '%s'", argv[optind - 1]);
+      default: hl_cli_getopt_error(opt, argv, longopts);
     }
   }
   if (columns_md) {
@@ -189,13 +187,14 @@ int main(int argc, char **argv) {
   if (sub == SUB_OVERFLOW) {
     if (count_s) ov.count = (uint64_t)hl_parse_int("--count", count_s, 1, 2147483647), ov.has_count = true;
     if (value_s) {
-      ov.value = hl_parse_double("--value", value_s, true);
+      ov.value = hl_parse_real("--value", value_s, (hl_real_range){.lo = -HUGE_VAL, .hi = HUGE_VAL, .subnormal_ok = true});
       if (fabs(ov.value) > FLT_MAX)
         hl_usage_error("--value: %s is beyond fp32's range (largest finite %.9g)", value_s, (double)FLT_MAX);
       ov.has_value = true;
     }
   }
-  if (sub == SUB_FORMATS && value_s) formats_value = hl_parse_double("--value", value_s, false);
+  if (sub == SUB_FORMATS && value_s) formats_value = hl_parse_real(
+      "--value", value_s, (hl_real_range){.lo = -HUGE_VAL, .hi = HUGE_VAL, .subnormal_ok = true, .nonfinite_ok = true});
   nx_tour_opts tour = {0};
   tour_options(sub, list, only_s, step, common.out, &tour);
 

@@ -179,6 +179,7 @@ typedef struct {
   size_t field;     /* offsetof(given, ...), of the type the kind names */
   long long lo, hi; /* ARG_INT */
   void (*check)(const char *arg, double v); /* the real kinds: a further bound, with its own message */
+  bool path;        /* ARG_TEXT: a file name, refused when empty */
 } train_option;
 
 static void eval_frac_bound(const char *arg, double v) {
@@ -195,11 +196,13 @@ static void check_bucket_mb(const char *arg, double v) {
 
 static void init_scale_bound(const char *arg, double v) {
   if (v > 3.4028234663852886e38) hl_usage_error("--init-scale: %s is beyond fp32's range", arg);
+  if (v < 1.1754943508222875e-38) hl_usage_error("--init-scale: %s is below fp32's smallest normal number", arg);
 }
 
 /* One entry maker per kind (designated: each kind leaves the others' fields unset) */
 #define OPT_FLAG(opt, f) {.name = opt, .kind = ARG_FLAG, .field = offsetof(given, f)}
 #define OPT_TEXT(opt, f) {.name = opt, .kind = ARG_TEXT, .field = offsetof(given, f)}
+#define OPT_PATH(opt, f) {.name = opt, .kind = ARG_TEXT, .field = offsetof(given, f), .path = true}
 #define OPT_INT(opt, f, min, max) {.name = opt, .kind = ARG_INT, .field = offsetof(given, f), .lo = min, .hi = max}
 #define OPT_REAL(opt, k, f, bound) {.name = opt, .kind = k, .field = offsetof(given, f), .check = bound}
 
@@ -223,18 +226,18 @@ static const train_option train_options[] = {
     OPT_REAL("init-gain", ARG_POSITIVE, init_gain, NULL),
     /* data */
     OPT_TEXT("task", task),
-    OPT_TEXT("text", text_path),
+    OPT_PATH("text", text_path),
     OPT_INT("sort-len", sort_len, 1, 255),
     OPT_INT("digits", digits, 2, 1 << 20),
     OPT_INT("batch", batch, 1, MAX_ROWS),
     OPT_INT("eval-samples", eval_samples, 1, MAX_ROWS),
     OPT_INT("eval-every", eval_every, 1, MAX_ROWS),
-    OPT_REAL("eval-frac", ARG_REAL, eval_frac, eval_frac_bound),
+    OPT_REAL("eval-frac", ARG_POSITIVE, eval_frac, eval_frac_bound),
     /* precision mode and training */
     OPT_TEXT("mode", mode),
     OPT_TEXT("optimizer", optimizer),
     OPT_TEXT("schedule", schedule),
-    OPT_REAL("lr", ARG_NON_NEGATIVE, lr, NULL),
+    OPT_REAL("lr", ARG_POSITIVE, lr, NULL),
     OPT_REAL("momentum", ARG_NON_NEGATIVE, momentum, momentum_bound),
     OPT_REAL("weight-decay", ARG_NON_NEGATIVE, weight_decay, NULL),
     OPT_REAL("clip-norm", ARG_POSITIVE, clip_norm, NULL),
@@ -245,10 +248,10 @@ static const train_option train_options[] = {
     OPT_TEXT("inject-nonfinite", inject),
     OPT_INT("steps", steps, 0, MAX_STEPS),
     OPT_INT("warmup", warmup, 0, MAX_STEPS),
-    OPT_TEXT("checkpoint", checkpoint),
+    OPT_PATH("checkpoint", checkpoint),
     OPT_INT("checkpoint-every", checkpoint_every, 1, MAX_STEPS),
     OPT_INT("stop-after", stop_after, 1, MAX_STEPS),
-    OPT_TEXT("resume", resume),
+    OPT_PATH("resume", resume),
     /* measurements */
     OPT_INT("stats-every", stats_every, 0, MAX_STEPS),
     OPT_TEXT("hist-steps", hist),
@@ -257,11 +260,11 @@ static const train_option train_options[] = {
     OPT_FLAG("trace-ops", trace_ops),
     OPT_FLAG("profile", profile),
     /* for peers */
-    OPT_TEXT("save-init", save_init),
-    OPT_TEXT("init-weights", init_weights),
-    OPT_TEXT("export-batches", export_batches),
+    OPT_PATH("save-init", save_init),
+    OPT_PATH("init-weights", init_weights),
+    OPT_PATH("export-batches", export_batches),
     OPT_INT("export-steps", export_steps, 1, MAX_STEPS),
-    OPT_TEXT("dump-grads", dump_grads),
+    OPT_PATH("dump-grads", dump_grads),
     /* data-parallel */
     OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
     OPT_TEXT("allreduce-dtype", allreduce_dtype),
@@ -317,9 +320,10 @@ static given nothing_given(void) {
 }
 
 static double read_real(const train_option *opt, const char *what, const char *arg) {
-  const double v = hl_parse_double(what, arg, true);
-  if (opt->kind == ARG_POSITIVE && !(v > 0)) hl_usage_error("%s: %s must be positive", what, arg);
-  if (opt->kind == ARG_NON_NEGATIVE && !(v >= 0)) hl_usage_error("%s: %s must be >= 0", what, arg);
+  const hl_real_range any = {.lo = -HUGE_VAL, .hi = HUGE_VAL};
+  const double v = hl_parse_real(what, arg, opt->kind == ARG_POSITIVE       ? HL_REAL_POSITIVE
+                                            : opt->kind == ARG_NON_NEGATIVE ? HL_REAL_NON_NEGATIVE
+                                                                            : any);
   if (opt->check) opt->check(arg, v);
   return v;
 }
@@ -330,7 +334,7 @@ static void take_value(const train_option *opt, const char *arg, given *g) {
   char *field = (char *)g + opt->field;
   switch (opt->kind) {
     case ARG_FLAG: *(bool *)field = true; break;
-    case ARG_TEXT: *(const char **)field = arg; break;
+    case ARG_TEXT: *(const char **)field = opt->path ? hl_parse_path(what, arg) : arg; break;
     case ARG_INT: *(long long *)field = hl_parse_int(what, arg, opt->lo, opt->hi); break;
     case ARG_REAL:
     case ARG_POSITIVE:
@@ -397,15 +401,12 @@ static void take_checkpoint_values(const run_definition *saved, const char *path
     if (!was_given(opt, g) && !strcmp(key, "hist-steps") && g->steps >= 0) {
       /* a new --steps: the histogram steps past it go (resume_check lists the change) */
       static char kept[1024];
+      long long steps[TRAIN_MAX_HIST_STEPS];
+      const int n = hl_parse_int_list("--resume's hist-steps", value, 1, MAX_STEPS, steps, TRAIN_MAX_HIST_STEPS);
       size_t at = 0;
-      for (const char *p = value; *p;) {
-        char *end;
-        const long long step = strtoll(p, &end, 10);
-        if (step <= g->steps && at < sizeof kept)
-          at += (size_t)snprintf(kept + at, sizeof kept - at, "%s%lld", at ? "," : "", step);
-        p = *end == ',' ? end + 1 : end;
-        if (end == p && *p) break; /* not a list: take_value says so below */
-      }
+      for (int k = 0; k < n; k++)
+        if (steps[k] <= g->steps && at < sizeof kept)
+          at += (size_t)snprintf(kept + at, sizeof kept - at, "%s%lld", at ? "," : "", steps[k]);
       if (at) take_value(opt, kept, g);
       continue;
     }
@@ -720,11 +721,7 @@ void train_parse_options(int argc, char **argv, train_opts *o) {
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     seed_given |= c == HL_CLI_OPT_SEED;
     if (hl_cli_common_option(&g.common, c, optarg)) continue;
-    if (c == ':') hl_usage_error("option '%s' needs a value", argv[optind - 1]);
-    if (c < 1 || c > N_TRAIN_OPTIONS) {
-      if (optopt) hl_usage_error("unknown option '-%c'", optopt);
-      hl_usage_error("unknown option '%s'", argv[optind - 1]);
-    }
+    if (c < 1 || c > N_TRAIN_OPTIONS) hl_cli_getopt_error(c, argv, longopts);
     take_value(&train_options[c - 1], optarg, &g);
   }
   if (optind < argc) hl_usage_error("unexpected argument '%s'", argv[optind]);

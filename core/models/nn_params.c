@@ -309,13 +309,17 @@ static bool get(reader *r, void *data, size_t n) {
   return true;
 }
 
-/* Reads and checksums n bytes it does not keep. */
-static bool skip(reader *r, uint64_t n) {
-  static __thread unsigned char buf[1 << 16];
-  while (n > 0 && r->ok) {
-    size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
-    if (!get(r, buf, k)) return false;
-    n -= k;
+/* Reads and checksums a tensor's n f32 values it does not keep; the index
+ * of the first that is not finite goes to *nonfinite (UINT64_MAX: none). */
+static bool skip_values(reader *r, uint64_t n, uint64_t *nonfinite, float *value) {
+  static __thread float buf[1 << 14];
+  *nonfinite = UINT64_MAX;
+  for (uint64_t at = 0; at < n && r->ok;) {
+    const size_t k = n - at < sizeof buf / sizeof buf[0] ? (size_t)(n - at) : sizeof buf / sizeof buf[0];
+    if (!get(r, buf, k * sizeof(float))) return false;
+    for (size_t i = 0; i < k && *nonfinite == UINT64_MAX; i++)
+      if (!isfinite(buf[i])) *nonfinite = at + i, *value = buf[i];
+    at += k;
   }
   return r->ok;
 }
@@ -332,6 +336,11 @@ bool hl_params_load(hl_param_list *l, const char *path) {
   char *name = malloc(4097);
   bool ok = entries && name;
   if (!ok) hl_fail("load %s: out of host memory", path);
+  struct {
+    char name[4097];
+    uint64_t index;
+    float value;
+  } bad = {.name = ""}; /* the first value that is not finite */
   /* pass 1: the whole file's structure and checksum, before any parameter changes */
   char m[8];
   uint32_t count = 0;
@@ -372,7 +381,11 @@ bool hl_params_load(hl_param_list *l, const char *path) {
     }
     en->seen = true;
     en->offset = ftell(r.f);
-    if (!skip(&r, sizeof(float) * (uint64_t)hl_numel(p->tensor))) break;
+    uint64_t nonfinite;
+    float value;
+    if (!skip_values(&r, (uint64_t)hl_numel(p->tensor), &nonfinite, &value)) break;
+    if (nonfinite != UINT64_MAX && !bad.name[0]) /* refused once the checksum says the file is intact */
+      snprintf(bad.name, sizeof bad.name, "%s", name), bad.index = nonfinite, bad.value = value;
   }
   uint32_t crc_file = 0, crc_here = r.crc;
   if (ok && r.ok && get(&r, &crc_file, 4)) {
@@ -383,6 +396,9 @@ bool hl_params_load(hl_param_list *l, const char *path) {
       ok = hl_fail_bool("load %s: bytes after the checksum (corrupt file?)", path);
   }
   ok = ok && r.ok;
+  if (ok && bad.name[0]) /* a weight file holds weights: an inf or NaN one would make every loss NaN */
+    ok = hl_fail_bool("load %s: %s[%llu] is %s: a weight file holds finite values only", path, bad.name,
+                      (unsigned long long)bad.index, isnan(bad.value) ? "nan" : bad.value > 0 ? "inf" : "-inf");
   for (int i = 0; ok && i < l->n; i++)
     if (!entries[i].seen) ok = hl_fail_bool("load %s: %s is missing from the file", path, l->items[i].name);
   /* pass 2: the values, converted to each parameter's dtype */

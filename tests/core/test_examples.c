@@ -198,10 +198,10 @@ static void test_dp_threads_bad_input(void **state) {
   const char *prog = hl_test_prog("dp-threads");
   hl_expect_refused(NULL, 2, "--threads: 0 is out of range (1 to 64)", "'%s' --threads 0", prog);
   hl_expect_refused(NULL, 2, "--threads: 65 is out of range (1 to 64)", "'%s' --threads 65", prog);
-  hl_expect_refused(NULL, 2, "--threads: -1 is out of range", "'%s' --threads -1", prog);
+  hl_expect_refused(NULL, 2, "--threads: '-1': no sign", "'%s' --threads -1", prog);
   hl_expect_refused(NULL, 2, "--threads: '2x' is not an integer", "'%s' --threads 2x", prog);
   hl_expect_refused(NULL, 2, "--threads: empty value", "'%s' --threads ''", prog);
-  hl_expect_refused(NULL, 2, "'--threads' is not known or lacks its value", "'%s' --threads", prog);
+  hl_expect_refused(NULL, 2, "option '--threads' needs a value", "'%s' --threads", prog);
   hl_expect_refused(NULL, 2, "--bogus", "'%s' --bogus", prog);
   hl_expect_refused(NULL, 2, NULL, "'%s' --device tpu", prog);
   hl_expect_refused(NULL, 2, "unexpected argument 'extra'", "'%s' extra", prog);

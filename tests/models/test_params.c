@@ -290,6 +290,51 @@ static void expect_refused(hl_gpt *m, const char *path, const char *words) {
   free(before);
 }
 
+/* A weight file whose values hold an inf or a NaN (checksum intact) is
+ * refused, naming the file, the tensor and the index, before any
+ * parameter changes. */
+static void test_load_refuses_nonfinite(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir(), path[512], bad[512];
+  snprintf(path, sizeof path, "%s/w.bin", dir);
+  snprintf(bad, sizeof bad, "%s/bad.bin", dir);
+  hl_gpt *a = hl_gpt_new(&small, HL_WEIGHTS_FP32, HL_DEVICE_CPU, 1), *b = hl_gpt_new(&small, HL_WEIGHTS_FP16, HL_DEVICE_CPU, 2);
+  OK(a && b);
+  OK(hl_params_save(&a->params, path));
+  const struct {
+    int param;
+    int64_t index;
+    float value;
+    const char *word;
+  } cases[] = {{0, 0, NAN, "nan"}, {1, 5, INFINITY, "inf"}, {2, -1, -INFINITY, "-inf"}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t n;
+    unsigned char *f = (unsigned char *)hl_read_file(path, &n);
+    size_t at = 8 + 4;
+    for (int i = 0;; i++) { /* the data of parameter cases[c].param */
+      const hl_param *p = &a->params.items[i];
+      at += 4 + strlen(p->name) + 4 + 8 * (size_t)p->tensor->ndim;
+      if (i == cases[c].param) break;
+      at += 4 * (size_t)hl_numel(p->tensor);
+    }
+    const hl_param *p = &a->params.items[cases[c].param];
+    const int64_t index = cases[c].index >= 0 ? cases[c].index : hl_numel(p->tensor) - 1;
+    memcpy(f + at + 4 * (size_t)index, &cases[c].value, 4);
+    const uint32_t crc = hl_test_crc32(f, n - 4);
+    memcpy(f + n - 4, &crc, 4);
+    hl_write_file(bad, f, n);
+    free(f);
+    char words[1024];
+    snprintf(words, sizeof words, "%s: %s[%lld] is %s: a weight file holds finite values only", bad, p->name,
+             (long long)index, cases[c].word);
+    expect_refused(b, bad, words);
+  }
+  hl_gpt_free(a);
+  hl_gpt_free(b);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void test_save_load(void **state) {
   (void)state;
   char *dir = hl_tmpdir(), path[512], bad[512];
@@ -492,6 +537,7 @@ int main(void) {
       cmocka_unit_test(test_init_statistics),
       cmocka_unit_test(test_quantize_by_hand),
       cmocka_unit_test(test_save_load),
+      cmocka_unit_test(test_load_refuses_nonfinite),
       cmocka_unit_test(test_mlp),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,7 @@ static void refused(const char *args, const char *names) {
   free(cwd), free(out);
 }
 
-static void test_count_negative(void **s) { (void)s, refused("overflow --count -1", "--count: -1"); }
+static void test_count_negative(void **s) { (void)s, refused("overflow --count -1", "--count: '-1': no sign"); }
 static void test_count_zero(void **s) { (void)s, refused("overflow --count 0", "--count: 0"); }
 static void test_count_not_a_number(void **s) { (void)s, refused("overflow --count abc", "'abc'"); }
 static void test_count_too_large(void **s) { (void)s, refused("overflow --count 2147483648", "2147483648"); }

@@ -170,11 +170,91 @@ static void test_bad_input(void **state) {
   free(dir);
 }
 
+/* Every recipe over the edges of its options: --steps 1, 2 and past the
+ * default injection, --inject at the first step, the last and all of them.
+ * Each legal input either holds every self-check (exit 0) or is refused up
+ * front with one line naming the option (exit 2). */
+static void test_option_edges(void **state) {
+  (void)state;
+  const struct {
+    const char *prog;
+    bool inject;   /* takes --inject */
+    int min_steps; /* the smallest --steps it takes */
+  } recipes[] = {{"amp-loop", true, 1},    {"amp-clip", true, 1},  {"amp-accumulate", false, 1},
+                 {"amp-penalty", false, 1}, {"amp-multi", true, 1}, {"amp-checkpoint", true, 6}};
+  const int step_counts[] = {1, 2, 3, 6, 7, 20};
+  int failed = 0, runs = 0;
+  for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
+    for (size_t k = 0; k < sizeof step_counts / sizeof step_counts[0]; k++) {
+      const int n = step_counts[k];
+      if (n < recipes[i].min_steps) continue;
+      char args[5][64];
+      int nargs = 0;
+      snprintf(args[nargs++], sizeof args[0], "--steps %d", n); /* the default --inject, where it lies within */
+      if (recipes[i].inject) {
+        snprintf(args[nargs++], sizeof args[0], "--steps %d --inject 1", n);
+        snprintf(args[nargs++], sizeof args[0], "--steps %d --inject %d", n, n);
+        snprintf(args[nargs++], sizeof args[0], "--steps %d --inject 1-%d --inject-kind nan", n, n);
+        snprintf(args[nargs++], sizeof args[0], "--steps %d --inject none", n);
+      }
+      for (int a = 0; a < nargs; a++, runs++) {
+        hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(recipes[i].prog), args[a]);
+        if (r.status != 0) {
+          print_error("%s %s: exit %d: %s\n", recipes[i].prog, args[a], r.status, r.err);
+          failed++;
+        }
+        hl_run_free(&r);
+      }
+    }
+  /* --seed at its edges: 0 and 2^53 - 1 */
+  for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
+    for (int k = 0; k < 2; k++, runs++) {
+      const char *seed = k ? "9007199254740991" : "0";
+      hl_run_result r = hl_run("'%s' --device cpu --steps 6 --seed %s", hl_test_prog(recipes[i].prog), seed);
+      if (r.status != 0) {
+        print_error("%s --steps 6 --seed %s: exit %d: %s\n", recipes[i].prog, seed, r.status, r.err);
+        failed++;
+      }
+      hl_run_free(&r);
+    }
+  /* the largest --steps, in the two fastest recipes (the others were run there by hand: 2-4 s each) */
+  const char *at_max[][2] = {{"amp-loop", "--steps 2000 --inject 1,2000"}, {"amp-clip", "--steps 2000 --inject 2000"}};
+  for (int k = 0; k < 2; k++, runs++) {
+    hl_run_result r = hl_run("'%s' --device cpu %s", hl_test_prog(at_max[k][0]), at_max[k][1]);
+    if (r.status != 0) {
+      print_error("%s %s: exit %d: %s\n", at_max[k][0], at_max[k][1], r.status, r.err);
+      failed++;
+    }
+    hl_run_free(&r);
+  }
+  if (failed) fail_msg("%d of %d runs at the options' edges failed", failed, runs);
+  hl_expect_refused(NULL, 2, "--steps: 2001 is out of range (1 to 2000)", "'%s' --device cpu --steps 2001",
+                    hl_test_prog("amp-penalty"));
+  /* the limits that are refused up front, naming the option */
+  hl_expect_refused(NULL, 2, "--steps must be above 5", "'%s' --device cpu --steps 5", hl_test_prog("amp-checkpoint"));
+  hl_expect_refused(NULL, 2, "--inject: by step 21", "'%s' --device cpu --steps 25 --inject 1-21",
+                    hl_test_prog("amp-multi"));
+  hl_expect_refused(NULL, 2, "--inject: step 3 is past the last step (2)", "'%s' --device cpu --steps 2 --inject 3",
+                    hl_test_prog("amp-clip"));
+  /* --stop-after at its edges, then --resume: both hold their checks */
+  const char *stops[] = {"--steps 6 --stop-after 1", "--steps 6 --stop-after 5"};
+  for (int k = 0; k < 2; k++) {
+    char *dir = hl_tmpdir();
+    char args[4200];
+    snprintf(args, sizeof args, "%s --dir '%s'", stops[k], dir);
+    free(hl_run_cpu_ok("amp-checkpoint", args));
+    snprintf(args, sizeof args, "--steps 6 --dir '%s' --resume", dir);
+    free(hl_run_cpu_ok("amp-checkpoint", args));
+    hl_rmtree(dir);
+    free(dir);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_loop),    cmocka_unit_test(test_clip),       cmocka_unit_test(test_accumulate),
       cmocka_unit_test(test_penalty), cmocka_unit_test(test_multi),      cmocka_unit_test(test_checkpoint),
-      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_option_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
