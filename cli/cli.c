@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/csv.h"
 #include "cli/output_guard.h"
+#include "cli/std_streams.h"
 #include "core/base/device.h"
 #include "kernels/host.h"
 #include "version.h"
@@ -19,6 +21,7 @@
 static const char *prog_ = "halflab";
 
 void hl_cli_init(const char *prog, int argc, char **argv) {
+  hl_std_streams_guard(); /* before anything is opened: no file takes a closed stdout's number */
   prog_ = prog;
   hl_fatal_set_program(prog);
   (void)hl_cpu_units_get(); /* a bad HALFLAB_CPU_UNITS stops here, before any file is written */
@@ -28,12 +31,18 @@ void hl_cli_init(const char *prog, int argc, char **argv) {
 const char *hl_prog(void) { return prog_; }
 
 void hl_usage_error(const char *fmt, ...) {
+  char msg[1024], line[1280];
   va_list ap;
-  fprintf(stderr, "%s: ", prog_);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, " (see '%s --help')\n", prog_);
+  int n = snprintf(line, sizeof line, "%s: %s (see '%s --help')\n", prog_, msg, prog_);
+  if (n < 0) n = 0;
+  if ((size_t)n >= sizeof line) { /* cut, but still one line */
+    n = (int)sizeof line - 1;
+    line[n - 1] = '\n';
+  }
+  hl_write_line(STDERR_FILENO, line, (size_t)n); /* one write(2): ranks' lines do not interleave */
   exit(HL_EXIT_USAGE);
 }
 
