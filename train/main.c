@@ -27,6 +27,7 @@
 #include "cli/cli.h"
 #include "cli/csv.h"
 #include "cli/output_guard.h"
+#include "cli/std_streams.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler_ranges.h"
@@ -394,5 +395,6 @@ int main(int argc, char **argv) {
     hl_dist_finalize();
     return 0;
   }
-  return train_and_finish(&o, &p, dev, outdir, writer, &start, run_lock);
+  /* a signalled run keeps its status (128 + signal) when stdout failed too */
+  return hl_stdout_finish(train_and_finish(&o, &p, dev, outdir, writer, &start, run_lock));
 }
