@@ -364,6 +364,8 @@ int main(int argc, char **argv) {
   char notice[1024];
   const hl_device_kind dev = pick_device(&o, notice, sizeof notice);
   require_memory(&o, p.d, dev);
+  if (writer && o.export_batches && !data_export_fits(p.d, &o, o.export_batches, err, sizeof err))
+    hl_usage_error("%s", err);
   /* every output path proven writable before any work; nothing made yet */
   char outbuf[4096];
   const char *outdir = writer && o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;

@@ -193,8 +193,14 @@ void sort_sequence(uint64_t seed, uint64_t stream, int n, int digits, bool held_
                    int32_t *tgt, uint8_t *scored);
 bool sort_problem_held_out(const int32_t *x, int n);
 
+/* The batch file's size, in bytes (UINT64_MAX beyond that). */
+uint64_t data_export_bytes(const train_data *d, const train_opts *o);
+/* Whether it fits: at most DATA_EXPORT_MAX_BYTES, and no more than the free
+ * space of the file system that would hold `path`; false with a message. */
+#define DATA_EXPORT_MAX_BYTES (16ull << 30)
+bool data_export_fits(const train_data *d, const train_opts *o, const char *path, char *err, size_t len);
 /* The batch file for peers (docs/train.md): false with a message on an I/O
- * error. */
+ * error, at the first write that fails (the partial file removed). */
 bool data_export_batches(const train_data *d, const train_opts *o, const char *path, char *err, size_t len);
 
 /* --------------------------------------------------------------- setup -- */
