@@ -26,6 +26,7 @@ int hl_stdout_finish(int status) {
   errno = 0;
   const bool flushed = fflush(stdout) == 0;
   int e = errno;
+  if (earlier && flushed && write(STDOUT_FILENO, "", 0) < 0) e = errno; /* stdio kept no errno: ask the file (/dev/full says) */
   const bool closed = fclose(stdout) == 0;
   if (!closed && !e) e = errno;
   if (flushed && closed && !earlier) return status;

@@ -2,7 +2,8 @@
  * world around them goes away, tried as a hostile user would.
  *
  *   stdout      full (/dev/full) or closed (>&-) under train --list-params,
- *               bench gemm --list, bench footprint --list and numerics all:
+ *               bench gemm --list, bench footprint --list, an example and
+ *               numerics all:
  *               exit 1 with one line naming stdout and the error; a closed
  *               stdout never becomes the number of a CSV file;
  *   pipes       `halflab-numerics all | head -1` leaves no lock file;
@@ -152,12 +153,13 @@ static void stdout_fails(const char *cmd, const char *redirect, const char *why)
 static void test_stdout_full_or_closed(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
-  char cmds[4][8192];
+  char cmds[5][8192];
   snprintf(cmds[0], sizeof cmds[0], "%s --list-params", train());
   snprintf(cmds[1], sizeof cmds[1], "%s gemm --device cpu --list", bench());
   snprintf(cmds[2], sizeof cmds[2], "%s footprint --device cpu --list", bench());
-  snprintf(cmds[3], sizeof cmds[3], "%s all --device cpu --quick --out %s", numerics(), dir);
-  for (int i = 0; i < 4; i++) {
+  snprintf(cmds[3], sizeof cmds[3], "%s --device cpu", hl_test_prog("autocast-nested")); /* the examples' stdout */
+  snprintf(cmds[4], sizeof cmds[4], "%s all --device cpu --quick --out %s", numerics(), dir);
+  for (int i = 0; i < 5; i++) {
     stdout_fails(cmds[i], "> /dev/full", strerror(ENOSPC));
     stdout_fails(cmds[i], ">&-", strerror(EBADF));
   }
