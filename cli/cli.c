@@ -22,6 +22,7 @@ static const char *prog_ = "halflab";
 
 void hl_cli_init(const char *prog, int argc, char **argv) {
   hl_std_streams_guard(); /* before anything is opened: no file takes a closed stdout's number */
+  hl_out_guard_install(); /* SIGINT, SIGTERM, SIGHUP, SIGPIPE: locks and half-written files removed, then the end */
   prog_ = prog;
   hl_fatal_set_program(prog);
   (void)hl_cpu_units_get(); /* a bad HALFLAB_CPU_UNITS stops here, before any file is written */

@@ -2,6 +2,7 @@
  * regular-file check of inputs (output_guard.h). */
 #include "cli/output_guard.h"
 
+#include "core/base/atomic_file.h"
 #include "formats/fatal.h"
 
 #include <errno.h>
@@ -286,6 +287,7 @@ static void on_signal(int sig) {
       if (atomic_load(&l->waiting)) unlink_if_ours(l); /* the wait may have ended: locks die with us anyway */
       else unlink(l->path);
     }
+    hl_atomic_remove_unfinished(); /* a table or file half written (PATH.tmp) goes too */
   }
   signal(sig, SIG_DFL);
   raise(sig); /* delivered once the handler returns: the process ends as it would have */
@@ -312,6 +314,13 @@ static void adopt_process(void) {
     add_ending_signals(&sa.sa_mask);
     sigaction(ending_signals_[i], &sa, NULL);
   }
+}
+
+void hl_out_guard_install(void) {
+  sigset_t old;
+  enter_section(&old);
+  adopt_process();
+  leave_section(&old);
 }
 
 /* Inside a section. */

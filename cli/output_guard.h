@@ -73,6 +73,12 @@ double hl_out_lock_wait_seconds(void);
  * files as a stopped run. Async-signal-safe. */
 void hl_out_lock_wait_stop(int sig);
 
+/* Installs that clean-up on the ending signals now rather than at the
+ * first lock, for the files a program writes before it takes one (the
+ * half-written PATH.tmp of core/base/atomic_file.h goes too): hl_cli_init
+ * calls it. */
+void hl_out_guard_install(void);
+
 /* Removes the lock file and releases the lock (NULL: nothing). */
 void hl_out_lock_release(hl_out_lock *l);
 

@@ -15,14 +15,16 @@
  *               message;
  *   fatal       a BLAS that fails to load, with an exit handler that asks for
  *               the BLAS again, ends the process (exit 1) instead of hanging;
- *               a fatal inside an exit handler ends it at once; a run whose
- *               BLAS cannot load leaves no .lock, .inprogress or .tmp;
+ *               a fatal inside an exit handler ends it at once; a fatal while
+ *               a file is written leaves no PATH.tmp; a run whose BLAS
+ *               cannot load leaves no .lock, .inprogress or .tmp;
  *   lock wait   train_summary.csv held by this test: the run says who holds
  *               it, gives up after HALFLAB_LOCK_WAIT_SECONDS (exit 1, files
  *               .failed), and a SIGTERM during the wait ends it as an
  *               interrupted run (143, files .interrupted);
  *   export      --export-batches of an absurd size, or of more than the
- *               folder's file system has free: exit 2, nothing made; every
+ *               folder's file system has free: exit 2, nothing made; SIGTERM
+ *               while it is written: no .tmp, no lock left; every
  *               write failing (fail_io_shim, ENOSPC): exit 1 at once (under a
  *               CPU-time limit that a run generating everything exceeds),
  *               naming the file, no partial file left.
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "cli/output_guard.h"
+#include "core/base/atomic_file.h"
 #include "formats/fatal.h"
 #include "kernels/gemm_reference.h"
 #include "kernels/host.h"
@@ -307,6 +310,16 @@ static void fatal_in_exit_handler(void) {
   hl_fatal("the first failure");
 }
 
+static char half_written_[4200];
+
+static void fatal_while_writing(void) {
+  hl_atomic_file a;
+  if (!hl_atomic_open(&a, half_written_)) _exit(3);
+  fputs("half a table\n", a.f);
+  fflush(a.f);
+  hl_fatal("a failure while %s is written", half_written_);
+}
+
 static void test_fatal_paths(void **state) {
   (void)state;
   char err[8192];
@@ -320,8 +333,15 @@ static void test_fatal_paths(void **state) {
   if (status != 1 || hl_count_lines(err) != 2 || !hl_has_line(err, "exit handler failed", NULL))
     fail_msg("a fatal in an exit handler: status %d (want 1), stderr \"%s\"", status, err);
   held();
-  /* a run whose BLAS cannot load: its files and locks go */
+  /* a fatal while a file is written: its PATH.tmp goes */
   char *dir = hl_tmpdir();
+  tried();
+  snprintf(half_written_, sizeof half_written_, "%s/table.csv", dir);
+  status = hl_child_stderr(fatal_while_writing, "faults", err, sizeof err);
+  if (status != 1 || count_ending(dir, ".tmp") != 0 || count_ending(dir, ".csv") != 0)
+    fail_msg("a fatal while writing: status %d (want 1), %d .tmp left; stderr \"%s\"", status, count_ending(dir, ".tmp"), err);
+  held();
+  /* a run whose BLAS cannot load: its files and locks go */
   tried();
   hl_run_result r = hl_run(LIMIT "env HALFLAB_BLAS_LIBRARY=/nonexistent/libopenblas.so.0 %s " TINY
                                  " --steps 3 --checkpoint %s/c.ckpt --out %s", train(), dir, dir);
@@ -419,6 +439,23 @@ static void test_export_batches(void **state) {
     printf("faults: signals: %.1f GiB free in %s: the free-space case needs less than 15 GiB, skipped\n",
            free_bytes / (1ull << 30), dir);
   }
+
+  /* SIGTERM while the batches are written: no lock, no half file */
+  tried();
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "%s " TINY " --steps 0 --export-batches %s/big.bin --export-steps 1000000", train(), dir);
+  proc p = proc_start(dir, cmd);
+  const time_t deadline = time(NULL) + 60;
+  while (!hl_file_exists(hl_path(dir, "big.bin.tmp"))) {
+    if (time(NULL) > deadline) fail_msg("no big.bin.tmp within 60 s");
+    sleep_ms(2);
+  }
+  assert_int_equal(kill(p.pid, SIGTERM), 0);
+  assert_int_equal(proc_end(&p, 30), 128 + SIGTERM);
+  assert_int_equal(count_ending(dir, ".tmp"), 0);
+  assert_int_equal(count_ending(dir, ".lock"), 0);
+  assert_false(hl_file_exists(hl_path(dir, "big.bin")));
+  held();
 
   /* a full disk: the first failed write ends it; a run that generated everything would pass 3 s of CPU */
   tried();
