@@ -301,10 +301,10 @@ void bench_progress(const char *fmt, ...) {
   static int tty = -1;
   if (tty < 0) tty = isatty(2);
   if (!tty) return;
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: ", hl_prog());
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "%s: %s\n", hl_prog(), msg); /* one call, one write */
 }

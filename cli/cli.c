@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli/csv.h"
 #include "cli/output_guard.h"
+#include "cli/std_streams.h"
 #include "core/base/device.h"
 #include "kernels/host.h"
 #include "version.h"
@@ -22,6 +24,8 @@
 static const char *prog_ = "halflab";
 
 void hl_cli_init(const char *prog, int argc, char **argv) {
+  hl_std_streams_guard(); /* before anything is opened: no file takes a closed stdout's number */
+  hl_out_guard_install(); /* SIGINT, SIGTERM, SIGHUP, SIGPIPE: locks and half-written files removed, then the end */
   prog_ = prog;
   hl_fatal_set_program(prog);
   (void)hl_cpu_units_get(); /* a bad HALFLAB_CPU_UNITS stops here, before any file is written */
@@ -31,13 +35,19 @@ void hl_cli_init(const char *prog, int argc, char **argv) {
 const char *hl_prog(void) { return prog_; }
 
 void hl_usage_error(const char *fmt, ...) {
-  char message[2048], line[4 * sizeof message];
+  char message[2048], one_line[4 * sizeof message], line[sizeof one_line + 256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
-  hl_text_one_line(message, line, sizeof line); /* the value quoted may hold a line break: still one line */
-  fprintf(stderr, "%s: %s (see '%s --help')\n", prog_, line, prog_);
+  hl_text_one_line(message, one_line, sizeof one_line); /* the value quoted may hold a line break: still one line */
+  int n = snprintf(line, sizeof line, "%s: %s (see '%s --help')\n", prog_, one_line, prog_);
+  if (n < 0) n = 0;
+  if ((size_t)n >= sizeof line) { /* cut, but still one line */
+    n = (int)sizeof line - 1;
+    line[n - 1] = '\n';
+  }
+  hl_write_line(STDERR_FILENO, line, (size_t)n); /* one write(2): ranks' lines do not interleave */
   exit(HL_EXIT_USAGE);
 }
 

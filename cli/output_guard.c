@@ -2,6 +2,9 @@
  * regular-file check of inputs (output_guard.h). */
 #include "cli/output_guard.h"
 
+#include "core/base/atomic_file.h"
+#include "formats/fatal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -213,7 +218,7 @@ struct hl_out_lock {
  *
  * A lock file is ours from the open that may create it to the unlink that
  * removes it, and the table must say so at every moment a signal handler can
- * look. The thread that changes the table blocks SIGINT and SIGTERM, so its
+ * look. The thread that changes the table blocks the ending signals, so its
  * own handler never sees half a change; but another thread (a BLAS worker)
  * can take the signal meanwhile. So a change runs inside a critical section
  * counted in busy_, and the handler first raises dying_, then waits for busy_
@@ -228,11 +233,20 @@ static bool hooks_;
 static atomic_int busy_;
 static atomic_bool dying_;
 
+/* The signals that end a program which has no handler of its own, its
+ * locks removed first: Ctrl-C, kill, a closed terminal or ssh session, a
+ * reader of stdout that went away (`| head`). */
+static const int ending_signals_[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+enum { ENDING_SIGNALS = sizeof ending_signals_ / sizeof ending_signals_[0] };
+
+static void add_ending_signals(sigset_t *s) {
+  for (int i = 0; i < ENDING_SIGNALS; i++) sigaddset(s, ending_signals_[i]);
+}
+
 static void enter_section(sigset_t *old) {
   sigset_t s;
   sigemptyset(&s);
-  sigaddset(&s, SIGINT);
-  sigaddset(&s, SIGTERM);
+  add_ending_signals(&s);
   pthread_sigmask(SIG_BLOCK, &s, old);
   atomic_fetch_add(&busy_, 1);
   if (atomic_load(&dying_)) { /* a handler on another thread is cleaning up and will end the process */
@@ -273,6 +287,7 @@ static void on_signal(int sig) {
       if (atomic_load(&l->waiting)) unlink_if_ours(l); /* the wait may have ended: locks die with us anyway */
       else unlink(l->path);
     }
+    hl_atomic_remove_unfinished(); /* a table or file half written (PATH.tmp) goes too */
   }
   signal(sig, SIG_DFL);
   raise(sig); /* delivered once the handler returns: the process ends as it would have */
@@ -288,18 +303,24 @@ static void adopt_process(void) {
   owner_ = getpid();
   hooks_ = true;
   if (!at_exit) at_exit = atexit(release_all) == 0;
-  const int sigs[2] = {SIGINT, SIGTERM};
-  for (int i = 0; i < 2; i++) {
-    struct sigaction old;
-    if (sigaction(sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+  for (int i = 0; i < ENDING_SIGNALS; i++) {
+    struct sigaction old; /* an ignored one (nohup) stays ignored */
+    if (sigaction(ending_signals_[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+      continue;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* a program's own handler, installed later, takes over */
     sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sigaction(sigs[i], &sa, NULL);
+    add_ending_signals(&sa.sa_mask);
+    sigaction(ending_signals_[i], &sa, NULL);
   }
+}
+
+void hl_out_guard_install(void) {
+  sigset_t old;
+  enter_section(&old);
+  adopt_process();
+  leave_section(&old);
 }
 
 /* Inside a section. */
@@ -322,13 +343,93 @@ static long holder_of(int fd) {
   return pid > 0 ? pid : -1;
 }
 
+/* ------------------------------------------------------ the bounded wait -- */
+
+static atomic_int wait_stopped_by_; /* the signal that ends every wait, now and later; 0: none */
+
+void hl_out_lock_wait_stop(int sig) { atomic_store(&wait_stopped_by_, sig > 0 ? sig : SIGTERM); }
+
+double hl_out_lock_wait_seconds(void) {
+  const char *v = getenv("HALFLAB_LOCK_WAIT_SECONDS");
+  char *end = NULL;
+  const double s = v && *v ? strtod(v, &end) : 0;
+  return end && *end == '\0' && s > 0 && s <= 1e6 ? s : HL_OUT_LOCK_WAIT_SECONDS;
+}
+
+static void announce_wait(const char *dir, const char *name, long pid, double seconds) {
+  char line[PATH_LEN + 256];
+  int n = pid > 0 ? snprintf(line, sizeof line, "%s: waiting for %s/%s, held by PID %ld (at most %g s)\n",
+                             hl_fatal_program(), dir, name, pid, seconds)
+                  : snprintf(line, sizeof line, "%s: waiting for %s/%s, held by another process (at most %g s)\n",
+                             hl_fatal_program(), dir, name, seconds);
+  if (n > 0) hl_write_line(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void on_wait_tick(int sig) { (void)sig; } /* only to end F_SETLKW's sleep (no SA_RESTART) */
+
+static double monotonic_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Waits for fd's whole-file write lock for at most `seconds`: 0 when taken,
+ * ETIMEDOUT, EINTR when hl_out_lock_wait_stop was called, or fcntl's errno.
+ * The wait is F_SETLKW (the kernel lists the waiter in /proc/locks and
+ * finds deadlocks), woken every 100 ms by a timer aimed at this thread to
+ * look at the clock and at the stop. */
+static int wait_for_lock(int fd, double seconds) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  struct sigaction tick, old_action;
+  memset(&tick, 0, sizeof tick);
+  tick.sa_handler = on_wait_tick;
+  sigemptyset(&tick.sa_mask);
+  sigaction(SIGALRM, &tick, &old_action);
+  sigset_t alarm_only, old_mask;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  pthread_sigmask(SIG_UNBLOCK, &alarm_only, &old_mask);
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = SIGALRM;
+  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  timer_t timer;
+  const bool ticking = timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0;
+  const struct itimerspec every = {.it_interval = {0, 100000000}, .it_value = {0, 100000000}};
+  if (ticking) timer_settime(timer, 0, &every, NULL);
+  const double deadline = monotonic_s() + seconds;
+  int e;
+  for (;;) {
+    if (atomic_load(&wait_stopped_by_)) {
+      e = EINTR;
+      break;
+    }
+    if (fcntl(fd, ticking ? F_SETLKW : F_SETLK, &fl) == 0) {
+      e = 0;
+      break;
+    }
+    e = errno;
+    if (e != EINTR && e != EACCES && e != EAGAIN) break;
+    if (monotonic_s() >= deadline) {
+      e = ETIMEDOUT;
+      break;
+    }
+    if (!ticking) nanosleep(&(struct timespec){0, 50000000}, NULL); /* no timer: poll */
+  }
+  if (ticking) timer_delete(timer);
+  pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+  sigaction(SIGALRM, &old_action, NULL);
+  return e;
+}
+
 typedef enum { ATTEMPT_TAKEN, ATTEMPT_AGAIN, ATTEMPT_FAILED } attempt_result;
 
 /* One attempt at l's lock, inside a section that it may leave and re-enter
  * (*old: the mask outside it) while F_SETLKW waits. A file this attempt
  * creates is in the table before it exists, so that a signal removes it. */
-static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name, bool wait, sigset_t *old,
-                              char *err, size_t len) {
+static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name, bool wait, bool *announced,
+                              sigset_t *old, char *err, size_t len) {
   int slot = -1;
   for (int i = 0; i < MAX_LOCKS && slot < 0; i++)
     if (!held_[i]) slot = i;
@@ -352,18 +453,30 @@ static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name,
   held_[slot] = l;
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
   int rc = fcntl(fd, F_SETLK, &fl), e = rc == 0 ? 0 : errno;
+  const double seconds = wait ? hl_out_lock_wait_seconds() : 0;
   if (rc != 0 && wait && (e == EACCES || e == EAGAIN)) {
     leave_section(old);
-    do rc = fcntl(fd, F_SETLKW, &fl);
-    while (rc != 0 && errno == EINTR);
-    e = rc == 0 ? 0 : errno;
+    if (!*announced) { /* one line, once: a wait that says nothing looks like a hang */
+      announce_wait(dir, name, holder_of(fd), seconds);
+      *announced = true;
+    }
+    e = wait_for_lock(fd, seconds);
+    rc = e == 0 ? 0 : -1;
     enter_section(old);
   }
   if (rc != 0) {
-    const long pid = e == EACCES || e == EAGAIN ? holder_of(fd) : -1;
+    const long pid = e == EACCES || e == EAGAIN || e == ETIMEDOUT ? holder_of(fd) : -1;
     held_[slot] = NULL;
     close(fd);
-    if (pid == 0) return ATTEMPT_AGAIN; /* released since */
+    if (pid == 0 && e != ETIMEDOUT) return ATTEMPT_AGAIN; /* released since */
+    if (e == ETIMEDOUT || e == EINTR) {
+      if (e == ETIMEDOUT)
+        fail(err, len, "waited %g s for %s/%s, held by PID %ld, and gave up", seconds, dir, name, pid);
+      else
+        fail(err, len, "signal %d came while waiting for %s/%s", (int)atomic_load(&wait_stopped_by_), dir, name);
+      errno = e;
+      return ATTEMPT_FAILED;
+    }
     if (e == EACCES || e == EAGAIN) {
       if (pid > 0) fail(err, len, "%s/%s is being written by PID %ld", dir, name, pid);
       else fail(err, len, "%s/%s is being written by another process", dir, name);
@@ -431,7 +544,8 @@ static hl_out_lock *lock(const char *dir, const char *name, bool wait, char *err
       return NULL;
     }
   attempt_result r = ATTEMPT_AGAIN;
-  for (int i = 0; i < 1000 && r == ATTEMPT_AGAIN; i++) r = attempt(l, dir, name, wait, &old, err, len);
+  bool announced = false;
+  for (int i = 0; i < 1000 && r == ATTEMPT_AGAIN; i++) r = attempt(l, dir, name, wait, &announced, &old, err, len);
   const int e = errno;
   leave_section(&old);
   if (r == ATTEMPT_TAKEN) return l;

@@ -11,8 +11,10 @@
  * PID as text. The kernel drops an fcntl lock when its process ends, however
  * it ends, so a lock file that kill -9 leaves behind holds nothing and never
  * blocks a later run. A lock is released (and its file removed) by
- * hl_out_lock_release, at exit, and on SIGINT / SIGTERM where the program has
- * no handler of its own. Taking the file's inode after the lock is granted
+ * hl_out_lock_release, at exit, and on SIGINT, SIGTERM, SIGHUP and SIGPIPE
+ * where the program has no handler of its own (the process then ends by
+ * that signal, as it would have; an ignored signal, nohup's SIGHUP, stays
+ * ignored). Taking the file's inode after the lock is granted
  * and comparing it with the path's makes removal race-free: a process that
  * locked a file its holder just removed sees that and starts again.
  *
@@ -54,8 +56,28 @@ typedef struct hl_out_lock hl_out_lock;
 hl_out_lock *hl_out_lock_take(const char *dir, const char *name, char *err, size_t len);
 
 /* The same, waiting for the holder to release it: for a short update of a
- * file that several runs share (train_summary.csv). */
+ * file that several runs share (train_summary.csv). A wait that has to
+ * wait says so on stderr, once ("PROG: waiting for DIR/NAME, held by PID n
+ * (at most 60 s)"), and is bounded: NULL after hl_out_lock_wait_seconds()
+ * with errno ETIMEDOUT ("waited 60 s for DIR/NAME, held by PID n, and gave
+ * up"), or at once with errno EINTR once hl_out_lock_wait_stop was called. */
 hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size_t len);
+
+/* How long hl_out_lock_wait waits: HL_OUT_LOCK_WAIT_SECONDS, or
+ * $HALFLAB_LOCK_WAIT_SECONDS when that is a number above 0 (up to 1e6). */
+#define HL_OUT_LOCK_WAIT_SECONDS 60.0
+double hl_out_lock_wait_seconds(void);
+
+/* Ends the wait under way and every later one (EINTR): for a program's own
+ * handler of SIGINT / SIGTERM / SIGHUP / SIGPIPE, which then finishes its
+ * files as a stopped run. Async-signal-safe. */
+void hl_out_lock_wait_stop(int sig);
+
+/* Installs that clean-up on the ending signals now rather than at the
+ * first lock, for the files a program writes before it takes one (the
+ * half-written PATH.tmp of core/base/atomic_file.h goes too): hl_cli_init
+ * calls it. */
+void hl_out_guard_install(void);
 
 /* Removes the lock file and releases the lock (NULL: nothing). */
 void hl_out_lock_release(hl_out_lock *l);

@@ -61,12 +61,12 @@ hl_device_kind example_start(const char *prog, const char *request, bool trace) 
 }
 
 void example_fail(const char *fmt, ...) {
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: CHECK FAILED: ", hl_prog());
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "%s: CHECK FAILED: %s\n", hl_prog(), msg); /* one call, one write: lines do not interleave */
   failures_++;
 }
 

@@ -24,8 +24,24 @@ void hl_fatal_set_program(const char *name);
 const char *hl_fatal_program(void);
 
 __attribute__((noreturn, format(printf, 3, 4))) void hl_fatal_at(const char *file, int line, const char *fmt, ...);
-/* hl_fatal("cannot write %s: %s", path, strerror(errno)) */
+/* hl_fatal("cannot write %s: %s", path, strerror(errno))
+ *
+ * The line is built whole and written with one write(2), then exit(1) runs
+ * the exit handlers (which finish the run's files). A second fatal while the
+ * first is under way (in an exit handler, or on another thread) writes its
+ * line and ends the process at once with _exit(1): every fatal path ends the
+ * process, whatever state it is in. */
 #define hl_fatal(...) hl_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Writes LEN bytes of LINE (one whole line of text) to FD with one
+ * write(2), repeated only for what a signal or a pipe cut short: lines of
+ * processes that share a stderr (mpirun's ranks) do not interleave.
+ * Async-signal-safe. */
+void hl_write_line(int fd, const char *line, size_t len);
+
+/* Whether the process is ending through hl_fatal: exit handlers that would
+ * start something long (load a library, wait for a lock) skip it. */
+int hl_fatal_in_progress(void);
 
 /* p, or a fatal "out of memory: <what> (<bytes>)" when p is NULL. */
 void *hl_check_alloc_at(void *p, size_t bytes, const char *what, const char *file, int line);

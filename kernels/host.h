@@ -91,7 +91,8 @@ typedef struct {
 
 /* What was loaded and which kernels run (loads the library if needed; a
  * library that cannot be opened ends the process with file:line and
- * dlerror()'s text, exit status 1). A build of halflab-numerics alone
+ * dlerror()'s text, exit status 1; while the process ends through hl_fatal
+ * it loads nothing and says so in `version`). A build of halflab-numerics alone
  * (-Dnumerics-only=true) runs no GEMM and opens nothing here. */
 const hl_blas_info *hl_blas_info_get(void);
 

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -384,6 +385,38 @@ void data_eval_samples(const train_data *d, int64_t first, sample_batch *b) {
  *   per micro-batch: i32 inputs [rows x T], i32 targets [rows x T], u8 scored [rows x T]
  *   the held-out set: i32 inputs [eval_rows x T], i32 targets, u8 scored
  *   u32 CRC-32 (zlib's) of everything before it */
+uint64_t data_export_bytes(const train_data *d, const train_opts *o) {
+  const double micro = (double)o->export_steps * (double)o->accum;
+  const double bytes = 8.0 + 7 * 4 + micro * (double)d->batch * (double)d->T * 9 + (double)d->eval_rows * (double)d->T * 9 + 4;
+  return bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
+}
+
+bool data_export_fits(const train_data *d, const train_opts *o, const char *path, char *err, size_t len) {
+  const uint64_t bytes = data_export_bytes(d, o);
+  char need[32], have[32], folder[4096];
+  hl_format_bytes(bytes, need, sizeof need);
+  if (bytes > DATA_EXPORT_MAX_BYTES) {
+    hl_format_bytes(DATA_EXPORT_MAX_BYTES, have, sizeof have);
+    snprintf(err, len, "--export-batches: %s would take %s, more than the %s this file format is for (lower --export-steps)",
+             path, need, have);
+    return false;
+  }
+  snprintf(folder, sizeof folder, "%s", path);
+  char *slash = strrchr(folder, '/');
+  if (!slash) snprintf(folder, sizeof folder, ".");
+  else if (slash == folder) folder[1] = '\0';
+  else *slash = '\0';
+  struct statvfs fs;
+  if (statvfs(folder, &fs) != 0) return true; /* the probe of the path says what is wrong with it */
+  const uint64_t free_bytes = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+  if (bytes > free_bytes) {
+    hl_format_bytes(free_bytes, have, sizeof have);
+    snprintf(err, len, "--export-batches: %s would take %s, and its file system has %s free", path, need, have);
+    return false;
+  }
+  return true;
+}
+
 bool data_export_batches(const train_data *d, const train_opts *o, const char *path, char *err, size_t len) {
   hl_atomic_file a;
   if (!hl_atomic_open(&a, path)) {
@@ -402,8 +435,8 @@ bool data_export_batches(const train_data *d, const train_opts *o, const char *p
   hl_crc_put_u32(&w, (uint32_t)d->eval_rows);
   token_batch b = token_batch_new(d->batch, d->T);
   const size_t n = (size_t)(d->batch * d->T);
-  for (int64_t step = 1; step <= o->export_steps; step++)
-    for (int m = 0; m < o->accum; m++) {
+  for (int64_t step = 1; step <= o->export_steps && w.ok; step++) /* the first failed write ends it */
+    for (int m = 0; m < o->accum && w.ok; m++) {
       data_train_tokens(d, step, m, &b);
       hl_crc_put(&w, b.idx, n * 4);
       hl_crc_put(&w, b.tgt, n * 4);
@@ -411,8 +444,8 @@ bool data_export_batches(const train_data *d, const train_opts *o, const char *p
     }
   token_batch_free(&b);
   token_batch e = token_batch_new(1, d->T);
-  for (int part = 0; part < 3; part++)
-    for (int64_t r = 0; r < d->eval_rows; r++) {
+  for (int part = 0; part < 3 && w.ok; part++)
+    for (int64_t r = 0; r < d->eval_rows && w.ok; r++) {
       data_eval_tokens(d, r, &e);
       if (part == 0) hl_crc_put(&w, e.idx, (size_t)d->T * 4);
       else if (part == 1) hl_crc_put(&w, e.tgt, (size_t)d->T * 4);

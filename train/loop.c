@@ -1,7 +1,7 @@
 /* loop.c — the training loop: the AMP recipes (typical loop, unscale +
  * clip, gradient accumulation, gradient penalty) driven by the mode, with
  * evaluation, the per-step measurements, checkpoints and a clean stop on
- * SIGINT / SIGTERM.
+ * SIGINT / SIGTERM / SIGHUP / SIGPIPE.
  *
  * One step:
  *   for each micro-batch: forward + loss under the mode's autocast
@@ -52,6 +52,7 @@
 #include "cli/stats.h"
 #include "cli/timer.h"
 #include "core/base/profiler_ranges.h"
+#include "cli/output_guard.h"
 #include "train/train.h"
 
 /* Consecutive skipped steps after which a scaled run is declared diverged
@@ -74,23 +75,40 @@ const char *run_status_name(run_status s) {
 
 static volatile sig_atomic_t stop_signal;
 
+/* The signals that stop a run at the next step boundary, its files
+ * finished as an interrupted run's: Ctrl-C, kill, a closed terminal or ssh
+ * session (SIGHUP), a reader of stdout that went away (SIGPIPE). */
+static const int stopping_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+enum { STOPPING_SIGNALS = sizeof stopping_signals / sizeof stopping_signals[0] };
+
 static void on_signal(int sig) {
-  stop_signal = sig;
-  /* a second Ctrl-C ends the process at once */
-  struct sigaction dfl;
+  if (!stop_signal) stop_signal = sig;
+  hl_out_lock_wait_stop(sig); /* a wait for train_summary.csv ends too: the run finishes as interrupted */
+  /* a second Ctrl-C, kill or hangup ends the process at once; a closed stdout's later writes just fail (EPIPE),
+   * and the exit check reports them */
+  struct sigaction dfl, ign;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
-  sigaction(SIGINT, &dfl, NULL);
-  sigaction(SIGTERM, &dfl, NULL);
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  for (int i = 0; i < STOPPING_SIGNALS; i++)
+    if (stopping_signals[i] != SIGPIPE) sigaction(stopping_signals[i], &dfl, NULL);
+  sigaction(SIGPIPE, &ign, NULL);
 }
+
+int loop_stop_signal(void) { return stop_signal; }
 
 void loop_install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  for (int i = 0; i < STOPPING_SIGNALS; i++) {
+    struct sigaction old; /* an ignored hangup or pipe (nohup, a parent's choice) stays ignored */
+    const int sig = stopping_signals[i];
+    if ((sig == SIGHUP || sig == SIGPIPE) && sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    sigaction(sig, &sa, NULL);
+  }
 }
 
 /* ------------------------------------------------------------- batches -- */

@@ -28,6 +28,7 @@
 #include "cli/csv.h"
 #include "cli/output_guard.h"
 #include "cli/path_set.h"
+#include "cli/std_streams.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler_ranges.h"
@@ -397,6 +398,8 @@ int main(int argc, char **argv) {
   char notice[1024];
   const hl_device_kind dev = pick_device(&o, notice, sizeof notice);
   require_memory(&o, p.d, dev);
+  if (writer && o.export_batches && !data_export_fits(p.d, &o, o.export_batches, err, sizeof err))
+    hl_usage_error("%s", err);
   /* every output path proven writable before any work; nothing made yet */
   char outbuf[4096];
   const char *outdir = writer && o.steps > 0 ? hl_cli_outdir_check(o.out, dev, outbuf, sizeof outbuf) : NULL;
@@ -432,5 +435,6 @@ int main(int argc, char **argv) {
     hl_dist_finalize();
     return 0;
   }
-  return train_and_finish(&o, &p, dev, outdir, writer, &start, run_lock);
+  /* a signalled run keeps its status (128 + signal) when stdout failed too */
+  return hl_stdout_finish(train_and_finish(&o, &p, dev, outdir, writer, &start, run_lock));
 }

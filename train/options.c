@@ -115,8 +115,9 @@ static const char usage[] =
     "\n"
     "Files (in --out): train_NAME_MODE_steps.csv (per step, written line by line), train_NAME_MODE_hist.csv,\n"
     "train_NAME_MODE_summary.csv, the run's row in train_summary.csv; with --profile train_NAME_MODE_profile.csv.\n"
-    "Exit status: 0 done, 1 failed run (e.g. a non-finite loss in fp32), 2 bad input, 130/143 stopped by\n"
-    "SIGINT/SIGTERM (the CSVs hold complete lines and the summary is written).\n";
+    "Exit status: 0 done, 1 failed run (e.g. a non-finite loss in fp32) or stdout not written, 2 bad input,\n"
+    "128+N stopped by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 141 SIGPIPE (the CSVs hold complete lines\n"
+    "and the summary is written).\n";
 
 /* ------------------------------------------------------------ names -- */
 

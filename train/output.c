@@ -67,6 +67,7 @@ struct train_output {
   file_state at[RUN_FILES]; /* this run's files (AT_NONE: none written) */
   bool staged_summary;      /* train_summary.csv.inprogress is this run's */
   bool done;                /* its files have their names for good */
+  bool wait_stopped;        /* a signal ended the wait for train_summary.csv's lock */
   run_result kept;          /* the run so far, for the summary of a failure */
   char why[1024];           /* the failure this output itself met */
 };
@@ -719,7 +720,10 @@ static bool end_completed(train_output *w, const run_result *r, char *err, size_
    * read-modify-write of train_summary.csv, from its staging to its rename,
    * is theirs one at a time */
   hl_out_lock *summary_lock = hl_out_lock_wait(w->dir, "train_summary.csv", err, len);
-  if (!summary_lock) return false;
+  if (!summary_lock) {
+    w->wait_stopped = errno == EINTR;
+    return false;
+  }
   const bool ok = stage_train_summary(w, hl_row_line(&row), err, len) && write_tables(w, r, AT_INPROGRESS, err, len) &&
                   rename_into_place(w, w->at[FILE_PROFILE] == AT_INPROGRESS, err, len);
   hl_out_lock_release(summary_lock);
@@ -759,7 +763,7 @@ static file_state state_of(run_status s) {
 
 const char *output_suffix(run_status s) { return state_suffix[state_of(s)]; }
 
-void output_finish(train_output *w, const run_result *r) {
+void output_finish(train_output *w, run_result *r) {
   if (!w) return; /* a data-parallel rank but 0: it writes nothing */
   char err[9400];
   w->kept = *r;
@@ -769,7 +773,13 @@ void output_finish(train_output *w, const run_result *r) {
   }
   w->log = NULL;
   const file_state at = state_of(r->status);
-  const bool ok = at == AT_FINAL ? end_completed(w, r, err, sizeof err) : end_unfinished(w, r, at, err, sizeof err);
+  bool ok = at == AT_FINAL ? end_completed(w, r, err, sizeof err) : end_unfinished(w, r, at, err, sizeof err);
+  if (!ok && w->wait_stopped) { /* a signal while waiting for train_summary.csv: the run ends as a stopped one */
+    r->status = RUN_INTERRUPTED;
+    r->signal = loop_stop_signal();
+    w->kept = *r;
+    ok = end_unfinished(w, r, AT_INTERRUPTED, err, sizeof err);
+  }
   if (!ok) io_failure(w, err);
   w->done = true;
   unfinished = NULL;

@@ -198,8 +198,14 @@ void sort_sequence(uint64_t seed, uint64_t stream, int n, int digits, bool held_
                    int32_t *tgt, uint8_t *scored);
 bool sort_problem_held_out(const int32_t *x, int n);
 
+/* The batch file's size, in bytes (UINT64_MAX beyond that). */
+uint64_t data_export_bytes(const train_data *d, const train_opts *o);
+/* Whether it fits: at most DATA_EXPORT_MAX_BYTES, and no more than the free
+ * space of the file system that would hold `path`; false with a message. */
+#define DATA_EXPORT_MAX_BYTES (16ull << 30)
+bool data_export_fits(const train_data *d, const train_opts *o, const char *path, char *err, size_t len);
 /* The batch file for peers (docs/train.md): false with a message on an I/O
- * error. */
+ * error, at the first write that fails (the partial file removed). */
 bool data_export_batches(const train_data *d, const train_opts *o, const char *path, char *err, size_t len);
 
 /* --------------------------------------------------------------- setup -- */
@@ -354,9 +360,15 @@ double run_cast_cache_hit_rate(const run_result *r);
 /* The last step completed: first_step + steps_run - 1 (0 when none). */
 int64_t run_steps_done(const run_result *r);
 
-/* Installs the SIGINT / SIGTERM handlers: the loop stops at the next step
- * boundary, and a second signal ends the process at once. */
+/* Installs the SIGINT / SIGTERM / SIGHUP / SIGPIPE handlers (an ignored
+ * SIGHUP or SIGPIPE stays ignored): the loop stops at the next step
+ * boundary, a wait for train_summary.csv's lock ends, and the run's files
+ * are finished as an interrupted run's (exit status 128 + the signal); a
+ * second signal ends the process at once (after SIGPIPE, later writes to
+ * stdout fail instead, reported at exit). */
 void loop_install_signals(void);
+/* The first of those signals that came (0: none). */
+int loop_stop_signal(void);
 
 struct train_output;
 /* resumed: the checkpoint's totals (its steps, first_step - 1, of them);
@@ -402,8 +414,10 @@ void output_keep(train_output *w, const run_result *r);
 /* Ends the run's files by its status (docs/train.md, "What a run leaves
  * behind"): completed or diverged, the final names and the row in
  * train_summary.csv (under its lock); stopped or interrupted, the
- * .interrupted suffix; failed, .failed. Frees w; exits 1 on an I/O error. */
-void output_finish(train_output *w, const run_result *r);
+ * .interrupted suffix; failed, .failed. A signal that ends the wait for
+ * train_summary.csv's lock makes a completed run an interrupted one (r's
+ * status and signal changed). Frees w; exits 1 on an I/O error. */
+void output_finish(train_output *w, run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);
 

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,6 +64,42 @@ static int stream_close(void *cookie) {
   return r;
 }
 
+/* The PATH.tmp files being written, so that a process that ends before
+ * their commit (a fatal error's exit, a signal) removes them: a copy of each
+ * name, a slot per file, claimed and freed atomically. */
+enum { UNFINISHED_MAX = 32 };
+static char unfinished_[UNFINISHED_MAX][4104];
+static atomic_bool unfinished_used_[UNFINISHED_MAX];
+static pid_t unfinished_owner_; /* a forked child's copies are its parent's files */
+
+void hl_atomic_remove_unfinished(void) {
+  if (getpid() != unfinished_owner_) return;
+  for (int i = 0; i < UNFINISHED_MAX; i++)
+    if (atomic_exchange(&unfinished_used_[i], false)) unlink(unfinished_[i]);
+}
+
+static int remember(const char *tmp) {
+  static bool at_exit;
+  if (unfinished_owner_ != getpid()) { /* this process's first, or a forked child's */
+    for (int i = 0; i < UNFINISHED_MAX; i++) atomic_store(&unfinished_used_[i], false);
+    unfinished_owner_ = getpid();
+  }
+  if (!at_exit) at_exit = atexit(hl_atomic_remove_unfinished) == 0;
+  for (int i = 0; i < UNFINISHED_MAX; i++)
+    if (!atomic_load(&unfinished_used_[i])) {
+      snprintf(unfinished_[i], sizeof unfinished_[i], "%s", tmp);
+      atomic_store(&unfinished_used_[i], true);
+      return i;
+    }
+  return -1; /* more at once than anyone writes: that one is not removed at exit */
+}
+
+static void forget(hl_atomic_file *a) {
+  const int i = a->unfinished_slot;
+  if (i >= 0 && i < UNFINISHED_MAX && !strcmp(unfinished_[i], a->tmp)) atomic_store(&unfinished_used_[i], false);
+  a->unfinished_slot = -1;
+}
+
 bool hl_atomic_open(hl_atomic_file *a, const char *path) {
   snprintf(a->path, sizeof a->path, "%s", path);
   snprintf(a->tmp, sizeof a->tmp, "%s.tmp", a->path);
@@ -70,9 +108,13 @@ bool hl_atomic_open(hl_atomic_file *a, const char *path) {
   a->failed_file = NULL;
   a->first_errno = 0;
   a->f = NULL;
+  a->unfinished_slot = remember(a->tmp); /* before the file exists: no moment when it is there unknown */
   a->fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (a->fd < 0) {
+    const int e = errno;
+    forget(a);
     a->call = "open", a->failed_file = a->tmp;
+    errno = e;
     return false;
   }
   a->f = fopencookie(a, "wb", (cookie_io_functions_t){.write = stream_write, .close = stream_close});
@@ -80,6 +122,7 @@ bool hl_atomic_open(hl_atomic_file *a, const char *path) {
     const int e = errno;
     close(a->fd);
     unlink(a->tmp);
+    forget(a);
     a->call = "open", a->failed_file = a->tmp;
     errno = e;
     return false;
@@ -98,9 +141,11 @@ bool hl_atomic_commit(hl_atomic_file *a) {
   else if (rename(a->tmp, a->path) != 0) a->call = "rename", a->failed_file = a->path, e = errno;
   if (a->call) {
     unlink(a->tmp);
+    forget(a);
     errno = e;
     return false;
   }
+  forget(a); /* renamed: PATH.tmp is no more */
   if (!hl_sync_folder_of(a->path)) {
     a->call = "fsync", a->failed_file = a->folder;
     return false;
@@ -112,6 +157,7 @@ void hl_atomic_discard(hl_atomic_file *a) {
   if (a->f) fclose(a->f);
   a->f = NULL;
   unlink(a->tmp);
+  forget(a);
 }
 
 const char *hl_atomic_describe(const hl_atomic_file *a, int err, char *buf, size_t len) {

@@ -30,7 +30,14 @@ typedef struct {
    * "rename"), the file it was on (tmp, path or folder); errno says why */
   const char *call;
   const char *failed_file;
+  int unfinished_slot; /* its entry among the files removed at exit, -1: none */
 } hl_atomic_file;
+
+/* Removes every PATH.tmp this process opened and has not committed or
+ * discarded yet. Runs at exit (registered by the first hl_atomic_open), so
+ * a process that stops on a fatal error leaves no .tmp behind; a signal
+ * handler that ends the process calls it too. Async-signal-safe. */
+void hl_atomic_remove_unfinished(void);
 
 /* Creates PATH.tmp. false (errno set, call "open") when it cannot; PATH is
  * untouched. */

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,12 @@
 static hl_blas_api api_;
 static hl_blas_info info_;
 static pthread_once_t once_ = PTHREAD_ONCE_INIT;
+/* A load that fails is reported after pthread_once returns, never inside it:
+ * the exit handlers that the fatal runs may ask hl_blas_info_get() again, and
+ * a pthread_once entered from inside itself waits for ever. */
+static char load_error_[1024];
+static atomic_int load_state_; /* LOAD_* */
+enum { LOAD_NOT_STARTED, LOAD_UNDER_WAY, LOAD_DONE };
 
 const char *hl_blas_pick_kernels(const hl_cpu_features *f) {
   if (hl_cpu_has_avx512(f)) return f->avx512_bf16 ? "Cooperlake" : "SkylakeX";
@@ -47,7 +54,8 @@ const char *hl_blas_kernels_isa(const char *kernels) {
 
 static void *need(void *lib, const char *symbol) {
   void *p = dlsym(lib, symbol);
-  if (!p) hl_fatal("the BLAS %s has no %s: %s", info_.library, symbol, dlerror());
+  if (!p && !load_error_[0])
+    snprintf(load_error_, sizeof load_error_, "the BLAS %s has no %s: %s", info_.library, symbol, dlerror());
   return p;
 }
 
@@ -80,6 +88,7 @@ static void describe_kernels(void *lib, const hl_cpu_features *f, const char *as
 }
 
 static void load(void) {
+  atomic_store(&load_state_, LOAD_UNDER_WAY);
   const hl_cpu_features *f = hl_cpu_features_get();
   const char *path = getenv("HALFLAB_BLAS_LIBRARY");
   if (!path || !*path) path = HL_BLAS_LIBRARY;
@@ -105,15 +114,26 @@ static void load(void) {
   }
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (set_here) unsetenv("OPENBLAS_CORETYPE"); /* leave the user's environment as it was */
-  if (!lib) hl_fatal("cannot load the BLAS %s: %s", path, dlerror());
-  api_.sgemm = (__typeof__(api_.sgemm))need(lib, "cblas_sgemm");
-  api_.dgemm = (__typeof__(api_.dgemm))need(lib, "cblas_dgemm");
-  describe_kernels(lib, f, asked);
-  info_.opened = true;
+  if (!lib) snprintf(load_error_, sizeof load_error_, "cannot load the BLAS %s: %s", path, dlerror());
+  if (lib) api_.sgemm = (__typeof__(api_.sgemm))need(lib, "cblas_sgemm");
+  if (lib) api_.dgemm = (__typeof__(api_.dgemm))need(lib, "cblas_dgemm");
+  if (!load_error_[0]) {
+    describe_kernels(lib, f, asked);
+    info_.opened = true;
+  } else {
+    snprintf(info_.version, sizeof info_.version, "not opened (the load failed)");
+  }
+  atomic_store(&load_state_, LOAD_DONE);
+}
+
+/* The BLAS opened, or the load's failure: file:line and the loader's message, exit 1. */
+static void open_once(void) {
+  pthread_once(&once_, load);
+  if (load_error_[0]) hl_fatal("%s", load_error_);
 }
 
 const hl_blas_api *hl_blas(void) {
-  pthread_once(&once_, load);
+  open_once();
   return &api_;
 }
 
@@ -123,6 +143,9 @@ const hl_blas_info *hl_blas_info_get(void) {
   static const hl_blas_info not_opened = {.version = "not opened: this build (-Dnumerics-only=true) runs no GEMM"};
   return &not_opened;
 #endif
-  pthread_once(&once_, load);
+  /* an exit handler after a fatal (the run's summary) describes what is there, loading nothing */
+  static const hl_blas_info not_loaded = {.version = "not opened: the program ended first"};
+  if (hl_fatal_in_progress()) return atomic_load(&load_state_) == LOAD_DONE ? &info_ : &not_loaded;
+  open_once();
   return &info_;
 }
