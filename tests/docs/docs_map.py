@@ -6,7 +6,9 @@ Checks, on the tree given (default: this checkout):
   - no README line outside a code block is longer than 120 characters;
   - the quick start's code block holds exactly two commands;
   - every relative link in README.md and docs/*.md (inline `](path)` and
-    reference `[name]: path`) names a file or folder that exists.
+    reference `[name]: path`) names a file or folder that exists;
+  - every test docs/files.md names as the proof of a promise (its tables'
+    last column) is a test some tests/**/meson.build declares.
 One line per violation (file:line and what is wrong), exit 1 when any, 0 when none.
 """
 import os
@@ -67,6 +69,34 @@ def check(root):
                 resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part))
                 if not os.path.exists(resolved):
                     problems.append(f"{os.path.relpath(path, root)}:{number}: the link {target} names nothing")
+    problems += promised_tests_exist(root)
+    return problems
+
+
+def declared_tests(root):
+    names = set()
+    for folder, _, files in os.walk(os.path.join(root, "tests")):
+        if "meson.build" in files:
+            text = open(os.path.join(folder, "meson.build"), encoding="utf-8").read()
+            # test('NAME', ...), or NAME in a list of [name, source, timeout] the file loops over
+            names.update(re.findall(r"'([a-z][a-z0-9-]*[a-z0-9])'", text))
+            names.update(n + "*" for n in re.findall(r"'([a-z0-9-]+-)'\s*\+", text))
+    return names
+
+
+def promised_tests_exist(root):
+    """A promise is only as good as its test: a name there that no meson.build declares is a problem."""
+    path = os.path.join(root, "docs", "files.md")
+    if not os.path.exists(path):
+        return []
+    declared, problems = declared_tests(root), []
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        last = line.rstrip().rstrip("|").rsplit("|", 1)[-1]
+        for name in re.findall(r"`([a-z][a-z0-9*-]+)`", last):
+            if name not in declared:
+                problems.append(f"docs/files.md:{number}: the test {name} is declared in no tests/**/meson.build")
     return problems
 
 
