@@ -169,6 +169,10 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   return true;
 }
 
+bool output_resume_log(const char *src, const char *dst, long long step, char *err, size_t len) {
+  return cut_log(src, dst, step, err, len);
+}
+
 /* The log a resumed run continues: the newest (by mtime) of this NAME_MODE's
  * in-progress, final, interrupted and failed logs; AT_NONE when none. */
 static file_state newest_log(const train_output *w) {

@@ -381,6 +381,11 @@ void output_keep(train_output *w, const run_result *r);
 void output_finish(train_output *w, const run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);
+/* What output_open does to a resumed run's log: the rows of the log `src`
+ * up to `step`, after its metadata and header, written whole as `dst`; false
+ * with the failure in err when the log cannot be read or is not this
+ * program's (tests/fuzz/fuzz_steplog.c reads logs through it). */
+bool output_resume_log(const char *src, const char *dst, long long step, char *err, size_t len);
 
 /* DIR/train_summary.csv.inprogress (summary_table.c): the rows of
  * DIR/train_summary.csv but the run (name, mode)'s, then `row`, the run's;
