@@ -99,9 +99,10 @@ static void keep_other_runs(const char *path, const char *name, const char *mode
       continue;
     }
     char *cells[HL_SCHEMA_MAX_COLUMNS * 2];
-    if (split_cells(line, cells, HL_SCHEMA_MAX_COLUMNS * 2) != n_old) {
+    const int n_cells = split_cells(line, cells, HL_SCHEMA_MAX_COLUMNS * 2);
+    if (n_cells != n_old) {
       fprintf(stderr, "%s: %s: a row of %s,%s without its header's %d cells is dropped\n", TRAIN_PROG, path, cells[0],
-              n_old > 1 ? cells[1] : "", n_old);
+              n_cells > 1 ? cells[1] : "", n_old);
       continue;
     }
     if (!strcmp(cells[from[name_at]], name) && !strcmp(cells[from[mode_at]], mode)) continue;
