@@ -1,8 +1,8 @@
 /* fuzz_common.h — what the fuzz targets (tests/fuzz/fuzz_*.c) share: the
  * input as a file the readers open by path, a scratch folder, and the small
  * model and training state whose weight files and checkpoints the targets
- * read (fuzz_seeds.c writes the seed corpus from the same ones, so that a
- * seed matches what the target reads it into). */
+ * read (fuzz_start_corpus.c writes the starting corpus from the same ones, so that
+ * an input matches what the target reads it into). */
 #ifndef HL_FUZZ_COMMON_H
 #define HL_FUZZ_COMMON_H
 

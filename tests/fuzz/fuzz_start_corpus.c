@@ -1,4 +1,4 @@
-/* fuzz_seeds.c — fuzz_seeds DIR: writes the seed corpus of every fuzz
+/* fuzz_start_corpus.c — fuzz_start_corpus DIR: writes the starting corpus of every fuzz
  * target, DIR/TARGET/NAME, with the writers halflab uses (a checkpoint of
  * the targets' training state with halflab-train's fields, weight files of
  * their MLPs, generated text, a train_summary.csv of two runs, a per-step
@@ -18,21 +18,21 @@
 static const char *out_dir;
 
 static void fail(const char *what, const char *why) {
-  fprintf(stderr, "fuzz_seeds: %s: %s\n", what, why);
+  fprintf(stderr, "fuzz_start_corpus: %s: %s\n", what, why);
   exit(1);
 }
 
 /* DIR/target (made) / name, in buf */
-static const char *seed_path(const char *target, const char *name, char *buf, size_t len) {
+static const char *corpus_path(const char *target, const char *name, char *buf, size_t len) {
   snprintf(buf, len, "%s/%s", out_dir, target);
   if (mkdir(buf, 0777) != 0 && errno != EEXIST) fail(buf, strerror(errno));
   snprintf(buf, len, "%s/%s/%s", out_dir, target, name);
   return buf;
 }
 
-static void seed_bytes(const char *target, const char *name, const void *data, size_t size) {
+static void corpus_file(const char *target, const char *name, const void *data, size_t size) {
   char path[4200];
-  seed_path(target, name, path, sizeof path);
+  corpus_path(target, name, path, sizeof path);
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0) fail(path, strerror(errno));
 }
@@ -40,7 +40,7 @@ static void seed_bytes(const char *target, const char *name, const void *data, s
 static void checkpoints(void) {
   hl_train_state st = *fuzz_train_state();
   char path[4200];
-  if (!hl_checkpoint_save(seed_path("checkpoint", "bare", path, sizeof path), &st)) fail(path, hl_error());
+  if (!hl_checkpoint_save(corpus_path("checkpoint", "bare", path, sizeof path), &st)) fail(path, hl_error());
   /* halflab-train's fields, after 3 steps */
   const char *definition = "model mlp\npreset tiny\ntask classify\nmode fp32\nlr 0.05\nsteps 10\nseed 7\nname tiny\n";
   double step_ms[3] = {1.5, 1.25, 0x1.8p-3};
@@ -53,22 +53,22 @@ static void checkpoints(void) {
                                          {RESUME_FIELD_TOTALS, totals, strlen(totals)},
                                          {RESUME_FIELD_HIST, hist, strlen(hist)}};
   st.step = 3, st.rng_offset = 3, st.fields = fields, st.n_fields = 3;
-  if (!hl_checkpoint_save(seed_path("checkpoint", "train", path, sizeof path), &st)) fail(path, hl_error());
+  if (!hl_checkpoint_save(corpus_path("checkpoint", "train", path, sizeof path), &st)) fail(path, hl_error());
   free(totals);
 }
 
 static void weights(void) {
   char path[4200];
-  if (!hl_params_save(&fuzz_mlp(HL_WEIGHTS_FP32)->params, seed_path("weights", "fp32", path, sizeof path)) ||
-      !hl_params_save(&fuzz_mlp(HL_WEIGHTS_FP16)->params, seed_path("weights", "fp16", path, sizeof path)))
+  if (!hl_params_save(&fuzz_mlp(HL_WEIGHTS_FP32)->params, corpus_path("weights", "fp32", path, sizeof path)) ||
+      !hl_params_save(&fuzz_mlp(HL_WEIGHTS_FP16)->params, corpus_path("weights", "fp16", path, sizeof path)))
     fail(path, hl_error());
 }
 
 static void text(void) {
   uint8_t bytes[700];
   text_generate(1, bytes, sizeof bytes);
-  seed_bytes("text", "generated", bytes, sizeof bytes);
-  seed_bytes("text", "shortest", bytes, 18); /* 2 x (seq 8 + 1) */
+  corpus_file("text", "generated", bytes, sizeof bytes);
+  corpus_file("text", "shortest", bytes, 18); /* 2 x (seq 8 + 1) */
 }
 
 static void row_of(const hl_schema *s, const char *first, long long number, char *row, size_t len) {
@@ -95,7 +95,7 @@ static void summary(void) {
   if (!f || n == 0 || n == sizeof bytes) fail(table, "cannot be read back");
   fclose(f);
   remove(table);
-  seed_bytes("summary", "two-runs", bytes, n);
+  corpus_file("summary", "two-runs", bytes, n);
 }
 
 static void steplog(void) {
@@ -111,12 +111,12 @@ static void steplog(void) {
     }
     text[at++] = '\n';
   }
-  seed_bytes("steplog", "five-steps", text, at);
+  corpus_file("steplog", "five-steps", text, at);
 }
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: fuzz_seeds DIR\n");
+    fprintf(stderr, "usage: fuzz_start_corpus DIR\n");
     return 2;
   }
   out_dir = argv[1];
