@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/csv.h"
 #include "cli/schema.h"
 #include "core/training/fault.h"
 #include "core/models/nn.h"
@@ -372,6 +373,9 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
  * size), for a checkpoint; and those rows given back to a resumed run. */
 char *output_hist_rows(const train_output *w, size_t *len);
 void output_hist_restore(train_output *w, const char *rows, size_t len);
+/* output_hist_restore's reading of those rows into out, each completed
+ * with `mode` where it lacks that cell; false at a row of another width. */
+bool output_hist_rows_parse(const char *mode, const char *rows, size_t len, hl_csv_rows *out);
 /* The run so far (after each step): what a failure's summary reports. */
 void output_keep(train_output *w, const run_result *r);
 /* Ends the run's files by its status (docs/train.md, "What a run leaves

@@ -47,7 +47,15 @@ static void checkpoints(void) {
   run_totals t = {.steps = 3, .final_loss = 0.75, .eval_loss = 0.5, .eval_acc = 0.25, .eval_step = 2,
                   .step_time_ms = step_ms};
   char *totals = run_totals_format(&t);
-  const char *hist = "fp32,2,unscaled,1,-3,4,12,\n";
+  /* a histogram row of this halflab (with its mode) and one of an older (without) */
+  char hist[1024];
+  size_t at = 0;
+  for (int row = 0; row < 2; row++) {
+    for (int i = row; i < train_hist_schema.n_columns; i++)
+      at += (size_t)snprintf(hist + at, sizeof hist - at, "%s%s", i > row ? "," : "", i == 0 ? "fp32" : "2");
+    hist[at++] = '\n';
+  }
+  hist[at] = '\0';
   if (!totals) fail("run_totals_format", "out of memory");
   const hl_checkpoint_field fields[3] = {{RESUME_FIELD_DEFINITION, definition, strlen(definition)},
                                          {RESUME_FIELD_TOTALS, totals, strlen(totals)},
