@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/setup.sh [--peers | --numerics-only] — make this machine ready to
+# scripts/setup.sh [--peers | --numerics-only] [--fuzz] — make this machine ready to
 # build and test halflab, then configure build/ (release). Idempotent: what is
 # installed stays, a configured build/ is left as it is, so a second run
 # changes nothing.
@@ -21,6 +21,9 @@
 #              and takes a few minutes; later runs find it and change nothing.
 #              Without access to the package index it says what failed and
 #              exits 1, leaving the rest of the set-up in place.
+#   --fuzz:    also clang, its libFuzzer and sanitizer runtimes and its
+#              OpenMP, for the fuzz targets (scripts/fuzz.sh, which
+#              configures its own build-fuzz/).
 #
 # The CUDA backend is built when nvcc is on PATH (the CUDA toolkit does not
 # come from Debian; see docs/build.md). Without it halflab builds for the CPU only.
@@ -39,11 +42,13 @@ cd "$(dirname "$0")/.."
 
 peers=0
 numerics_only=0
+fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
     --numerics-only) numerics_only=1 ;;
-    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --fuzz) fuzz=1 ;;
+    -h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,11 +57,16 @@ if [ $peers = 1 ] && [ $numerics_only = 1 ]; then
   echo "setup.sh: --peers and --numerics-only exclude each other (the peer needs the full build)" >&2
   exit 2
 fi
+if [ $fuzz = 1 ] && [ $numerics_only = 1 ]; then
+  echo "setup.sh: --fuzz and --numerics-only exclude each other (the fuzz targets need the full build's packages)" >&2
+  exit 2
+fi
 
 packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox poppler-utils libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
           libopenmpi-dev openmpi-bin)
 [ $numerics_only = 1 ] && packages=(gcc libc6-dev meson ninja-build gnuplot-nox poppler-utils)
 [ $peers = 1 ] && packages+=(python3 python3-venv)
+[ $fuzz = 1 ] && packages+=(clang libclang-rt-dev libomp-dev)
 # NCCL for GPU ranks: the toolkit's or the system's, an installed wheel, else the wheel to install (below)
 nccl_wheel=0
 if [ $numerics_only = 0 ] && command -v nvcc >/dev/null 2>&1; then

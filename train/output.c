@@ -186,6 +186,12 @@ static bool cut_log(const char *src, const char *dst, long long step, char *err,
   return true;
 }
 
+/* The resumed log's reader alone (its fuzz target calls it): src's rows up
+ * to `step` copied into dst, as a resume does. */
+bool output_copy_resumed_log(const char *src, const char *dst, long long step, char *err, size_t len) {
+  return cut_log(src, dst, step, err, len);
+}
+
 /* The run_id of a file's "# run_id: " metadata line (one of the lines
  * before its header); "" when it has none or cannot be read. */
 static void file_run_id(const char *path, char id[RUN_ID_LEN + 1]) {
@@ -427,8 +433,7 @@ char *output_hist_rows(const train_output *w, size_t *len) {
  * a checkpoint of an older halflab, the rows without their first cell (the
  * mode), which this run's mode completes. A row of any other width is
  * refused (exit 1): the histograms would not be the run's. */
-void output_hist_restore(train_output *w, const char *rows, size_t len) {
-  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
+bool output_hist_rows_parse(const char *mode, const char *rows, size_t len, hl_csv_rows *out) {
   const char *p = rows, *end = rows + len;
   const int columns = train_hist_schema.n_columns;
   while (p < end) {
@@ -436,11 +441,18 @@ void output_hist_restore(train_output *w, const char *rows, size_t len) {
     if (!eol) eol = end;
     int cells = 1;
     for (const char *c = p; c < eol; c++) cells += *c == ',';
-    if (cells == columns) hl_csv_rows_add(&w->hist, "%.*s", (int)(eol - p), p);
-    else if (cells == columns - 1) hl_csv_rows_add(&w->hist, "%s,%.*s", w->o->mode->name, (int)(eol - p), p);
-    else io_failure(w, "--resume: the checkpoint's histogram rows do not have the histogram file's columns");
+    if (cells == columns) hl_csv_rows_add(out, "%.*s", (int)(eol - p), p);
+    else if (cells == columns - 1) hl_csv_rows_add(out, "%s,%.*s", mode, (int)(eol - p), p);
+    else return false;
     p = eol + 1;
   }
+  return true;
+}
+
+void output_hist_restore(train_output *w, const char *rows, size_t len) {
+  if (!w) return; /* a data-parallel rank but 0: it writes nothing */
+  if (!output_hist_rows_parse(w->o->mode->name, rows, len, &w->hist))
+    io_failure(w, "--resume: the checkpoint's histogram rows do not have the histogram file's columns");
 }
 
 /* ------------------------------------------------- the names it takes -- */

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/csv.h"
 #include "cli/schema.h"
 #include "core/training/fault.h"
 #include "core/models/nn.h"
@@ -409,6 +410,9 @@ void output_hist(train_output *w, int64_t step, const grad_hist *unscaled, const
  * size), for a checkpoint; and those rows given back to a resumed run. */
 char *output_hist_rows(const train_output *w, size_t *len);
 void output_hist_restore(train_output *w, const char *rows, size_t len);
+/* output_hist_restore's reading of those rows into out, each completed
+ * with `mode` where it lacks that cell; false at a row of another width. */
+bool output_hist_rows_parse(const char *mode, const char *rows, size_t len, hl_csv_rows *out);
 /* The run so far (after each step): what a failure's summary reports. */
 void output_keep(train_output *w, const run_result *r);
 /* Ends the run's files by its status (docs/train.md, "What a run leaves
@@ -420,6 +424,11 @@ void output_keep(train_output *w, const run_result *r);
 void output_finish(train_output *w, run_result *r);
 /* The suffix a run of that status leaves on its files ("" when final). */
 const char *output_suffix(run_status s);
+/* What output_open does to a resumed run's log: the rows of the log `src`
+ * up to `step`, after its metadata and header, written whole as `dst`; false
+ * with the failure in err when the log cannot be read or is not this
+ * program's (tests/fuzz/fuzz_steplog.c reads logs through it). */
+bool output_copy_resumed_log(const char *src, const char *dst, long long step, char *err, size_t len);
 
 /* DIR/train_summary.csv.inprogress (summary_table.c): the rows of
  * DIR/train_summary.csv but the run (name, mode)'s, then `row`, the run's;
