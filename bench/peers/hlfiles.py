@@ -134,6 +134,8 @@ class Batches:
 
     def __init__(self, path):
         data = _checked_bytes(path, b"HLBAT001")
+        if len(data) < 8 + 28 + 4:
+            raise FileFormatError("%s: %d bytes, shorter than the header" % (path, len(data)))
         (self.rows, self.T, self.vocab, self.model_vocab, self.micro_batches, self.accum,
          self.eval_rows) = struct.unpack_from("<7I", data, 8)
         n = self.rows * self.T
@@ -158,9 +160,13 @@ class Batches:
         self.eval_targets = np.frombuffer(data, "<i4", e, at).reshape(self.eval_rows, self.T).astype(np.int64)
         at += 4 * e
         self.eval_scored = np.frombuffer(data, "u1", e, at).reshape(self.eval_rows, self.T).astype(bool)
-        for what, a in (("inputs", self.eval_inputs), ("targets", self.eval_targets)):
+        # every token id indexes the model's embedding: one outside it is a damaged file, not a batch
+        checked = [("eval inputs", self.eval_inputs), ("eval targets", self.eval_targets)]
+        for i, (idx, tgt, _) in enumerate(self.train):
+            checked += [("micro-batch %d inputs" % (i + 1), idx), ("micro-batch %d targets" % (i + 1), tgt)]
+        for what, a in checked:
             if a.size and (a.min() < 0 or a.max() >= self.model_vocab):
-                raise FileFormatError("%s: eval %s outside the vocabulary %d" % (path, what, self.model_vocab))
+                raise FileFormatError("%s: %s outside the vocabulary %d" % (path, what, self.model_vocab))
 
     @property
     def steps(self):
