@@ -138,6 +138,37 @@ def default_threads():
         return os.cpu_count() or 1
 
 
+DECIMAL = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
+INTEGER = re.compile(r"-?\d+\Z")
+
+
+def strict_real(negative=False):
+    """A real option read as halflab's programs read one (cli/cli.h): a plain decimal, no blanks or
+    '+', a '-' only where the value may be negative, and nothing that rounds to 0 or to inf."""
+    def parse(text):
+        if not DECIMAL.match(text):
+            raise argparse.ArgumentTypeError("'%s' is not a number (a plain decimal such as 3e-4)" % text)
+        if text.startswith("-") and not negative:
+            raise argparse.ArgumentTypeError("'%s': no sign (the value cannot be negative)" % text)
+        v = float(text)
+        if math.isinf(v):
+            raise argparse.ArgumentTypeError("%s is beyond the double range" % text)
+        mantissa = re.split("[eE]", text)[0]
+        if v == 0 and any(c in "123456789" for c in mantissa):
+            raise argparse.ArgumentTypeError("%s is not 0 but rounds to 0 (underflow)" % text)
+        if v != 0 and abs(v) < sys.float_info.min:
+            raise argparse.ArgumentTypeError("%s is subnormal in double precision" % text)
+        return v
+    return parse
+
+
+def strict_int(text):
+    """An integer option: digits, a '-' sign at most (the ranges are checked in check_ranges)."""
+    if not INTEGER.match(text):
+        raise argparse.ArgumentTypeError("'%s' is not an integer" % text)
+    return int(text)
+
+
 def make_parser():
     """The command line's options (halflab-train's names), whose errors are one line and exit 2."""
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
@@ -146,31 +177,31 @@ def make_parser():
                                        "clipping, scaler, steps, warm-up, evaluation). See docs/peers.md.")
     p.add_argument("--init-weights", metavar="FILE", help="halflab-train --save-init's weight file (required)")
     p.add_argument("--batches", metavar="FILE", help="halflab-train --export-batches's file (required)")
-    p.add_argument("--heads", type=int, help="attention heads (required: the weight file has no head count)")
+    p.add_argument("--heads", type=strict_int, help="attention heads (required: the weight file has no head count)")
     p.add_argument("--mode", default="fp32", help="fp32 (default), amp-bf16, amp-fp16")
     p.add_argument("--device", default="auto", help="auto (default: cuda when torch sees a GPU), cpu, cuda")
     p.add_argument("--attention", default="exact",
                    help="exact (default: scores, explicit mask, fp32 softmax, for parity) or sdpa "
                         "(F.scaled_dot_product_attention, for timing)")
     p.add_argument("--optimizer", default="adamw", help="adamw (default) or sgd")
-    p.add_argument("--lr", type=float, default=None, help="default 3e-3 for adamw, 0.1 for sgd (the tiny preset's)")
-    p.add_argument("--momentum", type=float, default=0.0)
-    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--lr", type=strict_real(), default=None, help="default 3e-3 for adamw, 0.1 for sgd (the tiny preset's)")
+    p.add_argument("--momentum", type=strict_real(), default=0.0)
+    p.add_argument("--weight-decay", type=strict_real(), default=0.0)
     p.add_argument("--schedule", default="cosine", help="cosine (default): lr (1 + cos(pi (step-1)/steps)) / 2; constant")
-    p.add_argument("--clip-norm", type=float, default=0.0, help="clip the unscaled gradients' L2 norm")
-    p.add_argument("--init-scale", type=float, default=None,
+    p.add_argument("--clip-norm", type=strict_real(), default=0.0, help="clip the unscaled gradients' L2 norm")
+    p.add_argument("--init-scale", type=strict_real(), default=None,
                    help="GradScaler's initial scale (amp-fp16; default 65536)")
-    p.add_argument("--growth-interval", type=int, default=None,
+    p.add_argument("--growth-interval", type=strict_int, default=None,
                    help="clean steps before the scale doubles (amp-fp16; default 2000)")
     p.add_argument("--inject-nonfinite", metavar="STEPS", default="none",
                    help="as halflab-train: an inf into the first gradient at these steps, e.g. 3,7,10-12")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: every step in --batches)")
-    p.add_argument("--stop-after", type=int, default=None, metavar="K",
+    p.add_argument("--steps", type=strict_int, default=None, help="optimizer steps (default: every step in --batches)")
+    p.add_argument("--stop-after", type=strict_int, default=None, metavar="K",
                    help="as halflab-train: stop after step K of the --steps schedule (status 'stopped')")
-    p.add_argument("--warmup", type=int, default=5, help="first steps left out of the timing summary (default 5)")
-    p.add_argument("--eval-every", type=int, default=100, help="evaluate every N steps and after the last (default 100)")
-    p.add_argument("--stats-every", type=int, default=1, help="gradient census every N steps (0: never; default 1)")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: as halflab: "
+    p.add_argument("--warmup", type=strict_int, default=5, help="first steps left out of the timing summary (default 5)")
+    p.add_argument("--eval-every", type=strict_int, default=100, help="evaluate every N steps and after the last (default 100)")
+    p.add_argument("--stats-every", type=strict_int, default=1, help="gradient census every N steps (0: never; default 1)")
+    p.add_argument("--threads", type=strict_int, default=None, help="torch.set_num_threads (default: as halflab: "
                                                              "OMP_NUM_THREADS or the usable CPUs)")
     p.add_argument("--out", default=".", help="output folder (default: the current one)")
     p.add_argument("--name", default="tiny", help="run name in the file names (default tiny)")
@@ -195,7 +226,41 @@ def parse_args(argv):
         return a
     check_choices(a)
     check_ranges(a)
+    check_paths(a)
     return a
+
+
+def same_file_key(path):
+    """What tells two spellings of a path apart or not: the file's device and inode when it exists
+    (links of either kind), else its folder resolved plus its name."""
+    try:
+        st = os.stat(path)
+        return ("inode", st.st_dev, st.st_ino)
+    except OSError:
+        return ("path", os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path)))
+
+
+def check_paths(a):
+    """No empty path; no output (with its PATH.tmp) that is an input or another output, links
+    resolved, as halflab-train checks its own (cli/path_set.h): one line and exit 2, nothing written."""
+    for flag, path in (("--init-weights", a.init_weights), ("--batches", a.batches), ("--out", a.out),
+                       ("--dump-grads", a.dump_grads), ("--record", a.record)):
+        if path is not None and path == "":
+            usage_error("%s: empty path" % flag)
+    base = os.path.join(a.out, "peer_%s_%s" % (a.name, a.mode))
+    outputs = [("--dump-grads", a.dump_grads), ("--record", a.record),
+               ("--out's step log", base + "_steps.csv"), ("--out's summary", base + "_summary.csv")]
+    outputs += [(flag + "'s staging file", path + ".tmp") for flag, path in outputs if path]
+    inputs = [("--init-weights", a.init_weights), ("--batches", a.batches)]
+    seen = {}
+    for flag, path in inputs + [o for o in outputs if o[1]]:
+        key = same_file_key(path)
+        if key in seen:
+            other_flag, other_path = seen[key]
+            usage_error("%s %s is the same file as %s %s: give each its own path (an output may not replace %s)"
+                        % (flag, path, other_flag, other_path, "an input" if (other_flag, other_path) in inputs
+                           else "another output"))
+        seen[key] = (flag, path)
 
 
 def check_choices(a):
@@ -228,10 +293,10 @@ def check_choices(a):
 
 def check_ranges(a):
     """Every number in its range, --momentum with SGD only, a --name that fits a file name."""
-    for name, v, ok in (("--lr", a.lr, a.lr >= 0), ("--momentum", a.momentum, 0 <= a.momentum < 1),
+    for name, v, ok in (("--lr", a.lr, a.lr > 0), ("--momentum", a.momentum, 0 <= a.momentum < 1),
                         ("--weight-decay", a.weight_decay, a.weight_decay >= 0),
                         ("--clip-norm", a.clip_norm, a.clip_norm >= 0),
-                        ("--init-scale", a.init_scale, 0 < a.init_scale < 3.4e38),
+                        ("--init-scale", a.init_scale, 1.1754943508222875e-38 <= a.init_scale <= 3.4028234663852886e38),
                         ("--growth-interval", a.growth_interval, a.growth_interval >= 1),
                         ("--heads", a.heads, a.heads >= 1), ("--warmup", a.warmup, a.warmup >= 0),
                         ("--eval-every", a.eval_every, a.eval_every >= 1),
