@@ -23,12 +23,25 @@
 
 static const char *prog_ = "halflab";
 
+/* The numbers halflab reads from the environment, read as strictly as an
+ * option's: a bad one stops the program before any file is written, rather
+ * than being replaced by a default without a word (empty: not set). */
+static void check_environment_numbers(void) {
+  const char *wait = getenv("HALFLAB_LOCK_WAIT_SECONDS");
+  char why[256];
+  double seconds;
+  const hl_real_range wait_range = {.lo = 0, .hi = 1e6, .lo_open = true};
+  if (wait && *wait && !hl_read_real(wait, wait_range, &seconds, why, sizeof why))
+    hl_usage_error("HALFLAB_LOCK_WAIT_SECONDS: %s", why);
+}
+
 void hl_cli_init(const char *prog, int argc, char **argv) {
   hl_std_streams_guard(); /* before anything is opened: no file takes a closed stdout's number */
   hl_out_guard_install(); /* SIGINT, SIGTERM, SIGHUP, SIGPIPE: locks and half-written files removed, then the end */
   prog_ = prog;
   hl_fatal_set_program(prog);
   (void)hl_cpu_units_get(); /* a bad HALFLAB_CPU_UNITS stops here, before any file is written */
+  check_environment_numbers();
   hl_meta_init(argc, argv);
 }
 

@@ -130,6 +130,33 @@ static void test_examples(void **state) {
 
 /* A weight file with a NaN in it (its checksum intact): --init-weights is
  * refused naming the file, the tensor and the index, and nothing is written. */
+/* A number from the environment is read as an option is: a bad one is refused up front, by
+ * every program, rather than replaced by a default without a word */
+static void test_environment(void **state) {
+  (void)state;
+  static const char *const bad[][2] = {
+      {"abc", "'abc' is not a number"}, {" 5", "holds a blank"}, {"0", "out of range"},
+      {"-1", "no sign"}, {"1e-400", "underflow"}, {"2e6", "out of range"}, {"nan", "not a finite number"}};
+  static const char *const programs[][2] = {
+      {"halflab-numerics", "formats --out %s/o"}, {"halflab-bench", "gemm --list --out %s/o"},
+      {"halflab-train", "--list-params --out %s/o"}, {"amp-loop", "--steps 1"}};
+  char *dir = hl_tmpdir();
+  for (size_t p = 0; p < sizeof programs / sizeof programs[0]; p++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      char args[4096], words[256];
+      snprintf(args, sizeof args, programs[p][1], dir);
+      snprintf(words, sizeof words, "HALFLAB_LOCK_WAIT_SECONDS: ");
+      tried_++;
+      hl_expect_refused(dir, 2, words, "HALFLAB_LOCK_WAIT_SECONDS='%s' HALFLAB_RESULTS='%s/default' '%s' %s", bad[i][0],
+                        dir, hl_test_prog(programs[p][0]), args);
+      hl_expect_refused(dir, 2, bad[i][1], "HALFLAB_LOCK_WAIT_SECONDS='%s' HALFLAB_RESULTS='%s/default' '%s' %s",
+                        bad[i][0], dir, hl_test_prog(programs[p][0]), args);
+      held_++;
+    }
+  hl_rmtree(dir);
+  free(dir);
+}
+
 static void test_nonfinite_weights(void **state) {
   (void)state;
   char *dir = hl_tmpdir(), out[4096], weights[4096];
@@ -168,7 +195,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train),    cmocka_unit_test(test_bench),
       cmocka_unit_test(test_numerics), cmocka_unit_test(test_examples),
-      cmocka_unit_test(test_nonfinite_weights),
+      cmocka_unit_test(test_nonfinite_weights), cmocka_unit_test(test_environment),
   };
   const int failed = cmocka_run_group_tests(tests, NULL, NULL);
   printf("faults: input: %d cases tried, %d held\n", tried_, held_);
