@@ -649,6 +649,7 @@ const char *train_wire_name(hl_dtype wire) {
  * what a global batch split over the ranks needs. */
 static void resolve_data_parallel(const given *g, train_opts *o) {
   const int launched = hl_dist_launcher_size(), ranks = hl_dist_size();
+  if (launched < 0) hl_usage_error("%s", hl_error());
   if (!hl_dist_built() && launched > 1)
     hl_usage_error("started by mpirun with %d ranks, but data-parallel training is not built: %s", launched,
                    hl_dist_not_built_why());

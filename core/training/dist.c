@@ -28,7 +28,15 @@ int hl_dist_launcher_size(void) {
   const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
-    if (v && atoi(v) > 0) return atoi(v);
+    if (!v) continue;
+    /* digits only, as every number halflab reads: "2x" or " 2" is not a rank count */
+    const size_t digits = strspn(v, "0123456789");
+    const long n = digits && digits <= 6 && !v[digits] ? strtol(v, NULL, 10) : 0;
+    if (n < 1) {
+      hl_fail("%s='%s' is not a rank count (a whole number above 0)", vars[i], v);
+      return -1;
+    }
+    return (int)n;
   }
   return 1;
 }

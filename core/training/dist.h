@@ -44,7 +44,8 @@ bool hl_dist_built(void);
 const char *hl_dist_not_built_why(void);
 /* The rank count the launcher asked for (1 when none did), read from the
  * environment: lets a build without MPI refuse mpirun instead of running
- * N unrelated copies. */
+ * N unrelated copies. -1 with hl_error() when the variable holds no rank
+ * count ("2x", "0", " 2"). */
 int hl_dist_launcher_size(void);
 
 /* Joins the job when started by mpirun (no-op otherwise, or twice). */

@@ -153,6 +153,16 @@ static void test_environment(void **state) {
                         bad[i][0], dir, hl_test_prog(programs[p][0]), args);
       held_++;
     }
+  /* the launcher's rank count, which decides whether a build without MPI refuses mpirun */
+  static const char *const launcher[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+  static const char *const counts[] = {"2x", " 2", "0", "-2", ""};
+  for (size_t v = 0; v < 2; v++)
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+      tried_++;
+      hl_expect_refused(dir, 2, "is not a rank count", "%s='%s' HALFLAB_RESULTS='%s/default' '%s' --steps 1 --out '%s/o'",
+                        launcher[v], counts[i], dir, hl_test_prog("halflab-train"), dir);
+      held_++;
+    }
   hl_rmtree(dir);
   free(dir);
 }
