@@ -27,12 +27,9 @@ static const char *prog_ = "halflab";
  * option's: a bad one stops the program before any file is written, rather
  * than being replaced by a default without a word (empty: not set). */
 static void check_environment_numbers(void) {
-  const char *wait = getenv("HALFLAB_LOCK_WAIT_SECONDS");
   char why[256];
   double seconds;
-  const hl_real_range wait_range = {.lo = 0, .hi = 1e6, .lo_open = true};
-  if (wait && *wait && !hl_read_real(wait, wait_range, &seconds, why, sizeof why))
-    hl_usage_error("HALFLAB_LOCK_WAIT_SECONDS: %s", why);
+  if (!hl_out_lock_wait_seconds(&seconds, why, sizeof why)) hl_usage_error("HALFLAB_LOCK_WAIT_SECONDS: %s", why);
 }
 
 void hl_cli_init(const char *prog, int argc, char **argv) {
@@ -54,13 +51,8 @@ void hl_usage_error(const char *fmt, ...) {
   vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
   hl_text_one_line(message, one_line, sizeof one_line); /* the value quoted may hold a line break: still one line */
-  int n = snprintf(line, sizeof line, "%s: %s (see '%s --help')\n", prog_, one_line, prog_);
-  if (n < 0) n = 0;
-  if ((size_t)n >= sizeof line) { /* cut, but still one line */
-    n = (int)sizeof line - 1;
-    line[n - 1] = '\n';
-  }
-  hl_write_line(STDERR_FILENO, line, (size_t)n); /* one write(2): ranks' lines do not interleave */
+  const int made = snprintf(line, sizeof line, "%s: %s (see '%s --help')\n", prog_, one_line, prog_);
+  hl_write_made_line(STDERR_FILENO, line, sizeof line, made); /* one write(2): ranks' lines do not interleave */
   exit(HL_EXIT_USAGE);
 }
 
@@ -167,7 +159,8 @@ bool hl_read_bytes(const char *s, uint64_t lo, uint64_t *out, char *why, size_t 
       {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (strcmp(unit, units[i].suffix) != 0) continue;
-    const double bytes = round(strtod(p, NULL) * units[i].mult);
+    const double bytes = strtod(p, NULL) * units[i].mult;
+    if (bytes != floor(bytes)) REFUSE("%s is not a whole number of bytes", s);
     if (!(bytes >= (double)(lo ? lo : 1)) || bytes > 1.8e19)
       REFUSE("%s is out of range (%llu bytes to 16 EiB)", s, (unsigned long long)(lo ? lo : 1));
     *out = (uint64_t)bytes;

@@ -2,6 +2,8 @@
  * regular-file check of inputs (output_guard.h). */
 #include "cli/output_guard.h"
 
+#include "cli/cli.h" /* hl_read_real: the environment read as an option is */
+
 #include "core/base/atomic_file.h"
 #include "formats/fatal.h"
 
@@ -349,20 +351,20 @@ static atomic_int wait_stopped_by_; /* the signal that ends every wait, now and 
 
 void hl_out_lock_wait_stop(int sig) { atomic_store(&wait_stopped_by_, sig > 0 ? sig : SIGTERM); }
 
-double hl_out_lock_wait_seconds(void) {
+bool hl_out_lock_wait_seconds(double *seconds, char *why, size_t len) {
   const char *v = getenv("HALFLAB_LOCK_WAIT_SECONDS");
-  char *end = NULL;
-  const double s = v && *v ? strtod(v, &end) : 0;
-  return end && *end == '\0' && s > 0 && s <= 1e6 ? s : HL_OUT_LOCK_WAIT_SECONDS;
+  *seconds = HL_OUT_LOCK_WAIT_SECONDS;
+  const hl_real_range range = {.lo = 0, .hi = 1e6, .lo_open = true};
+  return !v || !*v || hl_read_real(v, range, seconds, why, len);
 }
 
 static void announce_wait(const char *dir, const char *name, long pid, double seconds) {
   char line[PATH_LEN + 256];
-  int n = pid > 0 ? snprintf(line, sizeof line, "%s: waiting for %s/%s, held by PID %ld (at most %g s)\n",
+  const int n = pid > 0 ? snprintf(line, sizeof line, "%s: waiting for %s/%s, held by PID %ld (at most %g s)\n",
                              hl_fatal_program(), dir, name, pid, seconds)
                   : snprintf(line, sizeof line, "%s: waiting for %s/%s, held by another process (at most %g s)\n",
                              hl_fatal_program(), dir, name, seconds);
-  if (n > 0) hl_write_line(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  hl_write_made_line(STDERR_FILENO, line, sizeof line, n);
 }
 
 static void on_wait_tick(int sig) { (void)sig; } /* only to end F_SETLKW's sleep (no SA_RESTART) */
@@ -453,7 +455,9 @@ static attempt_result attempt(hl_out_lock *l, const char *dir, const char *name,
   held_[slot] = l;
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
   int rc = fcntl(fd, F_SETLK, &fl), e = rc == 0 ? 0 : errno;
-  const double seconds = wait ? hl_out_lock_wait_seconds() : 0;
+  double seconds = 0;
+  char why[256];
+  if (wait && !hl_out_lock_wait_seconds(&seconds, why, sizeof why)) seconds = HL_OUT_LOCK_WAIT_SECONDS; /* refused at start */
   if (rc != 0 && wait && (e == EACCES || e == EAGAIN)) {
     leave_section(old);
     if (!*announced) { /* one line, once: a wait that says nothing looks like a hang */

@@ -64,9 +64,12 @@ hl_out_lock *hl_out_lock_take(const char *dir, const char *name, char *err, size
 hl_out_lock *hl_out_lock_wait(const char *dir, const char *name, char *err, size_t len);
 
 /* How long hl_out_lock_wait waits: HL_OUT_LOCK_WAIT_SECONDS, or
- * $HALFLAB_LOCK_WAIT_SECONDS when that is a number above 0 (up to 1e6). */
+ * $HALFLAB_LOCK_WAIT_SECONDS (empty: not set), read as strictly as an
+ * option (cli.h): above 0, at most 1e6. false with why when it is set to
+ * anything else; hl_cli_init refuses that (exit 2) before any file is made,
+ * so a wait never meets it. */
 #define HL_OUT_LOCK_WAIT_SECONDS 60.0
-double hl_out_lock_wait_seconds(void);
+bool hl_out_lock_wait_seconds(double *seconds, char *why, size_t len);
 
 /* Ends the wait under way and every later one (EINTR): for a program's own
  * handler of SIGINT / SIGTERM / SIGHUP / SIGPIPE, which then finishes its

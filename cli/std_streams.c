@@ -34,7 +34,7 @@ int hl_stdout_finish(int status) {
   char line[512];
   const int n = e ? snprintf(line, sizeof line, "%s: cannot write to stdout: %s\n", hl_fatal_program(), strerror(e))
                   : snprintf(line, sizeof line, "%s: cannot write to stdout: write error\n", hl_fatal_program());
-  if (n > 0) hl_write_line(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  hl_write_made_line(STDERR_FILENO, line, sizeof line, n);
   return status ? status : HL_EXIT_FAILURE;
 }
 

@@ -46,6 +46,16 @@ void hl_write_line(int fd, const char *line, size_t len) {
   }
 }
 
+void hl_write_made_line(int fd, char *line, size_t size, int made) {
+  if (made <= 0 || size < 2) return;
+  size_t n = (size_t)made;
+  if (n >= size) { /* cut, but still one line */
+    n = size - 1;
+    line[n - 1] = '\n';
+  }
+  hl_write_line(fd, line, n);
+}
+
 void hl_fatal_at(const char *file, int line, const char *fmt, ...) {
   const int saved_errno = errno;
   const bool first = atomic_fetch_add(&fatals_, 1) == 0;
@@ -55,14 +65,9 @@ void hl_fatal_at(const char *file, int line, const char *fmt, ...) {
   errno = saved_errno; /* for a %m */
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  int n = snprintf(text, sizeof text, "%s: %s (%s:%d)\n", program_, msg, file, line);
-  if (n < 0) n = 0;
-  if ((size_t)n >= sizeof text) { /* cut, but still one line */
-    n = (int)sizeof text - 1;
-    text[n - 1] = '\n';
-  }
+  const int made = snprintf(text, sizeof text, "%s: %s (%s:%d)\n", program_, msg, file, line);
   if (first) fflush(stdout); /* what the program printed comes before the error */
-  hl_write_line(STDERR_FILENO, text, (size_t)n);
+  hl_write_made_line(STDERR_FILENO, text, sizeof text, made);
   if (!first && this_thread_fatal_) _exit(HL_EXIT_FAILURE); /* a fatal inside an exit handler: none runs twice */
   if (!first) { /* another thread's fatal is ending the process: let its exit handlers finish, within bounds */
     for (int i = 0; i < EXIT_HANDLERS_SECONDS * 10; i++) nanosleep(&(struct timespec){0, 100 * 1000000}, NULL);

@@ -38,6 +38,10 @@ __attribute__((noreturn, format(printf, 3, 4))) void hl_fatal_at(const char *fil
  * processes that share a stderr (mpirun's ranks) do not interleave.
  * Async-signal-safe. */
 void hl_write_line(int fd, const char *line, size_t len);
+/* The line snprintf made in LINE (SIZE bytes, MADE its return value),
+ * written as hl_write_line does; one too long for LINE is cut, and still
+ * ends in '\n'. */
+void hl_write_made_line(int fd, char *line, size_t size, int made);
 
 /* Whether the process is ending through hl_fatal: exit handlers that would
  * start something long (load a library, wait for a lock) skip it. */
