@@ -27,11 +27,16 @@ typedef enum {
   HL_I32,
   HL_I8,
   HL_TENSOR_DTYPES,
-  /* Formats only products and probes use: tf32 (fp32's range, 10 fraction
-   * bits, in an fp32 container) and OCP fp8. */
+  /* Formats only products, quantizers and probes use: tf32 (fp32's range,
+   * 10 fraction bits, in an fp32 container), OCP fp8, OCP MX's fp6 and fp4
+   * elements and its E8M0 block scale (unsigned powers of two). */
   HL_TF32 = HL_TENSOR_DTYPES,
   HL_E4M3,
   HL_E5M2,
+  HL_E2M3,
+  HL_E3M2,
+  HL_E2M1,
+  HL_E8M0,
   HL_DTYPES,
   HL_DTYPE_NONE = HL_DTYPES /* no type: no autocast region, no data input */
 } hl_dtype;
@@ -39,7 +44,7 @@ typedef enum {
 typedef struct {
   const char *name;        /* "f16" */
   const char *format_name; /* "fp16" */
-  size_t size;             /* bytes of one stored element */
+  size_t size;             /* bytes of one stored element (fp6 and fp4 codes: one byte each, unpacked) */
   bool is_float;
 } hl_dtype_info;
 
@@ -49,6 +54,8 @@ static inline const hl_dtype_info *hl_dtype_info_of(hl_dtype t) {
       {"f64", "fp64", 8, true},   {"f32", "fp32", 4, true}, {"f16", "fp16", 2, true},
       {"bf16", "bf16", 2, true},  {"i32", "int32", 4, false}, {"i8", "int8", 1, false},
       {"tf32", "tf32", 4, true},  {"e4m3", "e4m3", 1, true}, {"e5m2", "e5m2", 1, true},
+      {"e2m3", "e2m3", 1, true},  {"e3m2", "e3m2", 1, true}, {"e2m1", "e2m1", 1, true},
+      {"e8m0", "e8m0", 1, true},
   };
   return (unsigned)t < HL_DTYPES ? &table[t] : NULL;
 }

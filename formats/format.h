@@ -22,8 +22,8 @@ extern "C" {
 
 /* The floating-point formats described here are the float hl_dtypes
  * (formats/dtype.h) other than f64, in this order: */
-#define HL_FORMATS 6
-extern const hl_dtype hl_formats[HL_FORMATS]; /* f32, tf32, f16, bf16, e4m3, e5m2 */
+#define HL_FORMATS 10
+extern const hl_dtype hl_formats[HL_FORMATS]; /* f32, tf32, f16, bf16, e4m3, e5m2, e2m3, e3m2, e2m1, e8m0 */
 
 typedef enum {
   HL_CLASS_ZERO = 0,
@@ -37,6 +37,7 @@ typedef struct {
   hl_dtype id;          /* its name: hl_dtype_format_name(id), "fp16" */
   const char *long_name;/* "IEEE 754 binary16" */
   int bits;             /* stored width (tf32: 19 significant bits in an fp32 container) */
+  int sign_bits;        /* 1, or 0 for e8m0 (unsigned) */
   int exp_bits;
   int man_bits;         /* stored fraction bits; precision p = man_bits + 1 */
   int bias;
@@ -44,16 +45,17 @@ typedef struct {
   int emax;             /* exponent of the largest finite */
   double max;           /* largest finite */
   double min_normal;
-  double min_subnormal;
+  double min_subnormal; /* e8m0, which has no subnormals and no zero: its smallest value, min_normal */
   double epsilon;       /* 2^-man_bits: spacing just above 1 */
   double unit_roundoff; /* epsilon / 2 */
   bool has_inf;
-  bool ieee_max;        /* false for e4m3, whose top exponent still holds finite values */
+  bool has_nan;         /* false for fp6 and fp4, whose every code is finite */
+  bool ieee_max;        /* the top exponent holds only inf and NaN: false for e4m3, fp6, fp4 and e8m0 */
 } hl_format_info;
 
 const hl_format_info *hl_format_get(hl_dtype f);
-/* NULL if no format has that name ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2";
- * "fp8-e4m3" / "fp8_e4m3" accepted too). */
+/* NULL if no format has that name ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m3", "e3m2",
+ * "e2m1", "e8m0"; "fp8-e4m3" / "fp8_e4m3", "fp6-e2m3", "fp4-e2m1" accepted too). */
 const hl_format_info *hl_format_by_name(const char *name);
 
 /* x rounded to the format, to nearest with ties to even, by the generic

@@ -68,11 +68,13 @@ typedef enum {
   HL_SPECIALS_NONE      /* every code finite, no inf or NaN (OCP's fp6 and fp4): NaN in gives +-max */
 } hl_specials;
 
-/* What the generic rounding needs to know of a format. A format with a
- * sign bit, exp_bits >= 1 and man_bits >= 1, whose exponent field 0 holds
- * zero and the subnormals (all of OCP's fp8, fp6 and fp4; the unsigned,
- * exponent-only E8M0 of block scales will add a row with flags for that). */
+/* What the generic rounding needs to know of a format. Either a signed
+ * format with exp_bits >= 1 and man_bits >= 1 whose exponent field 0 holds
+ * zero and the subnormals (fp32 to fp16, and all of OCP's fp8, fp6 and fp4),
+ * or an unsigned, exponent-only one (sign_bits 0, man_bits 0: OCP MX's E8M0
+ * block scale, 2^(code - bias), no zero, code 0xff NaN). */
 typedef struct {
+  uint8_t sign_bits; /* 1, or 0 for E8M0 */
   uint8_t exp_bits, man_bits;
   int16_t bias;
   uint8_t specials;          /* hl_specials */
@@ -82,7 +84,7 @@ typedef struct {
 /* The layout of f (zeros for a type that is no floating-point format). The
  * same figures as format.c's table, which test_round checks. */
 HL_HD static inline hl_format_layout hl_format_layout_of(hl_dtype f) {
-  hl_format_layout l = {0, 0, 0, HL_SPECIALS_IEEE, 1};
+  hl_format_layout l = {1, 0, 0, 0, HL_SPECIALS_IEEE, 1};
   switch (f) {
     case HL_F32: l.exp_bits = 8, l.man_bits = 23, l.bias = 127; break;
     case HL_TF32: l.exp_bits = 8, l.man_bits = 10, l.bias = 127; break;
@@ -90,15 +92,22 @@ HL_HD static inline hl_format_layout hl_format_layout_of(hl_dtype f) {
     case HL_BF16: l.exp_bits = 8, l.man_bits = 7, l.bias = 127; break;
     case HL_E4M3: l.exp_bits = 4, l.man_bits = 3, l.bias = 7, l.specials = HL_SPECIALS_NAN_ONLY, l.nan_keeps_payload = 0; break;
     case HL_E5M2: l.exp_bits = 5, l.man_bits = 2, l.bias = 15, l.nan_keeps_payload = 0; break;
+    case HL_E2M3: l.exp_bits = 2, l.man_bits = 3, l.bias = 1, l.specials = HL_SPECIALS_NONE, l.nan_keeps_payload = 0; break;
+    case HL_E3M2: l.exp_bits = 3, l.man_bits = 2, l.bias = 3, l.specials = HL_SPECIALS_NONE, l.nan_keeps_payload = 0; break;
+    case HL_E2M1: l.exp_bits = 2, l.man_bits = 1, l.bias = 1, l.specials = HL_SPECIALS_NONE, l.nan_keeps_payload = 0; break;
+    case HL_E8M0:
+      l.sign_bits = 0, l.exp_bits = 8, l.man_bits = 0, l.bias = 127, l.specials = HL_SPECIALS_NAN_ONLY;
+      l.nan_keeps_payload = 0;
+      break;
     default: break;
   }
   return l;
 }
 
-/* Stored bits of one code: 1 + exp_bits + man_bits (0 for no format). */
+/* Stored bits of one code: sign_bits + exp_bits + man_bits (0 for no format). */
 HL_HD static inline unsigned hl_format_code_width(hl_dtype f) {
   const hl_format_layout l = hl_format_layout_of(f);
-  return l.exp_bits ? 1u + l.exp_bits + l.man_bits : 0u;
+  return l.exp_bits ? (unsigned)l.sign_bits + l.exp_bits + l.man_bits : 0u;
 }
 
 /* Bytes an array element of codes takes: 1, 2 or 4 (tf32 in its fp32 container's
@@ -186,9 +195,57 @@ HL_HD static inline uint32_t hl_round_random(const hl_round_spec *s, uint64_t in
 
 /* ------------------------------------------------------------- generic -- */
 
+/* Whether a magnitude rounds up to the next code under `mode`, given the
+ * `drop` bits below the kept ones (their value `rem`), the parity of the code
+ * below and, for stochastic rounding, the top `random_bits` of `random`. */
+HL_HD static inline uint32_t hl_round_goes_up(hl_rounding mode, bool negative, uint32_t below_odd, uint64_t rem,
+                                              int drop, int random_bits, uint32_t random) {
+  const uint64_t half = drop ? UINT64_C(1) << (drop - 1) : 0;
+  switch (mode) {
+    case HL_ROUNDING_NEAREST_EVEN: return rem > half || (rem == half && rem && below_odd);
+    case HL_ROUNDING_NEAREST_AWAY: return rem && rem >= half;
+    case HL_ROUNDING_TOWARD_ZERO: return 0;
+    case HL_ROUNDING_TOWARD_POSITIVE: return rem && !negative;
+    case HL_ROUNDING_TOWARD_NEGATIVE: return rem && negative;
+    default: {
+      const int k = random_bits;
+      const uint64_t frac = drop >= k ? rem >> (drop - k) : rem << (k - drop); /* floor(d 2^k) */
+      return (uint64_t)(random >> (32 - k)) < frac;
+    }
+  }
+}
+
+/* e8m0 (exponent only, unsigned): x > 0 between 2^(c - 127) and the next
+ * power of two rounds as the signed formats do, "even" meaning an even code.
+ * Below 2^-127, the smallest value, every rounding gives 2^-127 (there is no
+ * zero to round to); zero, negative values and NaN give the NaN code 0xff;
+ * past 2^127 the overflow rule gives 0xff (IEEE: no inf) or 0xfe (saturate;
+ * toward zero and toward -inf). */
+HL_HD static inline uint32_t hl_round_bits_e8m0(const hl_round_spec *s, float x, uint32_t random) {
+  const uint32_t nan_code = 0xffu, max_code = 0xfeu;
+  uint32_t a = hl_f32_bits(x);
+  if (s->flush_subnormals && a < 0x00800000u) a = 0;
+  if (a > 0x7f800000u || a == 0) return nan_code; /* NaN, negative (sign bit set), zero */
+  const bool saturate = s->overflow == HL_OVERFLOW_SATURATE;
+  const hl_rounding mode = s->rounding;
+  const bool toward_zero = mode == HL_ROUNDING_TOWARD_ZERO || mode == HL_ROUNDING_TOWARD_NEGATIVE;
+  if (a == 0x7f800000u) return saturate ? max_code : nan_code;
+  if (a < 0x00400000u) return 0; /* below 2^-127 */
+  /* the code below x and what lies beyond it: 23 dropped bits for fp32
+   * normals (code = fp32's biased exponent), 22 for 2^-127 <= x < 2^-126 */
+  const uint32_t code = a >> 23;
+  const int drop = code ? 23 : 22;
+  const uint64_t rem = code ? a & 0x007fffffu : a - 0x00400000u;
+  const hl_rounding m = mode == HL_ROUNDING_STOCHASTIC && code >= max_code ? HL_ROUNDING_NEAREST_EVEN : mode;
+  const uint32_t rounded = code + hl_round_goes_up(m, false, code & 1u, rem, drop, s->random_bits, random);
+  if (rounded > max_code) return saturate || toward_zero ? max_code : nan_code;
+  return rounded;
+}
+
 /* x rounded by s (hl_round_spec_valid), from the format's layout alone;
  * `random` is used by stochastic specs only. */
 HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float x, uint32_t random) {
+  if (s->format == HL_E8M0) return hl_round_bits_e8m0(s, x, random);
   const hl_format_layout L = hl_format_layout_of(s->format);
   const unsigned m = L.man_bits;
   const uint32_t in = hl_f32_bits(x), sign = (in >> 31) << (L.exp_bits + m);
@@ -218,7 +275,6 @@ HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float
   int drop = 23 - (int)m + (te < 1 ? 1 - te : 0);
   if (drop > 63) drop = 63; /* every bit dropped either way */
   const uint64_t q = sig >> drop, rem = sig & ((UINT64_C(1) << drop) - 1u);
-  const uint64_t half = drop ? UINT64_C(1) << (drop - 1) : 0;
   /* the code of the value below: the exponent field plus q, whose implicit
    * bit (when present) adds 1 to it; a carry out of q moves to the next binade */
   uint32_t code = (te > 1 ? (uint32_t)(te - 1) << m : 0u) + (uint32_t)q;
@@ -226,21 +282,7 @@ HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float
   const bool negative = in >> 31;
   hl_rounding mode = s->rounding;
   if (mode == HL_ROUNDING_STOCHASTIC && code >= max_code) mode = HL_ROUNDING_NEAREST_EVEN;
-  uint32_t up;
-  switch (mode) {
-    case HL_ROUNDING_NEAREST_EVEN: up = rem > half || (rem == half && rem && (q & 1u)); break;
-    case HL_ROUNDING_NEAREST_AWAY: up = rem && rem >= half; break;
-    case HL_ROUNDING_TOWARD_ZERO: up = 0; break;
-    case HL_ROUNDING_TOWARD_POSITIVE: up = rem && !negative; break;
-    case HL_ROUNDING_TOWARD_NEGATIVE: up = rem && negative; break;
-    default: {
-      const int k = s->random_bits;
-      const uint64_t frac = drop >= k ? rem >> (drop - k) : rem << (k - drop); /* floor(d 2^k) */
-      up = (uint64_t)(random >> (32 - k)) < frac;
-      break;
-    }
-  }
-  code += up;
+  code += hl_round_goes_up(mode, negative, (uint32_t)q & 1u, rem, drop, s->random_bits, random);
   if (code > max_code) {
     const bool toward_zero = mode == HL_ROUNDING_TOWARD_ZERO || (mode == HL_ROUNDING_TOWARD_POSITIVE && negative) ||
                              (mode == HL_ROUNDING_TOWARD_NEGATIVE && !negative);
@@ -254,6 +296,8 @@ HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float
  * fp32). NaN codes give a NaN of the code's sign: fp16, bf16 and tf32 keep
  * the payload, fp8 gives the quiet NaN. */
 HL_HD static inline float hl_round_decode(hl_dtype f, uint32_t code) {
+  if (f == HL_E8M0) /* 2^(code - 127): fp32's exponent field, or 2^-127, fp32's subnormal 0x00400000 */
+    return hl_f32_from_bits(code == 0xffu ? 0x7fc00000u : code ? code << 23 : 0x00400000u);
   const hl_format_layout L = hl_format_layout_of(f);
   const unsigned m = L.man_bits;
   const uint32_t sign = ((code >> (L.exp_bits + m)) & 1u) << 31, man_mask = (1u << m) - 1u;

@@ -150,19 +150,24 @@ static void test_format_table(void **state) {
   assert_true(hl_format_get(HL_E4M3)->max == 448 && !hl_format_get(HL_E4M3)->has_inf);
   assert_true(hl_format_get(HL_E5M2)->max == 57344 && hl_format_get(HL_E5M2)->min_subnormal == ldexp(1, -16));
   assert_ptr_equal(hl_format_by_name("fp8-e4m3"), hl_format_get(HL_E4M3));
+  assert_ptr_equal(hl_format_by_name("fp4_e2m1"), hl_format_get(HL_E2M1));
+  assert_true(hl_format_get(HL_E2M3)->max == 7.5 && hl_format_get(HL_E3M2)->max == 28 && hl_format_get(HL_E2M1)->max == 6);
+  assert_true(hl_format_get(HL_E8M0)->max == ldexp(1, 127) && hl_format_get(HL_E8M0)->min_normal == ldexp(1, -127));
   assert_null(hl_format_by_name("fp12"));
   /* each table entry agrees with what the bit-level decoder says */
   for (int i = 0; i < HL_FORMATS; i++) {
     const hl_dtype f = hl_formats[i];
     const hl_format_info *fi = hl_format_get(f);
-    /* the largest finite: below +inf, or (e4m3) the last code up the top binade */
-    uint32_t b = ((1u << fi->exp_bits) - 1u) << fi->man_bits, next;
+    /* the largest finite: below +inf, below e8m0's NaN, or (e4m3, fp6, fp4) the last code up the top binade */
+    uint32_t b = fi->man_bits ? ((1u << fi->exp_bits) - 1u) << fi->man_bits : 0u, next;
     if (hl_format_classify(f, b) == HL_CLASS_INF) assert_true(hl_format_next_down(f, b, &b));
     else
       while (hl_format_next_up(f, b, &next)) b = next;
     assert_true(hl_format_decode(f, b) == fi->max);
-    assert_true(hl_format_decode(f, 1) == fi->min_subnormal);
-    assert_true(hl_format_decode(f, 1u << fi->man_bits) == fi->min_normal);
+    /* e8m0 has neither zero nor subnormals: its code 0 is its smallest value */
+    const uint32_t smallest_normal = fi->man_bits ? 1u << fi->man_bits : 0u;
+    assert_true(hl_format_decode(f, fi->man_bits ? 1u : 0u) == fi->min_subnormal);
+    assert_true(hl_format_decode(f, smallest_normal) == fi->min_normal);
     assert_true(fi->epsilon == ldexp(1, -fi->man_bits) && fi->unit_roundoff == fi->epsilon / 2);
   }
 }
