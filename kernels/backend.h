@@ -60,6 +60,7 @@ struct hl_tensor_kernels;  /* kernels/tensor_kernels.h — ops of the AMP core *
 struct hl_optim_kernels;   /* kernels/optim_kernels.h  — scaler, optimizers, clipping */
 struct hl_convert_kernels; /* kernels/convert.h — conversions and half ops, for the gpu suite */
 struct hl_comm_kernels;    /* kernels/comm.h    — collectives between devices (NCCL), for GPU ranks */
+struct hl_quantize_kernels; /* kernels/quantize.h — block-scaled quantizers (fp8, MX, NVFP4) */
 
 typedef struct hl_backend {
   hl_device_kind kind;
@@ -94,6 +95,7 @@ typedef struct hl_backend {
   const struct hl_optim_kernels *optim;
   const struct hl_convert_kernels *convert;
   const struct hl_comm_kernels *comm; /* NULL where NCCL is not built */
+  const struct hl_quantize_kernels *quantize;
 } hl_backend;
 
 /* Each backend's table, hl_backend_<name>, defined in its folder

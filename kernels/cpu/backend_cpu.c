@@ -151,4 +151,5 @@ const hl_backend hl_backend_cpu = {
     .optim = &hl_cpu_optim_kernels,
     .convert = &hl_cpu_convert_kernels,
     .comm = NULL, /* CPU ranks all-reduce over MPI on the host (core/training/dist.c) */
+    .quantize = &hl_cpu_quantize_kernels,
 };

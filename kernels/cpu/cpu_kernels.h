@@ -13,6 +13,7 @@ extern const struct hl_gemm_kernels hl_cpu_gemm_kernels;
 extern const struct hl_tensor_kernels hl_cpu_tensor_kernels;
 extern const struct hl_optim_kernels hl_cpu_optim_kernels;
 extern const struct hl_convert_kernels hl_cpu_convert_kernels;
+extern const struct hl_quantize_kernels hl_cpu_quantize_kernels;
 
 /* The CPU's GEMM without oneDNN, hl_cpu_gemm_blas (gemm_cpu.c), is public:
  * kernels/gemm_reference.h. Tests hold oneDNN's results to it. */
