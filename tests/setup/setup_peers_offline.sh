@@ -2,7 +2,7 @@
 # setup_peers_offline.sh BUILD_DIR — suite e2e: `scripts/setup.sh --peers`
 # without access to the package index (pip pointed at a closed port on the
 # loopback) must say in one line what failed, exit 1, leave the rest of the
-# set-up in place and no peer that looks installed; the peer comparison then
+# set-up in place and no peer (nor ml_dtypes reference) that looks installed; the peer comparison then
 # skips, and the report's peer section says "skipped: PyTorch not installed".
 # setup.sh runs in a scratch copy of scripts/ beside a configured-looking
 # build/, so that nothing of the real tree is touched.
@@ -14,11 +14,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "setup-peers-offline: $*" >&2; exit 1; }
 
 mkdir -p "$tmp/tree/scripts" "$tmp/tree/build"
-cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$src/scripts/nccl-wheel.sh" "$tmp/tree/scripts/"
+cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$src/scripts/nccl-wheel.sh" "$src/scripts/reference-python.sh" \
+  "$tmp/tree/scripts/"
 echo "# stand-in" >"$tmp/tree/build/build.ninja"
 cp "$tmp/tree/build/build.ninja" "$tmp/build.ninja.before"
 
 export HALFLAB_PEER_VENV=$tmp/venv
+export HALFLAB_REFERENCE_VENV=$tmp/reference-venv
 export HALFLAB_NCCL_VENV=$tmp/nccl-venv # where nvcc is and the toolkit lacks NCCL, setup.sh tries its wheel too
 set +e
 PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_RETRIES=0 PIP_TIMEOUT=2 PIP_CONFIG_FILE=/dev/null \
@@ -35,6 +37,10 @@ grep 'could not install' "$tmp/err" | grep -q 'torch==' || fail "the reason does
 grep -q 'the rest of the set-up is in place' "$tmp/err" || fail "the message does not say the rest is in place"
 cmp -s "$tmp/tree/build/build.ninja" "$tmp/build.ninja.before" || fail "build/ was changed"
 if "$tmp/tree/scripts/peer-python.sh" >/dev/null 2>&1; then fail "a failed install looks installed"; fi
+# ml_dtypes, installed by default: one line naming it, then the set-up goes on to the peer
+[ "$(grep -c 'could not install ml_dtypes (ml_dtypes==' "$tmp/err")" = 1 ] || { cat "$tmp/err" >&2; fail "no one-line reason for ml_dtypes"; }
+grep 'could not install ml_dtypes' "$tmp/err" | grep -q 'will be skipped' || fail "the ml_dtypes line does not say what follows"
+if "$tmp/tree/scripts/reference-python.sh" >/dev/null 2>&1; then fail "a failed ml_dtypes install looks installed"; fi
 
 # the comparison skips and says why, and the report says so
 if [ -x "$build/train/halflab-train" ]; then
