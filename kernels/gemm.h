@@ -59,6 +59,11 @@ typedef struct {
   int64_t ldc, stride_c;
   /* fp8 only: per-tensor scales (dequantised product = a_scale * b_scale * A*B) */
   float a_scale, b_scale;
+  /* fp8 only (false: off): the GPU's fast accumulation, cuBLASLt's
+   * CUBLASLT_MATMUL_DESC_FAST_ACCUM: partial sums stay in the tensor cores'
+   * narrow accumulator (kernels/narrow_accumulator.h models it) instead of
+   * being promoted to fp32. The CPU ignores it. */
+  bool fp8_fast_accum;
   /* Optional (NULL: none): n values of bias_type, one per column of C, added
    * to every row of every entry before C is rounded to its type:
    * C = alpha op(A) op(B) + bias. Only with beta == 0, and only where the

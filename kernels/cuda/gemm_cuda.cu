@@ -17,7 +17,8 @@
  *   fp16 in/out, compute f16   CUBLAS_COMPUTE_16F, alpha/beta in fp16
  *   e4m3 in, compute f32       cublasLtMatmul, heuristic algorithm, 32 MiB
  *                              workspace, per-tensor A/B scales, fp8 fast
- *                              accumulation off (the default)
+ *                              accumulation off (the default) or on
+ *                              (fp8_fast_accum: CUBLASLT_MATMUL_DESC_FAST_ACCUM)
  *   batch > 1                  the strided-batched forms of the same calls
  */
 #include <cuda_fp16.h>
@@ -133,6 +134,7 @@ struct lt_plan {
   bool used;
   int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
   hl_dtype c_type;
+  bool fast_accum;
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
@@ -143,7 +145,7 @@ int next_plan_;
 bool same_shape(const lt_plan &p, const hl_gemm_desc *d) {
   return p.used && p.m == d->m && p.n == d->n && p.k == d->k && p.batch == d->batch && p.lda == d->lda &&
          p.ldb == d->ldb && p.ldc == d->ldc && p.sa == d->stride_a && p.sb == d->stride_b && p.sc == d->stride_c &&
-         p.c_type == d->c_type;
+         p.c_type == d->c_type && p.fast_accum == d->fp8_fast_accum;
 }
 
 cublasLtMatrixLayout_t layout(cudaDataType t, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
@@ -172,7 +174,10 @@ lt_plan &plan_for(const hl_gemm_desc *d) {
   p.used = true;
   p.m = d->m, p.n = d->n, p.k = d->k, p.batch = d->batch, p.lda = d->lda, p.ldb = d->ldb, p.ldc = d->ldc;
   p.sa = d->stride_a, p.sb = d->stride_b, p.sc = d->stride_c, p.c_type = d->c_type;
+  p.fast_accum = d->fp8_fast_accum;
   HL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const int8_t fast_accum = d->fp8_fast_accum ? 1 : 0;
+  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum));
   const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
   HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
   HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
@@ -266,8 +271,8 @@ void cuda_gemm(const hl_gemm_desc *d) {
 void cuda_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
   const bool batched = d->batch > 1;
   if (d->a_type == HL_E4M3) {
-    snprintf(out, len, "cublasLtMatmul e4m3 x e4m3 -> %s%s; heuristic algorithm; 32 MiB workspace; fast accumulation off",
-             hl_dtype_name(d->c_type), batched ? " strided-batched" : "");
+    snprintf(out, len, "cublasLtMatmul e4m3 x e4m3 -> %s%s; heuristic algorithm; 32 MiB workspace; fast accumulation %s",
+             hl_dtype_name(d->c_type), batched ? " strided-batched" : "", d->fp8_fast_accum ? "on" : "off");
     return;
   }
   const char *call = batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";

@@ -151,6 +151,48 @@ static void test_gemm_accuracy_tiny(void **state) {
   free(dir);
 }
 
+/* The block-scaled and narrow-accumulator rows, read back: labelled emulated, the error ordered by
+ * element width, and the narrow accumulator losing what its truncation predicts */
+static void test_gemm_accuracy_emulated(void **state) {
+  (void)state;
+  char *dir = hl_tmpdir();
+  hl_run_result r = hl_run_ok("%s gemm --accuracy --device cpu --sizes 64,4096 --dtypes "
+                              "fp32,fp8-tensor,fp8-tensor-acc14,fp8-tensor-acc14-p128,mxfp8,mxfp4,nvfp4 --out %s",
+                              bench(), dir);
+  hl_table *t = hl_table_read(hl_path(dir, "gemm_accuracy.csv"));
+  assert_non_null(t);
+  assert_int_equal(expect_csv_follows_schema(hl_path(dir, "gemm_accuracy.csv"), &bench_gemm_accuracy_schema), t->nrows);
+  assert_int_equal(t->nrows, 7 * 2 * 2); /* variants x data x k */
+  for (int i = 0; i < t->nrows; i++) {
+    const bool fp32 = !strcmp(hl_table_get(t, i, "variant"), "fp32");
+    assert_string_equal(hl_table_get(t, i, "method"), fp32 ? "simulated" : "emulated");
+    assert_string_equal(hl_table_get(t, i, "device"), "cpu");
+    if (!fp32) assert_true(!strncmp(hl_table_get(t, i, "implementation"), "emulated on the CPU", 19));
+  }
+#define ERR(variant, data, column) \
+  hl_table_num(t, hl_table_find(t, "variant", variant, "data", data, "k", "4096", NULL), column)
+  /* fewer element bits, more error: 2 significand bits (fp4) against 4 (e4m3) against 24 */
+  assert_true(ERR("mxfp4", "signed", "rel_err") > 2 * ERR("mxfp8", "signed", "rel_err"));
+  assert_true(ERR("nvfp4", "signed", "rel_err") > 2 * ERR("mxfp8", "signed", "rel_err"));
+  assert_true(ERR("mxfp8", "signed", "rel_err") > 100 * ERR("fp32", "signed", "rel_err"));
+  /* the inputs cost each fp8 row the same; only the accumulator differs */
+  assert_true(ERR("fp8-tensor", "positive", "rel_err_accumulation") < 1e-5);
+  assert_true(ERR("fp8-tensor-acc14-p128", "positive", "rel_err_accumulation") >
+              10 * ERR("fp8-tensor", "positive", "rel_err_accumulation"));
+  assert_true(ERR("fp8-tensor-acc14", "positive", "rel_err_accumulation") >
+              10 * ERR("fp8-tensor-acc14-p128", "positive", "rel_err_accumulation"));
+  /* positive data: each group of 32 truncates 32 addends by half a spacing 2^(e - 13) on average,
+   * e the running sum's exponent, so a relative 2^-14 .. 2^-13 times 16 per group, over k / 32 groups
+   * with the sum growing linearly: k 2^-16 .. k 2^-15 in all (0.0625 .. 0.125 at k = 4096) */
+  const double fast = ERR("fp8-tensor-acc14", "positive", "rel_err_accumulation");
+  assert_true(fast > 4096 * 0x1p-16 / 2 && fast < 4096 * 0x1p-15 * 2);
+#undef ERR
+  hl_table_free(t);
+  hl_run_free(&r);
+  hl_rmtree(dir);
+  free(dir);
+}
+
 /* bf16 beside its simulation: the CPU's own bf16 GEMM (method onednn) where
  * the run says oneDNN does bf16, else a note why not */
 static void test_gemm_accuracy_onednn(void **state) {
@@ -351,6 +393,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_tiny),
       cmocka_unit_test(test_gemm_accuracy_tiny),
       cmocka_unit_test(test_gemm_accuracy_onednn),
+      cmocka_unit_test(test_gemm_accuracy_emulated),
       cmocka_unit_test(test_bandwidth_tiny),
       cmocka_unit_test(test_mlp_step_schema),
       cmocka_unit_test(test_columns_md),
