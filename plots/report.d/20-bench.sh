@@ -266,6 +266,7 @@ if have gemm_accuracy.csv; then
   echo
   echo "Normwise relative error of C = A B, data uniform in [0, 1) (one sign: the hard case for a narrow"
   methods="\"simulated\": sequential sums on the CPU, rounded to the accumulation format after every addition"
+  table gemm_accuracy.csv '$c["method"] == "emulated" { f = 1 } END { exit !f }' && methods+="; \"emulated\": block-scaled inputs quantized and dequantized on the CPU, summed in fp32 or in a model of Hopper's 14-bit fp8 accumulator (accumulate e8m13), never a hardware speed"
   table gemm_accuracy.csv '$c["method"] == "cublas" { f = 1 } END { exit !f }' && methods+="; \"cublas\": the GPU's own GEMM"
   table gemm_accuracy.csv '$c["method"] == "onednn" { f = 1 } END { exit !f }' && methods+="; \"onednn\": the CPU's bf16 GEMM on oneDNN's matmul"
   echo "accumulator) and in [-1, 1). $methods."
@@ -393,8 +394,20 @@ if have gemm_accuracy.csv; then
             w = d > 0.3 ? sprintf("rises by %.1f decades", d) : d < -0.3 ? sprintf("falls by %.1f decades", -d) : "stays flat (within 0.3 decades)"
             s = s sprintf("%s%s (%s accumulation) %s", s == "" ? "" : "; ", v, acc[v], w) }
           print s }')
+  # the emulated rows (block-scaled inputs, the narrow fp8 accumulator) at the largest k
+  emulated=$(table gemm_accuracy.csv '$c["method"] == "emulated" { k = $c["k"] + 0; if (k > top) top = k; r[++n] = $c["k"] "|" $c["variant"] "|" $c["data"] "|" $c["rel_err"] }
+    END { if (!n) exit
+          for (i = 1; i <= n; i++) { split(r[i], f, "|"); if (f[1] + 0 == top) e[f[2], f[3]] = f[4] }
+          s = sprintf("The lower panels are emulated on the CPU (inputs quantized and dequantized, summed in fp32 or in a model of Hopper'"'"'s 14-bit fp8 accumulator; no hardware speed): at k = %d on mixed-sign data", top)
+          split("fp8-tensor mxfp8 mxfp6 mxfp4 nvfp4", v, " ")
+          for (i = 1; i <= 5; i++) if ((v[i], "signed") in e) s = s sprintf("%s %s %.2g", i == 1 ? "" : ",", v[i], e[v[i], "signed"])
+          if (("fp8-tensor-acc14", "positive") in e && ("fp8-tensor", "positive") in e) {
+            s = s sprintf("; on positive data the 14-bit accumulator gives %.2g against %.2g with fp32 accumulation of the same fp8 inputs", e["fp8-tensor-acc14", "positive"], e["fp8-tensor", "positive"])
+            if (("fp8-tensor-acc14-p128", "positive") in e) s = s sprintf(", and %.2g when promoted to fp32 every 128 products", e["fp8-tensor-acc14-p128", "positive"])
+          }
+          print s "." }')
   chart gemm-accuracy "GEMM error against k" \
-    "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; $(line_convention); dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32."
+    "Relative error against fp64 as the inner dimension k grows, per input type and accumulator (colour: the input's family; $(line_convention); dash-dotted: a narrow accumulator). From the smallest to the largest k on positive data: ${acc:-no simulated rows}. An fp16 or bf16 accumulator stops adding once the running sum is so large that the addends fall below half its spacing, and reaches O(1) error on positive data: the reason mixed precision keeps accumulation in fp32.${emulated:+ $emulated}"
 fi
 if have bandwidth.csv; then
   # the cache the chart marks: a CPU's last-level cache, a GPU's L2 (none where not recorded)
