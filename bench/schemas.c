@@ -72,12 +72,14 @@ const hl_schema bench_gemm_schema = {
 static const hl_column gemm_accuracy_columns[] = {
     {"device", "", HL_COL_TEXT, NULL, "the device that computed the products: cpu or cuda",
      "bench/gemm_accuracy.c: gemm_accuracy_main"},
-    {"method", "", HL_COL_TEXT, NULL, "simulated (sequential sums on the CPU), cublas or onednn (the library's GEMM)",
+    {"method", "", HL_COL_TEXT, NULL, "simulated (sequential sums on the CPU), emulated (block-scaled inputs or the narrow fp8 "
+     "accumulator, on the CPU: never a hardware speed), cublas or onednn (the library's GEMM)",
      "bench/gemm_accuracy.c: gemm_accuracy_main"},
     {"variant", "", HL_COL_TEXT, NULL, "the precision variant", "bench/gemm_accuracy.c: variants"},
     {"input", "", HL_COL_TEXT, NULL, "the inputs' element type (tf32: fp32 inputs rounded to tf32)",
      "bench/gemm_accuracy.c: variants"},
-    {"accumulate", "", HL_COL_TEXT, NULL, "the type the products are summed in", "bench/gemm_accuracy.c: variants"},
+    {"accumulate", "", HL_COL_TEXT, NULL, "the type the products are summed in (e8m13: the model of Hopper's fp8 "
+     "accumulator; e8m13-fp32-every-128: the same promoted to fp32 every 128 products)", "bench/gemm_accuracy.c: variants"},
     {"out_dtype", "", HL_COL_TEXT, NULL, "the output's element type", "bench/gemm_accuracy.c: gemm_accuracy_main"},
     {"data", "", HL_COL_TEXT, NULL, "signed (uniform in [-1, 1)) or positive (uniform in [0, 1))",
      "bench/gemm_accuracy.c: make_data"},
