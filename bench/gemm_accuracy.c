@@ -43,6 +43,7 @@
 #include "bench/bench.h"
 #include "bench/gemm_bench.h"
 #include "bench/gemm_quantized.h"
+#include "kernels/gemm_block_scaled.h"
 #include "kernels/gemm_reference.h"
 #include "kernels/narrow_accumulator.h"
 
@@ -64,6 +65,7 @@ typedef struct {
   uint32_t a_block[2], b_block[2]; /* rows x cols of a block of A (m x k) and of B as stored (n x k) */
   sum_model sum;
   bool fast_accum;     /* the GPU line: cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+  hl_gemm_block_scaling gpu_block; /* the GPU line of a block-scaled variant (sm_100): its codes and scales */
 } acc_variant;
 
 static const acc_variant variants[] = {
@@ -76,19 +78,27 @@ static const acc_variant variants[] = {
     {.name = "fp8", .in = HL_E4M3, .tf32 = false, .acc = HL_F32, .gpu = "fp8"},
     /* per-tensor fp8 as Transformer Engine scales it: fp32 accumulation (cuBLASLt's default), the narrow
      * accumulator alone (cuBLASLt's fast accumulation), and the narrow accumulator promoted every 128 */
-    {"fp8-tensor", HL_E4M3, false, HL_F32, "fp8", true, HL_SCALE_TENSOR, {1, 0}, {1, 0}, SUM_ROUNDED, false},
-    {"fp8-tensor-acc14", HL_E4M3, false, HL_F32, "fp8", true, HL_SCALE_TENSOR, {1, 0}, {1, 0}, SUM_NARROW, true},
-    {"fp8-tensor-acc14-p128", HL_E4M3, false, HL_F32, NULL, true, HL_SCALE_TENSOR, {1, 0}, {1, 0},
-     SUM_NARROW_PROMOTED, false},
+    {.name = "fp8-tensor", .in = HL_E4M3, .acc = HL_F32, .gpu = "fp8", .quantized = true, .rule = HL_SCALE_TENSOR,
+     .sum = SUM_ROUNDED},
+    {.name = "fp8-tensor-acc14", .in = HL_E4M3, .acc = HL_F32, .gpu = "fp8", .quantized = true,
+     .rule = HL_SCALE_TENSOR, .sum = SUM_NARROW, .fast_accum = true},
+    {.name = "fp8-tensor-acc14-p128", .in = HL_E4M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_TENSOR,
+     .sum = SUM_NARROW_PROMOTED},
     /* DeepSeek-V3: 1x128 tiles of A, 128x128 blocks of B, fp32 scales; its GEMM promotes every 128 */
-    {"fp8-block", HL_E4M3, false, HL_F32, NULL, true, HL_SCALE_BLOCK_FP32, {1, 128}, {128, 128}, SUM_ROUNDED, false},
-    {"fp8-block-acc14-p128", HL_E4M3, false, HL_F32, NULL, true, HL_SCALE_BLOCK_FP32, {1, 128}, {128, 128},
-     SUM_NARROW_PROMOTED, false},
-    /* OCP MX with the round-up scale rule cuBLAS uses (nothing clips), and NVFP4 */
-    {"mxfp8", HL_E4M3, false, HL_F32, NULL, true, HL_SCALE_MX_RCEIL, {1, 32}, {1, 32}, SUM_ROUNDED, false},
-    {"mxfp6", HL_E2M3, false, HL_F32, NULL, true, HL_SCALE_MX_RCEIL, {1, 32}, {1, 32}, SUM_ROUNDED, false},
-    {"mxfp4", HL_E2M1, false, HL_F32, NULL, true, HL_SCALE_MX_RCEIL, {1, 32}, {1, 32}, SUM_ROUNDED, false},
-    {"nvfp4", HL_E2M1, false, HL_F32, NULL, true, HL_SCALE_NVFP4, {1, 16}, {1, 16}, SUM_ROUNDED, false},
+    {.name = "fp8-block", .in = HL_E4M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_BLOCK_FP32,
+     .a_block = {1, 128}, .b_block = {128, 128}, .sum = SUM_ROUNDED},
+    {.name = "fp8-block-acc14-p128", .in = HL_E4M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_BLOCK_FP32,
+     .a_block = {1, 128}, .b_block = {128, 128}, .sum = SUM_NARROW_PROMOTED},
+    /* OCP MX with the round-up scale rule cuBLAS uses (nothing clips), and NVFP4; MXFP8 and NVFP4 also
+     * through cuBLASLt's block-scaled GEMM on sm_100 */
+    {.name = "mxfp8", .in = HL_E4M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
+     .b_block = {1, 32}, .sum = SUM_ROUNDED, .gpu_block = HL_GEMM_SCALE_MX_E8M0_32},
+    {.name = "mxfp6", .in = HL_E2M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
+     .b_block = {1, 32}, .sum = SUM_ROUNDED},
+    {.name = "mxfp4", .in = HL_E2M1, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
+     .b_block = {1, 32}, .sum = SUM_ROUNDED},
+    {.name = "nvfp4", .in = HL_E2M1, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_NVFP4, .a_block = {1, 16},
+     .b_block = {1, 16}, .sum = SUM_ROUNDED, .gpu_block = HL_GEMM_SCALE_NVFP4_E4M3_16},
 };
 enum { NVARIANTS = sizeof variants / sizeof variants[0] };
 
@@ -234,6 +244,11 @@ static const char *accumulate_name(const acc_variant *v) {
 
 /* What an emulated row ran, without commas */
 static void emulated_implementation(const acc_variant *v, char *out, size_t len) {
+  if (v->sum == SUM_ROUNDED && v->rule == HL_SCALE_TENSOR) {
+    snprintf(out, len, "emulated on the CPU: %s elements with one fp32 scale per operand (Transformer Engine's rule) "
+             "quantized and dequantized to fp32; sequential fp32 sum", hl_dtype_name(v->in));
+    return;
+  }
   if (v->sum == SUM_ROUNDED) {
     snprintf(out, len, "emulated on the CPU: %s elements with %s scales (blocks of A %ux%u and of B as stored %ux%u) "
              "quantized and dequantized to fp32; sequential fp32 sum", hl_dtype_name(v->in), hl_scale_rule_name(v->rule),
@@ -297,6 +312,54 @@ static fro on_device(const bench_device *d, const acc_variant *v, const gemm_var
   return f;
 }
 
+/* A block-scaled variant's product through the GPU's block-scaled GEMM (MXFP8, NVFP4: sm_100):
+ * the emulated rows' codes and block scale codes, packed as cuBLASLt reads them; fp32 out. The
+ * operand pointers are left NULL when s is NULL (to ask supports() only). */
+static hl_gemm_desc block_scaled_desc(const acc_variant *v, const stored_operands *s, int m, int n, int64_t k) {
+  hl_gemm_desc g = {.trans_b = true, .m = m, .n = n, .k = k, .batch = 1, .a_type = v->in, .b_type = v->in,
+                    .c_type = HL_F32, .compute = HL_COMPUTE_F32, .alpha = 1, .beta = 0, .lda = k, .ldb = k, .ldc = n,
+                    .a_scale = 1, .b_scale = 1, .block_scaling = v->gpu_block};
+  if (s) g.alpha = s->qa.tensor_scale * s->qb.tensor_scale; /* NVFP4's per-tensor scales; 1 for MX */
+  return g;
+}
+
+/* One block-scaled operand on the device: its elements (e2m1 packed two per byte) and its tiled scales */
+static void *block_scaled_on_device(const bench_device *d, const quantized_operand *q, hl_dtype element,
+                                    void **scales) {
+  const int64_t n = (int64_t)(q->rows * q->k), blocks = (int64_t)q->blocks_per_row;
+  const size_t bytes = element == HL_E2M1 ? (size_t)n / 2 : (size_t)n;
+  uint8_t *h = bench_host_alloc(bytes, "block-scaled inputs");
+  if (element == HL_E2M1) hl_gemm_pack_e2m1(q->codes, n, h);
+  else memcpy(h, q->codes, bytes);
+  const size_t scale_bytes = hl_gemm_block_scales_bytes((int64_t)q->rows, blocks);
+  uint8_t *tiled = bench_host_alloc(scale_bytes, "block scales");
+  hl_gemm_block_scales_tile(q->scale_codes, (int64_t)q->rows, blocks, tiled);
+  void *dev = bench_alloc(d, bytes, "block-scaled inputs");
+  *scales = bench_alloc(d, scale_bytes, "block scales");
+  d->be->copy_from_host(dev, h, bytes);
+  d->be->copy_from_host(*scales, tiled, scale_bytes);
+  free(h), free(tiled);
+  return dev;
+}
+
+static fro on_device_block_scaled(const bench_device *d, const acc_variant *v, const stored_operands *s, int m, int n,
+                                  int64_t k, const double *orig, const double *st) {
+  hl_gemm_desc g = block_scaled_desc(v, s, m, n, k);
+  void *sa = NULL, *sb = NULL;
+  void *da = block_scaled_on_device(d, &s->qa, v->in, &sa), *db = block_scaled_on_device(d, &s->qb, v->in, &sb);
+  float *hc = bench_host_alloc(sizeof(float) * (size_t)(m * n), "accuracy outputs");
+  void *dc = bench_alloc(d, sizeof(float) * (size_t)(m * n), "accuracy outputs");
+  g.a = da, g.b = db, g.c = dc, g.a_block_scales = sa, g.b_block_scales = sb;
+  d->be->gemm->gemm(&g);
+  d->be->synchronize();
+  d->be->copy_to_host(hc, dc, sizeof(float) * (size_t)(m * n));
+  fro f = {0};
+  for (int ij = 0; ij < m * n; ij++) fro_add(&f, hc[ij], orig[ij], st[ij]);
+  bench_free(d, da), bench_free(d, db), bench_free(d, dc), bench_free(d, sa), bench_free(d, sb);
+  free(hc);
+  return f;
+}
+
 int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks,
                        const char *notice) {
   bool chosen[NVARIANTS];
@@ -355,7 +418,12 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
     const gemm_variant *gv = v->gpu ? &gemm_variants[gemm_variant_index(v->gpu)] : NULL;
     char why[256] = "";
     bool runs[METHODS] = {true, gpu && gv && gemm_variant_runs(d, gv, why, sizeof why), false};
-    if (gpu && gv && !runs[CUBLAS]) fprintf(stderr, "%s: gemm --accuracy: %s not on this GPU: %s\n", hl_prog(), v->name, why);
+    if (gpu && v->gpu_block) {
+      const hl_gemm_desc probe = block_scaled_desc(v, NULL, gm, gm, kdef[0]);
+      runs[CUBLAS] = d->be->gemm->supports(&probe, why, sizeof why);
+    }
+    if (gpu && (gv || v->gpu_block) && !runs[CUBLAS])
+      fprintf(stderr, "%s: gemm --accuracy: %s not on this GPU: %s\n", hl_prog(), v->name, why);
     if (gv && gv->in == HL_BF16 && v->acc == HL_F32) {
       const hl_gemm_desc probe = library_desc(v, gv, gm, gm, kdef[0]);
       runs[ONEDNN] = hl_onednn_gemm_describe(&probe, why, sizeof why);
@@ -367,14 +435,16 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
         for (int method = 0; method < METHODS; method++) {
           if (!runs[method]) continue;
           const int m = method == SIMULATED ? sm : gm;
-          if (method == CUBLAS && k % 16 && gv->in == HL_E4M3) continue; /* cuBLASLt's fp8 layout rule */
+          if (method == CUBLAS && k % 32 && v->in != HL_F32 && v->in != HL_F16 && v->in != HL_BF16)
+            continue; /* cuBLASLt's fp8 (16) and block-scaled (32) layout rules */
           bench_progress("accuracy %s %s k=%lld %s", v->name, data_names[data], (long long)k, method_names[method]);
           make_data(a, b, m, m, k, data, c->cli.seed);
           stored_operands so = store_operands(v, a, b, m, m, k, data, c->cli.seed);
           exact_products(a, b, &so, m, m, k, orig, st);
           const bench_device *on = method == ONEDNN ? &cpu : d;
           const fro f = method == SIMULATED ? simulate(v, &so, m, m, k, orig, st)
-                                            : on_device(on, v, gv, a, b, &so, m, m, k, orig, st);
+                        : v->gpu_block    ? on_device_block_scaled(on, v, &so, m, m, k, orig, st)
+                                          : on_device(on, v, gv, a, b, &so, m, m, k, orig, st);
           stored_operands_free(v, &so);
           const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);
           char impl[320];
@@ -384,6 +454,11 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           } else if (method == SIMULATED) {
             snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
                      hl_dtype_name(v->acc));
+          } else if (v->gpu_block) {
+            const hl_gemm_desc g = block_scaled_desc(v, NULL, m, m, k);
+            on->be->gemm->describe(&g, impl, sizeof impl);
+            snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; the emulated rows' codes and scales");
+            out = g.c_type;
           } else {
             const hl_gemm_desc g = library_desc(v, gv, m, m, k);
             gemm_implementation(on, gv, &g, impl, sizeof impl);

@@ -18,7 +18,8 @@ void quantized_operand_make(quantized_operand *q, const hl_quant_spec *spec, con
   const size_t br = spec->rule == HL_SCALE_TENSOR ? rows_quantized : spec->block_rows;
   const size_t bc = spec->rule == HL_SCALE_TENSOR ? k : spec->block_cols;
   hl_quantized made = {bench_host_alloc(n, "quantized codes"),
-                       bench_host_alloc(sizeof(float) * grid_rows * grid_cols, "block scales"), NULL, 1.0f, 1.0f};
+                       bench_host_alloc(sizeof(float) * grid_rows * grid_cols, "block scales"),
+                       bench_host_alloc(grid_rows * grid_cols, "block scale codes"), 1.0f, 1.0f};
   float *values = bench_host_alloc(sizeof(float) * n, "dequantized operand");
   hl_backend_cpu.quantize->quantize(spec, x, rows_quantized, k, &made, NULL);
   hl_backend_cpu.quantize->dequantize(spec, &made, rows_quantized, k, values);
@@ -33,10 +34,13 @@ void quantized_operand_make(quantized_operand *q, const hl_quant_spec *spec, con
       q->scale[r * k + c] = made.block_scales[r / br * grid_cols + c / bc] * made.tensor_scale;
     }
   q->tensor_decode = spec->rule == HL_SCALE_TENSOR ? made.block_scales[0] : 1.0f;
+  q->scale_codes = made.scale_codes;
+  q->blocks_per_row = grid_cols;
+  q->tensor_scale = made.tensor_scale;
   free(made.block_scales);
 }
 
 void quantized_operand_free(quantized_operand *q) {
-  free(q->dequantized), free(q->element), free(q->scale), free(q->codes);
+  free(q->dequantized), free(q->element), free(q->scale), free(q->codes), free(q->scale_codes);
   memset(q, 0, sizeof *q);
 }

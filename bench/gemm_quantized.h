@@ -21,6 +21,9 @@ typedef struct {
   float *scale;       /* rows x k: the element's block scale times the tensor scale */
   uint8_t *codes;     /* rows x k */
   float tensor_decode; /* the tensor rule's decode scale (1 / TE's scale); 1 for the others */
+  uint8_t *scale_codes; /* rows x blocks_per_row: the E8M0 (mx) or E4M3 (nvfp4) block scale codes */
+  size_t blocks_per_row; /* along k; blocks one row high only (1 x n blocks) */
+  float tensor_scale;   /* nvfp4's per-tensor decode scale; 1 for the others */
 } quantized_operand;
 
 /* x (rows_quantized x k, row-major) quantized by spec; the first `rows` rows

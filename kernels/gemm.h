@@ -44,6 +44,17 @@ typedef enum {
   HL_COMPUTE_F16,           /* fp16 accumulate (and fp16 alpha/beta on the GPU) */
 } hl_gemm_compute;
 
+/* Block scales along k for narrow operands (kernels/gemm_block_scaled.h
+ * packs them): none (the per-tensor a_scale / b_scale), OCP MXFP8 (e4m3
+ * elements, one E8M0 scale per 32: cuBLASLt's VEC32_UE8M0) or NVIDIA NVFP4
+ * (e2m1 elements packed two per byte, one E4M3 scale per 16: VEC16_UE4M3;
+ * its per-tensor scales go into alpha). */
+typedef enum {
+  HL_GEMM_SCALE_PER_TENSOR = 0,
+  HL_GEMM_SCALE_MX_E8M0_32,
+  HL_GEMM_SCALE_NVFP4_E4M3_16,
+} hl_gemm_block_scaling;
+
 typedef struct {
   bool trans_a, trans_b;
   int64_t m, n, k;
@@ -64,6 +75,13 @@ typedef struct {
    * narrow accumulator (kernels/narrow_accumulator.h models it) instead of
    * being promoted to fp32. The CPU ignores it. */
   bool fp8_fast_accum;
+  /* Optional (HL_GEMM_SCALE_PER_TENSOR: none): block-scaled A and B, TN
+   * layout only (A m x k, B stored n x k), a_type == b_type (e4m3 for MX,
+   * e2m1 for NVFP4), fp32, fp16 or bf16 out; a/b_block_scales are device
+   * memory in cuBLASLt's tiled layout (hl_gemm_block_scales_tile). The GPU
+   * runs them from sm_100 on; the CPU refuses them. */
+  hl_gemm_block_scaling block_scaling;
+  const void *a_block_scales, *b_block_scales;
   /* Optional (NULL: none): n values of bias_type, one per column of C, added
    * to every row of every entry before C is rounded to its type:
    * C = alpha op(A) op(B) + bias. Only with beta == 0, and only where the

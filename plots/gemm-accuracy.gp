@@ -95,7 +95,7 @@ do for [out_i=1:out_n] {
   g_B = pad + leg_rows * leg_row_h(0) + text_h(3.0)
   g_L = narrow ? 0.17 : 7.5 * cur_pt / cur_w   # room for the y label and ticks
   g_R = 0.97
-  g_hs = 0.08
+  g_hs = emulated && preset eq 'slides' ? 0.11 : 0.08  # room for the right column's y label
   g_vs = text_h(4.6)
   set multiplot title title_of(sprintf("GEMM error against fp64 as k grows: ||C - C_{fp64}||_F / ||C_{fp64}||_F\nlines: simulated on the CPU (sequential sum rounded after each addition)%s%s%s", \
       (emulated ? "\nlower panels: emulated on the CPU (quantized and dequantized; fp32 or a 14-bit accumulator model), never a hardware speed" : ""), \
@@ -108,7 +108,7 @@ do for [out_i=1:out_n] {
   set format x '2^{%L}'
   set format y '10^{%L}'
   set xtics 1, narrow ? 4 : 2  # every (second) power of two from the first k (2^6) on
-  set ytics 1e-9, narrow ? 100 : 10, 10
+  set ytics 1e-9, (narrow || (emulated && preset eq 'slides')) ? 100 : 10, 10  # short panels: every second decade
   set yrange [1e-9:3]
   eval 'set grid xtics ytics '.grid_opts
   unset key

@@ -72,6 +72,8 @@ static bool cpu_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
     no = "tf32 is a tensor-core mode; this CPU backend has no tf32 arithmetic";
   else if (d->compute == HL_COMPUTE_F16)
     no = "fp16 accumulation is a GPU mode; the CPU backend accumulates half inputs in fp32";
+  else if (d->block_scaling != HL_GEMM_SCALE_PER_TENSOR)
+    no = "block-scaled MXFP8 and NVFP4 GEMMs need the tensor cores of sm_100 or newer";
   else if (d->a_type == HL_E4M3 || d->b_type == HL_E4M3 || d->c_type == HL_E4M3)
     no = "fp8 GEMM needs tensor cores of sm_89 or newer";
   else if (d->compute == HL_COMPUTE_F64 &&

@@ -19,6 +19,9 @@
  *                              workspace, per-tensor A/B scales, fp8 fast
  *                              accumulation off (the default) or on
  *                              (fp8_fast_accum: CUBLASLT_MATMUL_DESC_FAST_ACCUM)
+ *   MXFP8 / NVFP4 (sm_100+)    cublasLtMatmul on e4m3 / packed e2m1 with
+ *                              CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 /
+ *                              VEC16_UE4M3 block scales (block_scaling)
  *   batch > 1                  the strided-batched forms of the same calls
  */
 #include <cuda_fp16.h>
@@ -72,11 +75,28 @@ cudaDataType cuda_type(hl_dtype t) {
     case HL_F32: return CUDA_R_32F;
     case HL_F16: return CUDA_R_16F;
     case HL_BF16: return CUDA_R_16BF;
+    case HL_E2M1: return CUDA_R_4F_E2M1; /* two per byte */
     default: return CUDA_R_8F_E4M3;
   }
 }
 
 bool fits_int(int64_t v) { return v >= 0 && v <= 2147483647; }
+
+/* MXFP8 and NVFP4 through cuBLASLt's block scales */
+const char *why_not_block_scaled(const hl_gemm_desc *d, int cc) {
+  const bool mx = d->block_scaling == HL_GEMM_SCALE_MX_E8M0_32;
+  if (cc < 100) return mx ? "block-scaled MXFP8 (VEC32_UE8M0 scales) needs sm_100 or newer"
+                          : "block-scaled NVFP4 (VEC16_UE4M3 scales) needs sm_100 or newer";
+  if (d->a_type != d->b_type || d->a_type != (mx ? HL_E4M3 : HL_E2M1))
+    return mx ? "MXFP8 takes e4m3 A and B" : "NVFP4 takes e2m1 A and B";
+  if (d->compute != HL_COMPUTE_F32) return "block-scaled GEMMs accumulate in fp32";
+  if (d->c_type != HL_F32 && d->c_type != HL_F16 && d->c_type != HL_BF16) return "block-scaled GEMMs write fp32, fp16 or bf16";
+  if (d->trans_a || !d->trans_b) return "block-scaled GEMMs need the TN layout: A not transposed, B transposed (n x k)";
+  if (d->batch > 1 || d->beta != 0.0f) return "block-scaled GEMMs here take one product and beta = 0";
+  if (d->m % 16 || d->n % 16 || d->k % 32 || d->lda != d->k || d->ldb != d->k || d->ldc % 16)
+    return "block-scaled GEMMs need m and n multiples of 16, k a multiple of 32 and packed rows (lda = ldb = k)";
+  return NULL;
+}
 
 const char *why_not(const hl_gemm_desc *d) {
   int major = 0, minor = 0;
@@ -86,6 +106,7 @@ const char *why_not(const hl_gemm_desc *d) {
   if (!fits_int(d->m) || !fits_int(d->n) || !fits_int(d->k) || !fits_int(d->lda) || !fits_int(d->ldb) ||
       !fits_int(d->ldc) || !fits_int(d->batch))
     return "a dimension or leading dimension is beyond cuBLAS's 32-bit int";
+  if (d->block_scaling != HL_GEMM_SCALE_PER_TENSOR) return why_not_block_scaled(d, cc);
   if (a == HL_E4M3 || b == HL_E4M3) {
     if (cc < 89) return "fp8 (e4m3) tensor cores need sm_89 or newer";
     if (a != b) return "fp8 GEMM here takes e4m3 for both A and B";
@@ -133,8 +154,9 @@ bool cuda_gemm_supports(const hl_gemm_desc *d, char *why, size_t len) {
 struct lt_plan {
   bool used;
   int64_t m, n, k, batch, lda, ldb, ldc, sa, sb, sc;
-  hl_dtype c_type;
+  hl_dtype c_type, ab_type;
   bool fast_accum;
+  hl_gemm_block_scaling block_scaling;
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
@@ -145,7 +167,8 @@ int next_plan_;
 bool same_shape(const lt_plan &p, const hl_gemm_desc *d) {
   return p.used && p.m == d->m && p.n == d->n && p.k == d->k && p.batch == d->batch && p.lda == d->lda &&
          p.ldb == d->ldb && p.ldc == d->ldc && p.sa == d->stride_a && p.sb == d->stride_b && p.sc == d->stride_c &&
-         p.c_type == d->c_type && p.fast_accum == d->fp8_fast_accum;
+         p.c_type == d->c_type && p.fast_accum == d->fp8_fast_accum &&
+         p.ab_type == d->a_type && p.block_scaling == d->block_scaling;
 }
 
 cublasLtMatrixLayout_t layout(cudaDataType t, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
@@ -175,20 +198,34 @@ lt_plan &plan_for(const hl_gemm_desc *d) {
   p.m = d->m, p.n = d->n, p.k = d->k, p.batch = d->batch, p.lda = d->lda, p.ldb = d->ldb, p.ldc = d->ldc;
   p.sa = d->stride_a, p.sb = d->stride_b, p.sc = d->stride_c, p.c_type = d->c_type;
   p.fast_accum = d->fp8_fast_accum;
+  p.ab_type = d->a_type, p.block_scaling = d->block_scaling;
   HL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const int8_t fast_accum = d->fp8_fast_accum ? 1 : 0;
   HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum));
+  if (d->block_scaling != HL_GEMM_SCALE_PER_TENSOR) {
+    const int32_t mode = d->block_scaling == HL_GEMM_SCALE_MX_E8M0_32 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0
+                                                                      : CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
+    /* cuBLAS's A is our B: its scales first; set again before each call (the pointers change) */
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d->b_block_scales,
+                                                   sizeof d->b_block_scales));
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d->a_block_scales,
+                                                   sizeof d->a_block_scales));
+  }
   const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
   HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
   HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
   /* cuBLAS's A is our B (stored n x k row-major = k x n column-major), its B our A (k x m column-major) */
   const float *scale_a_lt = scales_dev_ + 1, *scale_b_lt = scales_dev_;
-  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a_lt,
-                                                 sizeof scale_a_lt));
-  HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b_lt,
-                                                 sizeof scale_b_lt));
-  p.la = layout(CUDA_R_8F_E4M3, d->k, d->n, d->ldb, d->batch, d->stride_b);
-  p.lb = layout(CUDA_R_8F_E4M3, d->k, d->m, d->lda, d->batch, d->stride_a);
+  if (d->block_scaling == HL_GEMM_SCALE_PER_TENSOR) {
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a_lt,
+                                                   sizeof scale_a_lt));
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b_lt,
+                                                   sizeof scale_b_lt));
+  }
+  p.la = layout(cuda_type(d->b_type), d->k, d->n, d->ldb, d->batch, d->stride_b);
+  p.lb = layout(cuda_type(d->a_type), d->k, d->m, d->lda, d->batch, d->stride_a);
   p.lc = layout(cuda_type(d->c_type), d->n, d->m, d->ldc, d->batch, d->stride_c);
   cublasLtMatmulPreference_t pref;
   HL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -199,7 +236,7 @@ lt_plan &plan_for(const hl_gemm_desc *d) {
   HL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found));
   HL_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   if (found == 0)
-    hl_fatal("cuBLASLt: cublasLtMatmulAlgoGetHeuristic found no algorithm for this fp8 problem "
+    hl_fatal("cuBLASLt: cublasLtMatmulAlgoGetHeuristic found no algorithm for this fp8, MXFP8 or NVFP4 problem "
              "(m, n, k, layout or output type unsupported on this GPU)");
   p.algo = result.algo;
   return p;
@@ -213,6 +250,12 @@ void run_fp8(const hl_gemm_desc *d) {
                                   hl_cuda_stream()));
   }
   lt_plan &p = plan_for(d);
+  if (d->block_scaling != HL_GEMM_SCALE_PER_TENSOR) {
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d->b_block_scales,
+                                                   sizeof d->b_block_scales));
+    HL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d->a_block_scales,
+                                                   sizeof d->a_block_scales));
+  }
   HL_CUBLAS_CHECK(cublasLtMatmul(lt_, p.op, &d->alpha, d->b, p.la, d->a, p.lb, &d->beta, d->c, p.lc, d->c, p.lc,
                                  &p.algo, lt_workspace_, lt_workspace_bytes_, hl_cuda_stream()));
 }
@@ -221,7 +264,7 @@ void cuda_gemm(const hl_gemm_desc *d) {
   if (d->m <= 0 || d->n <= 0) return;
   std::lock_guard<std::mutex> guard(handle_lock_);
   ensure_handles();
-  if (d->a_type == HL_E4M3) {
+  if (d->a_type == HL_E4M3 || d->block_scaling != HL_GEMM_SCALE_PER_TENSOR) {
     run_fp8(d);
     return;
   }
@@ -270,6 +313,13 @@ void cuda_gemm(const hl_gemm_desc *d) {
 
 void cuda_gemm_describe(const hl_gemm_desc *d, char *out, size_t len) {
   const bool batched = d->batch > 1;
+  if (d->block_scaling != HL_GEMM_SCALE_PER_TENSOR) {
+    const bool mx = d->block_scaling == HL_GEMM_SCALE_MX_E8M0_32;
+    snprintf(out, len, "cublasLtMatmul %s -> %s; %s block scales; heuristic algorithm; 32 MiB workspace",
+             mx ? "MXFP8 (e4m3 x e4m3)" : "NVFP4 (packed e2m1 x e2m1)", hl_dtype_name(d->c_type),
+             mx ? "CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0" : "CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3");
+    return;
+  }
   if (d->a_type == HL_E4M3) {
     snprintf(out, len, "cublasLtMatmul e4m3 x e4m3 -> %s%s; heuristic algorithm; 32 MiB workspace; fast accumulation %s",
              hl_dtype_name(d->c_type), batched ? " strided-batched" : "", d->fp8_fast_accum ? "on" : "off");

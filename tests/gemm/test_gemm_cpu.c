@@ -588,6 +588,10 @@ static void test_supports_reasons(void **state) {
   d.a_type = d.b_type = HL_E4M3, d.compute = HL_COMPUTE_F32;
   assert_false(K()->supports(&d, why, sizeof why));
   assert_non_null(strstr(why, "fp8"));
+  d.a_type = d.b_type = HL_E2M1, d.block_scaling = HL_GEMM_SCALE_NVFP4_E4M3_16;
+  assert_false(K()->supports(&d, why, sizeof why));
+  assert_non_null(strstr(why, "sm_100"));
+  d.block_scaling = HL_GEMM_SCALE_PER_TENSOR;
   d.a_type = d.b_type = d.c_type = HL_F32, d.compute = HL_COMPUTE_F64;
   assert_false(K()->supports(&d, why, sizeof why));
   d.a_type = d.b_type = d.c_type = HL_F16, d.compute = HL_COMPUTE_F32;
