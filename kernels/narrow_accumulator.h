@@ -8,8 +8,10 @@
  * highest 14 bits of each and truncates the rest; the sums are accumulated
  * into registers with 14-bit precision too (about 2% maximum relative error
  * on random matrices at K = 4096). Khattak and Mikaitis ("Accurate models of
- * NVIDIA tensor cores", arXiv:2512.07004) measure the H100's fp8 accumulator
- * as 13 fraction bits (e8m13) with truncation.
+ * NVIDIA tensor cores", arXiv:2512.07004) build bit-accurate models of the
+ * H100's tensor cores, fp8 included; this one follows DeepSeek-V3's shorter
+ * description. Its accumulator, 8 exponent and 13 fraction bits, is named
+ * e8m13 in gemm --accuracy's CSV.
  *
  * The model, exactly: products are formed exactly; the running sum and each
  * group of 32 products are aligned to the largest exponent among them (the
