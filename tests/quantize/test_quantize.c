@@ -339,11 +339,12 @@ static void test_columns_are_transposed_rows(void **state) {
 
 /* The counts, made by hand: e2m1 FLOOR, block 0 with amax 7 (scale 1):
  * 7 and 6.5 clip to 6, 0.2 flushes to 0, 0.5 is e2m1's one subnormal; block
- * 1 all 1.0, nothing clipped. */
+ * 1 of 1.0 and one 1.5, nothing clipped. */
 static void test_counts(void **state) {
   (void)state;
   float *x = filled(64, 1.0f);
   x[0] = 7.0f, x[1] = -6.5f, x[2] = 0.2f, x[3] = 0.2f, x[4] = -0.5f, x[5] = 0.0f, x[6] = 0.0f;
+  x[40] = 1.5f; /* block 1's scale 2^-2: 1.5 lands on 6 itself, which is not clipped */
   hl_quant_spec s = spec(HL_E2M1, HL_SCALE_MX_FLOOR);
   result r = quantize(&s, x, 1, 64);
   assert_int_equal(r.stats.elements, 64);
@@ -356,6 +357,7 @@ static void test_counts(void **state) {
   assert_true(r.stats.amax == 7.0f);
   assert_int_equal(r.q.codes[1], 0xf);
   assert_int_equal(r.q.codes[4], 0x9);
+  assert_int_equal(r.q.codes[40], 0x7);
   result_free(&r);
   free(x);
 }
