@@ -302,19 +302,23 @@ def check_ml_dtypes(np, ml, dump):
 def check_torchao(np, dump):
     import logging
     import warnings
+    import importlib.metadata
+    import importlib.util
     warnings.filterwarnings("ignore")
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)  # torchao's enums, registered the old way
+    if importlib.util.find_spec("torchao") is None:  # asked before torch's slow import
+        skip("torchao is not installed beside the PyTorch peer; scripts/setup.sh --peers installs it")
+    version = importlib.metadata.version("torchao")
+    if version.split("+")[0] != "0.18.0":
+        skip(f"torchao {version} is not the pinned 0.18.0")
     try:
         import torch
         from torchao.prototype.mx_formats.config import ScaleCalculationMode
         from torchao.prototype.mx_formats.constants import DTYPE_FP6_E2M3, DTYPE_FP6_E3M2
         from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
         from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale
-        import torchao
     except ImportError as e:
-        skip(f"torchao does not import on the peer's Python ({e}); scripts/setup.sh --peers installs it")
-    if torchao.__version__.split("+")[0] != "0.18.0":
-        skip(f"torchao {torchao.__version__} is not the pinned 0.18.0")
+        skip(f"torchao does not import on the peer's Python ({e})")
     tdtype = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2, "e2m3": DTYPE_FP6_E2M3,
               "e3m2": DTYPE_FP6_E3M2, "e2m1": torch.float4_e2m1fn_x2}
     mats = [(n, x) for n, x in matrices(np) if x.shape[1] % 32 == 0 and x.shape[0] % 32 == 0]
