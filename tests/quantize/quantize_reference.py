@@ -40,7 +40,14 @@ def skip(why):
 
 def reexec_with(locator, mode, dump, root):
     """Runs this script again on the interpreter that `locator` prints, or skips."""
-    found = subprocess.run([os.path.join(root, "scripts", locator)], capture_output=True, text=True)
+    locator = os.path.join(root, "scripts", locator)
+    if mode == "torchao":  # without torchao, skip before the locator's import of torch (seconds)
+        venv = subprocess.run([locator, "--venv"], capture_output=True, text=True).stdout.strip()
+        python = os.path.join(venv, "bin", "python")
+        probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchao') is None)"
+        if os.access(python, os.X_OK) and subprocess.run([python, "-c", probe]).returncode == 1:
+            skip("torchao is not installed beside the PyTorch peer; scripts/setup.sh --peers installs it")
+    found = subprocess.run([locator], capture_output=True, text=True)
     if found.returncode != 0:
         skip(found.stderr.strip().splitlines()[-1] if found.stderr.strip() else locator + " found no interpreter")
     python = found.stdout.strip()
