@@ -62,9 +62,10 @@ typedef struct {
   hl_rounding rounding;
   uint8_t random_bits;
   uint64_t seed, stream;
-  /* tensor rule only: TE's margin, and the amax to scale by: >= 0, a given
-   * one (delayed scaling's history); < 0, the tensor's own (current scaling).
-   * An amax of 0, inf or NaN keeps `previous_scale` (TE: the last step's). */
+  /* tensor rule only: TE's margin, and the amax to scale by: < 0, the
+   * tensor's own (current scaling); otherwise a given one (delayed scaling's
+   * history). An amax of 0, inf or NaN keeps `previous_scale` (TE: the last
+   * step's); a scale past fp32's range is fp32's largest. */
   int margin;
   float tensor_amax;
   float previous_scale;

@@ -138,11 +138,21 @@ HL_HD static inline hl_block_scale hl_quant_nvfp4_scale(float amax, float tensor
   return bs;
 }
 
+/* The amax the tensor rule scales by: the spec's given one (delayed
+ * scaling's history; NaN included, which keeps the previous scale), or the
+ * tensor's own where the spec's is negative. */
+HL_HD static inline float hl_quant_tensor_amax_used(const hl_quant_spec *s, float own_amax) {
+  return s->tensor_amax < 0.0f ? own_amax : s->tensor_amax;
+}
+
 /* Transformer Engine's per-tensor scale: (max / amax) / 2^margin, or the
- * previous scale where amax is 0, inf or NaN. */
+ * previous scale where amax is 0, inf or NaN; a scale that overflows fp32
+ * (a tiny amax) is fp32's largest, as Transformer Engine clamps it (an
+ * infinite scale would make 0 * inf = NaN of the tensor's zeros). */
 HL_HD static inline float hl_quant_tensor_encode_scale(const hl_quant_spec *s, float amax) {
   if (!(amax > 0.0f) || !hl_quant_finite(amax)) return s->previous_scale;
-  return hl_div_rn(hl_div_rn(hl_quant_element_max(s->element), amax), hl_pow2f(s->margin));
+  const float scale = hl_div_rn(hl_div_rn(hl_quant_element_max(s->element), amax), hl_pow2f(s->margin));
+  return hl_quant_finite(scale) ? scale : 0x1.fffffep127f;
 }
 
 /* The scale of one block of the rules with per-block scales (block-fp32,
@@ -164,9 +174,12 @@ HL_HD static inline hl_block_scale hl_quant_block_scale(const hl_quant_spec *s, 
       if (!(amax == amax)) bs.decode = bs.encode_factor = amax;
       return bs;
     }
-    default: { /* block-fp32: amax / max, 1 for a block of zeros */
+    default: { /* block-fp32: amax / max; 1 where that is 0 (a block of zeros,
+                  or an amax too small: 0 / 0 would be NaN) or inf (inf / inf
+                  would be NaN), as block-pow2; NaN stays NaN */
       const float descale = hl_div_rn(amax, hl_quant_element_max(s->element));
-      bs.decode = bs.encode_factor = amax == 0.0f ? 1.0f : descale;
+      const bool usable = (descale > 0.0f && hl_quant_finite(descale)) || descale != descale;
+      bs.decode = bs.encode_factor = usable ? descale : 1.0f;
       bs.divide = true;
       return bs;
     }

@@ -15,11 +15,13 @@
 set -euo pipefail
 torch_version=2.15.0
 numpy_version=2.4.6
+# torchao: a second reference for the MX and NVFP4 quantizers (tests/quantize); pure Python
+torchao_version=0.18.0
 venv=${HALFLAB_PEER_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/halflab/torch-$torch_version}
 
 case "${1:-}" in
   --venv) echo "$venv"; exit 0 ;;
-  --pins) echo "torch==$torch_version numpy==$numpy_version"; exit 0 ;;
+  --pins) echo "torch==$torch_version numpy==$numpy_version torchao==$torchao_version"; exit 0 ;;
   "") ;;
   *) echo "peer-python.sh: unknown option '$1'" >&2; exit 2 ;;
 esac

@@ -177,7 +177,9 @@ fi
 # ---- the PyTorch peer: a pinned pip install in its own virtual environment
 if [ $peers = 1 ]; then
   venv=$(scripts/peer-python.sh --venv)
-  if scripts/peer-python.sh >/dev/null 2>&1; then
+  # ready: it imports, and was installed with today's pins (a pin added later, torchao, is installed then)
+  if scripts/peer-python.sh >/dev/null 2>&1 &&
+    [ "$(cat "$venv/halflab-peer-complete")" = "$(scripts/peer-python.sh --pins)" ]; then
     echo "setup.sh: PyTorch peer ready in $venv" >&2
   else
     pins=$(scripts/peer-python.sh --pins)

@@ -76,7 +76,7 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
   if (s->rule == HL_SCALE_NVFP4) q->tensor_scale = hl_quant_nvfp4_tensor_scale(amax_all);
   hl_block_scale tensor_bs = {1.0f, 1.0f, false, 0};
   if (s->rule == HL_SCALE_TENSOR) {
-    q->encode_scale = hl_quant_tensor_encode_scale(s, s->tensor_amax >= 0.0f ? s->tensor_amax : amax_all);
+    q->encode_scale = hl_quant_tensor_encode_scale(s, hl_quant_tensor_amax_used(s, amax_all));
     tensor_bs.encode_factor = q->encode_scale;
     tensor_bs.decode = hl_div_rn(1.0f, q->encode_scale);
   }

@@ -297,5 +297,5 @@ extern "C" const hl_backend hl_backend_cuda = {
 #else
     NULL, /* built without NCCL (meson option nccl): no GPU ranks */
 #endif
-    NULL, /* the quantizers' CUDA twin is not built yet */
+    &hl_cuda_quantize_kernels,
 };

@@ -10,6 +10,7 @@ extern "C" const struct hl_gemm_kernels hl_cuda_gemm_kernels;
 extern "C" const struct hl_tensor_kernels hl_cuda_tensor_kernels;
 extern "C" const struct hl_optim_kernels hl_cuda_optim_kernels;
 extern "C" const struct hl_convert_kernels hl_cuda_convert_kernels;
+extern "C" const struct hl_quantize_kernels hl_cuda_quantize_kernels;
 #ifdef HL_HAVE_NCCL
 extern "C" const struct hl_comm_kernels hl_cuda_comm_kernels; /* comm_nccl.cu */
 #endif
