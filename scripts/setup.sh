@@ -6,6 +6,12 @@
 #
 #   as root:   installs the Debian packages that are missing (apt-get);
 #   otherwise: prints the exact apt-get line and exits 1 when something is missing.
+#   always (but --numerics-only): ml_dtypes, the independent reference the
+#              tests check the fp8, fp6, fp4 and E8M0 conversions against, from
+#              pip in a small virtual environment outside the checkout
+#              (scripts/reference-python.sh: ~/.cache/halflab/ml_dtypes-0.7.0,
+#              about 100 MB). Without the package index it says so and goes on;
+#              those tests are then skipped.
 #   --numerics-only: for a class: only what halflab-numerics and its charts
 #              need (a C compiler, meson, ninja, gnuplot, and poppler-utils to
 #              join slides into one PDF), and build/ configured with
@@ -48,7 +54,7 @@ for arg in "$@"; do
     --peers) peers=1 ;;
     --numerics-only) numerics_only=1 ;;
     --fuzz) fuzz=1 ;;
-    -h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see scripts/setup.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +71,7 @@ fi
 packages=(gcc libc6-dev pkg-config meson ninja-build git gnuplot-nox poppler-utils libcmocka-dev libopenblas-dev libopenblas-openmp-dev libdnnl-dev
           libopenmpi-dev openmpi-bin)
 [ $numerics_only = 1 ] && packages=(gcc libc6-dev meson ninja-build gnuplot-nox poppler-utils)
-[ $peers = 1 ] && packages+=(python3 python3-venv)
+[ $numerics_only = 0 ] && packages+=(python3 python3-venv) # the narrow formats' reference (below)
 [ $fuzz = 1 ] && packages+=(clang libclang-rt-dev libomp-dev)
 # NCCL for GPU ranks: the toolkit's or the system's, an installed wheel, else the wheel to install (below)
 nccl_wheel=0
@@ -78,7 +84,6 @@ if [ $numerics_only = 0 ] && command -v nvcc >/dev/null 2>&1; then
     echo "setup.sh: NCCL: the pip wheel in $wheel" >&2
   else
     nccl_wheel=1
-    [ $peers = 0 ] && packages+=(python3 python3-venv)
   fi
 fi
 
@@ -141,6 +146,32 @@ elif [ -f build/build.ninja ]; then
   echo "setup.sh: build/ is configured (ninja reconfigures it by itself when meson.build changes)" >&2
 else
   meson setup build --buildtype=release >&2
+fi
+
+# ---- ml_dtypes, the narrow formats' independent reference: a small pinned pip
+# install in its own virtual environment (about 100 MB); the tests that need it
+# say they are skipped without it
+if [ $numerics_only = 0 ]; then
+  rvenv=$(scripts/reference-python.sh --venv)
+  if scripts/reference-python.sh >/dev/null 2>&1; then
+    echo "setup.sh: ml_dtypes reference ready in $rvenv" >&2
+  else
+    rpins=$(scripts/reference-python.sh --pins)
+    echo "setup.sh: installing the formats' reference ($rpins) into $rvenv" >&2
+    log=$(mktemp /tmp/halflab-reference-install.XXXXXX)
+    mkdir -p "$(dirname "$rvenv")"
+    rm -f "$rvenv/halflab-reference-complete" # written only once pip finished
+    # shellcheck disable=SC2086
+    if { [ -x "$rvenv/bin/pip" ] || /usr/bin/python3 -m venv "$rvenv" >"$log" 2>&1; } &&
+      "$rvenv/bin/pip" install --disable-pip-version-check --no-input -q $rpins >>"$log" 2>&1 &&
+      echo "$rpins" >"$rvenv/halflab-reference-complete" && scripts/reference-python.sh >/dev/null 2>>"$log"; then
+      rm -f "$log"
+    else
+      rm -f "$rvenv/halflab-reference-complete"
+      why=$(grep -m1 -E 'ERROR|Error|error' "$log" | cut -c1-200)
+      echo "setup.sh: could not install ml_dtypes ($rpins): ${why:-see $log}; the tests that compare with it will be skipped" >&2
+    fi
+  fi
 fi
 
 # ---- the PyTorch peer: a pinned pip install in its own virtual environment
