@@ -4,6 +4,7 @@
 # loopback) must say in one line what failed, exit 1, leave the rest of the
 # set-up in place and no peer that looks installed; the peer comparison then
 # skips, and the report's peer section says "skipped: PyTorch not installed".
+# The ml_dtypes reference setup.sh installs by default fails the same way in one line.
 # setup.sh runs in a scratch copy of scripts/ beside a configured-looking
 # build/, so that nothing of the real tree is touched.
 set -euo pipefail
@@ -14,11 +15,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "setup-peers-offline: $*" >&2; exit 1; }
 
 mkdir -p "$tmp/tree/scripts" "$tmp/tree/build"
-cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$src/scripts/nccl-wheel.sh" "$tmp/tree/scripts/"
+cp "$src/scripts/setup.sh" "$src/scripts/peer-python.sh" "$src/scripts/nccl-wheel.sh" "$src/scripts/reference-python.sh" \
+  "$tmp/tree/scripts/"
 echo "# stand-in" >"$tmp/tree/build/build.ninja"
 cp "$tmp/tree/build/build.ninja" "$tmp/build.ninja.before"
 
 export HALFLAB_PEER_VENV=$tmp/venv
+export HALFLAB_REFERENCE_VENV=$tmp/reference-venv # setup.sh installs the ml_dtypes reference by default
 export HALFLAB_NCCL_VENV=$tmp/nccl-venv # where nvcc is and the toolkit lacks NCCL, setup.sh tries its wheel too
 set +e
 PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_RETRIES=0 PIP_TIMEOUT=2 PIP_CONFIG_FILE=/dev/null \
@@ -35,6 +38,9 @@ grep 'could not install' "$tmp/err" | grep -q 'torch==' || fail "the reason does
 grep -q 'the rest of the set-up is in place' "$tmp/err" || fail "the message does not say the rest is in place"
 cmp -s "$tmp/tree/build/build.ninja" "$tmp/build.ninja.before" || fail "build/ was changed"
 if "$tmp/tree/scripts/peer-python.sh" >/dev/null 2>&1; then fail "a failed install looks installed"; fi
+# the ml_dtypes reference: one line naming it, and nothing that looks installed
+[ "$(grep -c 'could not install ml_dtypes (ml_dtypes==' "$tmp/err")" = 1 ] || { cat "$tmp/err" >&2; fail "no one-line reason for ml_dtypes"; }
+if "$tmp/tree/scripts/reference-python.sh" >/dev/null 2>&1; then fail "a failed ml_dtypes install looks installed"; fi
 
 # the comparison skips and says why, and the report says so
 if [ -x "$build/train/halflab-train" ]; then
