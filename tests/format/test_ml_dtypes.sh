@@ -7,7 +7,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 if ! python=$("$src/scripts/reference-python.sh" 2>/dev/null); then
   [ "${HALFLAB_REQUIRE_REFERENCE:-0}" = 1 ] && { echo "test_ml_dtypes: the ml_dtypes venv is required" >&2; exit 1; }
-  echo "skipped: ml_dtypes is not installed ($("$src/scripts/reference-python.sh" 2>&1 >/dev/null || true); scripts/setup.sh installs it)"
+  echo "skipped: $("$src/scripts/reference-python.sh" 2>&1 >/dev/null || true)"
   exit 77
 fi
 exec "$python" "$src/tests/format/test_ml_dtypes.py" "$@"
