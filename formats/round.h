@@ -31,18 +31,22 @@
  *     that a rounding toward zero (toward zero; toward -inf for positive
  *     values; toward +inf for negative ones) stops at +-max; an infinite
  *     input stays infinite (NaN in e4m3). HL_OVERFLOW_SATURATE gives +-max
- *     for both ("satfinite"). A format without inf and NaN always saturates.
- *   - NaN: a NaN in gives a NaN out, whatever the spec. fp16, bf16 and tf32
- *     keep its sign and the top of its payload and set the quiet bit
- *     (half.h's rule, as F16C and the GPU do); fp8 gives its sign and the
- *     format's NaN code; fp32 to fp32 passes a NaN unchanged (nothing is
- *     dropped).
+ *     for both ("satfinite"). A format without inf and NaN (fp6, fp4) always
+ *     saturates.
+ *   - NaN: a NaN in gives a NaN out, whatever the spec, where the format has
+ *     one. fp16, bf16 and tf32 keep its sign and the top of its payload and
+ *     set the quiet bit (half.h's rule, as F16C and the GPU do); fp8 gives
+ *     its sign and the format's NaN code; fp32 to fp32 passes a NaN unchanged
+ *     (nothing is dropped). fp6 and fp4, which have none, give +-max of its
+ *     sign; e8m0 gives its NaN code 0xff (hl_round_bits_e8m0, which also
+ *     says what becomes of zero and negative values).
  *   - flush_subnormals: fp32 subnormal inputs are read as zero and results
  *     that come out subnormal in the format (rounded as if subnormals were
  *     kept) become zero; both keep the sign, as CUDA's .ftz does.
  *
- * Codes are right-aligned in a uint32_t: fp16 and bf16 in 16 bits, fp8 in
- * 8, tf32 in 19 (its fp32 container's bits >> 13), fp32 in 32. */
+ * Codes are right-aligned in a uint32_t: fp16 and bf16 in 16 bits, fp8 and
+ * e8m0 in 8, fp6 in 6, fp4 in 4, tf32 in 19 (its fp32 container's bits >> 13),
+ * fp32 in 32. */
 #ifndef HL_ROUND_H
 #define HL_ROUND_H
 
@@ -143,7 +147,7 @@ typedef enum {
 } hl_overflow;
 
 typedef struct {
-  hl_dtype format;       /* the target: fp32, tf32, fp16, bf16, e4m3, e5m2 */
+  hl_dtype format;       /* the target: fp32, tf32, fp16, bf16, e4m3, e5m2, e2m3, e3m2, e2m1, e8m0 */
   hl_rounding rounding;
   hl_overflow overflow;
   bool flush_subnormals; /* subnormal inputs and results -> zero of their sign */
@@ -294,7 +298,7 @@ HL_HD static inline uint32_t hl_round_bits_generic(const hl_round_spec *s, float
 
 /* The fp32 value of a code of format f (exact: every format here fits in
  * fp32). NaN codes give a NaN of the code's sign: fp16, bf16 and tf32 keep
- * the payload, fp8 gives the quiet NaN. */
+ * the payload, fp8 gives the quiet NaN; e8m0's 0xff the positive quiet NaN. */
 HL_HD static inline float hl_round_decode(hl_dtype f, uint32_t code) {
   if (f == HL_E8M0) /* 2^(code - 127): fp32's exponent field, or 2^-127, fp32's subnormal 0x00400000 */
     return hl_f32_from_bits(code == 0xffu ? 0x7fc00000u : code ? code << 23 : 0x00400000u);

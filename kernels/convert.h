@@ -21,7 +21,8 @@ struct hl_convert_kernels {
    * word first + i of spec's Philox stream), i < n. out is backend memory
    * holding n codes of hl_format_code_bytes(spec->format) bytes. */
   void (*encode_range)(const hl_round_spec *spec, uint32_t first, size_t n, void *out);
-  /* out[i] = fp32 bits of code first + i of format (fp16, bf16, e4m3, e5m2) decoded. */
+  /* out[i] = fp32 bits of code first + i of format decoded (any format of formats/round.h: fp16, bf16,
+   * fp8, fp6, fp4, e8m0; a NaN code gives a NaN). */
   void (*decode_range)(hl_dtype format, uint32_t first, size_t n, uint32_t *out);
   /* out[i] = a[i] op b[i] in type (HL_F16 or HL_BF16), op one of + - * /,
    * each correctly rounded (device: the half intrinsics). */

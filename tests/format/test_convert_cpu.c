@@ -2,8 +2,10 @@
  * the gpu suite compares the device against) gives half.h's portable
  * results for the specs half.h implements (fp16 and bf16 through the CPU's
  * conversion path, the other formats through half.h itself), the generic
- * rounding's for the others, stochastic ones with word first + i. */
+ * rounding's for the others, stochastic ones with word first + i; fp6, fp4
+ * and e8m0 codes decode as format.c's independent decoder says. */
 #include "core/base/device.h"
+#include "formats/format.h"
 #include "formats/half.h"
 #include "formats/philox.h"
 #include "formats/round.h"
@@ -66,10 +68,42 @@ static void test_decode_matches_half_h(void **state) {
   }
 }
 
+/* fp6, fp4 and e8m0: every code decodes as format.c's decoder says; their
+ * encodings are the generic rounding's (stochastic ones with word first + i) */
+static void test_ocp_mx_formats(void **state) {
+  (void)state;
+  const hl_backend *cpu = hl_backend_for(HL_DEVICE_CPU);
+  static const hl_dtype mx[] = {HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  enum { N = (1 << 16) + 3 };
+  static uint8_t codes[N];
+  uint32_t dec[256];
+  for (size_t k = 0; k < sizeof mx / sizeof mx[0]; k++) {
+    const uint32_t count = 1u << hl_format_code_width(mx[k]);
+    cpu->convert->decode_range(mx[k], 0, count, dec);
+    for (uint32_t c = 0; c < count; c++) {
+      const float want = (float)hl_format_decode(mx[k], c);
+      if (want != want) assert_true((dec[c] & 0x7fffffffu) > 0x7f800000u); /* e8m0's 0xff */
+      else assert_int_equal(dec[c], hl_f32_bits(want));
+    }
+    const hl_round_spec specs[] = {hl_round_nearest(mx[k]),
+                                   hl_round_spec_make(mx[k], HL_ROUNDING_TOWARD_NEGATIVE, HL_OVERFLOW_SATURATE, true),
+                                   hl_round_stochastic(mx[k], 8, 5, 6)};
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+      const uint32_t first = 0x3e000000u; /* 0.125 and up */
+      cpu->convert->encode_range(&specs[s], first, N, codes);
+      for (uint32_t i = 0; i < N; i++) {
+        const uint32_t random = specs[s].rounding == HL_ROUNDING_STOCHASTIC ? hl_philox_u32(5, 6, first + i) : 0u;
+        assert_int_equal(codes[i], hl_round_bits_generic(&specs[s], hl_f32_from_bits(first + i), random));
+      }
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_encode_matches_half_h),
       cmocka_unit_test(test_decode_matches_half_h),
+      cmocka_unit_test(test_ocp_mx_formats),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

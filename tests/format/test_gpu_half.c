@@ -2,9 +2,14 @@
  * arithmetic against formats/half.h's portable code on the CPU, bit for bit.
  *   - every fp32 encoding -> fp16, bf16, e4m3 / e5m2 (saturating and not), tf32 (rne,
  *     rna): the rounding specs the device has an instruction for;
- *   - every other spec of formats/round.h (each format, rounding, overflow
- *     rule, flushing; stochastic from a Philox stream), 2^26 inputs each;
- *   - every fp16 / bf16 / fp8 code decoded;
+ *   - every fp32 encoding -> e4m3, e5m2, e2m3, e3m2, e2m1 (nearest even) and
+ *     e8m0 (nearest, ties away): the specs the numerics suite checks against
+ *     ml_dtypes on the CPU, here the generic rounding on the device (fp6,
+ *     fp4, e8m0) against the CPU's;
+ *   - every other spec of formats/round.h (each format, fp6, fp4 and e8m0
+ *     included, rounding, overflow rule, flushing; stochastic from a Philox
+ *     stream), 2^26 inputs each;
+ *   - every fp16 / bf16 / fp8 / fp6 / fp4 / e8m0 code decoded;
  *   - +, -, * on every fp16 and bf16 value against 1024 Philox-drawn partners;
  *   - / on every pair of fp16 codes and every pair of bf16 codes (2^32 each).
  * NaN results of the instructions are compared as NaN (payloads differ
@@ -110,11 +115,36 @@ static void test_encode_every_fp32(void **state) {
   encode_buffers_free(&b);
 }
 
+/* The specs test_ml_dtypes.py compares with ml_dtypes on the CPU: every fp32 input */
+static void test_encode_every_fp32_narrow(void **state) {
+  (void)state;
+  static const struct {
+    hl_dtype f;
+    hl_rounding r;
+  } checked[] = {
+      {HL_E4M3, HL_ROUNDING_NEAREST_EVEN}, {HL_E5M2, HL_ROUNDING_NEAREST_EVEN}, {HL_E2M3, HL_ROUNDING_NEAREST_EVEN},
+      {HL_E3M2, HL_ROUNDING_NEAREST_EVEN}, {HL_E2M1, HL_ROUNDING_NEAREST_EVEN}, {HL_E8M0, HL_ROUNDING_NEAREST_AWAY},
+      {HL_E8M0, HL_ROUNDING_NEAREST_EVEN},
+  };
+  encode_buffers b = encode_buffers_new();
+  char name[96];
+  for (size_t k = 0; k < sizeof checked / sizeof checked[0]; k++) {
+    const hl_round_spec s = hl_round_spec_make(checked[k].f, checked[k].r, HL_OVERFLOW_IEEE, false);
+    uint64_t bad = 0;
+    for (uint64_t first = 0; first < (UINT64_C(1) << 32); first += CHUNK)
+      bad += encode_differences(&s, (uint32_t)first, CHUNK, b.dev, b.from_gpu, b.from_cpu);
+    if (bad) fail_msg("%s: %llu of 2^32 conversions differ between GPU and CPU", spec_name(&s, name, sizeof name),
+                      (unsigned long long)bad);
+  }
+  encode_buffers_free(&b);
+}
+
 /* Every other spec (the generic rounding on both): 2^26 inputs each, 64 runs
  * of 2^20 spread over the encodings (every sign and exponent) */
 static void test_encode_every_spec(void **state) {
   (void)state;
-  static const hl_dtype formats[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+  static const hl_dtype formats[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3,
+                                     HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
   encode_buffers b = encode_buffers_new();
   char name[96];
   for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++)
@@ -135,11 +165,11 @@ static void test_encode_every_spec(void **state) {
 
 static void test_decode_every_code(void **state) {
   (void)state;
-  const hl_dtype kinds[] = {HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+  const hl_dtype kinds[] = {HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
   uint32_t *dev = gpu->alloc(65536 * sizeof(uint32_t));
   uint32_t from_gpu[65536], from_cpu[65536];
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-    size_t n = hl_format_code_bytes(kinds[k]) == 2 ? 65536 : 256;
+    const size_t n = (size_t)1 << hl_format_code_width(kinds[k]);
     gpu->convert->decode_range(kinds[k], 0, n, dev);
     gpu->copy_to_host(from_gpu, dev, n * sizeof(uint32_t));
     cpu->convert->decode_range(kinds[k], 0, n, from_cpu);
@@ -242,6 +272,7 @@ int main(void) {
       cmocka_unit_test(test_half_arithmetic),
       cmocka_unit_test(test_half_division_every_pair),
       cmocka_unit_test(test_encode_every_fp32),
+      cmocka_unit_test(test_encode_every_fp32_narrow),
       cmocka_unit_test(test_encode_every_spec),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

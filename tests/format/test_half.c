@@ -191,6 +191,25 @@ static void test_bitstring_and_neighbours(void **state) {
   assert_int_equal(hl_format_classify(HL_E4M3, 0x7f), HL_CLASS_NAN);
   assert_int_equal(hl_format_encode(HL_F16, 1e6f, HL_OVERFLOW_SATURATE), 0x7bff);
   assert_int_equal(hl_format_encode(HL_TF32, 1.0f, HL_OVERFLOW_IEEE), 0x3f800000u >> 13);
+  /* fp6, fp4: every code a number; e8m0: no sign field, code 0 is 2^-127, 0xff its NaN */
+  assert_string_equal(hl_format_bitstring(HL_E2M1, 0xd, buf, sizeof buf), "1 10 1");
+  assert_string_equal(hl_format_bitstring(HL_E2M3, 0x1f, buf, sizeof buf), "0 11 111");
+  assert_string_equal(hl_format_bitstring(HL_E3M2, 0x21, buf, sizeof buf), "1 000 01");
+  assert_string_equal(hl_format_bitstring(HL_E8M0, 0x7f, buf, sizeof buf), "01111111");
+  assert_false(hl_format_next_up(HL_E2M1, 0x7, &n)); /* 6: nothing above */
+  assert_true(hl_format_next_down(HL_E2M1, 0x7, &n) && hl_format_decode(HL_E2M1, n) == 4);
+  assert_true(hl_format_next_down(HL_E2M1, 0x0, &n) && n == 0x9); /* 0 -> -0.5 */
+  assert_true(hl_format_next_up(HL_E8M0, 0x7f, &n) && n == 0x80);
+  assert_false(hl_format_next_up(HL_E8M0, 0xfe, &n)); /* 2^127: nothing above, 0xff is NaN */
+  assert_false(hl_format_next_down(HL_E8M0, 0x00, &n)); /* 2^-127: nothing below, no zero */
+  assert_false(hl_format_next_up(HL_E8M0, 0xff, &n));
+  assert_int_equal(hl_format_classify(HL_E2M1, 0x8), HL_CLASS_ZERO);
+  assert_int_equal(hl_format_classify(HL_E2M1, 0x1), HL_CLASS_SUBNORMAL);
+  assert_int_equal(hl_format_classify(HL_E2M3, 0x3f), HL_CLASS_NORMAL); /* -7.5: no NaN in fp6 */
+  assert_int_equal(hl_format_classify(HL_E8M0, 0x00), HL_CLASS_NORMAL);
+  assert_int_equal(hl_format_classify(HL_E8M0, 0xff), HL_CLASS_NAN);
+  assert_true(hl_format_decode(HL_E8M0, 0x00) == ldexp(1, -127) && hl_format_decode(HL_E8M0, 0xfe) == ldexp(1, 127));
+  assert_true(hl_format_decode(HL_E3M2, 0x21) == -0.0625);
 }
 
 static void test_generic_round(void **state) {
@@ -202,6 +221,42 @@ static void test_generic_round(void **state) {
   assert_true(isnan(hl_format_round(HL_E4M3, 500, HL_OVERFLOW_IEEE)));
   assert_true(hl_format_round(HL_E4M3, 464, HL_OVERFLOW_IEEE) == 448);
   assert_true(signbit(hl_format_round(HL_BF16, -1e-300, HL_OVERFLOW_IEEE)));
+  /* fp6, fp4: no inf, no NaN: always +-max; e8m0: powers of two, ties to the even code */
+  assert_true(hl_format_round(HL_E2M1, 7, HL_OVERFLOW_IEEE) == 6 && hl_format_round(HL_E2M1, 5, HL_OVERFLOW_IEEE) == 4);
+  assert_true(hl_format_round(HL_E2M1, -NAN, HL_OVERFLOW_IEEE) == -6);
+  assert_true(hl_format_round(HL_E2M3, 7.75, HL_OVERFLOW_IEEE) == 7.5 && hl_format_round(HL_E3M2, 30, HL_OVERFLOW_IEEE) == 28);
+  assert_true(hl_format_round(HL_E8M0, 3, HL_OVERFLOW_IEEE) == 2 && hl_format_round(HL_E8M0, 6, HL_OVERFLOW_IEEE) == 8);
+  assert_true(hl_format_round(HL_E8M0, 1e-300, HL_OVERFLOW_IEEE) == ldexp(1, -127));
+  assert_true(isnan(hl_format_round(HL_E8M0, 0, HL_OVERFLOW_SATURATE)));
+  assert_true(isnan(hl_format_round(HL_E8M0, -2, HL_OVERFLOW_SATURATE)));
+  assert_true(hl_format_round(HL_E8M0, ldexp(3, 126), HL_OVERFLOW_IEEE) == ldexp(1, 127)); /* the tie: even 254 */
+  assert_true(isnan(hl_format_round(HL_E8M0, ldexp(3.1, 126), HL_OVERFLOW_IEEE)));
+  assert_true(hl_format_round(HL_E8M0, ldexp(3.1, 126), HL_OVERFLOW_SATURATE) == ldexp(1, 127));
+}
+
+/* format.c's double-based rounding and round.h's on bits agree for fp6, fp4
+ * and e8m0 (nearest even, both overflow rules) on random fp32 encodings and
+ * the values near each code; all 2^32 inputs: suite numerics, against ml_dtypes */
+static void test_generic_round_agrees_with_round_h(void **state) {
+  (void)state;
+  static const hl_dtype mx[] = {HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  for (size_t k = 0; k < sizeof mx / sizeof mx[0]; k++)
+    for (int ov = 0; ov < 2; ov++)
+      for (uint32_t i = 0; i < (1u << 18); i++) {
+        /* random encodings, and encodings within 2^8 ulps of each code's value and of the
+         * midpoint (the tie) between it and the next code */
+        const uint32_t code = i >> 10 & 0xff;
+        uint32_t up;
+        double base = hl_format_decode(mx[k], code);
+        if (i & 2 && hl_format_next_up(mx[k], code, &up)) base = (base + hl_format_decode(mx[k], up)) / 2;
+        const uint32_t near = hl_f32_bits((float)base) + (i >> 2 & 0xff) - 0x80;
+        const float x = hl_f32_from_bits(i & 1 ? hl_philox_u32(8, k, i) : near);
+        const double want = hl_format_round(mx[k], x, (hl_overflow)ov);
+        const double got = hl_format_decode(mx[k], hl_format_encode(mx[k], x, (hl_overflow)ov));
+        if (!(got == want || (isnan(got) && isnan(want))))
+          fail_msg("%s, overflow %d: fp32 0x%08x: format.c %a, round.h %a", hl_dtype_format_name(mx[k]), ov,
+                   hl_f32_bits(x), want, got);
+      }
 }
 
 /* Known-answer vectors published with Random123 (kat_vectors), Philox4x32-10 */
@@ -238,7 +293,7 @@ int main(void) {
       cmocka_unit_test(test_arith_correctly_rounded), cmocka_unit_test(test_fp8_edges),
       cmocka_unit_test(test_tf32),                  cmocka_unit_test(test_format_table),
       cmocka_unit_test(test_bitstring_and_neighbours), cmocka_unit_test(test_generic_round),
-      cmocka_unit_test(test_philox_known_answers),
+      cmocka_unit_test(test_philox_known_answers), cmocka_unit_test(test_generic_round_agrees_with_round_h),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,11 @@
 /* test_round.c — suite unit: formats/round.h value by value.
  *   - each format's layout says what format.c's table says; which specs are valid;
- *   - every code decodes as half.h (fp16, bf16, fp8) or the tf32 container
- *     does, and rounds back to itself under every deterministic spec;
+ *   - every code decodes as half.h (fp16, bf16, fp8), the tf32 container or
+ *     format.c's decoder (fp6, fp4, e8m0) does, and rounds back to itself
+ *     under every deterministic spec;
  *   - facts worked out by hand: ties, directed roundings of both signs,
- *     overflow by each rule and rounding, flushing, NaNs, the fp8 edges;
+ *     overflow by each rule and rounding, flushing, NaNs, the fp8, fp6, fp4
+ *     and e8m0 edges;
  *   - hl_round_bits and hl_cpu_round_array give the generic rounding's bits
  *     for every spec (so neither picks a fast path for a spec it does not
  *     implement), on edges, binade ends and random encodings;
@@ -24,7 +26,7 @@
 #include "kernels/cpu/half_arrays.h"
 #include "tests/support/hltest.h"
 
-static const hl_dtype formats[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+static const hl_dtype formats[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
 enum { FORMATS = sizeof formats / sizeof formats[0] };
 
 static uint32_t round_by(hl_dtype f, hl_rounding r, hl_overflow ov, bool flush, float x) {
@@ -42,14 +44,19 @@ static void test_layouts_match_format_table(void **state) {
     assert_int_equal(l.exp_bits, fi->exp_bits);
     assert_int_equal(l.man_bits, fi->man_bits);
     assert_int_equal(l.bias, fi->bias);
+    assert_int_equal(l.sign_bits, fi->sign_bits);
     assert_int_equal(l.specials == HL_SPECIALS_IEEE, fi->has_inf);
     assert_int_equal(l.specials == HL_SPECIALS_IEEE, fi->ieee_max);
+    assert_int_equal(l.specials != HL_SPECIALS_NONE, fi->has_nan);
     assert_int_equal(hl_format_code_width(formats[k]), fi->bits);
-    /* the largest finite value and the smallest subnormal, as the generic rounding finds them */
+    /* the largest finite value and the smallest subnormal (e8m0: its smallest value, code 0),
+     * as the generic rounding finds them */
     const uint32_t max = round_by(formats[k], HL_ROUNDING_NEAREST_EVEN, HL_OVERFLOW_SATURATE, false, INFINITY);
     assert_true(hl_round_decode(formats[k], max) == fi->max);
-    assert_true(hl_round_decode(formats[k], 1) == fi->min_subnormal);
+    assert_true(hl_round_decode(formats[k], fi->man_bits ? 1 : 0) == fi->min_subnormal);
   }
+  assert_int_equal(hl_format_code_bytes(HL_E2M1), 1);
+  assert_int_equal(hl_format_code_bytes(HL_E8M0), 1);
   assert_int_equal(hl_format_code_bytes(HL_E4M3), 1);
   assert_int_equal(hl_format_code_bytes(HL_BF16), 2);
   assert_int_equal(hl_format_code_bytes(HL_TF32), 4);
@@ -84,7 +91,8 @@ static float reference_decode(hl_dtype f, uint32_t c) {
     case HL_BF16: return hl_bf16_to_f32_soft((hl_bf16)c);
     case HL_E4M3: return hl_fp8_to_f32_soft((hl_fp8)c, HL_FP8_E4M3);
     case HL_E5M2: return hl_fp8_to_f32_soft((hl_fp8)c, HL_FP8_E5M2);
-    default: return hl_f32_from_bits(c << 13); /* tf32: its container */
+    case HL_TF32: return hl_f32_from_bits(c << 13); /* its container */
+    default: return (float)hl_format_decode(f, c); /* fp6, fp4, e8m0: exact in fp32 */
   }
 }
 
@@ -156,6 +164,43 @@ static void test_roundings_by_hand(void **state) {
       {HL_E5M2, 1.125f, {0x3c, 0x3d, 0x3c, 0x3d, 0x3c}},
       {HL_E5M2, 61440.0f, {0x7c, 0x7c, 0x7b, 0x7c, 0x7b}}, /* the tie to inf */
       {HL_F32, hl_f32_from_bits(0x00000001u), {1, 1, 1, 1, 1}},
+      /* e2m1: 0, 0.5, 1, 1.5, 2, 3, 4, 6; the ties 0.25, 0.75, 1.25, 2.5, 5 and past 6 */
+      {HL_E2M1, 0.25f, {0x0, 0x1, 0x0, 0x1, 0x0}},   /* subnormal tie to zero (even) */
+      {HL_E2M1, -0.25f, {0x8, 0x9, 0x8, 0x8, 0x9}},
+      {HL_E2M1, 0.75f, {0x2, 0x2, 0x1, 0x2, 0x1}},   /* 0.5 | 1: 1 is even */
+      {HL_E2M1, 1.25f, {0x2, 0x3, 0x2, 0x3, 0x2}},
+      {HL_E2M1, 2.5f, {0x4, 0x5, 0x4, 0x5, 0x4}},
+      {HL_E2M1, 5.0f, {0x6, 0x7, 0x6, 0x7, 0x6}},    /* 4 | 6: 4 is even */
+      {HL_E2M1, -5.0f, {0xe, 0xf, 0xe, 0xe, 0xf}},
+      {HL_E2M1, 6.5f, {0x7, 0x7, 0x7, 0x7, 0x7}},    /* past 6: no inf, saturates whatever the rule */
+      {HL_E2M1, 7.0f, {0x7, 0x7, 0x7, 0x7, 0x7}},
+      {HL_E2M1, -1e30f, {0xf, 0xf, 0xf, 0xf, 0xf}},
+      {HL_E2M1, INFINITY, {0x7, 0x7, 0x7, 0x7, 0x7}},
+      /* e2m3: steps of 0.125 to 2, 0.25 to 4, 0.5 to 7.5 */
+      {HL_E2M3, 7.25f, {0x1e, 0x1f, 0x1e, 0x1f, 0x1e}}, /* 7 | 7.5 */
+      {HL_E2M3, 7.75f, {0x1f, 0x1f, 0x1f, 0x1f, 0x1f}}, /* 7.5 | (8): saturates */
+      {HL_E2M3, 0.0625f, {0x00, 0x01, 0x00, 0x01, 0x00}},
+      {HL_E2M3, -0.1875f, {0x22, 0x22, 0x21, 0x21, 0x22}}, /* 0.125 | 0.25, odd below */
+      /* e3m2: 16, 20, 24, 28 in its top binade; 0.0625 its smallest subnormal */
+      {HL_E3M2, 26.0f, {0x1e, 0x1f, 0x1e, 0x1f, 0x1e}},
+      {HL_E3M2, 30.0f, {0x1f, 0x1f, 0x1f, 0x1f, 0x1f}},
+      {HL_E3M2, 0.03125f, {0x00, 0x01, 0x00, 0x01, 0x00}},
+      {HL_E3M2, 0.09375f, {0x02, 0x02, 0x01, 0x02, 0x01}},
+      /* e8m0: code c is 2^(c - 127); ties between powers of two to the even code */
+      {HL_E8M0, 3.0f, {128, 129, 128, 129, 128}},  /* 2 | 4 */
+      {HL_E8M0, 6.0f, {130, 130, 129, 130, 129}},  /* 4 | 8 */
+      {HL_E8M0, 5.0f, {129, 129, 129, 130, 129}},
+      {HL_E8M0, 1.0f, {127, 127, 127, 127, 127}},
+      {HL_E8M0, 0x1.8p-127f, {0, 1, 0, 1, 0}},     /* 2^-127 | 2^-126: an fp32 subnormal */
+      {HL_E8M0, 0x1p-127f, {0, 0, 0, 0, 0}},
+      {HL_E8M0, 0x1p-128f, {0, 0, 0, 0, 0}},       /* below the smallest: no zero to round to */
+      {HL_E8M0, 0x1p-149f, {0, 0, 0, 0, 0}},
+      {HL_E8M0, 0x1p127f, {254, 254, 254, 254, 254}},
+      {HL_E8M0, 0x1.8p127f, {254, 0xff, 254, 0xff, 254}}, /* 2^127 | (2^128): past it NaN, no inf */
+      {HL_E8M0, 0.0f, {0xff, 0xff, 0xff, 0xff, 0xff}},    /* no zero: NaN */
+      {HL_E8M0, -0.0f, {0xff, 0xff, 0xff, 0xff, 0xff}},
+      {HL_E8M0, -1.0f, {0xff, 0xff, 0xff, 0xff, 0xff}},   /* unsigned: NaN */
+      {HL_E8M0, INFINITY, {0xff, 0xff, 0xff, 0xff, 0xff}},
   };
   for (size_t i = 0; i < sizeof facts / sizeof facts[0]; i++)
     for (int r = 0; r < 5; r++) {
@@ -179,6 +224,25 @@ static void test_overflow_flush_and_nan_by_hand(void **state) {
   }
   assert_int_equal(round_by(HL_F16, RNE, SAT, false, 65504.0f), 0x7bff);
   assert_int_equal(round_by(HL_F16, RNE, SAT, false, 1.0f), 0x3c00);
+  /* fp6, fp4: the same under either rule (they have no inf); e8m0: 2^127 for what would be NaN
+   * past it, and inf; zero, negative values and NaN stay NaN (nothing to saturate to) */
+  for (int r = 0; r < 5; r++)
+    for (int ov = 0; ov < 2; ov++) {
+      assert_int_equal(round_by(HL_E2M1, (hl_rounding)r, (hl_overflow)ov, false, 7.0f), 0x7);
+      assert_int_equal(round_by(HL_E2M1, (hl_rounding)r, (hl_overflow)ov, false, -INFINITY), 0xf);
+      assert_int_equal(round_by(HL_E2M3, (hl_rounding)r, (hl_overflow)ov, false, 1e6f), 0x1f);
+      assert_int_equal(round_by(HL_E3M2, (hl_rounding)r, (hl_overflow)ov, false, -30.0f), 0x3f);
+    }
+  for (int r = 0; r < 5; r++) {
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, 0x1.8p127f), 0xfe);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, 0x1.fffffep127f), 0xfe);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, INFINITY), 0xfe);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, 3.0f), r == 1 || r == 3 ? 129 : 128);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, 0x1p-128f), 0);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, 0.0f), 0xff);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, -1.0f), 0xff);
+    assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, SAT, false, -INFINITY), 0xff);
+  }
   /* flushing: subnormal results become zero of their sign, rounded as if kept first */
   assert_int_equal(round_by(HL_F16, RNE, IEEE, true, 0x1p-15f), 0x0000);
   assert_int_equal(round_by(HL_F16, RNE, IEEE, true, -0x1p-15f), 0x8000);
@@ -190,6 +254,12 @@ static void test_overflow_flush_and_nan_by_hand(void **state) {
   assert_int_equal(round_by(HL_BF16, RNE, IEEE, false, hl_f32_from_bits(0x007fffffu)), 0x0080);
   assert_int_equal(round_by(HL_F32, RNE, IEEE, true, hl_f32_from_bits(0x80000001u)), 0x80000000u);
   assert_int_equal(round_by(HL_F32, RNE, IEEE, true, 0x1p-126f), 0x00800000u);
+  assert_int_equal(round_by(HL_E2M1, RUP, IEEE, true, 0.25f), 0x0);   /* 0.5 is subnormal in e2m1 */
+  assert_int_equal(round_by(HL_E2M1, RNE, IEEE, true, -0.75f), 0xa);  /* -1 is normal */
+  assert_int_equal(round_by(HL_E3M2, RNE, IEEE, true, 0.1875f), 0x0);
+  /* e8m0: a flushed fp32 subnormal is zero, which e8m0 has not: NaN; its own values are all normal */
+  assert_int_equal(round_by(HL_E8M0, RNE, IEEE, true, 0x1p-127f), 0xff);
+  assert_int_equal(round_by(HL_E8M0, RNE, IEEE, true, 0x1p-126f), 1);
   /* NaNs: sign, quiet bit and top payload (fp16, bf16, tf32); the NaN code (fp8); fp32 unchanged */
   for (int r = 0; r < HL_ROUNDINGS; r++)
     for (int ov = 0; ov < 2; ov++) {
@@ -201,6 +271,13 @@ static void test_overflow_flush_and_nan_by_hand(void **state) {
       assert_int_equal(round_by(HL_E5M2, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0x7fc00000u)), 0x7f);
       assert_int_equal(round_by(HL_F32, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0x7f800001u)),
                        0x7f800001u);
+      /* fp6 and fp4 have no NaN: +-max of the NaN's sign; e8m0 its NaN code whatever the sign */
+      assert_int_equal(round_by(HL_E2M3, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0x7fc00000u)), 0x1f);
+      assert_int_equal(round_by(HL_E3M2, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0xff800001u)), 0x3f);
+      assert_int_equal(round_by(HL_E2M1, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0xffc00000u)), 0xf);
+      assert_int_equal(round_by(HL_E2M1, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0x7f800001u)), 0x7);
+      assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0x7fc00000u)), 0xff);
+      assert_int_equal(round_by(HL_E8M0, (hl_rounding)r, (hl_overflow)ov, r & 1, hl_f32_from_bits(0xffc00000u)), 0xff);
     }
 }
 
@@ -276,7 +353,8 @@ static bracket bracket_of(hl_dtype f, float x) {
 /* stochastic rounding against doubles: up exactly when the top k bits of the word lie below floor(d 2^k) */
 static void test_stochastic_against_reference(void **state) {
   (void)state;
-  static const hl_dtype sr_formats[] = {HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+  static const hl_dtype sr_formats[] = {HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2,
+                                        HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
   static const unsigned bits[] = {1, 3, 8, 16, 23, 32};
   for (size_t k = 0; k < sizeof sr_formats / sizeof sr_formats[0]; k++)
     for (size_t b = 0; b < sizeof bits / sizeof bits[0]; b++) {
@@ -288,6 +366,10 @@ static void test_stochastic_against_reference(void **state) {
         float x = hl_f32_from_bits(hl_philox_u32(3, k * 64 + b, i) & 0xbfffffffu);
         x = (float)(x * (max / 2.0));
         if (!(fabs((double)x) < max)) continue;
+        if (f == HL_E8M0) { /* positive, from its smallest value 2^-127 on (below: always 2^-127, the facts) */
+          x = fabsf(x);
+          if (x < 0x1p-127f) continue;
+        }
         const uint32_t word = hl_philox_u32(4, k * 64 + b, i);
         const bracket br = bracket_of(f, x);
         const double threshold = floor(br.distance * ldexp(1.0, (int)bits[b]));
@@ -320,6 +402,9 @@ static void test_stochastic_is_unbiased(void **state) {
       {HL_F16, 1.0f + 0x1.3p-12f}, {HL_F16, -0.333333333f}, {HL_F16, 2.718281828f}, {HL_F16, 0x1.234p-20f},
       {HL_F16, 60000.7f},          {HL_BF16, 1.001f},       {HL_BF16, -3.14159265f}, {HL_BF16, 1e-40f},
       {HL_TF32, 1.0f + 0x1.7p-12f}, {HL_E4M3, 0.3f},        {HL_E5M2, -100.0f},
+      {HL_E2M3, 0.3f},             {HL_E2M3, -5.3f},        {HL_E3M2, 0.01f},        {HL_E3M2, -21.0f},
+      {HL_E2M1, 2.6f},             {HL_E2M1, -0.3f},        {HL_E2M1, 5.9f},         {HL_E8M0, 3.0f},
+      {HL_E8M0, 0x1.4p-100f},      {HL_E8M0, 0x1.8p-127f},  {HL_E8M0, 0x1.fp126f},
   };
   enum { N = 1 << 20 };
   static float x[N];
@@ -371,6 +456,21 @@ static void test_stochastic_is_reproducible(void **state) {
   assert_memory_equal(a, b, sizeof a);
   hl_cpu_round_array(&t, x, other, N, 100);
   assert_memory_not_equal(a, other, sizeof a);
+  /* the one-byte formats the same way, on values between their codes */
+  static const hl_dtype narrow[] = {HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  static uint8_t c[N], d[N], other8[N];
+  for (size_t k = 0; k < sizeof narrow / sizeof narrow[0]; k++) {
+    for (size_t i = 0; i < N; i++) x[i] = 0.3f + (float)i * 0x1p-10f; /* 0.3 to 4.3 */
+    const hl_round_spec u = hl_round_stochastic(narrow[k], 32, 42, 7), v = hl_round_stochastic(narrow[k], 32, 43, 7);
+    hl_cpu_round_array(&u, x, c, N, 100);
+    hl_cpu_round_array(&u, x, d, N, 100);
+    assert_memory_equal(c, d, sizeof c);
+    hl_cpu_round_array(&u, x, d, N / 2, 100);
+    hl_cpu_round_array(&u, x + N / 2, d + N / 2, N / 2, 100 + N / 2);
+    assert_memory_equal(c, d, sizeof c);
+    hl_cpu_round_array(&v, x, other8, N, 100); /* another seed */
+    assert_memory_not_equal(c, other8, sizeof c);
+  }
 }
 
 /* With k bits, the low 32 - k bits of the word change nothing, and of the 2^k

@@ -284,6 +284,20 @@ static void test_formats_value(void **state) {
   assert_string_equal(hl_table_get(t, row, "bits_hex"), "0x3ecccccd");
   assert_string_equal(hl_table_get(t, ROW(t, "format", "fp16"), "bits_hex"), "0x3666");
   assert_string_equal(hl_table_get(t, ROW(t, "format", "bf16"), "bits_hex"), "0x3ecd");
+  /* 0.4 in fp6, fp4 and e8m0: 0.375, 0.375, 0.5 (between 0 and 0.5, nearer 0.5), 2^-1 */
+  row = ROW(t, "format", "e2m3");
+  assert_string_equal(hl_table_get(t, row, "bits_hex"), "0x03");
+  assert_string_equal(hl_table_get(t, row, "exponent"), "00");
+  assert_string_equal(hl_table_get(t, row, "mantissa"), "011");
+  assert_string_equal(hl_table_get(t, row, "class"), "subnormal");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e3m2"), "value"), "0.375");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e2m1"), "bits_hex"), "0x1");
+  row = ROW(t, "format", "e8m0", "rounding", "nearest-even not saturating");
+  assert_string_equal(hl_table_get(t, row, "bits_hex"), "0x7e");
+  assert_string_equal(hl_table_get(t, row, "sign"), ""); /* unsigned: no sign bit */
+  assert_string_equal(hl_table_get(t, row, "exponent"), "01111110");
+  assert_string_equal(hl_table_get(t, row, "mantissa"), "");
+  assert_string_equal(hl_table_get(t, row, "value"), "0.5");
   hl_table_free(t);
   t = read_csv(dir, "formats.csv");
   row = ROW(t, "format", "fp16");
@@ -291,6 +305,24 @@ static void test_formats_value(void **state) {
   assert_true(hl_table_num(t, row, "min_subnormal") == 0x1p-24);
   assert_true(hl_table_num(t, ROW(t, "format", "bf16"), "min_subnormal") == 0x1p-133);
   assert_string_equal(hl_table_get(t, ROW(t, "format", "e4m3"), "max_finite"), "448");
+  /* every format, OCP MX's fp6, fp4 and E8M0 scale included */
+  assert_int_equal(t->nrows, 10);
+  row = ROW(t, "format", "e2m1");
+  assert_string_equal(hl_table_get(t, row, "max_finite"), "6");
+  assert_string_equal(hl_table_get(t, row, "min_subnormal"), "0.5");
+  assert_string_equal(hl_table_get(t, row, "has_inf"), "0");
+  assert_string_equal(hl_table_get(t, row, "has_nan"), "0");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e2m3"), "max_finite"), "7.5");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e3m2"), "max_finite"), "28");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e4m3"), "has_nan"), "1");
+  row = ROW(t, "format", "e8m0");
+  assert_string_equal(hl_table_get(t, row, "sign_bits"), "0");
+  assert_string_equal(hl_table_get(t, row, "exponent_bits"), "8");
+  assert_string_equal(hl_table_get(t, row, "mantissa_bits"), "0");
+  assert_true(hl_table_num(t, row, "max_finite") == 0x1p127);
+  assert_true(hl_table_num(t, row, "min_normal") == 0x1p-127);
+  assert_string_equal(hl_table_get(t, row, "has_nan"), "1");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "fp16"), "sign_bits"), "1");
   hl_table_free(t);
   hl_rmtree(dir);
   free(dir);
@@ -305,6 +337,11 @@ static void test_formats_special_values(void **state) {
   assert_string_equal(hl_table_get(t, ROW(t, "format", "e4m3", "rounding", "nearest-even saturating"), "bits_hex"), "0x7e");
   assert_string_equal(hl_table_get(t, ROW(t, "format", "e4m3", "rounding", "nearest-even not saturating"), "class"), "nan");
   assert_string_equal(hl_table_get(t, ROW(t, "format", "e5m2", "rounding", "nearest-even not saturating"), "class"), "inf");
+  /* no inf in fp6, fp4 and e8m0: their largest value, or e8m0's NaN */
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e2m1"), "value"), "6");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e3m2"), "bits_hex"), "0x1f");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e8m0", "rounding", "nearest-even saturating"), "bits_hex"), "0xfe");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e8m0", "rounding", "nearest-even not saturating"), "class"), "nan");
   hl_table_free(t);
   hl_rmtree(dir);
   free(dir);
@@ -312,12 +349,38 @@ static void test_formats_special_values(void **state) {
   dir = run_ok("formats --value -nan", NULL);
   t = read_csv(dir, "formats_value.csv");
   for (int i = 0; i < t->nrows; i++) {
+    const char *format = hl_table_get(t, i, "format");
+    if (!strcmp(format, "e2m3") || !strcmp(format, "e3m2") || !strcmp(format, "e2m1")) { /* no NaN: -max */
+      assert_string_equal(hl_table_get(t, i, "class"), "normal");
+      assert_string_equal(hl_table_get(t, i, "sign"), "1");
+      continue;
+    }
     assert_string_equal(hl_table_get(t, i, "class"), "nan");
     assert_string_equal(hl_table_get(t, i, "input"), "nan"); /* one way for every NaN; bits_hex keeps the sign */
     assert_string_equal(hl_table_get(t, i, "abs_error"), ""); /* no error to speak of: an empty cell */
     assert_string_equal(hl_table_get(t, i, "rel_error"), "");
   }
   assert_string_equal(hl_table_get(t, ROW(t, "format", "fp16"), "bits_hex"), "0xfe00");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e2m1"), "bits_hex"), "0xf");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e8m0", "rounding", "nearest-even saturating"), "bits_hex"), "0xff");
+  hl_table_free(t);
+  hl_rmtree(dir);
+  free(dir);
+
+  /* e8m0 has no sign and no zero: a negative number is its NaN code; 3 (between 2 and 4) goes to the even 2 */
+  hl_run_result r;
+  dir = run_ok("formats --value -3", &r);
+  assert_non_null(strstr(r.out, "e8m0 has no sign and no zero: a negative number is stored as its NaN code 0xff"));
+  hl_run_free(&r);
+  t = read_csv(dir, "formats_value.csv");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e8m0", "rounding", "nearest-even saturating"), "bits_hex"), "0xff");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e2m1"), "bits_hex"), "0xd");
+  hl_table_free(t);
+  hl_rmtree(dir);
+  free(dir);
+  dir = run_ok("formats --value 3", NULL);
+  t = read_csv(dir, "formats_value.csv");
+  assert_string_equal(hl_table_get(t, ROW(t, "format", "e8m0", "rounding", "nearest-even not saturating"), "value"), "2");
   hl_table_free(t);
   hl_rmtree(dir);
   free(dir);
