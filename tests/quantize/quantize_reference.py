@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 
+MODE = sys.argv[1] if len(sys.argv) > 1 else ""
 ELEMENTS = ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1"]
 ELEMENT_MAX = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
 ELEMENT_EMAX = {"e4m3": 8, "e5m2": 15, "e2m3": 2, "e3m2": 4, "e2m1": 2}
@@ -34,8 +35,11 @@ ELEMENT_BITS = {"e4m3": 7, "e5m2": 7, "e2m3": 5, "e3m2": 5, "e2m1": 3}  # magnit
 
 
 def skip(why):
-    print("skipped: " + why)
-    sys.exit(77)
+    """Exit 77, or fail where the reference is required (CI: HALFLAB_REQUIRE_REFERENCE for ml_dtypes,
+    HALFLAB_REQUIRE_PEER for torchao)."""
+    required = os.environ.get("HALFLAB_REQUIRE_PEER" if MODE == "torchao" else "HALFLAB_REQUIRE_REFERENCE") == "1"
+    print(("required but missing: " if required else "skipped: ") + why)
+    sys.exit(1 if required else 77)
 
 
 def reexec_with(locator, mode, dump, root):
