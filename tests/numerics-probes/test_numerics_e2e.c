@@ -376,7 +376,8 @@ static void test_all_writes_every_csv(void **state) {
   char *dir = run_ok("all --quick", NULL);
   const char *files[] = {"formats.csv",         "overflow.csv",      "overflow_trajectory.csv", "absorption.csv",
                          "absorption_sweep.csv", "lost_update.csv",   "harmonic.csv",            "subnormal_ladder.csv",
-                         "loss_scale.csv",       "loss_scale_distribution.csv", "ftz.csv",       "tour.csv"};
+                         "loss_scale.csv",       "loss_scale_distribution.csv", "ftz.csv",       "tour.csv",
+                         "tour_fp8.csv"};
   const int n = (int)(sizeof files / sizeof files[0]);
   for (int i = 0; i < n; i++) {
     hl_table *t = read_csv(dir, files[i]);
