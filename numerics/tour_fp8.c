@@ -77,21 +77,21 @@ static void add_lines(demo *dm) {
       {"448 in e4m3", HL_E4M3},
       {"464 in e4m3 (halfway to 480)", HL_E4M3},
       {"480 in e4m3", HL_E4M3},
-      {"480 in e4m3, saturating", HL_E4M3},
+      {"480 in e4m3 saturating", HL_E4M3},
       {"57344 in e5m2", HL_E5M2},
       {"61440 in e5m2 (halfway to 65536)", HL_E5M2},
       {"6 in e2m1", HL_E2M1},
       {"7 in e2m1", HL_E2M1},
-      {"tensor, amax 1000: 1000 in e4m3", HL_E4M3},
+      {"tensor amax 1000: 1000 in e4m3", HL_E4M3},
       {"per-tensor scale 448 / amax", HL_F32},
       {"1000 x scale in e4m3", HL_E4M3},
       {"decoded (/ scale)", HL_F32},
-      {"worst rel. error, no scale, saturating", HL_F32},
-      {"worst rel. error, per-tensor scale", HL_F32},
-      {"MXFP4 block: E8M0 scale, FLOOR", HL_E8M0},
-      {"MXFP4, FLOOR: 1000 decoded", HL_F32},
-      {"MXFP4 block: E8M0 scale, RCEIL", HL_E8M0},
-      {"MXFP4, RCEIL: 1000 decoded", HL_F32},
+      {"worst rel. error: no scale (clamped)", HL_F32},
+      {"worst rel. error: per-tensor scale", HL_F32},
+      {"MXFP4 block E8M0 scale (FLOOR)", HL_E8M0},
+      {"MXFP4 (FLOOR): 1000 decoded", HL_F32},
+      {"MXFP4 block E8M0 scale (RCEIL)", HL_E8M0},
+      {"MXFP4 (RCEIL): 1000 decoded", HL_F32},
   };
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) nx_tour_add_line(dm, lines[i].what, lines[i].f);
 }
@@ -130,7 +130,7 @@ static void write_text(const nx_ctx *c, demo *dm, const nx_tour_fp8 *t) {
 }
 
 void nx_tour_fp8_run(const nx_ctx *c, demo *dm, nx_tour_fp8 *t) {
-  dm->title = "FP8, FP6 and FP4: the largest values, and what a scale does";
+  dm->title = "FP8 and below: 448, 57344, 6, and what a scale does";
   dm->usual_form = "torch.tensor([448., 464., 480.]).to(torch.float8_e4m3fn)  ->  448, 448, 448 (PyTorch clamps)";
   add_lines(dm);
   tensor(t->x);

@@ -429,18 +429,21 @@ static double demo6(const hl_table *t, const char *what) { return hl_table_num(t
  * and tour_fp8.csv's tensor against format.c's rounding. */
 static void check_tour_fp8(const hl_table *t, const char *dir) {
   const hl_format_info *e4m3 = hl_format_get(HL_E4M3), *e5m2 = hl_format_get(HL_E5M2), *e2m1 = hl_format_get(HL_E2M1);
+  for (int i = 0; i < t->nrows; i++) /* cells the report's awk splits on commas: none may hold one */
+    if (strchr(hl_table_get(t, i, "title"), ',') || strchr(hl_table_get(t, i, "what"), ','))
+      fail_msg("tour.csv row %d: a comma in '%s' / '%s'", i, hl_table_get(t, i, "title"), hl_table_get(t, i, "what"));
   assert_true(demo6(t, "448 in e4m3") == e4m3->max);
   assert_true(demo6(t, "464 in e4m3 (halfway to 480)") == e4m3->max); /* the tie goes to the even 448 */
   assert_true(isnan(demo6(t, "480 in e4m3")));
-  assert_true(demo6(t, "480 in e4m3, saturating") == e4m3->max);
+  assert_true(demo6(t, "480 in e4m3 saturating") == e4m3->max);
   assert_true(demo6(t, "57344 in e5m2") == e5m2->max);
   assert_true(isinf(demo6(t, "61440 in e5m2 (halfway to 65536)")));
   assert_true(demo6(t, "6 in e2m1") == e2m1->max && demo6(t, "7 in e2m1") == e2m1->max);
-  assert_true(isnan(demo6(t, "tensor, amax 1000: 1000 in e4m3")));
+  assert_true(isnan(demo6(t, "tensor amax 1000: 1000 in e4m3")));
   assert_true(demo6(t, "per-tensor scale 448 / amax") == (double)(448.0f / 1000.0f));
   assert_true(demo6(t, "1000 x scale in e4m3") == e4m3->max);
-  assert_true(demo6(t, "MXFP4 block: E8M0 scale, FLOOR") == ldexp(1.0, ilogb(1000.0) - e2m1->emax));
-  assert_true(demo6(t, "MXFP4 block: E8M0 scale, RCEIL") == ldexp(1.0, (int)ceil(log2(1000.0 / e2m1->max))));
+  assert_true(demo6(t, "MXFP4 block E8M0 scale (FLOOR)") == ldexp(1.0, ilogb(1000.0) - e2m1->emax));
+  assert_true(demo6(t, "MXFP4 block E8M0 scale (RCEIL)") == ldexp(1.0, (int)ceil(log2(1000.0 / e2m1->max))));
 
   hl_table *f = read_csv(dir, "tour_fp8.csv");
   assert_int_equal(f->nrows, 5 * 32);
@@ -466,7 +469,7 @@ static void test_tour(void **state) {
   hl_run_result r;
   char *dir = run_ok("tour", &r);
   const char *titles[] = {"1. 0.4 as a float", "2. Overflow", "3. Underflow of an update", "4. The smallest fp16",
-                          "5. The largest fp16", "6. FP8, FP6 and FP4"};
+                          "5. The largest fp16", "6. FP8 and below"};
   const char *at = r.out;
   for (int i = 0; i < 6; i++) { /* present, and in the tour's order */
     const char *p = strstr(at, titles[i]);
