@@ -190,7 +190,8 @@ static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
     if (!strcmp(cs[i].id, "1+u") && view_case(&cs[i], bits[0][i]).b_stored == 0)
       snprintf(below + strlen(below), sizeof below - strlen(below), "%s%s", below[0] ? " and " : "",
                hl_dtype_format_name(cs[i].f));
-  if (below[0]) printf("  %s cannot hold epsilon/2 at all: it lies below their smallest subnormal and is stored as 0.\n", below);
+  if (below[0])
+    printf("  %s cannot hold epsilon/2 at all: it is at most half their smallest subnormal and rounds to 0.\n", below);
   printf("  e8m0 holds powers of two only: 1.5 lies halfway between 1 and 2, and 2's code (128) is the even one.\n");
   for (int i = 0; i < n; i++) {
     if (!strcmp(cs[i].id, "1+(2^-11+2^-34)") && cs[i].mode == HL_ROUND_VIA_FP32) {
