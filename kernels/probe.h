@@ -136,11 +136,14 @@ typedef struct hl_probe_kernels {
               hl_sum_outcome out[HL_SUM_STRATEGIES], double *trajectory);
 
   /* out[i] = bits of a[i] op b[i] produced as `mode` says, in fmt. NATIVE:
-   * fp32, fp16, bf16; VIA_FP32 and ONCE: also e4m3 and e5m2 (IEEE overflow). */
+   * fp32, fp16, bf16, and the narrow formats e4m3, e5m2, e2m3, e3m2, e2m1 and
+   * e8m0 (the exact result rounded once to fmt: probe_math.h);
+   * VIA_FP32 and ONCE: the same formats. Overflow: the format's own rule. */
   void (*arith)(hl_arith_op op, hl_arith_mode mode, hl_dtype fmt, const float *a, const float *b,
                 uint32_t *out, size_t n);
 
-  /* out[i] = bits of x[i] rounded to fmt (fp32, fp16, bf16, e4m3, e5m2), RNE. */
+  /* out[i] = bits of x[i] rounded to fmt (fp32, tf32, fp16, bf16, e4m3, e5m2,
+   * e2m3, e3m2, e2m1, e8m0), RNE. */
   void (*convert)(hl_dtype fmt, hl_overflow ov, const float *x, uint32_t *out, size_t n);
 
   /* Lost-update experiment: final[s] = the weight's bits after all steps;

@@ -32,9 +32,14 @@ extern "C" {
 
 HL_HD static inline bool hl_probe_isfinite(double t) { return t >= -DBL_MAX && t <= DBL_MAX; }
 
-/* The value of an encoding of fp32, tf32, fp16, bf16, e4m3 or e5m2. */
+/* The value of an encoding of fp32, tf32, fp16, bf16, e4m3, e5m2, e2m3, e3m2,
+ * e2m1 or e8m0 (the last four by their layout: no GPU before sm_100 has them). */
 HL_HD static inline float hl_probe_decode(hl_dtype f, uint32_t bits) {
   switch (f) {
+    case HL_E2M3:
+    case HL_E3M2:
+    case HL_E2M1:
+    case HL_E8M0: return hl_round_decode(f, bits);
     case HL_TF32: return hl_f32_from_bits(bits << 13);
     case HL_F16: return hl_f16_to_f32((hl_f16)bits);
     case HL_BF16: return hl_bf16_to_f32((hl_bf16)bits);
@@ -69,29 +74,45 @@ HL_HD static inline float hl_f64_to_f32_round_odd(double d) {
   return hl_f32_from_bits(b | 1u);
 }
 
-/* d rounded once to f (fp32, tf32, fp16, bf16, e4m3, e5m2; IEEE overflow).
- * On the GPU the hardware converts from double directly (cvt.rn.f16.f64, ...);
- * it has no conversion from double to tf32, so tf32 takes the host's way on
- * both backends: to fp32 rounded to odd, then to tf32 (NaNs by half.h's rule). */
+/* d rounded once to f (fp32, tf32, fp16, bf16, and the narrow formats; the
+ * format's own overflow). On the GPU the hardware converts from double
+ * directly (cvt.rn.f16.f64, ...); it has no conversion from double to tf32,
+ * fp6, fp4 or e8m0, so those take the host's way on both backends: to fp32
+ * rounded to odd, then to the format (NaNs by half.h's rule). */
 HL_HD static inline uint32_t hl_probe_encode_f64(hl_dtype f, double d) {
-  if (f == HL_TF32) return hl_probe_encode(HL_TF32, hl_f64_to_f32_round_odd(d), 0);
 #if HL_DEVICE_CODE
   switch (f) {
     case HL_F16: return __half_as_ushort(__double2half(d));
     case HL_BF16: return __bfloat16_as_ushort(__double2bfloat16(d));
     case HL_E4M3: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E4M3);
     case HL_E5M2: return (uint32_t)__nv_cvt_double_to_fp8(d, __NV_NOSAT, __NV_E5M2);
-    default: return hl_f32_bits(__double2float_rn(d));
+    case HL_F32: return hl_f32_bits(__double2float_rn(d));
+    default: break; /* fp6, fp4, e8m0: no conversion from double; the host's way */
   }
 #else
   if (f == HL_F32) return hl_f32_bits((float)d);
-  return hl_probe_encode(f, hl_f64_to_f32_round_odd(d), 0);
 #endif
+  return hl_probe_encode(f, hl_f64_to_f32_round_odd(d), 0);
 }
 
 /* ----------------------------------------------------------- arithmetic -- */
 
-/* a op b in f itself (fp32, fp16, bf16): one correctly rounded operation. */
+/* a op b in f itself: one correctly rounded operation. fp16 and bf16 use
+ * half.h's operations; the fp8, fp6, fp4 formats and e8m0, which no hardware
+ * computes in, take the double operation on their exact values rounded once
+ * to f (hl_probe_encode_f64): double's 53 bits are at least 2p + 2 for their
+ * p <= 4 significant bits, so the result is the correctly rounded one
+ * (Figueroa, "When is double rounding innocuous?", 1995), and its range holds
+ * e8m0's products, which fp32's does not (2^-127 x 2^-127). */
+HL_HD static inline double hl_probe_exact_op(hl_arith_op op, double x, double y) {
+  switch (op) {
+    case HL_ARITH_ADD: return x + y;
+    case HL_ARITH_SUB: return x - y;
+    case HL_ARITH_MUL: return x * y;
+    default: return x / y;
+  }
+}
+
 HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_dtype f, uint32_t a, uint32_t b) {
   if (f == HL_F16) {
     switch (op) {
@@ -109,6 +130,8 @@ HL_HD static inline uint32_t hl_probe_native_op(hl_arith_op op, hl_dtype f, uint
       default: return hl_bf16_div((hl_bf16)a, (hl_bf16)b);
     }
   }
+  if (f != HL_F32 && f != HL_TF32)
+    return hl_probe_encode_f64(f, hl_probe_exact_op(op, hl_probe_decode(f, a), hl_probe_decode(f, b)));
   float x = hl_f32_from_bits(a), y = hl_f32_from_bits(b), r;
   switch (op) {
     case HL_ARITH_ADD: r = x + y; break;
@@ -130,14 +153,7 @@ HL_HD static inline uint32_t hl_probe_arith(hl_arith_op op, hl_arith_mode mode, 
   /* Exactly, then once: the double result of +,-,*,/ on fp32 operands is
    * rounded to 53 bits, and 53 >= 2 * 24 + 2 makes that first rounding
    * innocuous for every target of at most 24 bits. */
-  double x = a, y = b, r;
-  switch (op) {
-    case HL_ARITH_ADD: r = x + y; break;
-    case HL_ARITH_SUB: r = x - y; break;
-    case HL_ARITH_MUL: r = x * y; break;
-    default: r = x / y; break;
-  }
-  return hl_probe_encode_f64(f, r);
+  return hl_probe_encode_f64(f, hl_probe_exact_op(op, a, b));
 }
 
 /* ---------------------------------------------------- stochastic rounding -- */

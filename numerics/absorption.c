@@ -1,6 +1,7 @@
 /* absorption.c — `halflab-numerics absorption`: updates too small to move a
- * number. 1 + 0.0001; the threshold at 1 in each format; a sweep
- * of updates u from 2^-30 to 1 (fl(1 + u) - 1 against u); the lost-update
+ * number. 1 + 0.0001; the threshold at 1 in each format (fp32, fp16, bf16 and
+ * the fp8, fp6, fp4 and e8m0 formats); a sweep of updates u from 2^-30 to 1
+ * (fl(1 + u) - 1 against u) in the same formats; the lost-update
  * experiment (10000 updates of 1e-4 to a weight of 1, five ways); and the
  * harmonic series, which stops growing in every format. */
 #include <math.h>
@@ -15,16 +16,24 @@
 
 static const hl_dtype arith_formats[] = {HL_F32, HL_F16, HL_BF16};
 #define NARITH 3
+/* 1 + u in every format: the narrow ones have no hardware addition; theirs is
+ * the exact sum rounded once (kernels/probe_math.h: hl_probe_native_op) */
+static const hl_dtype absorb_formats[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+#define NABSORB 9
 
 /* ----------------------------------------------------------- the tables -- */
 
 static const hl_column absorption_columns[] = {
     NX_DEVICE_COLUMN,
     {"case", "", HL_COL_TEXT, NULL,
-     "the addition: 1+0.0001; 1+u (u = half the spacing at 1: a tie); 1+next_above_u; 1+(2^-11+2^-34) (double "
+     "the addition: 1+0.0001; 1+u (u = half the spacing at 1: a tie); 1+next_above_u (the format's next value above "
+     "u); 1+(2^-11+2^-34) (double "
      "rounding); 1.9+1.9/2100 (the ratio rule)",
      "numerics/absorption.c: build_cases"},
-    {"format", "", HL_COL_TEXT, NULL, "the format the addition is done in", "numerics/absorption.c: build_cases"},
+    {"format", "", HL_COL_TEXT, NULL,
+     "the format the addition is done in: fp32, fp16, bf16, e4m3, e5m2, e2m3, e3m2, e2m1, e8m0 (the last six have no "
+     "hardware addition: their sum is the exact sum rounded once)",
+     "numerics/absorption.c: build_cases"},
     {"rounding", "", HL_COL_TEXT, NULL,
      "native: operands and sum in the format; fp32_then_round: the sum rounded to fp32, then to the format; "
      "rounded_once: the exact sum rounded once to the format",
@@ -46,7 +55,10 @@ const hl_schema nx_absorption_schema = {
 
 static const hl_column sweep_columns[] = {
     NX_DEVICE_COLUMN,
-    {"format", "", HL_COL_TEXT, NULL, "the format of the addition 1 + u", "numerics/absorption.c: sweep"},
+    {"format", "", HL_COL_TEXT, NULL,
+     "the format of the addition 1 + u: fp32, fp16, bf16, e4m3, e5m2, e2m3, e3m2, e2m1, e8m0 (e8m0: powers of two "
+     "only, so 1 + u is 1 or 2)",
+     "numerics/absorption.c: sweep"},
     {"update", "1", HL_COL_REAL, "%.9g", "the intended update u, from 2^-30 to 1 (fp32)", "numerics/absorption.c: sweep"},
     {"update_stored", "1", HL_COL_REAL, "%.17g", "u rounded to the format", "numerics/absorption.c: sweep"},
     {"effective_update", "1", HL_COL_REAL, "%.17g", "fl(1 + u) - 1: what the addition kept of u (0: lost entirely)",
@@ -104,16 +116,19 @@ typedef struct {
   float a, b;
 } add_case;
 
-#define MAX_CASES 16
+#define MAX_CASES 32
 
 static int build_cases(add_case *cs) {
   int n = 0;
-  for (int i = 0; i < NARITH; i++) cs[n++] = (add_case){"1+0.0001", arith_formats[i], HL_ROUND_NATIVE, 1.0f, 0.0001f};
-  for (int i = 0; i < NARITH; i++) {
-    const hl_format_info *fi = hl_format_get(arith_formats[i]);
+  for (int i = 0; i < NABSORB; i++) cs[n++] = (add_case){"1+0.0001", absorb_formats[i], HL_ROUND_NATIVE, 1.0f, 0.0001f};
+  for (int i = 0; i < NABSORB; i++) {
+    const hl_format_info *fi = hl_format_get(absorb_formats[i]);
     float u = (float)fi->unit_roundoff;
-    cs[n++] = (add_case){"1+u", arith_formats[i], HL_ROUND_NATIVE, 1.0f, u}; /* a tie: to even, 1 */
-    cs[n++] = (add_case){"1+next_above_u", arith_formats[i], HL_ROUND_NATIVE, 1.0f, u * (1.0f + (float)fi->epsilon)};
+    /* a tie: to the even code, 1 (e8m0: 2, whose code 128 is the even one) */
+    cs[n++] = (add_case){"1+u", absorb_formats[i], HL_ROUND_NATIVE, 1.0f, u};
+    /* the format's next value above u (u itself, or 0 where u is below the smallest subnormal, plus one code) */
+    const float next = (float)hl_format_decode(fi->id, hl_format_encode(fi->id, u, HL_OVERFLOW_IEEE) + 1u);
+    cs[n++] = (add_case){"1+next_above_u", absorb_formats[i], HL_ROUND_NATIVE, 1.0f, next};
   }
   const float trap = 0x1p-11f + 0x1p-34f; /* an fp32 value just above fp16's half-spacing at 1 */
   cs[n++] = (add_case){"1+(2^-11+2^-34)", HL_F16, HL_ROUND_VIA_FP32, 1.0f, trap};
@@ -170,6 +185,14 @@ static void print_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
              nx_show(above.result, s1, sizeof s1));
     printf("  %-6s %-36s %s\n", hl_dtype_format_name(cs[i].f), l, r);
   }
+  char below[96] = "";
+  for (int i = 0; i < n; i++)
+    if (!strcmp(cs[i].id, "1+u") && view_case(&cs[i], bits[0][i]).b_stored == 0)
+      snprintf(below + strlen(below), sizeof below - strlen(below), "%s%s", below[0] ? " and " : "",
+               hl_dtype_format_name(cs[i].f));
+  if (below[0])
+    printf("  %s cannot hold epsilon/2 at all: it is at most half their smallest subnormal and rounds to 0.\n", below);
+  printf("  e8m0 holds powers of two only: 1.5 lies halfway between 1 and 2, and 2's code (128) is the even one.\n");
   for (int i = 0; i < n; i++) {
     if (!strcmp(cs[i].id, "1+(2^-11+2^-34)") && cs[i].mode == HL_ROUND_VIA_FP32) {
       add_view twice = view_case(&cs[i], bits[0][i]), once = view_case(&cs[i + 1], bits[0][i + 1]);
@@ -214,17 +237,17 @@ static void write_cases(const nx_ctx *c, const add_case *cs, int n, uint32_t bit
 static void sweep(const nx_ctx *c) {
   const int per_octave = c->quick ? 4 : 16, n = 30 * per_octave + 1;
   float *u = malloc(sizeof(float) * (size_t)n), *ones = malloc(sizeof(float) * (size_t)n);
-  uint32_t *out = malloc(sizeof(uint32_t) * (size_t)n * NARITH * NX_MAX_DEVICES);
+  uint32_t *out = malloc(sizeof(uint32_t) * (size_t)n * NABSORB * NX_MAX_DEVICES);
   if (!u || !ones || !out) hl_fatal("out of memory");
   for (int i = 0; i < n; i++) u[i] = (float)exp2(-30.0 + (double)i / per_octave), ones[i] = 1.0f;
   for (int d = 0; d < c->ndev; d++)
-    for (int fi = 0; fi < NARITH; fi++)
-      c->k[d]->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, arith_formats[fi], ones, u, out + ((size_t)d * NARITH + fi) * n, n);
+    for (int fi = 0; fi < NABSORB; fi++)
+      c->k[d]->arith(HL_ARITH_ADD, HL_ROUND_NATIVE, absorb_formats[fi], ones, u, out + ((size_t)d * NABSORB + fi) * n, n);
 
   nx_heading("absorption sweep: fl(1 + u) - 1 for u = 2^-30 ... 1, %d per octave, on %s", per_octave, nx_dev_label(c, 0));
   printf("  %-6s %-34s %s\n", "format", "u lost entirely (1 + u = 1) up to", "above that, 1 + u moves in steps of");
-  for (int fi = 0; fi < NARITH; fi++) {
-    hl_dtype f = arith_formats[fi];
+  for (int fi = 0; fi < NABSORB; fi++) {
+    hl_dtype f = absorb_formats[fi];
     double lost_up_to = 0;
     for (int i = 0; i < n; i++)
       if (hl_format_decode(f, out[(size_t)fi * n + i]) == 1.0) lost_up_to = u[i];
@@ -234,23 +257,23 @@ static void sweep(const nx_ctx *c) {
   }
   for (int d = 1; d < c->ndev; d++) {
     long bad = 0;
-    for (size_t i = 0; i < (size_t)n * NARITH; i++)
-      bad += !nx_same_bits(arith_formats[i / n], out[i], out[(size_t)d * NARITH * n + i]);
-    nx_report_agreement(c, d, "the sweep", bad, (long)n * NARITH);
+    for (size_t i = 0; i < (size_t)n * NABSORB; i++)
+      bad += !nx_same_bits(absorb_formats[i / n], out[i], out[(size_t)d * NABSORB * n + i]);
+    nx_report_agreement(c, d, "the sweep", bad, (long)n * NABSORB);
   }
 
   hl_csv *f = nx_csv_open(c, &nx_absorption_sweep_schema);
   hl_row r;
   for (int d = 0; d < c->ndev; d++)
-    for (int fi = 0; fi < NARITH; fi++) {
-      hl_dtype fm = arith_formats[fi];
+    for (int fi = 0; fi < NABSORB; fi++) {
+      hl_dtype fm = absorb_formats[fi];
       for (int i = 0; i < n; i++) {
         hl_row_begin(&r, &nx_absorption_sweep_schema);
         hl_row_text(&r, "device", nx_dev_name(c, d));
         hl_row_text(&r, "format", hl_dtype_format_name(fm));
         hl_row_real(&r, "update", u[i]);
         hl_row_real(&r, "update_stored", hl_format_stored(fm, u[i]));
-        hl_row_real(&r, "effective_update", hl_format_decode(fm, out[((size_t)d * NARITH + fi) * n + i]) - 1.0);
+        hl_row_real(&r, "effective_update", hl_format_decode(fm, out[((size_t)d * NABSORB + fi) * n + i]) - 1.0);
         hl_csv_put(f, &r);
       }
     }

@@ -29,9 +29,10 @@ static const char usage_text[] =
     "  absorption  1 + 0.0001, updates too small to move a weight, the lost-update experiment,\n"
     "              the harmonic series (absorption.csv, absorption_sweep.csv, lost_update.csv,\n"
     "              harmonic.csv)\n"
-    "  subnormal   the ladder 2^-10 ... 2^-26, loss scaling, flush-to-zero (subnormal_ladder.csv,\n"
-    "              loss_scale.csv, loss_scale_distribution.csv, ftz.csv)\n"
-    "  tour        the classic demonstrations in order, for a live class (tour.csv)\n"
+    "  subnormal   the ladders to zero (fp16, bf16, fp8, fp6, fp4), loss scaling, flush-to-zero\n"
+    "              (subnormal_ladder.csv, loss_scale.csv, loss_scale_distribution.csv, ftz.csv)\n"
+    "  tour        the classic demonstrations in order, for a live class (tour.csv,\n"
+    "              tour_fp8.csv)\n"
     "  all         formats, overflow, absorption, subnormal and tour\n"
     "\n"
     "Options:\n"
@@ -94,7 +95,7 @@ static const hl_schema *const tables[SUB_ALL][5] = {
                         &nx_harmonic_schema},
     [SUB_SUBNORMAL] = {&nx_subnormal_ladder_schema, &nx_loss_scale_schema, &nx_loss_scale_distribution_schema,
                        &nx_ftz_schema},
-    [SUB_TOUR] = {&nx_tour_schema},
+    [SUB_TOUR] = {&nx_tour_schema, &nx_tour_fp8_schema},
 };
 
 /* The options of `tour` alone, checked before anything is made. --list

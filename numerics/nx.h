@@ -36,7 +36,7 @@ int nx_absorption(const nx_ctx *c);
 int nx_subnormal(const nx_ctx *c);
 
 /* The tour (tour.c): its demonstrations are numbered 1 to NX_TOUR_DEMOS. */
-#define NX_TOUR_DEMOS 5
+#define NX_TOUR_DEMOS 6
 typedef struct {
   int only;  /* --only: the one demonstration to show, 1 to NX_TOUR_DEMOS; 0: all, and tour.csv written */
   bool step; /* --step: pause after each demonstration when stdin is a terminal */
@@ -60,6 +60,7 @@ extern const hl_schema nx_absorption_schema, nx_absorption_sweep_schema, nx_lost
 extern const hl_schema nx_subnormal_ladder_schema, nx_loss_scale_schema, nx_loss_scale_distribution_schema,
     nx_ftz_schema;                                                                     /* subnormal.c */
 extern const hl_schema nx_tour_schema;                                                 /* tour.c */
+extern const hl_schema nx_tour_fp8_schema;                                             /* tour_fp8.c */
 
 /* The columns every probe's table starts with. */
 #define NX_DEVICE_COLUMN \

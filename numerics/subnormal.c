@@ -1,6 +1,7 @@
 /* subnormal.c — `halflab-numerics subnormal`: the bottom of the range.
- * The ladder 2^-10 ... 2^-26 in fp16 and bf16 (value, encoding, class,
- * relative error); loss scaling (which power-of-two scales lift gradients out
+ * The ladder 2^-10 ... 2^-26 in fp16 and bf16, and each fp8, fp6 and fp4
+ * format's own ladder down through its subnormals to zero (value, encoding,
+ * class, relative error); loss scaling (which power-of-two scales lift gradients out
  * of fp16's subnormal and zero zones without overflowing); and whether
  * arithmetic flushes subnormals to zero (on a GPU: fp32 with and without
  * -ftz=true; on the CPU: with and without the FTZ/DAZ bits). */
@@ -18,9 +19,15 @@
 
 static const hl_column ladder_columns[] = {
     NX_DEVICE_COLUMN,
-    {"format", "", HL_COL_TEXT, NULL, "fp16 or bf16", "numerics/subnormal.c: ladder"},
+    {"format", "", HL_COL_TEXT, NULL,
+     "fp16, bf16, e4m3, e5m2, e2m3, e3m2 or e2m1 (e8m0 has no rows: no sign, no zero and no subnormals; below its "
+     "smallest value 2^-127 every positive value rounds up to it)",
+     "numerics/subnormal.c: ladder"},
     {"series", "", HL_COL_TEXT, NULL, "which rungs: 2^-k, 1.5*2^-k or 4/3*2^-k", "numerics/subnormal.c: rung"},
-    {"k", "1", HL_COL_INT, NULL, "the rung's exponent, 10 to 26", "numerics/subnormal.c: ladder"},
+    {"k", "1", HL_COL_INT, NULL,
+     "the rung's exponent: 10 to 26 for fp16 and bf16; for the others from 4 octaves above the smallest normal (or "
+     "the largest power of two's exponent, if lower) to 2 octaves below the smallest subnormal",
+     "numerics/subnormal.c: ladder_range"},
     {"x", "1", HL_COL_REAL, "%.17g", "the value stored (fp32)", "numerics/subnormal.c: rung"},
     {"stored", "1", HL_COL_REAL, "%.17g", "x as the probe kernel converted it to the format",
      "numerics/subnormal.c: ladder"},
@@ -31,7 +38,8 @@ static const hl_column ladder_columns[] = {
 };
 const hl_schema nx_subnormal_ladder_schema = {
     "subnormal_ladder.csv", "halflab-numerics subnormal", "numerics/subnormal.c: ladder",
-    "One row per device, format, series and k: x = 2^-k, 1.5 x 2^-k or (4/3) x 2^-k stored in fp16 or bf16.",
+    "One row per device, format, series and k: x = 2^-k, 1.5 x 2^-k or (4/3) x 2^-k stored in the format. e8m0 has "
+    "no rows: it has no subnormals and no zero.",
     HL_SCHEMA_COLUMNS(ladder_columns)};
 
 static const hl_column loss_scale_columns[] = {
@@ -101,12 +109,13 @@ const hl_schema nx_ftz_schema = {
 
 /* --------------------------------------------------------------- ladder -- */
 
-#define K_MIN 10
-#define K_MAX 26
-#define NK (K_MAX - K_MIN + 1)
 #define NSERIES 3
+#define MAX_RUNGS 24
 static const char *series_name[NSERIES] = {"2^-k", "1.5*2^-k", "4/3*2^-k"};
-static const hl_dtype ladder_formats[2] = {HL_F16, HL_BF16};
+/* every format with subnormals (e8m0 has none, nor a zero: it has no ladder) */
+static const hl_dtype ladder_formats[] = {HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1};
+#define NLADDER ((int)(sizeof ladder_formats / sizeof ladder_formats[0]))
+static const hl_dtype loss_scale_formats[2] = {HL_F16, HL_BF16};
 
 static float rung(int series, int k) {
   const float m[NSERIES] = {1.0f, 1.5f, (float)(4.0 / 3.0)};
@@ -115,67 +124,129 @@ static float rung(int series, int k) {
 
 static double rel_error(double stored, double x) { return fabs(stored - x) / fabs(x); }
 
-static void ladder(const nx_ctx *c) {
-  float x[NSERIES * NK];
-  for (int s = 0; s < NSERIES; s++)
-    for (int k = K_MIN; k <= K_MAX; k++) x[s * NK + (k - K_MIN)] = rung(s, k);
-  uint32_t out[NX_MAX_DEVICES][2][NSERIES * NK];
-  for (int d = 0; d < c->ndev; d++)
-    for (int fi = 0; fi < 2; fi++) c->k[d]->convert(ladder_formats[fi], HL_OVERFLOW_IEEE, x, out[d][fi], NSERIES * NK);
+/* The rungs k_min ... k_max of f's ladder: fp16's 10 ... 26 for fp16 and bf16
+ * (bf16 is normal all the way down there); for the others from 4 octaves
+ * above the smallest normal (at most the largest power of two, so that
+ * 1.5 x 2^-k stays finite) to 2 octaves below the smallest subnormal, which
+ * is fp16's own range by the same rule. */
+static void ladder_range(hl_dtype f, int *k_min, int *k_max) {
+  const hl_format_info *fi = hl_format_get(f == HL_BF16 ? HL_F16 : f);
+  *k_min = -fi->emin - 4 > -fi->emax ? -fi->emin - 4 : -fi->emax;
+  *k_max = -ilogb(fi->min_subnormal) + 2;
+  if (*k_max - *k_min + 1 > MAX_RUNGS) hl_fatal("%s's ladder has more than %d rungs", fi->long_name, MAX_RUNGS);
+}
 
+typedef struct {
+  int k_min, k_max, nk;
+  float x[NSERIES * MAX_RUNGS];                  /* x[s * nk + (k - k_min)] */
+  uint32_t out[NX_MAX_DEVICES][NSERIES * MAX_RUNGS];
+} ladder_rungs;
+
+static void print_fp16_ladder(const nx_ctx *c, const ladder_rungs *h, const ladder_rungs *b) {
   nx_heading("subnormal ladder: 2^-10 ... 2^-26 in fp16 and bf16, on %s", nx_dev_label(c, 0));
   printf("  fp16 is normal down to 2^-14; below it the spacing stays 2^-24 (subnormal), so each step down\n"
          "  keeps one bit less; 2^-25 is half the smallest subnormal and rounds (a tie, to even) to 0.\n"
          "  bf16 has fp32's exponent range: all of these are normal there, with 8 significant bits.\n\n");
   printf("  %3s %-15s %-7s %-10s %-7s %-8s | %-15s %-9s %s\n", "k", "x = 2^-k", "fp16", "class", "bf16", "class",
          "(4/3)2^-k fp16", "rel.err", "bf16 rel.err");
-  for (int k = K_MIN; k <= K_MAX; k++) {
-    int i = k - K_MIN, j = 2 * NK + i; /* series 0 and series 2 */
+  const int nk = h->nk;
+  for (int k = h->k_min; k <= h->k_max; k++) {
+    int i = k - h->k_min, j = 2 * nk + i; /* series 0 and series 2 */
     char xs[32], h16[16], hb[16], st[32];
-    double v43 = hl_format_decode(HL_F16, out[0][0][j]), b43 = hl_format_decode(HL_BF16, out[0][1][j]);
-    printf("  %3d %-15s %-7s %-10s %-7s %-8s | %-15s %-9.3g %.3g\n", k, nx_show(x[i], xs, sizeof xs),
-           nx_hex(HL_F16, out[0][0][i], h16, sizeof h16), hl_fclass_name(hl_format_classify(HL_F16, out[0][0][i])),
-           nx_hex(HL_BF16, out[0][1][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_BF16, out[0][1][i])),
-           nx_show(v43, st, sizeof st), rel_error(v43, x[j]), rel_error(b43, x[j]));
+    double v43 = hl_format_decode(HL_F16, h->out[0][j]), b43 = hl_format_decode(HL_BF16, b->out[0][j]);
+    printf("  %3d %-15s %-7s %-10s %-7s %-8s | %-15s %-9.3g %.3g\n", k, nx_show(h->x[i], xs, sizeof xs),
+           nx_hex(HL_F16, h->out[0][i], h16, sizeof h16), hl_fclass_name(hl_format_classify(HL_F16, h->out[0][i])),
+           nx_hex(HL_BF16, b->out[0][i], hb, sizeof hb), hl_fclass_name(hl_format_classify(HL_BF16, b->out[0][i])),
+           nx_show(v43, st, sizeof st), rel_error(v43, h->x[j]), rel_error(b43, h->x[j]));
   }
   /* the ties, read from the 1.5 * 2^-k series */
-  char a[32], b[32];
-  double r25 = hl_format_decode(HL_F16, out[0][0][NK + 25 - K_MIN]);
-  double r24 = hl_format_decode(HL_F16, out[0][0][NK + 24 - K_MIN]);
+  char a[32], t[32];
+  double r25 = hl_format_decode(HL_F16, h->out[0][nk + 25 - h->k_min]);
+  double r24 = hl_format_decode(HL_F16, h->out[0][nk + 24 - h->k_min]);
   printf("\n  Relative error doubles with each step below 2^-14 (the (4/3)2^-k column) until it reaches 1/2,\n"
          "  then values round to 0 (relative error 1). Ties: 3*2^-26 = 1.5*2^-25 rounds to %s;\n"
          "  3*2^-25 = 1.5*2^-24 lies halfway between 2^-24 and 2^-23 and rounds to the even %s.\n",
-         nx_pow2(r25, a, sizeof a), nx_pow2(r24, b, sizeof b));
-  for (int d = 1; d < c->ndev; d++) {
-    long bad = 0;
-    for (int fi = 0; fi < 2; fi++)
-      for (int i = 0; i < NSERIES * NK; i++) bad += out[d][fi][i] != out[0][fi][i];
-    nx_report_agreement(c, d, "the ladder", bad, 2L * NSERIES * NK);
-  }
+         nx_pow2(r25, a, sizeof a), nx_pow2(r24, t, sizeof t));
+}
 
+/* One line per narrow format: where its powers of two turn subnormal and
+ * where they reach zero, read from the classes the kernel's codes have. */
+static void print_narrow_ladders(const ladder_rungs *lr) {
+  printf("\n  The fp8, fp6 and fp4 formats, x = 2^-k (each subnormal step keeps one bit less; the formats\n"
+         "  have 3, 2 or 1 mantissa bits, so as many subnormal steps):\n");
+  printf("  %-6s %-22s %-26s %-20s %s\n", "format", "last normal 2^-k", "subnormal 2^-k", "first 2^-k stored as 0",
+         "(4/3)2^-k rel.err at the last subnormal");
+  for (int fi = 2; fi < NLADDER; fi++) {
+    const hl_dtype f = ladder_formats[fi];
+    const ladder_rungs *r = &lr[fi];
+    int last_normal = 0, first_sub = 0, last_sub = 0, first_zero = 0;
+    for (int k = r->k_min; k <= r->k_max; k++) {
+      hl_fclass cl = hl_format_classify(f, r->out[0][k - r->k_min]);
+      if (cl == HL_CLASS_NORMAL) last_normal = k;
+      if (cl == HL_CLASS_SUBNORMAL && !first_sub) first_sub = k;
+      if (cl == HL_CLASS_SUBNORMAL) last_sub = k;
+      if (cl == HL_CLASS_ZERO && !first_zero) first_zero = k;
+    }
+    char ln[24], sb[80], fz[24], e[24];
+    snprintf(ln, sizeof ln, "2^%d", -last_normal);
+    const int steps = last_sub - first_sub + 1;
+    if (steps == 1) snprintf(sb, sizeof sb, "2^%d (1 step)", -first_sub);
+    else snprintf(sb, sizeof sb, "2^%d ... 2^%d (%d steps)", -first_sub, -last_sub, steps);
+    snprintf(fz, sizeof fz, "2^%d", -first_zero);
+    const int j = 2 * r->nk + (last_sub - r->k_min);
+    snprintf(e, sizeof e, "%.3g", rel_error(hl_format_decode(f, r->out[0][j]), r->x[j]));
+    printf("  %-6s %-22s %-26s %-20s %s\n", hl_dtype_format_name(f), ln, sb, fz, e);
+  }
+  printf("  e8m0 (the MX block scale) has no ladder: no sign, no zero and no subnormals; 2^-127 is its\n"
+         "  smallest value and every smaller positive value rounds up to it.\n");
+}
+
+static void write_ladders(const nx_ctx *c, const ladder_rungs *lr) {
   hl_csv *f = nx_csv_open(c, &nx_subnormal_ladder_schema);
   hl_row r;
   for (int d = 0; d < c->ndev; d++)
-    for (int fi = 0; fi < 2; fi++)
+    for (int fi = 0; fi < NLADDER; fi++)
       for (int s = 0; s < NSERIES; s++)
-        for (int k = K_MIN; k <= K_MAX; k++) {
-          int i = s * NK + (k - K_MIN);
+        for (int k = lr[fi].k_min; k <= lr[fi].k_max; k++) {
+          const ladder_rungs *l = &lr[fi];
+          int i = s * l->nk + (k - l->k_min);
           hl_dtype fm = ladder_formats[fi];
-          double v = hl_format_decode(fm, out[d][fi][i]);
+          double v = hl_format_decode(fm, l->out[d][i]);
           char hex[16];
           hl_row_begin(&r, &nx_subnormal_ladder_schema);
           hl_row_text(&r, "device", nx_dev_name(c, d));
           hl_row_text(&r, "format", hl_dtype_format_name(fm));
           hl_row_text(&r, "series", series_name[s]);
           hl_row_int(&r, "k", k);
-          hl_row_real(&r, "x", (double)x[i]);
+          hl_row_real(&r, "x", (double)l->x[i]);
           hl_row_real(&r, "stored", v);
-          hl_row_text(&r, "stored_hex", nx_hex(fm, out[d][fi][i], hex, sizeof hex));
-          hl_row_text(&r, "class", hl_fclass_name(hl_format_classify(fm, out[d][fi][i])));
-          hl_row_real(&r, "rel_error", rel_error(v, x[i]));
+          hl_row_text(&r, "stored_hex", nx_hex(fm, l->out[d][i], hex, sizeof hex));
+          hl_row_text(&r, "class", hl_fclass_name(hl_format_classify(fm, l->out[d][i])));
+          hl_row_real(&r, "rel_error", rel_error(v, l->x[i]));
           hl_csv_put(f, &r);
         }
   nx_csv_close(f);
+}
+
+static void ladder(const nx_ctx *c) {
+  ladder_rungs lr[NLADDER];
+  long bad[NX_MAX_DEVICES] = {0}, total = 0;
+  for (int fi = 0; fi < NLADDER; fi++) {
+    ladder_rungs *l = &lr[fi];
+    ladder_range(ladder_formats[fi], &l->k_min, &l->k_max);
+    l->nk = l->k_max - l->k_min + 1;
+    for (int s = 0; s < NSERIES; s++)
+      for (int k = l->k_min; k <= l->k_max; k++) l->x[s * l->nk + (k - l->k_min)] = rung(s, k);
+    for (int d = 0; d < c->ndev; d++)
+      c->k[d]->convert(ladder_formats[fi], HL_OVERFLOW_IEEE, l->x, l->out[d], (size_t)NSERIES * l->nk);
+    for (int d = 1; d < c->ndev; d++)
+      for (int i = 0; i < NSERIES * l->nk; i++) bad[d] += l->out[d][i] != l->out[0][i];
+    total += NSERIES * l->nk;
+  }
+  print_fp16_ladder(c, &lr[0], &lr[1]);
+  print_narrow_ladders(lr);
+  for (int d = 1; d < c->ndev; d++) nx_report_agreement(c, d, "the ladders", bad[d], total);
+  write_ladders(c, lr);
 }
 
 /* --------------------------------------------------------- loss scaling -- */
@@ -199,7 +270,7 @@ static void scale_all(const hl_probe_kernels *k, hl_dtype fmt, const float *g, s
 static void loss_scale(const nx_ctx *c) {
   uint32_t out[NX_MAX_DEVICES][2][NGRAD * NS];
   for (int d = 0; d < c->ndev; d++)
-    for (int fi = 0; fi < 2; fi++) scale_all(c->k[d], ladder_formats[fi], gradients, NGRAD, out[d][fi]);
+    for (int fi = 0; fi < 2; fi++) scale_all(c->k[d], loss_scale_formats[fi], gradients, NGRAD, out[d][fi]);
 
   nx_heading("loss scaling: which scales S = 2^s lift a gradient into fp16's normal range, on %s", nx_dev_label(c, 0));
   printf("  Scaling the loss by S scales every gradient by S; the optimizer divides by S again in fp32.\n\n");
@@ -235,7 +306,7 @@ static void loss_scale(const nx_ctx *c) {
     for (int fi = 0; fi < 2; fi++)
       for (int g = 0; g < NGRAD; g++)
         for (int s = 0; s < NS; s++) {
-          hl_dtype fm = ladder_formats[fi];
+          hl_dtype fm = loss_scale_formats[fi];
           uint32_t bits = out[d][fi][g * NS + s];
           double v = hl_format_decode(fm, bits), unscaled = ldexp(v, -s);
           char hex[16];

@@ -12,19 +12,7 @@
 #include "cli/cli.h"
 #include "formats/format.h"
 #include "numerics/nx.h"
-
-typedef struct {
-  const char *what; /* "fp16, fp32 accumulator" */
-  hl_dtype f;
-  uint32_t bits[NX_MAX_DEVICES];
-} tour_line;
-
-typedef struct {
-  const char *title, *usual_form, *why;
-  char look[400]; /* what to look at, from the results */
-  tour_line line[8];
-  int n;
-} demo;
+#include "numerics/tour.h"
 
 /* The demonstrations in the tour's order: --list prints them, --only takes
  * a number or a name. */
@@ -36,6 +24,7 @@ static const struct {
     {"absorption", "1 + 0.0001 in fp32, fp16 and bf16: an update too small to move 1"},
     {"subnormal", "2^-24, fp16's smallest value, and 2^-25 below it"},
     {"largest", "65504, fp16's largest value, and where rounding turns to inf"},
+    {"fp8", "448, 57344 and 6: the largest e4m3, e5m2 and e2m1 values, and what a scale does"},
 };
 
 int nx_tour_demo(const char *s) {
@@ -74,7 +63,7 @@ static pause_answer pause_for_enter(FILE *in, FILE *prompt) {
 
 static const hl_column tour_columns[] = {
     NX_DEVICE_COLUMN,
-    {"demo", "1", HL_COL_INT, NULL, "the demonstration's number, 1 to 5, in the order the tour shows them",
+    {"demo", "1", HL_COL_INT, NULL, "the demonstration's number, 1 to 6, in the order the tour shows them",
      "numerics/tour.c: nx_tour"},
     {"title", "", HL_COL_TEXT, NULL, "the demonstration's title, up to its colon", "numerics/tour.c: nx_tour"},
     {"what", "", HL_COL_TEXT, NULL, "the line of the demonstration: the value or the way of computing it",
@@ -87,11 +76,13 @@ const hl_schema nx_tour_schema = {
     "tour.csv", "halflab-numerics tour", "numerics/tour.c: write_tour",
     "One row per device, demonstration and line of the tour.", HL_SCHEMA_COLUMNS(tour_columns)};
 
-static void add_line(demo *dm, const char *what, hl_dtype f) {
+void nx_tour_add_line(demo *dm, const char *what, hl_dtype f) {
+  if (dm->n == NX_TOUR_MAX_LINES) hl_fatal("a demonstration of more than %d lines", NX_TOUR_MAX_LINES);
   dm->line[dm->n].what = what;
   dm->line[dm->n].f = f;
   dm->n++;
 }
+#define add_line nx_tour_add_line
 
 /* bits of x converted to f on device d */
 static uint32_t convert(const nx_ctx *c, int d, hl_dtype f, float x) {
@@ -105,7 +96,7 @@ static void print_demo(const nx_ctx *c, int number, const demo *dm) {
   if (dm->usual_form) printf("   usually shown as: %s\n", dm->usual_form);
   for (int i = 0; i < dm->n; i++) {
     const tour_line *l = &dm->line[i];
-    printf("   %-36s", l->what);
+    printf("   %-40s", l->what);
     for (int d = 0; d < c->ndev; d++) {
       char v[48], h[16], cell[72];
       snprintf(cell, sizeof cell, "%s (%s)", nx_show(hl_format_decode(l->f, l->bits[d]), v, sizeof v),
@@ -165,6 +156,7 @@ static void write_look_lines(const nx_ctx *c, demo *demos) {
   dm = &demos[4];
   snprintf(dm->look, sizeof dm->look, "the fp16 lines: 65519.996 gives %s, 65520 gives %s; bf16 turns 65520 into %s",
            shown(dm, 1, d, v[1], 48), shown(dm, 2, d, v[2], 48), shown(dm, 3, d, v[3], 48));
+  /* demonstration 6 wrote its own (tour_fp8.c) */
 
   for (int i = 0; i < NX_TOUR_DEMOS; i++) {
     bool agree = true;
@@ -182,7 +174,7 @@ static void write_look_lines(const nx_ctx *c, demo *demos) {
  * terminal on stdin, a pause after each but the last. */
 static void show_demos(const nx_ctx *c, const demo *demos, const nx_tour_opts *o) {
   nx_heading("tour: the classic demonstrations, computed here");
-  printf("   %-36s", "");
+  printf("   %-40s", "");
   for (int d = 0; d < c->ndev; d++) printf(d + 1 < c->ndev ? " %-28s" : " %s", nx_dev_name(c, d));
   printf("\n");
   bool pausing = o->step && !o->only && isatty(STDIN_FILENO);
@@ -306,8 +298,15 @@ int nx_tour(const nx_ctx *c, const nx_tour_opts *o) {
   for (int d = 0; d < c->ndev; d++)
     for (int i = 0; i < dm->n; i++) dm->line[i].bits[d] = convert(c, d, dm->line[i].f, x5[i]);
 
+  /* 6. fp8, fp6, fp4 and scales */
+  nx_tour_fp8 fp8;
+  nx_tour_fp8_run(c, &demos[5], &fp8);
+
   write_look_lines(c, demos);
   show_demos(c, demos, o);
-  if (!o->only) write_tour(c, demos, NX_TOUR_DEMOS);
+  if (!o->only) {
+    write_tour(c, demos, NX_TOUR_DEMOS);
+    nx_tour_fp8_write(c, &fp8);
+  }
   return 0;
 }

@@ -2,9 +2,10 @@
 # first (load dir_of_script.'/style.gp'). What it fixes:
 #   colour   stands for the precision family: fp32 black, tf32 purple, fp16
 #            vermillion, bf16 blue, fp8 green (Okabe and Ito's palette, which
-#            colour-blind readers can tell apart); categories that are not
-#            precisions (memory parts, kernels of one type, number zones) take
-#            the second set, cat_color(i), so that no hue means two things
+#            colour-blind readers can tell apart), fp6 brown, fp4 violet, the
+#            e8m0 scale ochre (format_color and format_dash below);
+#            categories that are not precisions (memory parts, kernels of one
+#            type, number zones) take the second set, cat_color(i), so that no hue means two things
 #   dash     solid is the fp32 baseline (or, within one family, the kernel
 #            the others are measured against); the narrower types and the
 #            variants are dashed or dotted, each its own pattern; points tell
@@ -33,6 +34,9 @@ c_tf32 = '#CC79A7'
 c_fp16 = '#D55E00'
 c_bf16 = '#0072B2'
 c_fp8  = '#009E73'
+c_fp6  = '#8C510A'   # OCP MX's 6-bit elements (e2m3, e3m2): brown
+c_fp4  = '#7B3294'   # 4-bit (e2m1): violet, darker than tf32's
+c_e8m0 = '#B8860B'   # the MX block scale (exponent only): ochre
 c_ref  = '#555555'   # references: copies, bounds, exact values
 c_note = '#444444'   # annotation text
 # The family of a variant, mode or strategy name: the first family it names
@@ -44,6 +48,18 @@ fcolor(v) = family(v) eq 'bf16' ? c_bf16 : family(v) eq 'fp16' ? c_fp16 : family
             family(v) eq 'fp8' ? c_fp8 : c_fp32
 fcolor_int(v) = family(v) eq 'bf16' ? 0x0072B2 : family(v) eq 'fp16' ? 0xD55E00 : family(v) eq 'tf32' ? 0xCC79A7 : \
                 family(v) eq 'fp8' ? 0x009E73 : 0x000000
+# The element formats one by one (probes that show every format side by
+# side): the colour is the family's (fp8, fp6, fp4 by their width), and
+# within a family the dash tells the formats apart, so that a grey print
+# keeps all nine distinct: fp32 solid, fp16 and bf16 gnuplot's dashes 2 and 5,
+# the narrow ones patterns of their own (a dt spliced into a plot command).
+format_list = 'fp32 fp16 bf16 e4m3 e5m2 e2m3 e3m2 e2m1 e8m0'
+format_index(f) = (strstrt(' '.format_list.' ', ' '.f.' ') > 0) ? \
+    words(substr(format_list, 1, strstrt(' '.format_list.' ', ' '.f.' ') - 1)) + 1 : 1
+array format_color_of[9] = [c_fp32, c_fp16, c_bf16, c_fp8, c_fp8, c_fp6, c_fp6, c_fp4, c_e8m0]
+array format_dash_of[9] = ['1', '2', '5', '(14,5)', '(4,4)', '(14,4,3,4)', '(5,3,2,3,2,3)', '(24,7)', '(2,7)']
+format_color(f) = format_color_of[format_index(f)]
+format_dash(f) = format_dash_of[format_index(f)]
 # categories that are not precisions: pale or dark tones none of the families use
 array cat[8] = ['#E69F00', '#56B4E9', '#999999', '#882255', '#DDCC77', '#332288', '#44AA99', '#F0E442']
 cat_color(i) = cat[(int(i) - 1) % 8 + 1]

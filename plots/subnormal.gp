@@ -1,7 +1,12 @@
-# plots/subnormal.gp RESULTS_DIR — the subnormal ladder: relative error of
-# storing x = 2^-k, 1.5 x 2^-k and (4/3) x 2^-k (k = 10 ... 26) in fp16 and
-# bf16, over fp16's normal, subnormal and zero zones (read from the ladder's
-# class column), with the worst case of each format. Reads
+# plots/subnormal.gp RESULTS_DIR — the subnormal ladder. Left (top on a
+# column): relative error of storing x = 2^-k, 1.5 x 2^-k and (4/3) x 2^-k
+# (k = 10 ... 26) in fp16 and bf16, over fp16's normal, subnormal and zero
+# zones (read from the ladder's class column), with the worst case of each
+# format. Right (below), where the CSV has the fp8, fp6 and fp4 formats: the
+# (4/3) x 2^-k rungs of every format with subnormals against the octaves below
+# its own smallest normal (read from the class column too), so that their
+# ladders line up: one bit lost per step, as many steps as mantissa bits, then
+# zero. e8m0 has no ladder (no subnormals, no zero): the panel says so. Reads
 # subnormal_ladder.csv; writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
@@ -58,21 +63,62 @@ array leg_long[6] = ['fp16 worst case (half a spacing / x)', 'bf16 worst case 2^
                      'fp16, x = 1.5 x 2^{-k}', 'fp16, x = 2^{-k}', 'bf16, x = (4/3) 2^{-k}']
 array leg_short[6] = ['fp16 worst case', 'bf16 worst case', 'fp16, (4/3) 2^{-k}', 'fp16, 1.5 x 2^{-k}', 'fp16, 2^{-k}', 'bf16, (4/3) 2^{-k}']
 
+# the formats with a ladder of their own beyond fp16 and bf16, in style.gp's order, and the
+# exponent k of each one's last normal power of two (from the class column)
+fmts = system(sprintf("%s$c[\"device\"] == d && !seen[$c[\"format\"]]++ { s = s \" \" $c[\"format\"] } END { print s }' '%s'", \
+                      awk_cols('-v d='.dev), in))
+nn = 0
+array nid[9]
+array last_normal[9]
+do for [j=1:words(format_list)] {
+  f_ = word(format_list, j)
+  if (f_ ne 'fp32' && f_ ne 'bf16' && strstrt(' '.fmts.' ', ' '.f_.' ') > 0) {
+    nn = nn + 1
+    nid[nn] = f_
+    last_normal[nn] = int(ladder_max(sprintf('$c["format"] == "%s" && $c["series"] == "2^-k" && $c["class"] == "normal"', f_), '$c["k"] + 0'))
+  }
+}
+two_panels = nn > 1   # fp16 and at least one narrow format
+# point types for the narrow formats' rungs (the dash and colour are style.gp's)
+array npt[9] = [7, 5, 9, 13, 11, 4, 6, 8, 10]
+steps(f, s) = strcol("device") eq dev && strcol("format") eq f && strcol("series") eq s
 footer = desc.'; '.run_of(in)
-narrow_aspect = 1.3
+narrow_aspect = two_panels ? 2.0 : 1.3
 set samples 2000
 do for [out_i=1:out_n] {
   unset label
   unset object
-  eval out_open(dir, 'subnormal', 1280, 800, out_i)
+  eval out_open(dir, 'subnormal', two_panels ? 1600 : 1280, 800, out_i)
   lh = 1.6 * cur_pt / cur_h   # a line of text, as a fraction of the height
   do for [i=1:6] { ls_ = leg_style[i]; lt_ = narrow ? leg_short[i] : leg_long[i]; eval legend_add }
+  if (two_panels) {
+    do for [j=2:nn] {
+      ls_ = sprintf("with linespoints dt %s pt %d ps 1.2*pk(0) lw 2 lc rgb '%s'", format_dash(nid[j]), npt[j], format_color(nid[j]))
+      lt_ = sprintf("%s, (4/3) 2^{-k}", nid[j])
+      eval legend_add
+    }
+  }
   eval count_leg_rows
   foot = preset eq 'screen' ? 1.2 * lh : 0   # the footer's line
   set multiplot
-  set bmargin at screen foot + (leg_rows + 3.4) * lh
-  set title title_of("The subnormal ladder: relative error of storing x in fp16 and bf16\neach step down the subnormal range keeps one bit less", \
-                     narrow ? claim_narrow : claim_wide)
+  if (two_panels) {
+    g_cols = narrow ? 1 : 2
+    g_rows = narrow ? 2 : 1
+    g_T = 1 - text_h(preset eq 'screen' ? 5.6 : narrow ? 4.2 : 3.6)
+    g_B = foot + (leg_rows + 3.4) * lh
+    g_L = narrow ? 0.2 : 7.5 * cur_pt / cur_w
+    g_R = 0.97
+    g_hs = 0.07
+    g_vs = text_h(narrow ? 4.6 : 3.4)
+    set label 50 title_of("The subnormal ladder: relative error of storing x\neach step down a subnormal range keeps one bit less", \
+                          narrow ? claim_narrow : claim_wide) at screen 0.5, screen 1 - text_h(preset eq 'screen' ? 1.4 : 1.0) center
+    eval cell(1, 1)
+    set title (narrow ? "fp16 and bf16" : "fp16 and bf16, x = 2^{-10} ... 2^{-26}")
+  } else {
+    set bmargin at screen foot + (leg_rows + 3.4) * lh
+    set title title_of("The subnormal ladder: relative error of storing x in fp16 and bf16\neach step down the subnormal range keeps one bit less", \
+                       narrow ? claim_narrow : claim_wide)
+  }
   set xlabel 'x'
   set ylabel 'relative error |stored - x| / x'
   set logscale x 2
@@ -80,7 +126,7 @@ do for [out_i=1:out_n] {
   set format x '2^{%L}'
   set format y '10^{%L}'
   set border 3   # (legend_strip unset the axes)
-  if (narrow) { set xtics nomirror 2**-26, 2**4 } else { set xtics nomirror 2 }
+  if (narrow || two_panels) { set xtics nomirror 2**-26, 2**4 } else { set xtics nomirror 2 }
   set ytics nomirror 1e-5, 10, 1
   set xrange [xlo:xhi]
   set yrange [8e-7:4]
@@ -92,14 +138,14 @@ do for [out_i=1:out_n] {
   set object 3 rect from normal_lo, graph 0 to xhi, graph 1 fc rgb '#e3f3e0' fs solid 1.0 noborder behind
   # the zone names where no line runs: the zero zone's below bf16's points, the subnormal zone's
   # right of the descending fp16 lines
-  if (narrow) {   # a column's zero zone is one tick wide: its name runs up it
+  if (narrow || two_panels) {   # a narrow panel's zero zone is one tick wide: its name runs up it
     set label 1 "zero" at sqrt(xlo * zero_hi), graph 0.66 center rotate by 90
   } else {
     set label 1 "fp16\nzero\nzone" at sqrt(xlo * zero_hi), graph 0.3 center norotate
   }
-  set label 2 narrow ? "fp16 subnormal" : sprintf("fp16 subnormal zone: spacing stays %s,\nso each halving of x loses a bit", "2^{-24}") \
-      at sqrt(zero_hi * normal_lo) * (narrow ? 1 : 2**1.5), graph 0.92 center
-  set label 3 narrow ? "normal" : "fp16 normal zone\n11 significant bits" at sqrt(normal_lo * xhi), graph 0.92 center
+  set label 2 (narrow || two_panels) ? "fp16 subnormal" : sprintf("fp16 subnormal zone: spacing stays %s,\nso each halving of x loses a bit", "2^{-24}") \
+      at sqrt(zero_hi * normal_lo) * ((narrow || two_panels) ? 1 : 2**1.5), graph 0.92 center
+  set label 3 (narrow || two_panels) ? "normal" : "fp16 normal zone\n11 significant bits" at sqrt(normal_lo * xhi), graph 0.92 center
   set label 4 narrow ? 'exact' : 'exact (error 0)' at graph 0.01, first exact_row offset 0, 0.9 left tc rgb c_note
 
   plot fp16_worst(x) with lines dt 3 lw 2 lc rgb c_fp16 notitle, \
@@ -110,6 +156,34 @@ do for [out_i=1:out_n] {
        in using (column("x")):(err("bf16", "4/3*2^-k")) with linespoints dt 2 pt 7 ps 1.3*pk(0) lw 2 lc rgb c_bf16 notitle, \
        in using (column("x")):(exact("fp16", "1.5*2^-k")) with points pt 9 ps 1.5*pk(0) lc rgb c_fp16 notitle, \
        in using (column("x")):(exact("fp16", "2^-k")) with points pt 5 ps 1.3*pk(0) lc rgb c_fp16 notitle
+  if (two_panels) {
+    unset object
+    unset label
+    eval cell(narrow ? 1 : 2, narrow ? 2 : 1)
+    set title (narrow ? "every format, aligned" : preset eq 'screen' ? "every format with subnormals: x = (4/3) 2^{-k}, aligned at its smallest normal" : \
+               "x = (4/3) 2^{-k}, aligned at each smallest normal")
+    set xlabel 'octaves below the smallest normal (k minus the last normal k)'
+    if (narrow) { set xlabel 'octaves below the smallest normal' }
+    unset logscale x
+    set format x '%g'
+    set xtics nomirror 1
+    set xrange [-4.5:12.5]
+    set ytics nomirror 1e-4, 10, 1
+    set yrange [5e-5:3]
+    set object 4 rect from -4.5, graph 0 to 0.5, graph 1 fc rgb '#e3f3e0' fs solid 1.0 noborder behind
+    set label 5 'normal' at -2, graph 0.95 center
+    set label 6 preset ne 'screen' ? 'e8m0: no subnormals, no zero' : 'e8m0 has no ladder: no subnormals, no zero (smallest 2^{-127})' \
+        at graph 0.03, graph 0.04 left tc rgb c_note
+    # formats with as many mantissa bits share their points (e4m3 and e2m3, e5m2 and e3m2):
+    # each format's points sit a little to one side of the whole step so that both show
+    cmd = ''
+    do for [j=1:nn] {
+      cmd = cmd.sprintf("%s in using (column('k') - %d + %.3f):(steps('%s', '4/3*2^-k') ? column('rel_error') : 1/0) with linespoints dt %s pt %d ps 1.2*pk(0) lw 2 lc rgb '%s' notitle", \
+                        cmd eq '' ? '' : ',', last_normal[j], 0.09 * (j - (nn + 1) / 2.0), nid[j], format_dash(nid[j]), npt[j], format_color(nid[j]))
+    }
+    eval 'plot '.cmd
+  }
+  unset title
   eval legend_strip(foot + (leg_rows - 0.5) * leg_row_h(0) + 0.3 * lh)
   unset multiplot
 }

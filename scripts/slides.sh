@@ -10,7 +10,8 @@
 #   4  2^-24, fp16's smallest         plots/subnormal.gp    (subnormal)
 #   5  loss scaling                   plots/loss_scale.gp   (subnormal)
 #   6  lost updates                   plots/lost_update.gp  (absorption)
-#   7  the training histogram         plots/train-hist.gp
+#   7  fp8 and what a scale does      plots/tour_fp8.gp     (tour)
+#   8  the training histogram         plots/train-hist.gp
 #
 # The data are measured here: BUILD_DIR/numerics/halflab-numerics runs into
 # DIR/data/ (default DIR: BUILD_DIR/slides). The histogram comes from a
@@ -61,7 +62,7 @@ run() {
 # ---------------------------------------------------------------- the numbers
 echo "slides: halflab-numerics into $data" >&2
 run "$numerics" formats --value 0.4 --out "$data"
-for sub in overflow absorption subnormal; do run "$numerics" "$sub" --out "$data"; done
+for sub in overflow absorption subnormal tour; do run "$numerics" "$sub" --out "$data"; done
 
 # ---------------------------------------------------------------- the gradients
 train=$build/train/halflab-train
@@ -100,14 +101,14 @@ unset border
 unset tics
 unset key
 set label 1 "What half precision does to numbers" at screen 0.5, screen 0.62 center font sprintf('Sans,%.1f', heading_pt(cur_pt))
-set label 2 "fp32, fp16 and bf16 in seven charts" at screen 0.5, screen 0.54 center tc rgb c_note
+set label 2 "fp32, fp16, bf16 and fp8 in eight charts" at screen 0.5, screen 0.54 center tc rgb c_note
 set label 3 "computed by halflab-numerics on $device" at screen 0.5, screen 0.3 center tc rgb c_note noenhanced
 set label 4 "$version, $date" at screen 0.5, screen 0.25 center tc rgb c_note noenhanced
 plot [0:1] [0:1] NaN notitle
 unset output
 EOF
 pages=("$data/slides/deck-title.pdf")
-for chart in value_bits overflow absorption subnormal loss_scale lost_update train-hist; do
+for chart in value_bits overflow absorption subnormal loss_scale lost_update tour_fp8 train-hist; do
   note=()
   [ "$chart" = train-hist ] && note=(-e "slide_note = '$train_note'")
   rm -f "$data/slides/$chart.pdf"

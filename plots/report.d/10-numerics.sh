@@ -71,6 +71,10 @@ if have tour.csv; then
     }'
   echo
 fi
+if have tour_fp8.csv; then
+  chart tour_fp8 "what a scale does: a tensor with amax 1000 stored five ways" \
+    "How to read it: the stored value over x against |x| (1: exact) for the tour's tensor, ±1000 x 2^(-i/4). e4m3 without a scale turns the values from 464 up into NaN (top row) and, clamped, holds them at 448; after the per-tensor scale 448 / amax every value stays within half e4m3's spacing. The MXFP4 block (e2m1 elements, one E8M0 power-of-two scale) under the FLOOR and RCEIL rules shows what 2 significant bits leave; values stored as 0 lie on the bottom. Lines: the colour is the element format's family (fp8 green, fp4 violet), each way its own dash. $(run_of tour_fp8.csv)"
+fi
 
 if have overflow.csv; then
   primary=$(table overflow.csv '{ print $c["count"] "," $c["value"]; exit }')
@@ -115,7 +119,7 @@ if have absorption.csv; then
     }'
   echo
   chart absorption "effective against intended update, log-log" \
-    "How to read it: the x axis is the update u added to 1, the y axis what survives, fl(1 + u) - 1, both in powers of two. On the grey dotted diagonal nothing is lost. Each format follows it in steps of its spacing at 1 (2^-23, 2^-10, 2^-7) and drops to its bottom row, lost entirely, for every u up to half that spacing (its dotted vertical line); the thin grey line is u = 0.0001. Lines: $(line_convention). $(run_of absorption_sweep.csv)"
+    "How to read it: the x axis is the update u added to 1, the y axis what survives, fl(1 + u) - 1, both in powers of two. On the grey dotted diagonal nothing is lost. Each format follows it in steps of its spacing at 1 (2^-23, 2^-10, 2^-7 for fp32, fp16, bf16; 2^-3 to 1 for the fp8, fp6 and fp4 formats and e8m0, which the inset zooms on where they are present) and drops to its bottom row, lost entirely, for every u up to half that spacing (its dotted vertical line); the thin grey line is u = 0.0001. Lines: $(line_convention). $(run_of absorption_sweep.csv)"
 fi
 
 if have lost_update.csv; then
@@ -153,7 +157,7 @@ if have subnormal_ladder.csv; then
   echo "### Subnormals, loss scaling, flush to zero (\`halflab-numerics subnormal\`)"
   echo
   chart subnormal "relative error of the subnormal ladder" \
-    "How to read it: relative error of storing x (log scales). In fp16's normal zone (green) it stays below 2^-11; in the subnormal zone (yellow) the spacing is fixed at 2^-24, so the error bound (dotted) doubles with every halving of x; in the zero zone (grey) x rounds to 0, error 1. bf16 keeps its 2^-8 bound throughout: it has fp32's exponent range. Points on the bottom row are stored exactly. Lines: $(line_convention); the bounds dotted. $(run_of subnormal_ladder.csv)"
+    "How to read it: relative error of storing x (log scales). In fp16's normal zone (green) it stays below 2^-11; in the subnormal zone (yellow) the spacing is fixed at 2^-24, so the error bound (dotted) doubles with every halving of x; in the zero zone (grey) x rounds to 0, error 1. bf16 keeps its 2^-8 bound throughout: it has fp32's exponent range. Points on the bottom row are stored exactly. Where the run has the fp8, fp6 and fp4 formats, the second panel lines up every format's ladder at its own smallest normal: one bit lost per subnormal step, as many steps as mantissa bits, then 0 (e8m0 has no ladder: no subnormals, no zero). Lines: $(line_convention); the bounds dotted. $(run_of subnormal_ladder.csv)"
 fi
 
 if have loss_scale_distribution.csv; then

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/format.h"
 #include "tests/support/hltest.h"
 
 static const char *prog(void) { return hl_test_prog("halflab-numerics"); }
@@ -145,6 +146,51 @@ static void test_overflow_user_case(void **state) {
 
 /* ---------------------------------------------------------- absorption -- */
 
+static const hl_dtype narrow_formats[] = {HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+#define NNARROW ((int)(sizeof narrow_formats / sizeof narrow_formats[0]))
+
+/* 1 + b in the narrow formats, read back: the threshold cases against
+ * format.c's rounding of the exact sum, and every sweep row the same way:
+ * u rounded to the format, then 1 + that rounded once. */
+static void check_narrow_absorption(const char *dir) {
+  hl_table *t = read_csv(dir, "absorption.csv");
+  for (int fi = 0; fi < NNARROW; fi++) {
+    const hl_format_info *info = hl_format_get(narrow_formats[fi]);
+    const char *name = hl_dtype_format_name(info->id);
+    int row = ROW(t, "case", "1+u", "format", name);
+    assert_true(hl_table_num(t, row, "b") == info->unit_roundoff);
+    double b = hl_table_num(t, row, "b_stored"), want = hl_format_round(info->id, 1.0 + b, HL_OVERFLOW_IEEE);
+    assert_true(b == hl_format_round(info->id, info->unit_roundoff, HL_OVERFLOW_IEEE));
+    if (hl_table_num(t, row, "result") != want) fail_msg("%s: 1 + %g gives %s, not %g", name, b, hl_table_get(t, row, "result"), want);
+    row = ROW(t, "case", "1+next_above_u", "format", name);
+    b = hl_table_num(t, row, "b_stored");
+    assert_true(b > info->unit_roundoff && b == hl_format_round(info->id, b, HL_OVERFLOW_IEEE)); /* a value of the format */
+    want = hl_format_round(info->id, 1.0 + b, HL_OVERFLOW_IEEE);
+    assert_true(want > 1.0 && hl_table_num(t, row, "result") == want);
+    row = ROW(t, "case", "1+0.0001", "format", name);
+    assert_true(hl_table_num(t, row, "result") == 1.0); /* every narrow format loses 0.0001 */
+  }
+  hl_table_free(t);
+
+  t = read_csv(dir, "absorption_sweep.csv");
+  int checked[NNARROW] = {0};
+  for (int i = 0; i < t->nrows; i++)
+    for (int fi = 0; fi < NNARROW; fi++) {
+      const hl_format_info *info = hl_format_get(narrow_formats[fi]);
+      if (strcmp(hl_table_get(t, i, "format"), hl_dtype_format_name(info->id))) continue;
+      double u = hl_table_num(t, i, "update"), eff = hl_table_num(t, i, "effective_update");
+      double stored = hl_format_round(info->id, u, HL_OVERFLOW_IEEE);
+      assert_true(hl_table_num(t, i, "update_stored") == stored);
+      if (eff != hl_format_round(info->id, 1.0 + stored, HL_OVERFLOW_IEEE) - 1.0)
+        fail_msg("%s: 1 + %g moved by %g", info->long_name, u, eff);
+      if (u < info->unit_roundoff / 2) assert_true(eff == 0); /* below the threshold: lost */
+      if (u >= info->epsilon) assert_true(eff > 0);           /* a whole spacing: kept */
+      checked[fi]++;
+    }
+  for (int fi = 0; fi < NNARROW; fi++) assert_int_equal(checked[fi], 30 * 16 + 1);
+  hl_table_free(t);
+}
+
 static void test_absorption_spec_values(void **state) {
   (void)state;
   char *dir = run_ok("absorption", NULL);
@@ -202,11 +248,43 @@ static void test_absorption_spec_values(void **state) {
   }
   assert_int_equal(checked, 30 * 16 + 1);
   hl_table_free(t);
+  check_narrow_absorption(dir);
   hl_rmtree(dir);
   free(dir);
 }
 
 /* ----------------------------------------------------------- subnormal -- */
+
+/* Each narrow format's ladder: every value as format.c rounds it, the
+ * powers of two classed by the format's smallest normal and subnormal, the
+ * rungs down to two octaves below the smallest subnormal; e8m0 has none. */
+static void check_narrow_ladders(const hl_table *t) {
+  for (int fi = 0; fi < NNARROW; fi++) {
+    const hl_format_info *info = hl_format_get(narrow_formats[fi]);
+    const char *name = hl_dtype_format_name(info->id);
+    int rows = 0, k_max = -1000, zeros = 0, subnormals = 0;
+    for (int i = 0; i < t->nrows; i++) {
+      if (strcmp(hl_table_get(t, i, "format"), name)) continue;
+      rows++;
+      double x = hl_table_num(t, i, "x"), stored = hl_table_num(t, i, "stored");
+      if (stored != hl_format_round(info->id, x, HL_OVERFLOW_IEEE)) fail_msg("%s: %g stored as %g", name, x, stored);
+      if (strcmp(hl_table_get(t, i, "series"), "2^-k")) continue;
+      int k = (int)hl_table_num(t, i, "k");
+      k_max = k > k_max ? k : k_max;
+      const char *cls = hl_table_get(t, i, "class");
+      const char *want = x >= info->min_normal ? "normal" : x >= info->min_subnormal ? "subnormal" : "zero";
+      if (strcmp(cls, want)) fail_msg("%s: 2^-%d is %s, not %s", name, k, cls, want);
+      zeros += !strcmp(cls, "zero"), subnormals += !strcmp(cls, "subnormal");
+    }
+    if (info->id == HL_E8M0) {
+      assert_int_equal(rows, 0); /* no subnormals, no zero: no ladder */
+      continue;
+    }
+    assert_int_equal(k_max, -ilogb(info->min_subnormal) + 2);
+    assert_int_equal(zeros, 2);                      /* half the smallest subnormal (a tie) and a quarter */
+    assert_int_equal(subnormals, info->man_bits);    /* one subnormal power of two per mantissa bit */
+  }
+}
 
 static void test_subnormal_spec_values(void **state) {
   (void)state;
@@ -235,6 +313,7 @@ static void test_subnormal_spec_values(void **state) {
   /* x = fl32(4/3) * 2^-k, a hair above 4/3 * 2^-k */
   assert_true(fabs(hl_table_num(t, ROW(t, "format", "fp16", "series", "4/3*2^-k", "k", "25"), "rel_error") - 0.5) < 1e-7);
   assert_true(hl_table_num(t, ROW(t, "format", "fp16", "series", "4/3*2^-k", "k", "26"), "rel_error") == 1.0);
+  check_narrow_ladders(t);
   hl_table_free(t);
 
   t = read_csv(dir, "loss_scale.csv");
@@ -407,14 +486,55 @@ static void test_formats_special_values(void **state) {
 
 /* ------------------------------------------------------- tour and all -- */
 
+static double demo6(const hl_table *t, const char *what) { return hl_table_num(t, ROW(t, "demo", "6", "what", what), "result"); }
+
+/* Demonstration 6 against format.c's facts and the scale rules' definitions,
+ * and tour_fp8.csv's tensor against format.c's rounding. */
+static void check_tour_fp8(const hl_table *t, const char *dir) {
+  const hl_format_info *e4m3 = hl_format_get(HL_E4M3), *e5m2 = hl_format_get(HL_E5M2), *e2m1 = hl_format_get(HL_E2M1);
+  for (int i = 0; i < t->nrows; i++) /* cells the report's awk splits on commas: none may hold one */
+    if (strchr(hl_table_get(t, i, "title"), ',') || strchr(hl_table_get(t, i, "what"), ','))
+      fail_msg("tour.csv row %d: a comma in '%s' / '%s'", i, hl_table_get(t, i, "title"), hl_table_get(t, i, "what"));
+  assert_true(demo6(t, "448 in e4m3") == e4m3->max);
+  assert_true(demo6(t, "464 in e4m3 (halfway to 480)") == e4m3->max); /* the tie goes to the even 448 */
+  assert_true(isnan(demo6(t, "480 in e4m3")));
+  assert_true(demo6(t, "480 in e4m3 saturating") == e4m3->max);
+  assert_true(demo6(t, "57344 in e5m2") == e5m2->max);
+  assert_true(isinf(demo6(t, "61440 in e5m2 (halfway to 65536)")));
+  assert_true(demo6(t, "6 in e2m1") == e2m1->max && demo6(t, "7 in e2m1") == e2m1->max);
+  assert_true(isnan(demo6(t, "tensor amax 1000: 1000 in e4m3")));
+  assert_true(demo6(t, "per-tensor scale 448 / amax") == (double)(448.0f / 1000.0f));
+  assert_true(demo6(t, "1000 x scale in e4m3") == e4m3->max);
+  assert_true(demo6(t, "MXFP4 block E8M0 scale (FLOOR)") == ldexp(1.0, ilogb(1000.0) - e2m1->emax));
+  assert_true(demo6(t, "MXFP4 block E8M0 scale (RCEIL)") == ldexp(1.0, (int)ceil(log2(1000.0 / e2m1->max))));
+
+  hl_table *f = read_csv(dir, "tour_fp8.csv");
+  assert_int_equal(f->nrows, 5 * 32);
+  for (int i = 0; i < f->nrows; i++) {
+    const char *way = hl_table_get(f, i, "way");
+    double x = hl_table_num(f, i, "x"), stored = hl_table_num(f, i, "stored"), want;
+    if (!strcmp(way, "e4m3")) want = hl_format_round(HL_E4M3, x, HL_OVERFLOW_IEEE);
+    else if (!strcmp(way, "e4m3-saturated")) want = hl_format_round(HL_E4M3, x, HL_OVERFLOW_SATURATE);
+    else if (!strcmp(way, "e4m3-tensor-scale")) {
+      want = stored; /* x * scale is rounded in fp32 first: within e4m3's half spacing of x */
+      if (!(fabs(stored - x) / fabs(x) <= e4m3->unit_roundoff * (1 + 1e-6))) fail_msg("scaled e4m3: %g stored as %g", x, stored);
+    } else {
+      double s = hl_table_num(f, i, "scale");
+      want = hl_format_round(HL_E2M1, x / s, HL_OVERFLOW_SATURATE) * s; /* s is a power of two: x / s is exact */
+    }
+    if (isnan(want) ? !isnan(stored) : stored != want) fail_msg("tour_fp8.csv: %s stores %g as %g, not %g", way, x, stored, want);
+  }
+  hl_table_free(f);
+}
+
 static void test_tour(void **state) {
   (void)state;
   hl_run_result r;
   char *dir = run_ok("tour", &r);
   const char *titles[] = {"1. 0.4 as a float", "2. Overflow", "3. Underflow of an update", "4. The smallest fp16",
-                          "5. The largest fp16"};
+                          "5. The largest fp16", "6. FP8 and below"};
   const char *at = r.out;
-  for (int i = 0; i < 5; i++) { /* present, and in the tour's order */
+  for (int i = 0; i < 6; i++) { /* present, and in the tour's order */
     const char *p = strstr(at, titles[i]);
     if (!p) fail_msg("'%s' missing or out of order", titles[i]);
     at = p;
@@ -429,6 +549,7 @@ static void test_tour(void **state) {
   assert_string_equal(hl_table_get(t, ROW(t, "demo", "4", "what", "2^-25 in fp16"), "result"), "0");
   assert_string_equal(hl_table_get(t, ROW(t, "demo", "5", "what", "65519.996 in fp16"), "result"), "65504");
   assert_string_equal(hl_table_get(t, ROW(t, "demo", "5", "what", "65520 in fp16"), "result"), "inf");
+  check_tour_fp8(t, dir);
   hl_table_free(t);
   hl_rmtree(dir);
   free(dir);
@@ -439,7 +560,8 @@ static void test_all_writes_every_csv(void **state) {
   char *dir = run_ok("all --quick", NULL);
   const char *files[] = {"formats.csv",         "overflow.csv",      "overflow_trajectory.csv", "absorption.csv",
                          "absorption_sweep.csv", "lost_update.csv",   "harmonic.csv",            "subnormal_ladder.csv",
-                         "loss_scale.csv",       "loss_scale_distribution.csv", "ftz.csv",       "tour.csv"};
+                         "loss_scale.csv",       "loss_scale_distribution.csv", "ftz.csv",       "tour.csv",
+                         "tour_fp8.csv"};
   const int n = (int)(sizeof files / sizeof files[0]);
   for (int i = 0; i < n; i++) {
     hl_table *t = read_csv(dir, files[i]);

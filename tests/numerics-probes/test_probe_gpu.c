@@ -70,12 +70,12 @@ static void test_arith_and_convert(void **state) {
   float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
   uint32_t *ra = malloc(sizeof(uint32_t) * n), *rb = malloc(sizeof(uint32_t) * n);
   operands(n, a, b);
-  const hl_dtype native[] = {HL_F32, HL_F16, HL_BF16};
-  const hl_dtype all[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
+  const hl_dtype all[] = {HL_F32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  const int nall = (int)(sizeof all / sizeof all[0]);
   for (int op = HL_ARITH_ADD; op <= HL_ARITH_DIV; op++)
     for (int mode = HL_ROUND_NATIVE; mode <= HL_ROUND_ONCE; mode++)
-      for (int fi = 0; fi < (mode == HL_ROUND_NATIVE ? 3 : 5); fi++) {
-        hl_dtype f = mode == HL_ROUND_NATIVE ? native[fi] : all[fi];
+      for (int fi = 0; fi < nall; fi++) {
+        hl_dtype f = all[fi];
         cpu->arith((hl_arith_op)op, (hl_arith_mode)mode, f, a, b, ra, n);
         gpu->arith((hl_arith_op)op, (hl_arith_mode)mode, f, a, b, rb, n);
         for (size_t i = 0; i < n; i++)
@@ -83,7 +83,7 @@ static void test_arith_and_convert(void **state) {
             fail_msg("op %d mode %d %s: %a, %a -> cpu %#x, gpu %#x", op, mode, hl_dtype_format_name(f), a[i], b[i],
                      ra[i], rb[i]);
       }
-  for (int fi = 0; fi < 5; fi++)
+  for (int fi = 0; fi < nall; fi++)
     for (int ov = 0; ov < 2; ov++) {
       cpu->convert(all[fi], (hl_overflow)ov, a, ra, n);
       gpu->convert(all[fi], (hl_overflow)ov, a, rb, n);

@@ -194,8 +194,8 @@ static void test_pairwise_is_the_level_tree(void **state) {
 
 static void test_encode_f64_is_rounded_once(void **state) {
   (void)state;
-  const hl_dtype fmts[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2};
-  for (int fi = 0; fi < 6; fi++) {
+  const hl_dtype fmts[] = {HL_F32, HL_TF32, HL_F16, HL_BF16, HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  for (int fi = 0; fi < (int)(sizeof fmts / sizeof fmts[0]); fi++) {
     hl_dtype f = fmts[fi];
     const hl_format_info *info = hl_format_get(f);
     for (uint64_t i = 0; i < 200000; i++) {
@@ -255,6 +255,33 @@ static void test_arith_modes(void **state) {
     hl_f16 want = hl_f16_mul(hl_f32_to_f16(a), hl_f32_to_f16(b));
     if (hl_f16_isnan(want)) assert_true(hl_f16_isnan((hl_f16)got));
     else assert_int_equal(got, want);
+  }
+}
+
+/* The narrow formats' "native" operation (their values in fp32, one rounding)
+ * is the exact result rounded once: every pair of codes, every operation,
+ * against format.c's rounding of the double result. */
+static void test_narrow_native_ops_round_once(void **state) {
+  (void)state;
+  const hl_dtype fmts[] = {HL_E4M3, HL_E5M2, HL_E2M3, HL_E3M2, HL_E2M1, HL_E8M0};
+  for (int fi = 0; fi < (int)(sizeof fmts / sizeof fmts[0]); fi++) {
+    const hl_dtype f = fmts[fi];
+    const uint32_t codes = 1u << hl_format_code_width(f), n = codes * codes;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    uint32_t *out = malloc(sizeof(uint32_t) * n);
+    assert_non_null(a), assert_non_null(b), assert_non_null(out);
+    for (uint32_t i = 0; i < n; i++) a[i] = (float)dec(f, i / codes), b[i] = (float)dec(f, i % codes);
+    for (int op = HL_ARITH_ADD; op <= HL_ARITH_DIV; op++) {
+      cpu()->arith((hl_arith_op)op, HL_ROUND_NATIVE, f, a, b, out, n);
+      for (uint32_t i = 0; i < n; i++) {
+        const double x = a[i], y = b[i];
+        const double exact = op == HL_ARITH_ADD ? x + y : op == HL_ARITH_SUB ? x - y : op == HL_ARITH_MUL ? x * y : x / y;
+        const double want = hl_format_round(f, exact, HL_OVERFLOW_IEEE), got = dec(f, out[i]);
+        if (isnan(want) ? !isnan(got) : got != want || signbit(got) != signbit(want))
+          fail_msg("%s: %g op%d %g gives %g, not %g", hl_dtype_format_name(f), x, op, y, got, want);
+      }
+    }
+    free(a), free(b), free(out);
   }
 }
 
@@ -385,7 +412,7 @@ int main(void) {
       cmocka_unit_test(test_pairwise_is_the_level_tree),
       cmocka_unit_test(test_encode_f64_is_rounded_once),
       cmocka_unit_test(test_arith_modes),
-      cmocka_unit_test(test_convert_subnormal_facts),
+      cmocka_unit_test(test_narrow_native_ops_round_once), cmocka_unit_test(test_convert_subnormal_facts),
       cmocka_unit_test(test_stochastic_rounding),
       cmocka_unit_test(test_lost_update),
       cmocka_unit_test(test_harmonic_stalls),

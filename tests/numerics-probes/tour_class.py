@@ -70,6 +70,7 @@ def test_list_and_only(cwd):
     check(len(demos) >= 5 and numbers == list(range(1, len(demos) + 1)),
           f"--list numbers the demonstrations 1..N in order (got {numbers})")
     check(len({name for _, name, _ in demos}) == len(demos), "--list names each demonstration once")
+    check("fp8" in [name for _, name, _ in demos], "--list has the fp8 demonstration (tour --only fp8)")
     full = run(["tour"], cwd)
     check(demos_shown(full.stdout) == numbers, f"the full tour shows {demos_shown(full.stdout)}, --list {numbers}")
     check(full.stdout.count("   look: ") == len(demos), "the full tour has one 'look:' line per demonstration")
@@ -121,6 +122,7 @@ def test_step_without_terminal(cwd):
           f"--step < /dev/null: exit {r.returncode}, demonstrations {demos_shown(r.stdout)}")
     check(PROMPT not in r.stdout + r.stderr, "--step < /dev/null prompted")
     check(rows and csv_rows(cwd) == rows, "--step < /dev/null: tour.csv missing or different from the plain tour's")
+    check(any(f.endswith("tour_fp8.csv") for f in files_under(cwd)), "the full tour wrote no tour_fp8.csv")
     shutil.rmtree(os.path.join(cwd, "results"), ignore_errors=True)
     # an idle pipe: never written, never closed while the program runs
     p = subprocess.Popen([PROG, "--device", "cpu", "tour", "--step"], cwd=cwd, stdin=subprocess.PIPE,

@@ -2,7 +2,7 @@
 # tests/plots/slides.sh SOURCE_ROOT BUILD_ROOT — the lecture deck (scripts/slides.sh,
 # `ninja slides`) built into a temporary folder, twice: with the committed
 # training histograms (--no-train) and, where halflab-train is built, with its
-# own short run. Each time: one page per slide (a title, then the seven charts
+# own short run. Each time: one page per slide (a title, then the eight charts
 # in the lecture's order, each page's claim checked), every page 16:9, the
 # sizes of the slides preset (tools/chart_sizes.py slides), and the training
 # slide naming where its data came from. Also: a missing build folder and a
@@ -22,7 +22,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 # the deck's slides in order: a fragment of each page's text (the claim, or
 # for the title and the training slide what the deck itself writes there)
 pages=("What half precision does to numbers" "0.4 is not stored exactly" "4096 x 16" "1 + 0.0001 = 1 in fp16 and bf16"
-       "fp16's smallest power of two" "Loss scale" "10000 x 0.0001" "gradients")
+       "fp16's smallest power of two" "Loss scale" "10000 x 0.0001" "values are NaN in e4m3" "gradients")
 
 # DECK-FOLDER NOTE: the checks on one deck; NOTE: what the training slide must say
 check_deck() {
