@@ -6,7 +6,7 @@
 # log-uniform mantissa of the block maximum would give FLOOR (Benford's
 # law); bottom, what FLOOR's clipping costs: SQNR under RCEIL minus SQNR
 # under FLOOR, the mean over the tensors (and per kind). One column per
-# model. Reads quantize_error.csv (halflab-bench quantize-error); writes the
+# model (the 3.5-in print rendering: the largest alone). Reads quantize_error.csv (halflab-bench quantize-error); writes the
 # preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
@@ -55,6 +55,7 @@ claims = system(awk_cols('')."($c[\"rule\"] == \"mx-floor\" || $c[\"rule\"] == \
   "END { if (!n[\"mx-floor\"]) exit; printf \"FLOOR clips the maximum of %.1f%% of MXFP4 blocks, RCEIL %s\", " . \
   "100 * clip[\"mx-floor\"] / n[\"mx-floor\"], rmax > 0 ? sprintf(\"at most %.2g%% of the blocks of any tensor\", 100 * rmax) : \"none\" }' '".in."'")
 claim = claims eq '' ? 'MX FLOOR against RCEIL' : claims
+claim_n = claims eq '' ? claim : 'MX FLOOR against RCEIL: blocks clipped' 
 
 set datafile separator whitespace
 footer = footer_of(in)
@@ -70,7 +71,8 @@ do for [out_i=1:out_n] {
   ls_ = "with lines dt 2 lw 3 lc rgb c_ref"; lt_ = narrow ? 'Benford' : 'FLOOR if the maximum''s significand were log-uniform'; eval legend_add
   eval legend_count
   pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
-  g_cols = n_models
+  first_model = narrow ? n_models : 1   # a column holds the largest model's panels alone
+  g_cols = narrow ? 1 : n_models
   g_rows = 2
   g_T = 1 - text_h(preset eq 'screen' ? 5.0 : 3.6)
   g_B = pad + leg_rows * leg_row_h(0) + text_h(narrow ? 2.6 : 3.4)
@@ -78,15 +80,15 @@ do for [out_i=1:out_n] {
   g_R = 0.98
   g_hs = 0.07
   g_vs = text_h(narrow ? 3.4 : 4.4)
-  set multiplot title title_of("MX block scales on the GPT's tensors: FLOOR (OCP MX v1.0) against RCEIL\nsoftware quantization on the CPU (emulated), 1x32 blocks along each tensor's last dimension", claim)
+  set multiplot title title_of("MX block scales on the GPT's tensors: FLOOR (OCP MX v1.0) against RCEIL\nsoftware quantization on the CPU (emulated), 1x32 blocks along each tensor's last dimension", narrow ? claim_n : claim)
   set xrange [0.4:5.6]
   unset key
   set boxwidth 0.36
-  do for [mi=1:n_models] {
+  do for [mi=first_model:n_models] {
     m = word(models, mi)
-    eval cell(mi, 1)
-    set title sprintf("%s GPT: blocks whose maximum clips", m)
-    set ylabel mi == 1 ? 'share of blocks' : ''
+    eval cell(narrow ? 1 : mi, 1)
+    set title sprintf(narrow ? "%s: blocks clipped" : "%s GPT: blocks whose maximum clips", m)
+    set ylabel mi == first_model ? 'share of blocks' : ''
     set yrange [0:*]
     set format y '%.0f%%'
     set xtics () nomirror
@@ -98,9 +100,9 @@ do for [out_i=1:out_n] {
          for [k=1:3] '' using ($1 - 0.19 + (k - 2) * 0.09):(column(3 + k) * 100) with points pt kind_pt[k] ps 1.8 lc rgb kind_color[k] notitle, \
          '' using ($1 - 0.19):(100 * benford[int($1)]):(0.19) with xerrorbars pt -1 lw 3 dt 2 lc rgb c_ref notitle
     unset label 9999
-    eval cell(mi, 2)
-    set title sprintf("%s GPT: what FLOOR's clipping costs", m)
-    set ylabel mi == 1 ? 'SQNR(RCEIL) - SQNR(FLOOR), dB' : ''
+    eval cell(narrow ? 1 : mi, 2)
+    set title sprintf(narrow ? "%s: RCEIL's gain" : "%s GPT: what FLOOR's clipping costs", m)
+    set ylabel mi == first_model ? (narrow ? 'dB' : 'SQNR(RCEIL) - SQNR(FLOOR), dB') : ''
     set yrange [*:*]
     set format y '%g'
     set xzeroaxis lt 1 lc rgb c_ref

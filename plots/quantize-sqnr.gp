@@ -3,7 +3,8 @@
 # tensor and a bar at the median over the tensors; per-tensor scales (none,
 # Transformer Engine's max / amax) against per-block ones (1x128 fp32, MX
 # FLOOR and RCEIL 1x32, NVFP4 1x16). One row per model, one column per
-# kind (weights, activations, gradients). Reads quantize_error.csv
+# kind (weights, activations, gradients); the 3.5-in print rendering, the
+# largest model alone. Reads quantize_error.csv
 # (halflab-bench quantize-error); writes the preset's two files (style.gp).
 here = system(sprintf("dirname '%s'", ARG0))
 load here.'/style.gp'
@@ -54,8 +55,9 @@ do for [out_i=1:out_n] {
   ls_ = "with lines lw 4 lc rgb '#000000'"; lt_ = 'median over the tensors'; eval legend_add
   eval legend_count
   pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
+  first_model = narrow ? n_models : 1   # a column holds the largest model's panels alone
   g_cols = narrow ? 1 : n_kinds
-  g_rows = narrow ? n_kinds * n_models : n_models
+  g_rows = narrow ? n_kinds : n_models
   g_T = 1 - text_h(preset eq 'screen' ? 5.0 : 3.6)
   g_B = pad + leg_rows * leg_row_h(0) + text_h(3.4)
   g_L = narrow ? 0.16 : 6.5 * cur_pt / cur_w
@@ -69,11 +71,11 @@ do for [out_i=1:out_n] {
   set xtics () nomirror
   do for [i=1:5] { set xtics add (fmt_label[i] i) }
   eval 'set grid ytics '.grid_opts
-  do for [mi=1:n_models] {
+  do for [mi=first_model:n_models] {
     m = word(models, mi)
     do for [ki=1:n_kinds] {
       k = word(kinds_present, ki)
-      eval narrow ? cell(1, (mi - 1) * n_kinds + ki) : cell(ki, mi)
+      eval narrow ? cell(1, ki) : cell(ki, mi)
       set title sprintf("%s GPT: %ss", m, k)
       set ylabel (narrow || ki == 1) ? 'SQNR, dB' : ''
       plot for [r=1:6] rows(m, k, rule[r], 0) using (xpos($1, r)):2 with points pt rule_pt[r] ps 1.1 lw 1.5 lc rgb rule_color[r] notitle, \

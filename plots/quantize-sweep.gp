@@ -36,8 +36,10 @@ rows(k, f) = sprintf("< %s$c[\"model\"] == m && $c[\"kind\"] == k && $c[\"format
 # the claim: e2m1's and e4m3's zero share at x = 0 for the gradient (else the first kind)
 claim_kind = strstrt(kinds_present, 'gradient') > 0 ? 'gradient' : word(kinds_present, 1)
 share_at(k, f, col) = real(system(awk_cols(sprintf('-v m=%s -v k=%s -v f=%s', model, k, f))."$c[\"model\"] == m && $c[\"kind\"] == k && $c[\"format\"] == f && $c[\"log2_scale_rel\"] == 0 { print $c[\"".col."\"] + 0 }' '".in."'"))
-claim = sprintf("%s's %s at scale max/amax: %.0f%% of values zero in fp4 e2m1, %.1f%% in fp8 e4m3", model, claim_kind, \
-                100 * share_at(claim_kind, 'e2m1', 'zero_share'), 100 * share_at(claim_kind, 'e4m3', 'zero_share'))
+zero_e2m1 = 100 * share_at(claim_kind, 'e2m1', 'zero_share')
+zero_e4m3 = 100 * share_at(claim_kind, 'e4m3', 'zero_share')
+claim = sprintf("%s's %s at scale max/amax: %.0f%% of values zero in fp4 e2m1, %.1f%% in fp8 e4m3", model, claim_kind, zero_e2m1, zero_e4m3)
+claim_n = sprintf("%s %ss: %.0f%% zero in e2m1, %.1f%% in e4m3", model, claim_kind, zero_e2m1, zero_e4m3)
 
 set datafile separator whitespace
 footer = footer_of(in)
@@ -52,31 +54,33 @@ do for [out_i=1:out_n] {
   ls_ = sprintf("with filledcurves lc rgb '%s' fs solid 1.0", c_clip); lt_ = 'clipped (saturated to max)'; eval legend_add
   eval legend_count
   pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
-  g_cols = 5
-  g_rows = n_kinds
+  # the 3.5-in print rendering: one kind (the claim's), its five formats one above the other
+  g_cols = narrow ? 1 : 5
+  g_rows = narrow ? 5 : n_kinds
   g_T = 1 - text_h(preset eq 'screen' ? 5.0 : 3.6)
   g_B = pad + leg_rows * leg_row_h(0) + text_h(3.8)
   g_L = narrow ? 0.14 : 7.0 * cur_pt / cur_w
   g_R = 0.98
   g_hs = 0.025
   g_vs = text_h(narrow ? 2.4 : 2.8)
-  set multiplot title title_of(sprintf("The scale sweep on the %s GPT's tensors: each value stored as zero, subnormal, normal or clipped\nper-tensor scale (max / amax) x 2^x; software quantization on the CPU (emulated)", model), claim)
+  set multiplot title title_of(sprintf("The scale sweep on the %s GPT's tensors: each value stored as zero, subnormal, normal or clipped\nper-tensor scale (max / amax) x 2^x; software quantization on the CPU (emulated)", model), narrow ? claim_n : claim)
   unset key
   set yrange [0:1]
   set xrange [-32:8]
   set style fill solid 1.0 noborder
-  do for [ki=1:n_kinds] {
-    k = word(kinds_present, ki)
+  do for [ki=(narrow ? 1 : 1):(narrow ? 1 : n_kinds)] {
+    k = narrow ? claim_kind : word(kinds_present, ki)
     t = tensor_of(k)
     do for [fi=1:5] {
-      eval cell(fi, ki)
-      set title (ki == 1 ? (narrow ? fmt_short[fi] : fmt_title[fi]) : '')
-      set ylabel fi == 1 ? (narrow ? k.'s' : sprintf("%ss\n%s", k, short_name(t))) : '' noenhanced
-      set xlabel (ki == n_kinds && fi == 3) ? 'x = log_2(scale / (max/amax)): above 0 the largest values clip, below it the smallest flush' : ''
-      set xtics -24, (narrow ? 12 : 8), 8 nomirror
-      if (ki < n_kinds) { set format x '' } else { set format x '%g' }
+      eval narrow ? cell(1, fi) : cell(fi, ki)
+      last_row = narrow ? fi == 5 : ki == n_kinds
+      set title narrow ? '' : (ki == 1 ? fmt_title[fi] : '')
+      if (narrow) { set ylabel fmt_short[fi] } else { set ylabel fi == 1 ? sprintf("%ss\n%s", k, short_name(t)) : '' noenhanced }
+      set xlabel last_row && (narrow || fi == 3) ? (narrow ? 'x = log_2(scale / (max/amax))' : 'x = log_2(scale / (max/amax)): above 0 the largest values clip, below it the smallest flush') : ''
+      set xtics -24, 8, 8 nomirror
+      if (!last_row) { set format x '' } else { set format x '%g' }
       set ytics 0, 0.5, 1 nomirror
-      if (fi > 1) { set format y '' } else { set format y '%.1f' }
+      if (fi > 1 && !narrow) { set format y '' } else { set format y '%.1f' }
       set arrow 1 from 0, graph 0 to 0, graph 1 nohead lw 1.5 dt 2 lc rgb '#000000' front
       plot rows(k, fmt[fi]) using 1:(0):2 with filledcurves lc rgb c_zero notitle, \
            '' using 1:2:($2 + $3) with filledcurves lc rgb c_sub fs pattern 5 notitle, \
