@@ -138,9 +138,10 @@ typedef struct {
   source sources[MAX_SOURCES];
   int n;
   int sweep_lo, sweep_hi, sweep_step; /* log2 of the scale over max / amax */
+  const char *tensors_made;           /* --tensors-made: how the files were made, for the metadata */
 } qe_options;
 
-enum { OPT_TENSORS = 1100 };
+enum { OPT_TENSORS = 1100, OPT_TENSORS_MADE };
 
 static void parse_source(const char *arg, source *s) {
   const char *c1 = strchr(arg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -163,6 +164,7 @@ static void parse_options(int argc, char **argv, bench_common *common, qe_option
   static const struct option longopts[] = {
       BENCH_COMMON_LONGOPTS,
       {"tensors", required_argument, NULL, OPT_TENSORS},
+      {"tensors-made", required_argument, NULL, OPT_TENSORS_MADE},
       {NULL, 0, NULL, 0},
   };
   int c;
@@ -170,6 +172,11 @@ static void parse_options(int argc, char **argv, bench_common *common, qe_option
   optind = 1;
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     if (bench_common_option(common, c, argv)) continue;
+    if (c == OPT_TENSORS_MADE) {
+      if (!*optarg || strchr(optarg, '\n')) hl_usage_error("--tensors-made: one line of text");
+      o->tensors_made = optarg;
+      continue;
+    }
     if (c != OPT_TENSORS) bench_bad_option(c, argv, longopts);
     if (o->n == MAX_SOURCES) hl_usage_error("--tensors: at most %d files", MAX_SOURCES);
     parse_source(optarg, &o->sources[o->n++]);
@@ -295,6 +302,7 @@ int bench_quantize_error_main(int argc, char **argv) {
                                      "  --tensors MODEL:KIND:FILE  a weight file (halflab-train --save-init, --dump-grads,\n"
                                      "                       --dump-activations); MODEL names it in the CSVs (e.g. tiny),\n"
                                      "                       KIND is weight, activation or gradient; up to 16 files\n"
+                                     "  --tensors-made TEXT  how the files were made (a line kept in the CSVs' metadata)\n"
                                      "  --out DIR            output folder (default results/<machine>/)\n"
                                      "  --quick              the sweep in steps of 2^4 instead of 2^1\n";
   bench_common common = {.cli = hl_cli_common_defaults(usage)};
@@ -323,6 +331,7 @@ int bench_quantize_error_main(int argc, char **argv) {
     at += snprintf(files + at, sizeof files - (size_t)at, "%s%s:%s:%s", i ? "; " : "", o.sources[i].model,
                    o.sources[i].kind, o.sources[i].path);
   hl_meta_set("tensors", "%s", files);
+  if (o.tensors_made) hl_meta_set("tensors_made", "%s", o.tensors_made);
   hl_meta_set("sweep", "per model and kind the tensor with the largest amax / rms; scale = (max / amax) x 2^x, x = %d "
               "to %d in steps of %d", o.sweep_lo, o.sweep_hi, o.sweep_step);
   if (common.cli.quick) hl_meta_set("quick", "yes");

@@ -44,9 +44,11 @@ presets="tiny small"
 if [ ${#quick[@]} -gt 0 ]; then
   presets=tiny
   dump tiny 0 1 --batch 16
+  made="the tiny GPT preset in fp32 at 16 sequences: its initial weights and its first step's gradients and linear-layer inputs"
 else
   dump tiny 100 600
   dump small 20 200
+  made="the tiny and small GPT presets in fp32 after 100 (tiny) and 20 (small) training steps: the weights, the next step's unscaled gradients and its linear-layer inputs"
 fi
 tensors=()
 for preset in $presets; do
@@ -54,4 +56,4 @@ for preset in $presets; do
     tensors+=(--tensors "$preset:$kind:$scratch/$preset-${kind}s.bin")
   done
 done
-"$bench" quantize-error "${tensors[@]}" "${quick[@]}"
+"$bench" quantize-error "${tensors[@]}" --tensors-made "$made" "${quick[@]}"
