@@ -53,7 +53,7 @@ claims = system(awk_cols('')."($c[\"rule\"] == \"mx-floor\" || $c[\"rule\"] == \
   "if ($c[\"format\"] == \"e2m1\") { clip[$c[\"rule\"]] += b; n[$c[\"rule\"]] += $c[\"blocks\"] } " . \
   "if ($c[\"rule\"] == \"mx-rceil\" && $c[\"blocks_clipped_share\"] + 0 > rmax) rmax = $c[\"blocks_clipped_share\"] + 0 } " . \
   "END { if (!n[\"mx-floor\"]) exit; printf \"FLOOR clips the maximum of %.1f%% of MXFP4 blocks, RCEIL %s\", " . \
-  "100 * clip[\"mx-floor\"] / n[\"mx-floor\"], rmax > 0 ? sprintf(\"at most %.2g%% of the blocks of any tensor\", 100 * rmax) : \"none\" }' '".in."'")
+  "100 * clip[\"mx-floor\"] / n[\"mx-floor\"], (rmax > 0 ? sprintf(\"at most %.2g%% of the blocks of any tensor\", 100 * rmax) : \"none\") }' '".in."'")
 claim = claims eq '' ? 'MX FLOOR against RCEIL' : claims
 claim_n = claims eq '' ? claim : 'MX FLOOR against RCEIL: blocks clipped' 
 

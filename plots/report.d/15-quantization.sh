@@ -61,7 +61,7 @@ if have quantize_error.csv; then
   echo
   echo "FLOOR (OCP MX v1.0) sets a block's E8M0 scale to 2^(floor(log2 amax) - emax): a block maximum whose significand"
   echo "passes max / 2^emax (1.75 for e4m3, e5m2 and e3m2, 1.875 for e2m3, 1.5 for e2m1) is clipped. RCEIL rounds"
-  echo "amax / max up to a power of two and clips nothing. \"log-uniform\" is the share FLOOR would clip if the block"
+  echo "amax / max up to a power of two, so that the maximum fits. \"log-uniform\" is the share FLOOR would clip if the block"
   echo "maxima's significands were log-uniform (Benford): log2(2 / that threshold). The SQNR column is RCEIL's minus"
   echo "FLOOR's, the mean over the tensors: positive where FLOOR's clipping costs more than RCEIL's coarser scale."
   echo
@@ -92,12 +92,13 @@ if have quantize_error.csv; then
       printf "%s the outside report'"'"'s figure of about 37%% and near the %.1f%% a log-uniform significand gives. ", \
         (floor > 32 && floor < 42) ? "close to" : (floor >= 42 ? "above" : "below"), 100 * log(2 / 1.5) / log(2)
       for (key in t) if (q[key, "mx-floor"] != "" && q[key, "mx-rceil"] != "") { n++; if (q[key, "mx-floor"] + 0 > q[key, "mx-rceil"] + 0) fb++ }
-      if (n) printf "Yet in %d of %d tensors FLOOR'"'"'s MXFP4 SQNR is the higher: RCEIL'"'"'s scale, up to twice FLOOR'"'"'s, coarsens every element of the block, and with e2m1'"'"'s three significand steps that costs more than clipping the maximum into [6, 8) does.", fb, n
+      if (n && 2 * fb > n) printf "Yet in %d of %d tensors FLOOR'"'"'s MXFP4 SQNR is the higher: RCEIL'"'"'s scale, up to twice FLOOR'"'"'s, coarsens every element of the block, and with e2m1'"'"'s two significands per binade that costs more than clipping a maximum in [6, 8) to 6 does.", fb, n
+      else if (n) printf "RCEIL'"'"'s MXFP4 SQNR is the higher in %d of %d tensors: clipping the maximum costs more than RCEIL'"'"'s coarser scale.", n - fb, n
       print ""
       if (bl["nvfp4"]) {
         printf "\nNVFP4 rounds its block scale (amax / 6) to the nearest E4M3 value, so where it rounds down the block maximum clips too: %.1f%% of NVFP4 blocks", 100 * cl["nvfp4"] / bl["nvfp4"]
         for (key in t) if (q[key, "nvfp4"] != "" && q[key, "mx-rceil"] != "") { nn++; d += q[key, "nvfp4"] - q[key, "mx-rceil"] }
-        if (nn) printf ", by less than one E4M3 step; its finer scale still gives %+.1f dB over MXFP4 RCEIL (mean over %d tensors).", d / nn, nn
+        if (nn) printf ", each by at most 6.25%% (half an E4M3 step at the significand 1); its finer scale gives %+.1f dB against MXFP4 RCEIL (mean over %d tensors).", d / nn, nn
         print ""
       } }'
   echo
