@@ -10,7 +10,8 @@
  *   - the e2m1 MX rows (FLOOR and RCEIL) agree with a recomputation here:
  *     the scale rule from frexp, nearest-even on e2m1's eight magnitudes;
  *   - the sweep's scale is (max / amax) 2^x;
- *   - bad input: exit 2, one line, no file. */
+ *   - bad input (a malformed --tensors, a missing, foreign, truncated or
+ *     corrupt file, --device cuda): exit 2, one line, no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,17 @@ static void test_bad_input(void **state) {
   (void)state;
   char *dir = hl_tmpdir();
   hl_write_file(hl_path(dir, "junk.bin"), "not a weight file", 17);
+  /* a good file, then cut short and with one value changed (its checksum kept) */
+  const float v[4] = {1, 2, 3, 4};
+  write_one_tensor(hl_path(dir, "good.bin"), "t", 2, 2, v);
+  size_t len = 0;
+  char *bytes = hl_read_file(hl_path(dir, "good.bin"), &len);
+  hl_write_file(hl_path(dir, "short.bin"), bytes, len - 2); /* into the checksum */
+  bytes[len - 8] ^= 1; /* in the last value */
+  hl_write_file(hl_path(dir, "flipped.bin"), bytes, len);
+  free(bytes);
+  hl_expect_refused(dir, 2, "truncated", "%s quantize-error --tensors t:weight:%s/short.bin --out %s/out", bench(), dir, dir);
+  hl_expect_refused(dir, 2, "checksum", "%s quantize-error --tensors t:weight:%s/flipped.bin --out %s/out", bench(), dir, dir);
   hl_expect_refused(dir, 2, "MODEL:KIND:FILE", "%s quantize-error --tensors w.bin --out %s/out", bench(), dir);
   hl_expect_refused(dir, 2, "unknown kind", "%s quantize-error --tensors tiny:bias:w.bin --out %s/out", bench(), dir);
   hl_expect_refused(dir, 2, "HLWTS001", "%s quantize-error --tensors tiny:weight:%s/junk.bin --out %s/out", bench(), dir, dir);
