@@ -28,6 +28,7 @@ array rule_title[6] = ['no scale', 'per tensor: max/amax (TE)', 'block 1x128, fp
 array rule_short[6] = ['none', 'tensor', '1x128', 'MX FLOOR', 'MX RCEIL', 'NVFP4']
 array rule_pt[6] = [1, 6, 4, 8, 10, 12]
 array rule_color[6] = [cat[3], '#000000', cat[7], cat[4], cat[6], cat[1]]
+pscale = preset eq 'slides' ? 1.5 : 1.0   # points beside the slides' larger text
 xpos(fi, r) = fi + (r - 3.5) * 0.14
 # one row per tensor of model m, kind k and rule r: its format's index and its SQNR; with med=1 the
 # median over the tensors per format instead
@@ -51,7 +52,7 @@ do for [out_i=1:out_n] {
   unset label
   unset arrow
   eval out_open(dir, 'quantize-sqnr', 1600, 1000, out_i)
-  do for [r=1:6] { ls_ = sprintf("with points pt %d ps 1.4 lw 1.5 lc rgb '%s'", rule_pt[r], rule_color[r]); lt_ = narrow ? rule_short[r] : rule_title[r]; eval legend_add }
+  do for [r=1:6] { ls_ = sprintf("with points pt %d ps %.2f lw 1.5 lc rgb '%s'", rule_pt[r], 1.4 * pscale, rule_color[r]); lt_ = narrow ? rule_short[r] : rule_title[r]; eval legend_add }
   ls_ = "with lines lw 4 lc rgb '#000000'"; lt_ = 'median over the tensors'; eval legend_add
   eval legend_count
   pad = preset eq 'screen' ? text_h(1.2) : text_h(0.4)
@@ -78,7 +79,7 @@ do for [out_i=1:out_n] {
       eval narrow ? cell(1, ki) : cell(ki, mi)
       set title sprintf("%s GPT: %ss", m, k)
       set ylabel (narrow || ki == 1) ? 'SQNR, dB' : ''
-      plot for [r=1:6] rows(m, k, rule[r], 0) using (xpos($1, r)):2 with points pt rule_pt[r] ps 1.1 lw 1.5 lc rgb rule_color[r] notitle, \
+      plot for [r=1:6] rows(m, k, rule[r], 0) using (xpos($1, r)):2 with points pt rule_pt[r] ps 1.1 * pscale lw 1.5 lc rgb rule_color[r] notitle, \
            for [r=1:6] rows(m, k, rule[r], 1) using (xpos($1, r)):2:(0.07) with xerrorbars pt -1 lw 4 lc rgb rule_color[r] notitle
       unset label 9999
     }
