@@ -66,7 +66,7 @@ do for [out_i=1:out_n] {
   unset arrow
   eval out_open(dir, 'quantize-floor-rceil', 1600, 1000, out_i)
   ls_ = sprintf("with boxes lc rgb '%s'", c_floor); lt_ = 'FLOOR (OCP MX): every tensor'; eval legend_add
-  ls_ = sprintf("with boxes fs pattern 4 lc rgb '%s'", c_rceil); lt_ = 'RCEIL (rounded up)'; eval legend_add
+  ls_ = sprintf("with boxes fs solid 1.0 border rgb '%s' lc rgb '#ffffff'", c_rceil); lt_ = 'RCEIL (rounded up)'; eval legend_add
   do for [k=1:3] { ls_ = sprintf("with points pt %d ps 1.8 lc rgb '%s'", kind_pt[k], kind_color[k]); lt_ = kinds[k].'s'; eval legend_add }
   ls_ = "with lines dt 2 lw 3 lc rgb c_ref"; lt_ = narrow ? 'Benford' : 'FLOOR if the maximum''s significand were log-uniform'; eval legend_add
   eval legend_count
@@ -95,7 +95,7 @@ do for [out_i=1:out_n] {
     do for [i=1:5] { set xtics add (narrow ? fmt_short[i] : fmt_label[i] i) }
     eval 'set grid ytics '.grid_opts
     plot table(m) using ($1 - 0.19):($2 * 100) with boxes lc rgb c_floor notitle, \
-         '' using ($1 + 0.19):($3 * 100) with boxes fs pattern 4 lc rgb c_rceil notitle, \
+         '' using ($1 + 0.19):($3 * 100) with boxes fs solid 1.0 border rgb c_rceil lc rgb '#ffffff' notitle, \
          '' using ($1 + 0.19):($3 * 100):(sprintf('%.2g%%', $3 * 100)) with labels offset 0, 0.8 tc rgb c_rceil notitle, \
          for [k=1:3] '' using ($1 - 0.19 + (k - 2) * 0.09):(column(3 + k) * 100) with points pt kind_pt[k] ps 1.8 lc rgb kind_color[k] notitle, \
          '' using ($1 - 0.19):(100 * benford[int($1)]):(0.19) with xerrorbars pt -1 lw 3 dt 2 lc rgb c_ref notitle

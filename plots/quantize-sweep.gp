@@ -26,7 +26,8 @@ kinds_present = system(awk_cols('-v m='.model)."$c[\"model\"] == m && !($c[\"kin
 n_kinds = words(kinds_present)
 short_name(t) = strstrt(t, 'transformer.') == 1 ? t[13:] : t
 tensor_of(k) = system(awk_cols('-v m='.model.' -v k='.k)."$c[\"model\"] == m && $c[\"kind\"] == k { printf \"%s\", $c[\"tensor\"]; exit }' '".in."'")
-# the zone colours: dark zero, light subnormal (hatched), pale normal, dark clipped: apart in grey print too
+# the zone colours: dark zero, light subnormal, pale normal, dark clipped: apart in grey print too (no hatching:
+# a pattern's lines are thinner than print allows)
 c_zero = cat[6]
 c_sub = cat[2]
 c_normal = cat[5]
@@ -49,7 +50,7 @@ do for [out_i=1:out_n] {
   unset arrow
   eval out_open(dir, 'quantize-sweep', 1600, 1000, out_i)
   ls_ = sprintf("with filledcurves lc rgb '%s' fs solid 1.0", c_zero); lt_ = 'zero'; eval legend_add
-  ls_ = sprintf("with filledcurves lc rgb '%s' fs pattern 5", c_sub); lt_ = 'subnormal'; eval legend_add
+  ls_ = sprintf("with filledcurves lc rgb '%s' fs solid 1.0", c_sub); lt_ = 'subnormal'; eval legend_add
   ls_ = sprintf("with filledcurves lc rgb '%s' fs solid 1.0", c_normal); lt_ = 'normal'; eval legend_add
   ls_ = sprintf("with filledcurves lc rgb '%s' fs solid 1.0", c_clip); lt_ = 'clipped (saturated to max)'; eval legend_add
   eval legend_count
@@ -83,7 +84,7 @@ do for [out_i=1:out_n] {
       if (fi > 1 && !narrow) { set format y '' } else { set format y '%.1f' }
       set arrow 1 from 0, graph 0 to 0, graph 1 nohead lw 1.5 dt 2 lc rgb '#000000' front
       plot rows(k, fmt[fi]) using 1:(0):2 with filledcurves lc rgb c_zero notitle, \
-           '' using 1:2:($2 + $3) with filledcurves lc rgb c_sub fs pattern 5 notitle, \
+           '' using 1:2:($2 + $3) with filledcurves lc rgb c_sub notitle, \
            '' using 1:($2 + $3):($2 + $3 + $4) with filledcurves lc rgb c_normal notitle, \
            '' using 1:($2 + $3 + $4):($2 + $3 + $4 + $5) with filledcurves lc rgb c_clip notitle
       unset label 9999
