@@ -11,7 +11,8 @@
  *     the scale rule from frexp, nearest-even on e2m1's eight magnitudes;
  *   - the sweep's scale is (max / amax) 2^x;
  *   - bad input (a malformed --tensors, a missing, foreign, truncated or
- *     corrupt file, --device cuda): exit 2, one line, no file. */
+ *     corrupt file, --device cuda; --dump-activations for the MLP or with
+ *     --steps 0): exit 2, one line, no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,11 @@ static void test_bad_input(void **state) {
   hl_expect_refused(dir, 2, "HLWTS001", "%s quantize-error --tensors tiny:weight:%s/junk.bin --out %s/out", bench(), dir, dir);
   hl_expect_refused(dir, 2, "cannot open", "%s quantize-error --tensors tiny:weight:%s/none.bin --out %s/out", bench(), dir, dir);
   hl_expect_refused(dir, 2, "--tensors", "%s quantize-error --out %s/out", bench(), dir);
+  /* halflab-train's dump: the GPT's layers, at a step that runs */
+  hl_expect_refused(dir, 2, "--model gpt", "%s --device cpu --model mlp --steps 1 --dump-activations %s/a.bin --out %s/out",
+                    hl_test_prog("halflab-train"), dir, dir);
+  hl_expect_refused(dir, 2, "--steps", "%s --device cpu --steps 0 --save-init %s/w.bin --dump-activations %s/a.bin --out %s/out",
+                    hl_test_prog("halflab-train"), dir, dir, dir);
   hl_expect_refused(dir, 2, "--device", "%s quantize-error --device cuda --tensors tiny:weight:%s/junk.bin --out %s/out",
                     bench(), dir, dir);
   hl_rmtree(dir);
