@@ -16,6 +16,7 @@ static const struct {
     {"bandwidth", bench_bandwidth_main, "BabelStream copy/scale/add/triad/dot GB/s and Gelem/s per precision"},
     {"mlp-step", bench_mlp_step_main, "one MLP training step: the AMP core vs direct sgemm calls (CPU)"},
     {"footprint", bench_footprint_main, "parameter bytes per dtype policy; training state per mode, largest batch"},
+    {"quantize-error", bench_quantize_error_main, "fp8/fp6/fp4 and their scale rules on a GPT's tensors: shares, SQNR (CPU)"},
 };
 enum { NSUB = sizeof subcommands / sizeof subcommands[0] };
 
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
           "results on stdout, CSV in results/<machine>/.\n"
           "\n"
           "Subcommands:\n");
-  for (int i = 0; i < NSUB; i++) fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].what);
+  for (int i = 0; i < NSUB; i++) fprintf(f, "  %-14s %s\n", subcommands[i].name, subcommands[i].what);
   fprintf(f,
           "\n"
           "Options every subcommand takes: --device auto|cpu|cuda, --out DIR, --quick, --seed N, --reps N,\n"
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
           "                             type, meaning, the function that computes it) as Markdown\n");
 }
 
-/* "gemm, bandwidth, mlp-step or footprint" */
+/* "gemm, bandwidth, mlp-step, footprint or quantize-error" */
 static const char *subcommand_list(void) {
   static char list[256];
   size_t k = 0;

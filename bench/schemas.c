@@ -287,8 +287,78 @@ const hl_schema bench_footprint_training_schema = {
     "the allocator saw.",
     HL_SCHEMA_COLUMNS(footprint_training_columns)};
 
+/* ------------------------------------------------------ quantize-error -- */
+
+#define QUANTIZE_TENSOR_COLUMNS(checker)                                                                               \
+  {"device", "", HL_COL_TEXT, NULL, "the device that ran the row: cpu (the quantizers run in software)", checker},      \
+  {"unit", "", HL_COL_TEXT, NULL, "what quantized: cpu: software quantization (emulated; no fp8, fp6 or fp4 unit)",    \
+   checker},                                                                                                           \
+  {"model", "", HL_COL_TEXT, NULL, "the model the tensors come from, as --tensors named it (e.g. tiny, small)",       \
+   "bench/quantize_error.c: parse_source"},                                                                            \
+  {"kind", "", HL_COL_TEXT, NULL, "weight (--save-init), gradient (--dump-grads: the first step's, unscaled) or "    \
+   "activation (--dump-activations: a linear layer's input)", "bench/quantize_error.c: parse_source"},                 \
+  {"tensor", "", HL_COL_TEXT, NULL, "the tensor's name in its file (activations: the layer's name and .input)",       \
+   "core/models/weight_file.c: hl_weight_file_read"}
+#define QUANTIZE_SHARE_COLUMNS                                                                                         \
+  {"zero_share", "1", HL_COL_REAL, "%.6g", "elements whose code is a zero (zeros in, and values flushed to zero), "    \
+   "over all elements", "bench/quantize_error.c: row_outcome"},                                                        \
+  {"subnormal_share", "1", HL_COL_REAL, "%.6g", "elements whose code is subnormal in the format, over all elements",   \
+   "bench/quantize_error.c: row_outcome"},                                                                             \
+  {"normal_share", "1", HL_COL_REAL, "%.6g", "elements whose code is normal and that were not clipped, over all "      \
+   "elements (the four shares sum to 1)", "bench/quantize_error.c: row_outcome"},                                      \
+  {"clipped_share", "1", HL_COL_REAL, "%.6g", "elements whose scaled magnitude exceeded the format's max (saturated "  \
+   "to it), over all elements", "bench/quantize_error.c: row_outcome"},                                                \
+  {"flushed_share", "1", HL_COL_REAL, "%.6g", "non-zero elements whose code is a zero, over all elements (part of "   \
+   "zero_share)", "bench/quantize_error.c: row_outcome"},                                                              \
+  {"sqnr_db", "dB", HL_COL_REAL, "%.4f", "signal to quantization noise: 10 log10(sum x^2 / sum (q - x)^2), q the "     \
+   "decoded value; empty where q = x everywhere", "bench/quantize_error.c: quantize_once, row_outcome"}
+
+static const hl_column quantize_error_columns[] = {
+    QUANTIZE_TENSOR_COLUMNS("bench/quantize_error.c: error_rows"),
+    {"rows", "1", HL_COL_INT, NULL, "the tensor as a matrix: its elements over its last dimension",
+     "bench/quantize_error.c: matrix_of"},
+    {"cols", "1", HL_COL_INT, NULL, "the tensor's last dimension (1xN blocks run along it)",
+     "bench/quantize_error.c: matrix_of"},
+    {"amax", "1", HL_COL_REAL, "%.6g", "the tensor's largest |x|", "kernels/cpu/quantize_cpu.c: cpu_quantize"},
+    {"format", "", HL_COL_TEXT, NULL, "the element format: e4m3, e5m2 (fp8), e2m3, e3m2 (fp6), e2m1 (fp4)",
+     "bench/quantize_error.c: probes"},
+    {"rule", "", HL_COL_TEXT, NULL, "the scale rule: none (scale 1), tensor (max / amax, Transformer Engine), "
+     "block-fp32 (amax / max per block, DeepSeek-V3), mx-floor, mx-rceil (E8M0 per block, OCP MX's rule and the "
+     "rounded-up one), nvfp4 (E4M3 per block and an fp32 tensor scale)", "bench/quantize_error.c: probes"},
+    {"block", "", HL_COL_TEXT, NULL, "the block a scale covers, rows x columns, or whole (one scale)",
+     "bench/quantize_error.c: block_text"},
+    QUANTIZE_SHARE_COLUMNS,
+    {"blocks", "1", HL_COL_INT, NULL, "blocks (1 for a whole-tensor scale)", "kernels/cpu/quantize_cpu.c: cpu_quantize"},
+    {"blocks_clipped_share", "1", HL_COL_REAL, "%.6g", "blocks holding at least one clipped element, over blocks",
+     "bench/quantize_error.c: error_rows"},
+    {"max_rel_err", "1", HL_COL_REAL, "%.6g", "the largest |q - x| / |x| over the non-zero elements (1 where one "
+     "flushed to zero); empty for a tensor of zeros", "bench/quantize_error.c: quantize_once"},
+};
+
+const hl_schema bench_quantize_error_schema = {
+    "quantize_error.csv", "halflab-bench quantize-error", "bench/quantize_error.c: error_rows",
+    "One row per tensor, element format and scale rule: what quantizing it and decoding it again did.",
+    HL_SCHEMA_COLUMNS(quantize_error_columns)};
+
+static const hl_column quantize_sweep_columns[] = {
+    QUANTIZE_TENSOR_COLUMNS("bench/quantize_error.c: sweep_rows"),
+    {"format", "", HL_COL_TEXT, NULL, "the element format: e4m3, e5m2, e2m3, e3m2 or e2m1",
+     "bench/quantize_error.c: sweep_formats"},
+    {"log2_scale_rel", "1", HL_COL_INT, NULL, "x: the per-tensor scale is (max / amax) 2^x; at 0 the tensor's amax "
+     "lands on the format's max, above it the largest values clip, below it the smallest underflow",
+     "bench/quantize_error.c: sweep_rows"},
+    {"scale", "1", HL_COL_REAL, "%.6g", "the scale the elements were multiplied by", "kernels/quantize_math.h: "
+     "hl_quant_tensor_encode_scale"},
+    QUANTIZE_SHARE_COLUMNS,
+};
+
+const hl_schema bench_quantize_sweep_schema = {
+    "quantize_sweep.csv", "halflab-bench quantize-error", "bench/quantize_error.c: sweep_rows",
+    "One row per swept tensor (per model and kind, the one with the largest amax / rms), format and scale.",
+    HL_SCHEMA_COLUMNS(quantize_sweep_columns)};
+
 const hl_schema *const bench_schemas[] = {
     &bench_gemm_schema,          &bench_gemm_expectations_schema,     &bench_gemm_accuracy_schema,
     &bench_bandwidth_schema,     &bench_bandwidth_host_schema,        &bench_bandwidth_expectations_schema,
     &bench_mlp_step_schema,      &bench_mlp_step_expectations_schema, &bench_footprint_params_schema,
-    &bench_footprint_training_schema, NULL};
+    &bench_footprint_training_schema, &bench_quantize_error_schema, &bench_quantize_sweep_schema, NULL};

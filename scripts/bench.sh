@@ -50,6 +50,13 @@ fi
 stage "memory footprint"
 run bench/halflab-bench footprint "${quick[@]}"
 
+stage "quantization probes on the GPT's tensors"
+if [ -x "$build/train/halflab-train" ] && [ -x "$build/bench/halflab-bench" ]; then
+  scripts/quantize-tensors.sh "$build" "${quick[@]}"
+else
+  echo "bench: halflab-train or halflab-bench is not built in this tree; skipping the quantization probes" >&2
+fi
+
 stage "training runs"
 if [ -x "$build/train/halflab-train" ]; then
   scripts/train-all.sh "$build" "${quick[@]}"

@@ -297,6 +297,7 @@ typedef struct {
   int64_t n_allreduce;
   hl_grad_buckets_stats allreduce_last;
   hl_profile_phase held_phase; /* --profile: the phase a pause interrupted */
+  train_activations activations; /* --dump-activations: the first step's linear inputs, until written */
 } loop_state;
 
 /* One step as it went: what its row, the progress line and the checks after it need. */
@@ -306,7 +307,7 @@ typedef struct {
   double lr, scale; /* the learning rate and the loss scale the step used */
   double loss_sum;  /* over the micro-batches */
   bool nonfinite_loss;
-  double paused;    /* seconds inside the timed region spent on data, statistics and --dump-grads */
+  double paused;    /* seconds inside the timed region spent on data, statistics, --dump-grads and --dump-activations */
   double grad_norm;
   grad_census census, census_scaled;
   absorb_count absorb;
@@ -471,7 +472,10 @@ static void forward_backward(loop_state *s, int micro, step_record *rec) {
   hl_tmp(tgt);
   hl_op_profile_set_phase(HL_PROFILE_FORWARD);
   hl_range_push("forward");
+  const bool record = o->dump_activations && step == s->first_step && micro == 0 && s->rank == 0;
+  if (record) train_activations_record(&s->activations, m->gpt); /* options.c: the GPT only */
   HL_AUTOCAST(s->dev, t->autocast, t->autocast != HL_DTYPE_NONE) { loss = hl_tmp(model_loss(m, in, tgt, NULL)); }
+  if (record) train_activations_stop(m->gpt);
   hl_range_pop();
   if (!loss) hl_fatal("step %lld: forward: %s", (long long)step, hl_error());
   const double lv = hl_item(loss); /* data-parallel: this rank's shard; the mean over the ranks comes after the step's micro-batches */
@@ -651,6 +655,13 @@ static void train_step(loop_state *s, step_record *rec) {
     profile_pause(s);
     const double d0 = hl_now_s();
     dump_grads(o->dump_grads, s->m, t);
+    rec->paused += hl_now_s() - d0;
+    profile_resume(s);
+  }
+  if (o->dump_activations && step == s->first_step && s->rank == 0) { /* for the quantization probes; not timed */
+    profile_pause(s);
+    const double d0 = hl_now_s();
+    train_activations_write(&s->activations, o->dump_activations);
     rec->paused += hl_now_s() - d0;
     profile_resume(s);
   }

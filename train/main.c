@@ -179,7 +179,8 @@ static void check_path_collisions(const train_opts *o, const char *outdir) {
   } outputs[] = {{"--checkpoint", o->checkpoint},
                  {"--save-init", o->save_init},
                  {"--export-batches", o->export_batches},
-                 {"--dump-grads", o->dump_grads}};
+                 {"--dump-grads", o->dump_grads},
+                 {"--dump-activations", o->dump_activations}};
   for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
     if (!outputs[i].path) continue;
     char tmp[4200];
@@ -204,7 +205,8 @@ static void check_output_files(const train_opts *o, const char *outdir) {
   } files[] = {{"--checkpoint", o->checkpoint},
                {"--save-init", o->save_init},
                {"--export-batches", o->export_batches},
-               {"--dump-grads", o->dump_grads}};
+               {"--dump-grads", o->dump_grads},
+               {"--dump-activations", o->dump_activations}};
   struct stat st;
   const bool outdir_to_make = outdir && stat(outdir, &st) != 0;
   char err[4400], folder[4096];

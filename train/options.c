@@ -88,6 +88,8 @@ static const char usage[] =
     "  --export-batches FILE write the token batches of the first --export-steps steps and the held-out set\n"
     "  --export-steps N      (default: --steps)\n"
     "  --dump-grads FILE     write the first step's unscaled gradients (weight-file format, f32), before clipping\n"
+    "  --dump-activations FILE  write each linear layer's input in the first step's forward (GPT, first micro-\n"
+    "                        batch; weight-file format, f32), named after the layer: transformer.h.0.mlp.c_fc.input\n"
     "\n"
     "Data-parallel training (mpirun -n N halflab-train ...; docs/train.md):\n"
     "  --batch stays the global batch: each rank trains on its --batch / N rows of every micro-batch\n"
@@ -157,7 +159,8 @@ static int choice(const char *option, const char *value, const char *const *name
  * not given; every number an option takes is >= 0). */
 typedef struct {
   const char *model, *preset, *task, *optimizer, *schedule, *mode, *hidden, *hist, *inject, *name, *allreduce_dtype;
-  const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads;
+  const char *text_path, *checkpoint, *resume, *save_init, *init_weights, *export_batches, *dump_grads,
+      *dump_activations;
   bool list_params, columns_md, trace_ops, profile;
   long long layers, heads, embd, vocab, seq, inputs, classes, sort_len, digits, batch, eval_samples, eval_every,
       accum, growth_interval, steps, stop_after, warmup, checkpoint_every, stats_every, export_steps, check_replicas;
@@ -267,6 +270,7 @@ static const train_option train_options[] = {
     OPT_PATH("export-batches", export_batches),
     OPT_INT("export-steps", export_steps, 1, MAX_STEPS),
     OPT_PATH("dump-grads", dump_grads),
+    OPT_PATH("dump-activations", dump_activations),
     /* data-parallel */
     OPT_INT("check-replicas", check_replicas, 1, MAX_STEPS),
     OPT_TEXT("allreduce-dtype", allreduce_dtype),
@@ -482,6 +486,7 @@ static void copy_plain_values(const given *g, train_opts *o) {
   o->init_weights = g->init_weights;
   o->export_batches = g->export_batches;
   o->dump_grads = g->dump_grads;
+  o->dump_activations = g->dump_activations;
   o->device = g->common.device;
   o->out = g->common.out;
   o->quick = g->common.quick;
@@ -684,6 +689,9 @@ static void resolve_peers(const given *g, const run_preset *p, train_opts *o) {
   if (g->export_steps >= 0 && !o->export_batches) hl_usage_error("--export-steps needs --export-batches FILE");
   if (o->profile && o->steps == 0) hl_usage_error("--profile times the training steps: it needs --steps >= 1");
   if (o->dump_grads && o->steps == 0) hl_usage_error("--dump-grads writes the first step's gradients: it needs --steps >= 1");
+  if (o->dump_activations && o->steps == 0)
+    hl_usage_error("--dump-activations writes the first step's activations: it needs --steps >= 1");
+  if (o->dump_activations && !p->gpt) hl_usage_error("--dump-activations records the GPT's linear layers: it needs --model gpt");
   if (o->resume && o->init_weights) hl_usage_error("--resume and --init-weights exclude each other (the checkpoint holds the weights)");
 }
 

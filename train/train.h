@@ -134,6 +134,7 @@ typedef struct {
   const char *export_batches;
   int64_t export_steps;
   const char *dump_grads; /* the first step's unscaled gradients, weight-file format */
+  const char *dump_activations; /* the first step's linear-layer inputs (GPT), weight-file format */
 } train_opts;
 
 /* Parses argv into o; exits 2 with one line on any bad input, 0 after
@@ -231,6 +232,17 @@ typedef struct {
 
 /* The model of o on the device, initialised from --seed (or --init-weights).
  * NULL with hl_error(). */
+/* --dump-activations (activations.c): record starts keeping each linear
+ * layer's input (retained), stop ends it, write saves them as a weight file
+ * and releases them. */
+typedef struct {
+  hl_param *items;
+  int n, cap;
+} train_activations;
+void train_activations_record(train_activations *a, hl_gpt *gpt);
+void train_activations_stop(hl_gpt *gpt);
+void train_activations_write(train_activations *a, const char *path);
+
 bool setup_model(const train_opts *o, const train_data *d, hl_device_kind dev, train_model *m);
 void setup_model_free(train_model *m);
 bool setup_mode(const train_opts *o, train_model *m, train_mode *t);

@@ -193,6 +193,12 @@ typedef struct {
   hl_linear_layer mlp_proj; /* mlp.c_proj: [C, 4C], a residual projection */
 } hl_gpt_block;
 
+/* Called by the forward with the input of each linear layer (borrowed: retain
+ * it to keep it) and its name: the layer's parameter prefix and ".input",
+ * e.g. "transformer.h.0.attn.c_attn.input"; the tied head's is
+ * "lm_head.input". What halflab-train --dump-activations records. */
+typedef void (*hl_activation_tap)(void *ctx, const char *name, hl_tensor *x);
+
 typedef struct {
   hl_gpt_config cfg;
   hl_param_list params;
@@ -200,6 +206,8 @@ typedef struct {
   hl_tensor *wpe; /* [block, C] */
   hl_gpt_block *h;
   hl_layer_norm_layer ln_f;
+  hl_activation_tap tap; /* NULL (hl_gpt_new's) unless someone records the linear inputs */
+  void *tap_ctx;
 } hl_gpt;
 
 /* false with a reason: non-positive sizes, heads not dividing the width */

@@ -296,13 +296,24 @@ void hl_gpt_free(hl_gpt *m) {
   free(m);
 }
 
-/* x [B, T, C] (borrowed) -> x + attn(ln_1(x)), then + mlp(ln_2(.)). */
-static hl_tensor *block_forward(const hl_gpt *m, const hl_gpt_block *b, hl_tensor *x) {
+/* hl_activation_tap: the linear layer `layer` of block i (i < 0: the head) is about to read x */
+static void tap(const hl_gpt *m, int i, const char *layer, hl_tensor *x) {
+  if (!m->tap || !x) return;
+  char name[96];
+  if (i < 0) snprintf(name, sizeof name, "%s.input", layer);
+  else snprintf(name, sizeof name, "transformer.h.%d.%s.input", i, layer);
+  m->tap(m->tap_ctx, name, x);
+}
+
+/* x [B, T, C] (borrowed) -> x + attn(ln_1(x)), then + mlp(ln_2(.)); block i of the model. */
+static hl_tensor *block_forward(const hl_gpt *m, int i, hl_tensor *x) {
+  const hl_gpt_block *b = &m->h[i];
   const int H = m->cfg.n_head;
   const double scale = 1.0 / sqrt((double)(m->cfg.n_embd / H));
 
   /* causal self-attention: q, k and v are views of one fused projection */
   hl_tensor *h = hl_layer_norm_forward(&b->ln_1, x);
+  tap(m, i, "attn.c_attn", h);
   hl_tensor *qkv = hl_linear_forward(&b->c_attn, h);
   hl_release(h);
   hl_tensor *part[3];
@@ -326,6 +337,7 @@ static hl_tensor *block_forward(const hl_gpt *m, const hl_gpt_block *b, hl_tenso
   hl_release(v);
   hl_tensor *ym = hl_merge_heads(y); /* [B, T, C] */
   hl_release(y);
+  tap(m, i, "attn.c_proj", ym);
   hl_tensor *a = hl_linear_forward(&b->attn_proj, ym);
   hl_release(ym);
   hl_tensor *x1 = hl_add(x, a);
@@ -333,10 +345,12 @@ static hl_tensor *block_forward(const hl_gpt *m, const hl_gpt_block *b, hl_tenso
 
   /* MLP */
   h = hl_layer_norm_forward(&b->ln_2, x1);
+  tap(m, i, "mlp.c_fc", h);
   hl_tensor *f = hl_linear_forward(&b->c_fc, h);
   hl_release(h);
   hl_tensor *g = hl_gelu(f);
   hl_release(f);
+  tap(m, i, "mlp.c_proj", g);
   hl_tensor *mo = hl_linear_forward(&b->mlp_proj, g);
   hl_release(g);
   hl_tensor *x2 = hl_add(x1, mo);
@@ -367,12 +381,13 @@ hl_tensor *hl_gpt_forward(hl_gpt *m, hl_tensor *idx) {
   hl_release(tok);
   hl_release(pe);
   for (int i = 0; i < c->n_layer && x; i++) {
-    hl_tensor *next = block_forward(m, &m->h[i], x);
+    hl_tensor *next = block_forward(m, i, x);
     hl_release(x);
     x = next;
   }
   hl_tensor *h = hl_layer_norm_forward(&m->ln_f, x);
   hl_release(x);
+  tap(m, -1, "lm_head", h);
   hl_tensor *logits = hl_linear(h, m->wte, NULL); /* the head, tied to the token embedding */
   hl_release(h);
   return logits;

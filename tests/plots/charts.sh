@@ -40,15 +40,25 @@ cpu=$work/$(printf 'a-results-folder-with-a-long-name-%.0s' 1 2 3 4 5)/cpu
 mkdir -p "$(dirname "$cpu")"
 cp -r "$src" "$cpu"
 rm -f "$cpu"/*.png "$cpu"/*.svg "$cpu/REPORT.md"
+# the quantization probes' CSVs (halflab-bench quantize-error), from the committed folder that has them
+qsrc=$(ls "$root"/results/*/quantize_error.csv 2>/dev/null | head -1 || true)
+quantize_charts=""
+if [ -n "$qsrc" ]; then
+  cp "$(dirname "$qsrc")/quantize_error.csv" "$(dirname "$qsrc")/quantize_sweep.csv" "$cpu/"
+  quantize_charts="quantize-sweep quantize-sqnr quantize-floor-rceil"
+fi
 if ! "$root/scripts/plots.sh" --strict "$cpu" >"$work/cpu.log" 2>&1; then
   cat "$work/cpu.log" >&2
   fail "scripts/plots.sh --strict on the CPU folder (gnuplot wrote to stderr or failed)"
 fi
 for c in overflow absorption lost_update subnormal loss_scale gemm-tflops gemm-speedup gemm-align gemm-accuracy \
-         bandwidth bandwidth-gelems footprint peers train-loss train-scale train-hist train-underflow train-perf train-dp; do
+         bandwidth bandwidth-gelems footprint peers train-loss train-scale train-hist train-underflow train-perf train-dp \
+         $quantize_charts; do
   [ -s "$cpu/$c.png" ] && [ -s "$cpu/$c.svg" ] || fail "CPU folder: $c.png/.svg not drawn"
 done
 [ ! -e "$cpu/bandwidth-host.png" ] || fail "CPU folder: bandwidth-host.png drawn without bandwidth_host.csv"
+[ -z "$qsrc" ] || grep -q "FLOOR clips the maximum of [0-9.]*% of MXFP4 blocks" "$cpu/REPORT.md" ||
+  fail "CPU report: no MX FLOOR sentence from quantize_error.csv"
 if grep -nE "$gpu_words" "$cpu/REPORT.md" >"$work/words" 2>/dev/null; then
   cat "$work/words" >&2
   fail "GPU wording in the CPU report (lines above)"
