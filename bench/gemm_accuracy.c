@@ -360,6 +360,48 @@ static fro on_device_block_scaled(const bench_device *d, const acc_variant *v, c
   return f;
 }
 
+static void set_metadata(const bench_common *c, int sm, int gm) {
+  hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
+              "sum rounded to the accumulation format after each addition; emulated: the same %d x %d outputs on the CPU "
+              "from block-scaled inputs quantized and dequantized to fp32 and summed in fp32; or their unscaled fp8 "
+              "products summed in a model of Hopper's fp8 accumulator (DeepSeek-V3 technical report: 14 bits; "
+              "truncation) with or without promotion to fp32 every 128 products; never a hardware speed; cublas: %d x %d outputs by the device's "
+              "GEMM; onednn: %d x %d outputs by the CPU backend's bf16 GEMM on oneDNN's matmul; errors normwise "
+              "(Frobenius) against fp64", sm, sm, sm, sm, gm, gm, gm, gm);
+  hl_meta_set("data", "signed: uniform in [-1, 1) (partial sums grow like sqrt(k)); positive: uniform in [0, 1) "
+              "(partial sums grow like k/4: the hard case for a narrow accumulator)");
+  hl_meta_set("errors", "rel_err against the fp64 product of the original fp32 data (input rounding included); "
+              "rel_err_accumulation against the fp64 product of the inputs as stored (accumulation and output rounding)");
+  hl_meta_set("seed", "%llu", (unsigned long long)c->cli.seed);
+  if (c->cli.quick) hl_meta_set("quick", "yes");
+}
+
+/* The row's implementation column and its output type. */
+static hl_dtype row_implementation(const acc_variant *v, const gemm_variant *gv, const bench_device *on, bool simulated,
+                                   int m, int64_t k, char *impl, size_t len) {
+  hl_dtype out = v->acc;
+  if (simulated && v->quantized) {
+    emulated_implementation(v, impl, len);
+  } else if (simulated) {
+    snprintf(impl, len, "simulated on the CPU: sequential sum rounded to %s after every addition",
+             hl_dtype_name(v->acc));
+  } else if (v->gpu_block) {
+    const hl_gemm_desc g = block_scaled_desc(v, NULL, m, m, k);
+    on->be->gemm->describe(&g, impl, len);
+    snprintf(impl + strlen(impl), len - strlen(impl), "; the emulated rows' codes and scales");
+    out = g.c_type;
+  } else {
+    const hl_gemm_desc g = library_desc(v, gv, m, m, k);
+    gemm_implementation(on, gv, &g, impl, len);
+    out = g.c_type;
+    if (out != gv->out) snprintf(impl + strlen(impl), len - strlen(impl), "; %s output", hl_dtype_name(out));
+    if (v->quantized)
+      snprintf(impl + strlen(impl), len - strlen(impl), "; the emulated rows' %s codes and scales",
+               hl_scale_rule_name(v->rule));
+  }
+  return out;
+}
+
 int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char *dtypes, const long long *ks, int nks,
                        const char *notice) {
   bool chosen[NVARIANTS];
@@ -387,19 +429,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
   char outbuf[4096];
   const char *outdir = bench_outdir(c->cli.out, d->kind, BENCH_TABLES("gemm_accuracy.csv"), outbuf, sizeof outbuf);
   fputs(notice, stderr);
-  hl_meta_set("method", "simulated: sequential dot products of %d x %d outputs on the CPU, fp32 products, the running "
-              "sum rounded to the accumulation format after each addition; emulated: the same %d x %d outputs on the CPU "
-              "from block-scaled inputs quantized and dequantized to fp32 and summed in fp32; or their unscaled fp8 "
-              "products summed in a model of Hopper's fp8 accumulator (DeepSeek-V3 technical report: 14 bits; "
-              "truncation) with or without promotion to fp32 every 128 products; never a hardware speed; cublas: %d x %d outputs by the device's "
-              "GEMM; onednn: %d x %d outputs by the CPU backend's bf16 GEMM on oneDNN's matmul; errors normwise "
-              "(Frobenius) against fp64", sm, sm, sm, sm, gm, gm, gm, gm);
-  hl_meta_set("data", "signed: uniform in [-1, 1) (partial sums grow like sqrt(k)); positive: uniform in [0, 1) "
-              "(partial sums grow like k/4: the hard case for a narrow accumulator)");
-  hl_meta_set("errors", "rel_err against the fp64 product of the original fp32 data (input rounding included); "
-              "rel_err_accumulation against the fp64 product of the inputs as stored (accumulation and output rounding)");
-  hl_meta_set("seed", "%llu", (unsigned long long)c->cli.seed);
-  if (c->cli.quick) hl_meta_set("quick", "yes");
+  set_metadata(c, sm, gm);
 
   hl_csv_rows rows = {0};
   const int side = gm;
@@ -448,26 +478,7 @@ int gemm_accuracy_main(const bench_device *d, const bench_common *c, const char 
           stored_operands_free(v, &so);
           const double rel = sqrt(f.num_total / f.den_total), rel_acc = sqrt(f.num_acc / f.den_acc);
           char impl[320];
-          hl_dtype out = v->acc;
-          if (method == SIMULATED && v->quantized) {
-            emulated_implementation(v, impl, sizeof impl);
-          } else if (method == SIMULATED) {
-            snprintf(impl, sizeof impl, "simulated on the CPU: sequential sum rounded to %s after every addition",
-                     hl_dtype_name(v->acc));
-          } else if (v->gpu_block) {
-            const hl_gemm_desc g = block_scaled_desc(v, NULL, m, m, k);
-            on->be->gemm->describe(&g, impl, sizeof impl);
-            snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; the emulated rows' codes and scales");
-            out = g.c_type;
-          } else {
-            const hl_gemm_desc g = library_desc(v, gv, m, m, k);
-            gemm_implementation(on, gv, &g, impl, sizeof impl);
-            out = g.c_type;
-            if (out != gv->out) snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; %s output", hl_dtype_name(out));
-            if (v->quantized)
-              snprintf(impl + strlen(impl), sizeof impl - strlen(impl), "; the emulated rows' %s codes and scales",
-                       hl_scale_rule_name(v->rule));
-          }
+          const hl_dtype out = row_implementation(v, gv, on, method == SIMULATED, m, k, impl, sizeof impl);
           const char *method_name = method == SIMULATED && v->quantized ? "emulated" : method_names[method];
           hl_row row;
           hl_row_begin(&row, &bench_gemm_accuracy_schema);
