@@ -129,7 +129,7 @@ static float cpu_amax(const float *x, size_t n) {
 
 /* Counts over tiles, added into the stats at the end */
 typedef struct {
-  uint64_t zero_in, flushed_to_zero, subnormal;
+  uint64_t zero_in, flushed_to_zero, subnormal, clipped;
 } code_counts;
 
 /* What a row of a tile needs: the element's figures and the per-column
@@ -140,7 +140,28 @@ typedef struct {
   float element_max;
   uint32_t magnitude_mask; /* a code without its sign */
   bool divide;             /* block-fp32: x / factor */
+  bool counting;           /* stats asked for: the vector loop counts (the element loops always do) */
+  /* nvfp4: each E4M3 scale code's decode and encode factors for this tensor scale */
+  float nvfp4_decode[256], nvfp4_encode[256];
 } row_coder;
+
+/* hl_quant_nvfp4_scale with its E4M3 rounding by quantize_lanes.h (the
+ * generic rounding's bits) and the factors from rc's tables */
+static hl_block_scale nvfp4_scale(const row_coder *rc, float amax, float tensor_scale) {
+  static const hl_quant_lanes e4m3 = {3, 121, 0x7e, 0x7f, 7}; /* hl_quant_lanes_of(HL_E4M3) */
+  float t = hl_div_rn(hl_div_rn(amax, 6.0f), tensor_scale);
+  if (t == t) t = t < 0x1p-6f ? 0x1p-6f : t > 448.0f ? 448.0f : t;
+  const uint32_t code = hl_quant_lanes_code(&e4m3, t);
+  return (hl_block_scale){rc->nvfp4_decode[code], rc->nvfp4_encode[code], false, (uint8_t)code};
+}
+
+static void nvfp4_tables(row_coder *rc, float tensor_scale) {
+  const float inverse = hl_div_rn(1.0f, tensor_scale);
+  for (uint32_t c = 0; c < 256; c++) {
+    rc->nvfp4_decode[c] = hl_round_decode(HL_E4M3, c);
+    rc->nvfp4_encode[c] = hl_div_rn(inverse, rc->nvfp4_decode[c]);
+  }
+}
 
 /* x scaled: x * factor (x / factor where `divide`); a NaN x stays x's NaN,
  * as hl_quant_element_code says */
@@ -150,11 +171,11 @@ static inline float scaled_one(const row_coder *rc, float x, float factor) {
 }
 
 /* One element, nearest even: hl_quant_element_code's arithmetic */
-static inline uint8_t code_one(const row_coder *rc, float x, float factor, uint32_t *clip, code_counts *n) {
+static inline uint8_t code_one(const row_coder *rc, float x, float factor, code_counts *n) {
   const float y = scaled_one(rc, x, factor);
   const uint32_t code = hl_quant_lanes_code(&rc->lanes, y), magnitude = code & rc->magnitude_mask;
   const bool zero_in = x == 0.0f;
-  *clip += hl_f32_from_bits(hl_f32_bits(y) & 0x7fffffffu) > rc->element_max;
+  n->clipped += hl_f32_from_bits(hl_f32_bits(y) & 0x7fffffffu) > rc->element_max;
   n->zero_in += zero_in;
   n->flushed_to_zero += !zero_in && !magnitude;
   n->subnormal += magnitude && !(magnitude >> rc->lanes.man_bits);
@@ -162,13 +183,13 @@ static inline uint8_t code_one(const row_coder *rc, float x, float factor, uint3
 }
 
 static void code_row_portable(const row_coder *rc, const float *x, uint8_t *codes, size_t w, const float *factor,
-                              uint32_t *clip, code_counts *n) {
-  for (size_t c = 0; c < w; c++) codes[c] = code_one(rc, x[c], factor[c], clip + c, n);
+                              code_counts *n) {
+  for (size_t c = 0; c < w; c++) codes[c] = code_one(rc, x[c], factor[c], n);
 }
 
 /* Stochastic: the generic rounding, element i of the matrix taking word i */
 static void code_row_stochastic(const row_coder *rc, const float *x, uint8_t *codes, size_t w, const float *factor,
-                                uint32_t *clip, code_counts *n, size_t first_index) {
+                                code_counts *n, size_t first_index) {
   const hl_quant_spec *s = rc->spec;
   for (size_t c = 0; c < w; c++) {
     const hl_block_scale bs = {1.0f, factor[c], rc->divide, 0};
@@ -177,7 +198,7 @@ static void code_row_stochastic(const row_coder *rc, const float *x, uint8_t *co
                                                 &clipped);
     const uint32_t magnitude = code & rc->magnitude_mask;
     codes[c] = (uint8_t)code;
-    clip[c] += clipped;
+    n->clipped += clipped;
     n->zero_in += x[c] == 0.0f;
     n->flushed_to_zero += x[c] != 0.0f && !magnitude;
     n->subnormal += magnitude && !(magnitude >> rc->lanes.man_bits);
@@ -193,22 +214,24 @@ HL_QUANT_AVX2_TARGET static inline int32_t lane_sum(__m256i v) {
 
 /* code_row_portable on eight lanes; DIVIDE constant where it inlines */
 HL_QUANT_AVX2_TARGET static inline void code_row_avx2_body(const row_coder *rc, const float *x, uint8_t *codes,
-                                                           size_t w, const float *factor, uint32_t *clip,
-                                                           code_counts *n, bool divide) {
+                                                           size_t w, const float *factor, code_counts *n,
+                                                           bool divide, bool counting) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), max = _mm256_set1_ps(rc->element_max);
   const __m256i magnitude_mask = _mm256_set1_epi32((int)rc->magnitude_mask);
   const __m256i smallest_normal = _mm256_set1_epi32(1 << rc->lanes.man_bits), zero = _mm256_setzero_si256();
-  __m256i zero_in = zero, flushed = zero, subnormal = zero;
+  /* a local copy: the byte stores below may alias *rc, which would make
+   * the compiler reload the figures for every vector */
+  const hl_quant_lanes lanes = rc->lanes;
+  __m256i zero_in = zero, flushed = zero, subnormal = zero, clipped = zero;
   size_t c = 0;
   for (; c + 8 <= w; c += 8) {
     const __m256 xv = _mm256_loadu_ps(x + c), f = _mm256_loadu_ps(factor + c);
     const __m256 product = divide ? _mm256_div_ps(xv, f) : _mm256_mul_ps(xv, f);
     const __m256 y = _mm256_blendv_ps(product, xv, _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q)); /* scaled_one's NaN rule */
-    const __m256i code = hl_quant_lanes_code8(&rc->lanes, y);
+    const __m256i code = hl_quant_lanes_code8(&lanes, y);
     hl_quant_lanes_store8(codes + c, code);
-    const __m256i clipped = _mm256_castps_si256(_mm256_cmp_ps(_mm256_and_ps(y, abs_mask), max, _CMP_GT_OQ));
-    __m256i *cl = (__m256i *)(clip + c);
-    _mm256_storeu_si256(cl, _mm256_sub_epi32(_mm256_loadu_si256(cl), clipped));
+    if (!counting) continue;
+    clipped = _mm256_sub_epi32(clipped, _mm256_castps_si256(_mm256_cmp_ps(_mm256_and_ps(y, abs_mask), max, _CMP_GT_OQ)));
     const __m256i is_zero_in = _mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_EQ_OQ));
     const __m256i magnitude = _mm256_and_si256(code, magnitude_mask);
     const __m256i zero_code = _mm256_cmpeq_epi32(magnitude, zero);
@@ -220,13 +243,19 @@ HL_QUANT_AVX2_TARGET static inline void code_row_avx2_body(const row_coder *rc, 
   n->zero_in += (uint32_t)lane_sum(zero_in);
   n->flushed_to_zero += (uint32_t)lane_sum(flushed);
   n->subnormal += (uint32_t)lane_sum(subnormal);
-  code_row_portable(rc, x + c, codes + c, w - c, factor + c, clip + c, n);
+  n->clipped += (uint32_t)lane_sum(clipped);
+  code_row_portable(rc, x + c, codes + c, w - c, factor + c, n);
 }
 
 HL_QUANT_AVX2_TARGET static void code_row_avx2(const row_coder *rc, const float *x, uint8_t *codes, size_t w,
-                                               const float *factor, uint32_t *clip, code_counts *n) {
-  if (rc->divide) code_row_avx2_body(rc, x, codes, w, factor, clip, n, true);
-  else code_row_avx2_body(rc, x, codes, w, factor, clip, n, false);
+                                               const float *factor, code_counts *n) {
+  if (rc->divide) {
+    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, true, true);
+    else code_row_avx2_body(rc, x, codes, w, factor, n, true, false);
+  } else {
+    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, false, true);
+    else code_row_avx2_body(rc, x, codes, w, factor, n, false, false);
+  }
 }
 #endif
 
@@ -257,34 +286,75 @@ static tile_plan plan_tiles(const hl_quant_spec *s, size_t rows, size_t cols) {
 /* What the threads add up */
 typedef struct {
   code_counts counts;
-  uint64_t clipped, blocks_clipped;
+  uint64_t blocks_clipped;
   uint32_t amax_bits; /* the largest |x| bits seen by the blocks' amax */
 } tile_totals;
 
-/* A thread's scratch: per tile column, the amax bits, the factor and the clip count */
+/* A thread's scratch: per tile column, the amax bits and the factor */
 typedef struct {
   uint32_t *colmax;
   float *factor;
-  uint32_t *clip;
 } tile_scratch;
 
-/* The tile's blocks: their amax, scale and scale code, and each column's factor */
-static void tile_scales(const hl_quant_spec *s, const tile_plan *p, const float *x, size_t r0, size_t r1, size_t c0,
-                        size_t w, const hl_quantized *q, tile_scratch *t, tile_totals *tot) {
+#if HL_HAVE_QUANTIZE_LANES_AVX2
+/* amax bits of nb blocks of `rows` x bc (bc a multiple of 8) side by side
+ * from x (row stride `cols`), read a block at a time */
+HL_QUANT_AVX2_TARGET static void block_max_avx2(const float *x, size_t cols, size_t rows, size_t bc, size_t nb,
+                                                uint32_t *out) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  for (size_t j = 0; j < nb; j++) {
+    __m256i m = _mm256_setzero_si256();
+    for (size_t r = 0; r < rows; r++)
+      for (size_t c = j * bc; c < (j + 1) * bc; c += 8)
+        m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + r * cols + c)), abs_mask));
+    const __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    const __m128i q = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4e));
+    out[j] = (uint32_t)_mm_cvtsi128_si32(_mm_max_epu32(q, _mm_shuffle_epi32(q, 0xb1)));
+  }
+}
+#endif
+
+/* t->colmax[j]: the amax bits (before NaN's canonical form) of the tile's block j */
+static void tile_block_max(const tile_plan *p, const float *x, size_t r0, size_t r1, size_t c0, size_t w,
+                           tile_scratch *t) {
+  const size_t bc = p->block_cols, nb = (w + bc - 1) / bc;
+#if HL_HAVE_QUANTIZE_LANES_AVX2
+  if (avx2_allowed() && bc % 8 == 0 && w % bc == 0) {
+    block_max_avx2(x + r0 * p->cols + c0, p->cols, r1 - r0, bc, nb, t->colmax);
+    return;
+  }
+#endif
   memset(t->colmax, 0, w * sizeof *t->colmax);
   for (size_t r = r0; r < r1; r++) column_max(x + r * p->cols + c0, w, t->colmax);
+  for (size_t j = 0; j < nb; j++) { /* in place: block j's columns start at or after j */
+    uint32_t m = 0;
+    for (size_t c = j * bc; c < w && c < (j + 1) * bc; c++) m = t->colmax[c] > m ? t->colmax[c] : m;
+    t->colmax[j] = m;
+  }
+}
+
+/* The tile's blocks: their amax, scale and scale code, and each column's factor */
+static void tile_scales(const row_coder *rc, const tile_plan *p, const float *x, size_t r0, size_t r1, size_t c0,
+                        size_t w, const hl_quantized *q, tile_scratch *t, tile_totals *tot) {
+  const hl_quant_spec *s = rc->spec;
+  tile_block_max(p, x, r0, r1, c0, w, t);
   const size_t block_row = r0 / p->block_rows;
   for (size_t j = 0; j * p->block_cols < w; j++) {
     const size_t b0 = j * p->block_cols, b1 = b0 + p->block_cols < w ? b0 + p->block_cols : w;
-    uint32_t m = 0;
-    for (size_t c = b0; c < b1; c++) m = t->colmax[c] > m ? t->colmax[c] : m;
-    m = amax_of_bits(m);
+    const uint32_t m = amax_of_bits(t->colmax[j]);
     tot->amax_bits = m > tot->amax_bits ? m : tot->amax_bits;
-    const hl_block_scale bs = hl_quant_block_scale(s, hl_f32_from_bits(m), q->tensor_scale);
+    const hl_block_scale bs = s->rule == HL_SCALE_NVFP4 ? nvfp4_scale(rc, hl_f32_from_bits(m), q->tensor_scale)
+                                                        : hl_quant_block_scale(s, hl_f32_from_bits(m), q->tensor_scale);
     const size_t b = block_row * p->grid_cols + c0 / p->block_cols + j;
     q->block_scales[b] = bs.decode;
     if (q->scale_codes) q->scale_codes[b] = bs.code;
     for (size_t c = b0; c < b1; c++) t->factor[c] = bs.encode_factor;
+    /* scaling and rounding keep the order of magnitudes: a block clips
+     * where its amax does (a NaN amax makes every scaled value NaN: none) */
+    const float amax = hl_f32_from_bits(m);
+    const float scaled = s->rule == HL_SCALE_BLOCK_FP32 ? hl_div_rn(amax, bs.encode_factor)
+                                                        : hl_mul_rn(amax, bs.encode_factor);
+    tot->blocks_clipped += scaled > hl_quant_element_max(s->element);
   }
 }
 
@@ -295,23 +365,17 @@ static void quantize_tile(const row_coder *rc, const tile_plan *p, const float *
   const size_t r0 = tile / p->tiles_across * p->tile_rows, c0 = tile % p->tiles_across * p->tile_cols;
   const size_t r1 = r0 + p->tile_rows < p->rows ? r0 + p->tile_rows : p->rows;
   const size_t w = c0 + p->tile_cols < p->cols ? p->tile_cols : p->cols - c0;
-  if (!p->tensor) tile_scales(s, p, x, r0, r1, c0, w, q, t, tot);
-  memset(t->clip, 0, w * sizeof *t->clip);
+  if (!p->tensor) tile_scales(rc, p, x, r0, r1, c0, w, q, t, tot);
   const bool stochastic = s->rounding == HL_ROUNDING_STOCHASTIC;
   for (size_t r = r0; r < r1; r++) {
     const size_t i = r * p->cols + c0;
-    if (p->tensor) tot->amax_bits = abs_bits_max(x + i, w, tot->amax_bits); /* the stats' amax, in the same pass */
-    if (stochastic) code_row_stochastic(rc, x + i, q->codes + i, w, t->factor, t->clip, &tot->counts, i);
+    if (p->tensor && rc->counting) /* the stats' amax, in the same pass */
+      tot->amax_bits = abs_bits_max(x + i, w, tot->amax_bits);
+    if (stochastic) code_row_stochastic(rc, x + i, q->codes + i, w, t->factor, &tot->counts, i);
 #if HL_HAVE_QUANTIZE_LANES_AVX2
-    else if (avx2_allowed()) code_row_avx2(rc, x + i, q->codes + i, w, t->factor, t->clip, &tot->counts);
+    else if (avx2_allowed()) code_row_avx2(rc, x + i, q->codes + i, w, t->factor, &tot->counts);
 #endif
-    else code_row_portable(rc, x + i, q->codes + i, w, t->factor, t->clip, &tot->counts);
-  }
-  for (size_t b0 = 0; b0 < w; b0 += p->block_cols) {
-    uint64_t in_block = 0;
-    for (size_t c = b0; c < w && c < b0 + p->block_cols; c++) in_block += t->clip[c];
-    tot->clipped += in_block;
-    tot->blocks_clipped += !p->tensor && in_block;
+    else code_row_portable(rc, x + i, q->codes + i, w, t->factor, &tot->counts);
   }
 }
 
@@ -343,25 +407,25 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
   if (p.tensor && rows && cols) q->block_scales[0] = tensor_bs.decode;
   if (p.tensor && rows && cols && q->scale_codes) q->scale_codes[0] = 0;
   const hl_format_layout L = hl_format_layout_of(s->element);
-  const row_coder rc = {s, hl_quant_lanes_of(s->element), hl_quant_element_max(s->element),
-                        (1u << (L.exp_bits + L.man_bits)) - 1u, s->rule == HL_SCALE_BLOCK_FP32};
+  row_coder rc = {s, hl_quant_lanes_of(s->element), hl_quant_element_max(s->element),
+                  (1u << (L.exp_bits + L.man_bits)) - 1u, s->rule == HL_SCALE_BLOCK_FP32, stats != NULL, {0}, {0}};
+  if (s->rule == HL_SCALE_NVFP4) nvfp4_tables(&rc, q->tensor_scale);
   uint64_t zero_in = 0, flushed = 0, subnormal = 0, clipped = 0, blocks_clipped = 0;
   uint32_t amax_bits = 0;
 #pragma omp parallel if (rows * cols >= PARALLEL_ELEMENTS) \
     reduction(+ : zero_in, flushed, subnormal, clipped, blocks_clipped) reduction(max : amax_bits)
   {
-    tile_scratch t = {malloc(p.tile_cols * sizeof(uint32_t)), malloc(p.tile_cols * sizeof(float)),
-                      malloc(p.tile_cols * sizeof(uint32_t))};
-    if (!t.colmax || !t.factor || !t.clip) hl_fatal("quantize: out of memory for a tile of %zu columns", p.tile_cols);
+    tile_scratch t = {malloc(p.tile_cols * sizeof(uint32_t)), malloc(p.tile_cols * sizeof(float))};
+    if (!t.colmax || !t.factor) hl_fatal("quantize: out of memory for a tile of %zu columns", p.tile_cols);
     if (p.tensor)
       for (size_t c = 0; c < p.tile_cols; c++) t.factor[c] = tensor_bs.encode_factor;
-    tile_totals tot = {{0, 0, 0}, 0, 0, 0};
+    tile_totals tot = {{0, 0, 0, 0}, 0, 0};
 #pragma omp for schedule(static)
     for (size_t tile = 0; tile < p.tiles; tile++) quantize_tile(&rc, &p, x, tile, q, &t, &tot);
     zero_in += tot.counts.zero_in, flushed += tot.counts.flushed_to_zero, subnormal += tot.counts.subnormal;
-    clipped += tot.clipped, blocks_clipped += tot.blocks_clipped;
+    clipped += tot.counts.clipped, blocks_clipped += tot.blocks_clipped;
     amax_bits = tot.amax_bits > amax_bits ? tot.amax_bits : amax_bits;
-    free(t.colmax), free(t.factor), free(t.clip);
+    free(t.colmax), free(t.factor);
   }
   if (!stats) return;
   size_t grid_rows, grid_cols;
