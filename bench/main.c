@@ -16,6 +16,7 @@ static const struct {
     {"bandwidth", bench_bandwidth_main, "BabelStream copy/scale/add/triad/dot GB/s and Gelem/s per precision"},
     {"mlp-step", bench_mlp_step_main, "one MLP training step: the AMP core vs direct sgemm calls (CPU)"},
     {"footprint", bench_footprint_main, "parameter bytes per dtype policy; training state per mode, largest batch"},
+    {"quantize", bench_quantize_main, "fp8/MX/NVFP4 block quantizers' GB/s against the copy reference"},
 };
 enum { NSUB = sizeof subcommands / sizeof subcommands[0] };
 
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
           "                             type, meaning, the function that computes it) as Markdown\n");
 }
 
-/* "gemm, bandwidth, mlp-step or footprint" */
+/* "gemm, bandwidth, mlp-step, footprint or quantize" */
 static const char *subcommand_list(void) {
   static char list[256];
   size_t k = 0;

@@ -31,7 +31,7 @@
 #include "kernels/quantize_math.h"
 
 enum {
-  TILE_ELEMENTS = 8192,       /* 32 KiB of fp32: two reads of a tile meet the cache */
+  TILE_ELEMENTS = 32768,      /* 128 KiB of fp32: the second read of a tile meets the L2 cache */
   PARALLEL_ELEMENTS = 1 << 16 /* below, one thread: waking the others costs more */
 };
 
