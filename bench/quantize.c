@@ -14,8 +14,9 @@
  * the caches its bytes per second should come near the copy's.
  *
  * On the CPU the codes are computed in software (integer arithmetic on
- * AVX2 lanes or portable C): no x86 CPU converts fp32 to fp8, fp6 or fp4 in
- * one instruction. Every row says which unit ran. After the timed runs a
+ * AVX2 lanes or portable C), with no fp8, fp6 or fp4 conversion
+ * instruction (x86 CPUs before AVX10.2 have none). Every row says which
+ * unit ran. After the timed runs a
  * sample of blocks is checked against the rules' definition
  * (kernels/quantize_math.h: scale from the block's amax, each element's
  * code): a mismatch stops the run with exit status 1 and no CSV. */
@@ -393,7 +394,7 @@ static void unit_text(q_run *run) {
     return;
   }
   const bool avx2 = hl_cpu_features_get()->avx2 && !hl_cpu_units_get()->portable;
-  snprintf(run->unit, sizeof run->unit, "cpu %s software codes", avx2 ? "avx2 integer lanes:" : "portable C:");
+  snprintf(run->unit, sizeof run->unit, "cpu: %s (software codes)", avx2 ? "AVX2 integer lanes" : "portable C");
 }
 
 static void record_metadata(const q_run *run) {
@@ -405,8 +406,9 @@ static void record_metadata(const q_run *run) {
   hl_meta_set("reference", "the fastest of the backend's reference copies of the input's bytes, timed in the same run "
               "(ref_kernel names it, ref_gb_per_s is its rate); ref_ratio = gb_per_s / ref_gb_per_s");
   hl_meta_set("codes", "%s", run->gpu ? "the backend's CUDA kernels"
-                                      : "computed in software on the CPU (integer arithmetic: this CPU has no fp8, fp6 "
-                                        "or fp4 conversion instruction); a measured speed of that software");
+                                      : "computed in software on the CPU (integer arithmetic; no fp8, fp6 or fp4 "
+                                        "conversion instruction: x86 CPUs before AVX10.2 have none); a measured speed "
+                                        "of that software");
   hl_meta_set("input", "%zu x %zu fp32, uniform in [-1, 1) times 2^(row mod 16 - 8)", run->rows, run->cols);
   hl_meta_set("validation", "after each quantizer's timed runs a sample of up to 512 blocks (the tensor rule: 64 rows) "
               "against the rules' definition (kernels/quantize_math.h): each block's scale and every code in it");

@@ -256,8 +256,8 @@ const hl_schema bench_footprint_params_schema = {
 static const hl_column quantize_columns[] = {
     DEVICE_COLUMN,
     {"unit", "", HL_COL_TEXT, NULL, "what computed the codes: on the CPU the AVX2 integer lanes or portable C, "
-     "software either way (no CPU instruction converts to fp8, fp6 or fp4); cuda kernels; copy for the reference "
-     "copies", "bench/quantize.c: unit_text"},
+     "software either way (no fp8, fp6 or fp4 conversion instruction: x86 CPUs before AVX10.2 have none); cuda "
+     "kernels; copy for the reference copies", "bench/quantize.c: unit_text"},
     {"kernel", "", HL_COL_TEXT, NULL, "quantize, amax (the pass that finds the tensor's largest |x|), or a reference "
      "copy: memcpy, memcpy-omp, copy-loop, copy-loop-nt (CPU); memcpy-d2d, copy-kernel (GPU)",
      "bench/quantize.c: time_recipe, time_amax, time_references"},
