@@ -120,7 +120,9 @@ static void column_max(const float *row, size_t w, uint32_t *colmax) {
 static float cpu_amax(const float *x, size_t n) {
   uint32_t m = 0;
   const size_t chunk = 1u << 16;
-#pragma omp parallel for schedule(static) reduction(max : m) if (n >= PARALLEL_ELEMENTS)
+  /* dynamic: on a shared machine a thread that loses its core for a while
+   * leaves its chunks to the others instead of holding up the region */
+#pragma omp parallel for schedule(dynamic) reduction(max : m) if (n >= PARALLEL_ELEMENTS)
   for (size_t i = 0; i < n; i += chunk) m = abs_bits_max(x + i, n - i < chunk ? n - i : chunk, m);
   return hl_f32_from_bits(amax_of_bits(m));
 }
@@ -420,7 +422,7 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
     if (p.tensor)
       for (size_t c = 0; c < p.tile_cols; c++) t.factor[c] = tensor_bs.encode_factor;
     tile_totals tot = {{0, 0, 0, 0}, 0, 0};
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic) /* as cpu_amax's */
     for (size_t tile = 0; tile < p.tiles; tile++) quantize_tile(&rc, &p, x, tile, q, &t, &tot);
     zero_in += tot.counts.zero_in, flushed += tot.counts.flushed_to_zero, subnormal += tot.counts.subnormal;
     clipped += tot.counts.clipped, blocks_clipped += tot.blocks_clipped;
