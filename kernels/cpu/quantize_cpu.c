@@ -150,7 +150,7 @@ typedef struct {
 /* hl_quant_nvfp4_scale with its E4M3 rounding by quantize_lanes.h (the
  * generic rounding's bits) and the factors from rc's tables */
 static hl_block_scale nvfp4_scale(const row_coder *rc, float amax, float tensor_scale) {
-  static const hl_quant_lanes e4m3 = {3, 121, 0x7e, 0x7f, 7}; /* hl_quant_lanes_of(HL_E4M3) */
+  static const hl_quant_lanes e4m3 = {3, 121, 0x7e, 0x7f, 7, 0, 0, 0, 0}; /* what hl_quant_lanes_code reads of E4M3's */
   float t = hl_div_rn(hl_div_rn(amax, 6.0f), tensor_scale);
   if (t == t) t = t < 0x1p-6f ? 0x1p-6f : t > 448.0f ? 448.0f : t;
   const uint32_t code = hl_quant_lanes_code(&e4m3, t);
