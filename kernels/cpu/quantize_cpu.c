@@ -2,22 +2,26 @@
  * is kernels/quantize_math.h's; this file makes it stream:
  *
  *   - The matrix is cut into tiles of one block row (block_rows rows; the
- *     tensor rule: one row) by a run of whole blocks across (about 32 KiB
- *     of fp32), shared among the OpenMP threads. A tile is read twice while
- *     it is in the cache: once for its blocks' amax (per column, then per
- *     block), once for the codes. Column blocks (32x1) are thus stripes of
- *     rows read along memory, never a column at a time.
+ *     tensor rule: one row) by a run of whole blocks across (about 128 KiB
+ *     of fp32), handed out to the OpenMP threads as they come free. A tile
+ *     is read twice while it is in the cache: once for its blocks' amax (a
+ *     block at a time where its width is a multiple of 8, else per column,
+ *     then per block), once for the codes. Column blocks (32x1) are thus
+ *     stripes of rows read along memory, never a column at a time.
  *   - Nearest-even codes come from kernels/cpu/quantize_lanes.h (eight AVX2
  *     lanes where the CPU has AVX2 and HALFLAB_CPU_UNITS allows it, else
- *     the same arithmetic one element at a time): bit for bit the generic
- *     rounding. Stochastic codes take the generic rounding element by
- *     element (hl_quant_element_code), with Philox word i for element i.
+ *     one element at a time): bit for bit the generic rounding. Stochastic
+ *     codes take the generic rounding element by element
+ *     (hl_quant_element_code), with Philox word i for element i.
+ *   - A block clips where its amax does (scaling and rounding keep the
+ *     order of magnitudes), so blocks_clipped needs no per-element record;
+ *     the vector loop counts the other stats only when they are asked for.
  *   - Only the tensor rule with the tensor's own amax and nvfp4 read the
  *     whole tensor first (their scales need its amax); the other rules take
  *     the tensor's amax (for the stats) from their blocks'.
  *
  * Codes, scales and stats are those of the element-by-element loops of the
- * rules' definition (tests/core/test_quantize_fast.c keeps them and
+ * rules' definition (tests/stream/test_quantize_tiles.c keeps them and
  * compares). */
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +138,8 @@ typedef struct {
   uint64_t zero_in, flushed_to_zero, subnormal, clipped;
 } code_counts;
 
-/* What a row of a tile needs: the element's figures and the per-column
- * factors and clip counts of the tile */
+/* What every row of a quantization needs: the spec, the element's figures,
+ * how an element is scaled, and nvfp4's scale tables */
 typedef struct {
   const hl_quant_spec *spec;
   hl_quant_lanes lanes;
