@@ -23,6 +23,7 @@
  * Codes, scales and stats are those of the element-by-element loops of the
  * rules' definition (tests/stream/test_quantize_tiles.c keeps them and
  * compares). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,10 +47,17 @@ static const uint32_t kNaNBits = 0x7fc00000u;
  * NaN above inf: the largest |x| bits are the amax, a NaN if there is one. */
 static uint32_t amax_of_bits(uint32_t bits) { return bits > 0x7f800000u ? kNaNBits : bits; }
 
+static bool avx2_allowed_;
+static pthread_once_t avx2_once_ = PTHREAD_ONCE_INIT;
+
+static void choose_avx2(void) {
+  avx2_allowed_ = HL_HAVE_QUANTIZE_LANES_AVX2 && hl_cpu_features_get()->avx2 && !hl_cpu_units_get()->portable;
+}
+
+/* The AVX2 loops, where the CPU has AVX2 and HALFLAB_CPU_UNITS allows it (chosen once) */
 static bool avx2_allowed(void) {
-  static int allowed = -1; /* benign race: every thread computes the same */
-  if (allowed < 0) allowed = HL_HAVE_QUANTIZE_LANES_AVX2 && hl_cpu_features_get()->avx2 && !hl_cpu_units_get()->portable;
-  return allowed;
+  pthread_once(&avx2_once_, choose_avx2);
+  return avx2_allowed_;
 }
 
 /* ------------------------------------------------------------- amax -- */
