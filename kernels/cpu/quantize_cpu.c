@@ -304,10 +304,12 @@ typedef struct {
   uint32_t amax_bits; /* the largest |x| bits seen by the blocks' amax */
 } tile_totals;
 
-/* A thread's scratch: per tile column, the amax bits and the factor */
+/* A thread's scratch: per tile column, the amax bits and the factor; per
+ * block, MX's scale code */
 typedef struct {
   uint32_t *colmax;
   float *factor;
+  uint32_t *code;
 } tile_scratch;
 
 #if HL_HAVE_QUANTIZE_LANES_AVX2
@@ -348,17 +350,65 @@ static void tile_block_max(const tile_plan *p, const float *x, size_t r0, size_t
 }
 
 /* The tile's blocks: their amax, scale and scale code, and each column's factor */
+/* hl_quant_mx_scale from its E8M0 code */
+static hl_block_scale mx_scale_of_code(uint32_t code) {
+  const float nan = hl_f32_from_bits(kNaNBits);
+  if (code == 0xffu) return (hl_block_scale){nan, nan, false, 0xffu};
+  return (hl_block_scale){hl_pow2f((int)code - 127), hl_pow2f(127 - (int)code), false, (uint8_t)code};
+}
+
+#if HL_HAVE_QUANTIZE_LANES_AVX2
+/* hl_quant_mx_scale's E8M0 codes of nb blocks from their amax bits (a NaN
+ * any bits above inf), eight at a time: FLOOR, clamp(E - emax, 0, 254) of
+ * the amax's exponent field E (inf included); RCEIL, of d = amax / max
+ * rounded once: E_d + (d is no power of two), at most 254 (inf: 254), and
+ * for a subnormal d 1 when it exceeds 2^-127, else 0; a NaN amax 255 */
+HL_QUANT_AVX2_TARGET static void mx_codes_avx2(const hl_quant_spec *s, const uint32_t *amax_bits, uint32_t *codes,
+                                               size_t nb) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1), top = _mm256_set1_epi32(254);
+  const __m256i emax = _mm256_set1_epi32(hl_quant_element_emax(s->element));
+  const __m256 max = _mm256_set1_ps(hl_quant_element_max(s->element));
+  size_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(amax_bits + j));
+    const __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7f800000));
+    __m256i code;
+    if (s->rule == HL_SCALE_MX_FLOOR) {
+      code = _mm256_min_epi32(_mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(a, 23), emax), zero), top);
+    } else {
+      const __m256i d = _mm256_castps_si256(_mm256_div_ps(_mm256_castsi256_ps(a), max));
+      const __m256i field = _mm256_srli_epi32(d, 23);
+      const __m256i fraction = _mm256_and_si256(d, _mm256_set1_epi32(0x007fffff));
+      const __m256i inexact = _mm256_andnot_si256(_mm256_cmpeq_epi32(fraction, zero), one);
+      const __m256i normal = _mm256_min_epi32(_mm256_add_epi32(field, inexact), top);
+      const __m256i subnormal = _mm256_and_si256(_mm256_cmpgt_epi32(d, _mm256_set1_epi32(0x00400000)), one);
+      code = _mm256_blendv_epi8(normal, subnormal, _mm256_cmpeq_epi32(field, zero));
+    }
+    _mm256_storeu_si256((__m256i *)(codes + j), _mm256_blendv_epi8(code, _mm256_set1_epi32(0xff), nan));
+  }
+  for (; j < nb; j++) codes[j] = hl_quant_mx_scale(s, hl_f32_from_bits(amax_of_bits(amax_bits[j]))).code;
+}
+#endif
+
 static void tile_scales(const row_coder *rc, const tile_plan *p, const float *x, size_t r0, size_t r1, size_t c0,
                         size_t w, const hl_quantized *q, tile_scratch *t, tile_totals *tot) {
   const hl_quant_spec *s = rc->spec;
   tile_block_max(p, x, r0, r1, c0, w, t);
-  const size_t block_row = r0 / p->block_rows;
-  for (size_t j = 0; j * p->block_cols < w; j++) {
+  const size_t block_row = r0 / p->block_rows, nb = (w + p->block_cols - 1) / p->block_cols;
+  bool mx_codes = false; /* MX's scales from codes worked out eight blocks at a time */
+#if HL_HAVE_QUANTIZE_LANES_AVX2
+  if ((s->rule == HL_SCALE_MX_FLOOR || s->rule == HL_SCALE_MX_RCEIL) && avx2_allowed()) {
+    mx_codes_avx2(s, t->colmax, t->code, nb);
+    mx_codes = true;
+  }
+#endif
+  for (size_t j = 0; j < nb; j++) {
     const size_t b0 = j * p->block_cols, b1 = b0 + p->block_cols < w ? b0 + p->block_cols : w;
     const uint32_t m = amax_of_bits(t->colmax[j]);
     tot->amax_bits = m > tot->amax_bits ? m : tot->amax_bits;
-    const hl_block_scale bs = s->rule == HL_SCALE_NVFP4 ? nvfp4_scale(rc, hl_f32_from_bits(m), q->tensor_scale)
-                                                        : hl_quant_block_scale(s, hl_f32_from_bits(m), q->tensor_scale);
+    const hl_block_scale bs = mx_codes                     ? mx_scale_of_code(t->code[j])
+                              : s->rule == HL_SCALE_NVFP4 ? nvfp4_scale(rc, hl_f32_from_bits(m), q->tensor_scale)
+                                                          : hl_quant_block_scale(s, hl_f32_from_bits(m), q->tensor_scale);
     const size_t b = block_row * p->grid_cols + c0 / p->block_cols + j;
     q->block_scales[b] = bs.decode;
     if (q->scale_codes) q->scale_codes[b] = bs.code;
@@ -429,8 +479,9 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
 #pragma omp parallel if (rows * cols >= PARALLEL_ELEMENTS) \
     reduction(+ : zero_in, flushed, subnormal, clipped, blocks_clipped) reduction(max : amax_bits)
   {
-    tile_scratch t = {malloc(p.tile_cols * sizeof(uint32_t)), malloc(p.tile_cols * sizeof(float))};
-    if (!t.colmax || !t.factor) hl_fatal("quantize: out of memory for a tile of %zu columns", p.tile_cols);
+    tile_scratch t = {malloc(p.tile_cols * sizeof(uint32_t)), malloc(p.tile_cols * sizeof(float)),
+                      malloc(p.tile_cols * sizeof(uint32_t))};
+    if (!t.colmax || !t.factor || !t.code) hl_fatal("quantize: out of memory for a tile of %zu columns", p.tile_cols);
     if (p.tensor)
       for (size_t c = 0; c < p.tile_cols; c++) t.factor[c] = tensor_bs.encode_factor;
     tile_totals tot = {{0, 0, 0, 0}, 0, 0};
@@ -439,7 +490,7 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
     zero_in += tot.counts.zero_in, flushed += tot.counts.flushed_to_zero, subnormal += tot.counts.subnormal;
     clipped += tot.counts.clipped, blocks_clipped += tot.blocks_clipped;
     amax_bits = tot.amax_bits > amax_bits ? tot.amax_bits : amax_bits;
-    free(t.colmax), free(t.factor);
+    free(t.colmax), free(t.factor), free(t.code);
   }
   if (!stats) return;
   size_t grid_rows, grid_cols;

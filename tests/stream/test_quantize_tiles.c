@@ -80,8 +80,8 @@ static void reference_quantize(const hl_quant_spec *s, const float *x, size_t ro
 
 /* ------------------------------------------------------------- matrices -- */
 
-enum { KINDS = 6 };
-static const char *const kKindNames[KINDS] = {"normal", "wide", "ties", "specials", "zeros", "huge"};
+enum { KINDS = 7 };
+static const char *const kKindNames[KINDS] = {"normal", "wide", "ties", "specials", "zeros", "huge", "tiny"};
 
 /* value i of a matrix of kind `kind` */
 static float value(int kind, uint64_t seed, size_t i) {
@@ -99,7 +99,9 @@ static float value(int kind, uint64_t seed, size_t i) {
       return v % 3 ? specials[u % 16] : unit;
     }
     case 4: return v % 50 ? (v & 1 ? 0.0f : -0.0f) : unit * 1e-30f;
-    default: return unit * 3e38f;
+    case 5: return unit * 3e38f;
+    default: /* amax whose scales reach E8M0's and fp32's smallest: 2^-100 .. 2^-149 */
+      return ldexpf(unit, -100 - (int)(v % 50));
   }
 }
 
