@@ -3,11 +3,13 @@
  *
  *   - The matrix is cut into tiles of one block row (block_rows rows; the
  *     tensor rule: one row) by a run of whole blocks across (about 128 KiB
- *     of fp32), handed out to the OpenMP threads as they come free. A tile
- *     is read twice while it is in the cache: once for its blocks' amax (a
+ *     of fp32), each OpenMP thread taking a consecutive share. A tile is
+ *     read twice while it is in the cache: once for its blocks' amax (a
  *     block at a time where its width is a multiple of 8, else per column,
- *     then per block), once for the codes. Column blocks (32x1) are thus
- *     stripes of rows read along memory, never a column at a time.
+ *     then per block), once for the codes, during which the next tile is
+ *     prefetched, so that the memory works while the codes are computed.
+ *     Column blocks (32x1) are thus stripes of rows read along memory,
+ *     never a column at a time.
  *   - Nearest-even codes come from kernels/cpu/quantize_lanes.h (eight AVX2
  *     lanes where the CPU has AVX2 and HALFLAB_CPU_UNITS allows it, else
  *     one element at a time): bit for bit the generic rounding. Stochastic
@@ -229,7 +231,7 @@ HL_QUANT_AVX2_TARGET static inline int32_t lane_sum(__m256i v) {
 /* code_row_portable on eight lanes; DIVIDE constant where it inlines */
 HL_QUANT_AVX2_TARGET static inline void code_row_avx2_body(const row_coder *rc, const float *x, uint8_t *codes,
                                                            size_t w, const float *factor, code_counts *n,
-                                                           bool divide, bool counting) {
+                                                           const float *next, bool divide, bool counting) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), max = _mm256_set1_ps(rc->element_max);
   const __m256i magnitude_mask = _mm256_set1_epi32((int)rc->magnitude_mask);
   const __m256i smallest_normal = _mm256_set1_epi32(1 << rc->lanes.man_bits), zero = _mm256_setzero_si256();
@@ -239,6 +241,9 @@ HL_QUANT_AVX2_TARGET static inline void code_row_avx2_body(const row_coder *rc, 
   __m256i zero_in = zero, flushed = zero, subnormal = zero, clipped = zero;
   size_t c = 0;
   for (; c + 8 <= w; c += 8) {
+    /* the same place of the next tile, from memory into the cache while
+     * this one is computed on: its amax pass then finds it there */
+    _mm_prefetch((const char *)(next + c), _MM_HINT_T0);
     const __m256 xv = _mm256_loadu_ps(x + c), f = _mm256_loadu_ps(factor + c);
     const __m256 product = divide ? _mm256_div_ps(xv, f) : _mm256_mul_ps(xv, f);
     const __m256 y = _mm256_blendv_ps(product, xv, _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q)); /* scaled_one's NaN rule */
@@ -262,13 +267,13 @@ HL_QUANT_AVX2_TARGET static inline void code_row_avx2_body(const row_coder *rc, 
 }
 
 HL_QUANT_AVX2_TARGET static void code_row_avx2(const row_coder *rc, const float *x, uint8_t *codes, size_t w,
-                                               const float *factor, code_counts *n) {
+                                               const float *factor, code_counts *n, const float *next) {
   if (rc->divide) {
-    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, true, true);
-    else code_row_avx2_body(rc, x, codes, w, factor, n, true, false);
+    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, next, true, true);
+    else code_row_avx2_body(rc, x, codes, w, factor, n, next, true, false);
   } else {
-    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, false, true);
-    else code_row_avx2_body(rc, x, codes, w, factor, n, false, false);
+    if (rc->counting) code_row_avx2_body(rc, x, codes, w, factor, n, next, false, true);
+    else code_row_avx2_body(rc, x, codes, w, factor, n, next, false, false);
   }
 }
 #endif
@@ -431,13 +436,17 @@ static void quantize_tile(const row_coder *rc, const tile_plan *p, const float *
   const size_t w = c0 + p->tile_cols < p->cols ? p->tile_cols : p->cols - c0;
   if (!p->tensor) tile_scales(rc, p, x, r0, r1, c0, w, q, t, tot);
   const bool stochastic = s->rounding == HL_ROUNDING_STOCHASTIC;
+  /* the next tile's first element (a thread's tiles are consecutive), for
+   * the prefetches; past the matrix's end they fetch nothing that faults */
+  const size_t next_r0 = (tile + 1) / p->tiles_across * p->tile_rows, next_c0 = (tile + 1) % p->tiles_across * p->tile_cols;
+  const float *next = x + next_r0 * p->cols + next_c0;
   for (size_t r = r0; r < r1; r++) {
     const size_t i = r * p->cols + c0;
     if (p->tensor && rc->counting) /* the stats' amax, in the same pass */
       tot->amax_bits = abs_bits_max(x + i, w, tot->amax_bits);
     if (stochastic) code_row_stochastic(rc, x + i, q->codes + i, w, t->factor, &tot->counts, i);
 #if HL_HAVE_QUANTIZE_LANES_AVX2
-    else if (avx2_allowed()) code_row_avx2(rc, x + i, q->codes + i, w, t->factor, &tot->counts);
+    else if (avx2_allowed()) code_row_avx2(rc, x + i, q->codes + i, w, t->factor, &tot->counts, next + (r - r0) * p->cols);
 #endif
     else code_row_portable(rc, x + i, q->codes + i, w, t->factor, &tot->counts);
   }
@@ -485,7 +494,7 @@ static void cpu_quantize(const hl_quant_spec *s, const float *x, size_t rows, si
     if (p.tensor)
       for (size_t c = 0; c < p.tile_cols; c++) t.factor[c] = tensor_bs.encode_factor;
     tile_totals tot = {{0, 0, 0, 0}, 0, 0};
-#pragma omp for schedule(dynamic) /* as cpu_amax's */
+#pragma omp for schedule(static) /* consecutive tiles, so that the prefetches serve the thread's next one */
     for (size_t tile = 0; tile < p.tiles; tile++) quantize_tile(&rc, &p, x, tile, q, &t, &tot);
     zero_in += tot.counts.zero_in, flushed += tot.counts.flushed_to_zero, subnormal += tot.counts.subnormal;
     clipped += tot.counts.clipped, blocks_clipped += tot.blocks_clipped;
