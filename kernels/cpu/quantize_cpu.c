@@ -393,6 +393,24 @@ HL_QUANT_AVX2_TARGET static void mx_codes_avx2(const hl_quant_spec *s, const uin
   }
   for (; j < nb; j++) codes[j] = hl_quant_mx_scale(s, hl_f32_from_bits(amax_of_bits(amax_bits[j]))).code;
 }
+
+/* nvfp4_scale's E4M3 codes of nb blocks, eight at a time: amax / 6 /
+ * tensor_scale rounded twice as there, clamped to [2^-6, 448] but a NaN
+ * kept (maxps and minps return their second operand when one is NaN), then
+ * quantize_lanes.h's E4M3 rounding */
+HL_QUANT_AVX2_TARGET static void nvfp4_codes_avx2(const row_coder *rc, const uint32_t *amax_bits, uint32_t *codes,
+                                                  size_t nb, float tensor_scale) {
+  const hl_quant_lanes e4m3 = hl_quant_lanes_of(HL_E4M3);
+  const __m256 six = _mm256_set1_ps(6.0f), ts = _mm256_set1_ps(tensor_scale);
+  const __m256 lo = _mm256_set1_ps(0x1p-6f), hi = _mm256_set1_ps(448.0f);
+  size_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    const __m256 amax = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(amax_bits + j)));
+    const __m256 t = _mm256_div_ps(_mm256_div_ps(amax, six), ts);
+    _mm256_storeu_si256((__m256i *)(codes + j), hl_quant_lanes_code8(&e4m3, _mm256_min_ps(hi, _mm256_max_ps(lo, t))));
+  }
+  for (; j < nb; j++) codes[j] = nvfp4_scale(rc, hl_f32_from_bits(amax_of_bits(amax_bits[j])), tensor_scale).code;
+}
 #endif
 
 static void tile_scales(const row_coder *rc, const tile_plan *p, const float *x, size_t r0, size_t r1, size_t c0,
@@ -400,18 +418,24 @@ static void tile_scales(const row_coder *rc, const tile_plan *p, const float *x,
   const hl_quant_spec *s = rc->spec;
   tile_block_max(p, x, r0, r1, c0, w, t);
   const size_t block_row = r0 / p->block_rows, nb = (w + p->block_cols - 1) / p->block_cols;
-  bool mx_codes = false; /* MX's scales from codes worked out eight blocks at a time */
+  bool mx_codes = false, nvfp4_codes = false; /* scales from codes worked out eight blocks at a time */
 #if HL_HAVE_QUANTIZE_LANES_AVX2
   if ((s->rule == HL_SCALE_MX_FLOOR || s->rule == HL_SCALE_MX_RCEIL) && avx2_allowed()) {
     mx_codes_avx2(s, t->colmax, t->code, nb);
     mx_codes = true;
+  } else if (s->rule == HL_SCALE_NVFP4 && avx2_allowed()) {
+    nvfp4_codes_avx2(rc, t->colmax, t->code, nb, q->tensor_scale);
+    nvfp4_codes = true;
   }
 #endif
   for (size_t j = 0; j < nb; j++) {
     const size_t b0 = j * p->block_cols, b1 = b0 + p->block_cols < w ? b0 + p->block_cols : w;
     const uint32_t m = amax_of_bits(t->colmax[j]);
     tot->amax_bits = m > tot->amax_bits ? m : tot->amax_bits;
-    const hl_block_scale bs = mx_codes                     ? mx_scale_of_code(t->code[j])
+    const uint32_t code = mx_codes || nvfp4_codes ? t->code[j] : 0u;
+    const hl_block_scale bs = mx_codes      ? mx_scale_of_code(code)
+                              : nvfp4_codes ? (hl_block_scale){rc->nvfp4_decode[code], rc->nvfp4_encode[code], false,
+                                                               (uint8_t)code}
                               : s->rule == HL_SCALE_NVFP4 ? nvfp4_scale(rc, hl_f32_from_bits(m), q->tensor_scale)
                                                           : hl_quant_block_scale(s, hl_f32_from_bits(m), q->tensor_scale);
     const size_t b = block_row * p->grid_cols + c0 / p->block_cols + j;
