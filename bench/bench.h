@@ -25,6 +25,7 @@ int bench_bandwidth_main(int argc, char **argv);
 int bench_mlp_step_main(int argc, char **argv); /* mlp_step.c: the AMP core's cost per training step */
 int bench_footprint_main(int argc, char **argv); /* footprint.c: parameter and training-state bytes */
 int bench_quantize_error_main(int argc, char **argv); /* quantize_error.c: narrow formats on a GPT's tensors */
+int bench_quantize_main(int argc, char **argv);  /* quantize.c: the block quantizers' GB/s */
 
 /* ------------------------------------------------- common options -- */
 
@@ -194,6 +195,7 @@ extern const hl_schema bench_bandwidth_schema, bench_bandwidth_host_schema, benc
 extern const hl_schema bench_mlp_step_schema, bench_mlp_step_expectations_schema;
 extern const hl_schema bench_footprint_params_schema, bench_footprint_training_schema;
 extern const hl_schema bench_quantize_error_schema, bench_quantize_sweep_schema;
+extern const hl_schema bench_quantize_schema, bench_quantize_expectations_schema;
 /* All of them, NULL-terminated, in the order `halflab-bench --columns-md` prints them */
 extern const hl_schema *const bench_schemas[];
 

@@ -17,6 +17,7 @@ static const struct {
     {"mlp-step", bench_mlp_step_main, "one MLP training step: the AMP core vs direct sgemm calls (CPU)"},
     {"footprint", bench_footprint_main, "parameter bytes per dtype policy; training state per mode, largest batch"},
     {"quantize-error", bench_quantize_error_main, "fp8/fp6/fp4 and their scale rules on a GPT's tensors: shares, SQNR (CPU)"},
+    {"quantize", bench_quantize_main, "fp8/MX/NVFP4 block quantizers' GB/s against the copy reference"},
 };
 enum { NSUB = sizeof subcommands / sizeof subcommands[0] };
 
@@ -38,7 +39,7 @@ static void usage(FILE *f) {
           "                             type, meaning, the function that computes it) as Markdown\n");
 }
 
-/* "gemm, bandwidth, mlp-step, footprint or quantize-error" */
+/* "gemm, bandwidth, mlp-step, footprint, quantize-error or quantize" */
 static const char *subcommand_list(void) {
   static char list[256];
   size_t k = 0;

@@ -120,6 +120,7 @@ static const hl_column gemm_expectations_columns[] = {EXPECTATION_COLUMNS("bench
 static const hl_column bandwidth_expectations_columns[] = {
     EXPECTATION_COLUMNS("bench/bandwidth.c: expect_triad_against_copy, expect_half_rate")};
 static const hl_column mlp_step_expectations_columns[] = {EXPECTATION_COLUMNS("bench/mlp_step.c: report_expectations")};
+static const hl_column quantize_expectations_columns[] = {EXPECTATION_COLUMNS("bench/quantize.c: expectations")};
 
 #define EXPECTATIONS_ABOUT                                                                                             \
   "One row per expectation (a measured ratio between bounds with its physical or peer reason): PASS, MISS, INFO or " \
@@ -133,6 +134,9 @@ const hl_schema bench_bandwidth_expectations_schema = {"bandwidth_expectations.c
 const hl_schema bench_mlp_step_expectations_schema = {"mlp_step_expectations.csv", "halflab-bench mlp-step",
                                                       "bench/common.c: bench_expectations_write", EXPECTATIONS_ABOUT,
                                                       HL_SCHEMA_COLUMNS(mlp_step_expectations_columns)};
+const hl_schema bench_quantize_expectations_schema = {"quantize_expectations.csv", "halflab-bench quantize",
+                                                      "bench/common.c: bench_expectations_write", EXPECTATIONS_ABOUT,
+                                                      HL_SCHEMA_COLUMNS(quantize_expectations_columns)};
 
 /* ----------------------------------------------------------- bandwidth -- */
 
@@ -249,6 +253,55 @@ const hl_schema bench_footprint_params_schema = {
 
 #define ESTIMATE(name, what)                                                                                           \
   {name, "bytes", HL_COL_INT, NULL, what, "core/models/nn_memory.c: hl_gpt_train_bytes"}
+/* ------------------------------------------------------------ quantize -- */
+
+static const hl_column quantize_columns[] = {
+    DEVICE_COLUMN,
+    {"unit", "", HL_COL_TEXT, NULL, "what computed the codes: on the CPU the AVX2 integer lanes or portable C, "
+     "software either way (no fp8, fp6 or fp4 conversion instruction: x86 CPUs before AVX10.2 have none); cuda "
+     "kernels; copy for the reference copies", "bench/quantize.c: unit_text"},
+    {"kernel", "", HL_COL_TEXT, NULL, "quantize, amax (the pass that finds the tensor's largest |x|), or a reference "
+     "copy: memcpy, memcpy-omp, copy-loop, copy-loop-nt (CPU); memcpy-d2d, copy-kernel (GPU)",
+     "bench/quantize.c: time_recipe, time_amax, time_references"},
+    {"format", "", HL_COL_TEXT, NULL, "the recipe: fp8 (per tensor or per block), mxfp8, mxfp6, mxfp4, nvfp4; - for "
+     "the amax pass and the copies", "bench/quantize.c: kRecipes"},
+    {"element", "", HL_COL_TEXT, NULL, "the codes' element format: e4m3, e2m3, e3m2, e2m1", "bench/quantize.c: kRecipes"},
+    {"rule", "", HL_COL_TEXT, NULL, "the scale rule (kernels/quantize.h): tensor, block-fp32, mx-floor, mx-rceil, "
+     "nvfp4", "bench/quantize.c: kRecipes"},
+    {"block", "", HL_COL_TEXT, NULL, "rows x columns of a block (1x32: along a row; 32x1: down a column), or tensor",
+     "bench/quantize.c: block_text"},
+    {"direction", "", HL_COL_TEXT, NULL, "rows (blocks along a row: a GEMM's A), columns (down a column: its B) or "
+     "both (square blocks, the whole tensor)", "bench/quantize.c: direction_of"},
+    {"rows", "1", HL_COL_INT, NULL, "rows of the fp32 input", "bench/quantize.c: bench_quantize_main"},
+    {"cols", "1", HL_COL_INT, NULL, "columns of the fp32 input", "bench/quantize.c: bench_quantize_main"},
+    {"bytes_read", "bytes", HL_COL_INT, NULL, "bytes read per launch: 4 per element (the copies: the input)",
+     "bench/quantize.c: time_recipe"},
+    {"bytes_written", "bytes", HL_COL_INT, NULL, "bytes written per launch: 1 per code, 4 per block scale and 1 per "
+     "scale code (mx, nvfp4); 0 for amax", "bench/quantize.c: time_recipe"},
+    TIMING_COUNT_COLUMNS,
+    TIMING_MS_COLUMNS("%.6g"),
+    {"gb_per_s", "GB/s", HL_COL_REAL, "%.6g", "(bytes_read + bytes_written) / time_ms_median, in 10^9 bytes per second",
+     "bench/quantize.c: row_cells"},
+    {"gb_per_s_best", "GB/s", HL_COL_REAL, "%.6g", "the same from time_ms_min", "bench/quantize.c: row_cells"},
+    {"gelem_per_s", "Gelem/s", HL_COL_REAL, "%.6g", "fp32 elements per second / 10^9 (median)",
+     "bench/quantize.c: row_cells"},
+    {"ref_kernel", "", HL_COL_TEXT, NULL, "the fastest reference copy of the input's bytes in this run; empty for the "
+     "copies", "bench/quantize.c: time_references"},
+    {"ref_gb_per_s", "GB/s", HL_COL_REAL, "%.6g", "ref_kernel's gb_per_s; empty for the copies",
+     "bench/quantize.c: time_references"},
+    {"ref_ratio", "1", HL_COL_REAL, "%.4g", "gb_per_s / ref_gb_per_s; empty for the copies",
+     "bench/quantize.c: ref_cells"},
+    {"amax_first", "", HL_COL_TEXT, NULL, "yes where the rule reads the whole input for its amax before the codes (the "
+     "tensor rule, nvfp4: not in bytes_read; the amax row times that pass), else no; empty for amax and the copies",
+     "bench/quantize.c: time_recipe"},
+    ATTEMPTS_COLUMN,
+};
+
+const hl_schema bench_quantize_schema = {
+    "quantize.csv", "halflab-bench quantize", "bench/quantize.c: time_recipe, time_amax, time_references",
+    "One row per quantizer recipe and block direction, one for the amax pass, one per reference copy.",
+    HL_SCHEMA_COLUMNS(quantize_columns)};
+
 #define ALLOCATED(name, what)                                                                                          \
   {name, "bytes", HL_COL_INT, NULL, what " the accounting allocator saw in the measured step; empty when measured is 0", \
    "bench/footprint.c: measure_step"}
@@ -361,4 +414,5 @@ const hl_schema *const bench_schemas[] = {
     &bench_gemm_schema,          &bench_gemm_expectations_schema,     &bench_gemm_accuracy_schema,
     &bench_bandwidth_schema,     &bench_bandwidth_host_schema,        &bench_bandwidth_expectations_schema,
     &bench_mlp_step_schema,      &bench_mlp_step_expectations_schema, &bench_footprint_params_schema,
-    &bench_footprint_training_schema, &bench_quantize_error_schema, &bench_quantize_sweep_schema, NULL};
+    &bench_footprint_training_schema, &bench_quantize_error_schema, &bench_quantize_sweep_schema, &bench_quantize_schema,
+    &bench_quantize_expectations_schema, NULL};

@@ -148,6 +148,10 @@ struct hl_quantize_kernels {
                    hl_quant_stats *stats);
   /* y = the values q holds: decode(code) * block scale * tensor scale. */
   void (*dequantize)(const hl_quant_spec *spec, const hl_quantized *q, size_t rows, size_t cols, float *y);
+  /* The largest |x[i]|, i < n (a NaN if one is NaN; 0 for n = 0): the pass
+   * over the whole tensor that the tensor rule (with its own amax) and
+   * nvfp4 make before their codes. May be NULL (not built). */
+  float (*amax)(const float *x, size_t n);
 };
 
 #ifdef __cplusplus

@@ -187,10 +187,15 @@ HL_HD static inline hl_block_scale hl_quant_block_scale(const hl_quant_spec *s, 
 }
 
 /* The element code of x under block scale bs (saturating; stochastic specs
- * use `random`), and whether |x| scaled passed the element's max. */
+ * use `random`), and whether |x| scaled passed the element's max. A NaN x
+ * keeps its own NaN (its sign is the code's) even where the scale is a NaN
+ * too: which NaN a product of two returns depends on the order the compiler
+ * gives its operands on x86, and the GPU returns its canonical one. */
 HL_HD static inline uint8_t hl_quant_element_code(const hl_quant_spec *s, hl_block_scale bs, float x, uint32_t random,
                                                   bool *clipped) {
-  const float scaled = bs.divide ? hl_div_rn(x, bs.encode_factor) : hl_mul_rn(x, bs.encode_factor);
+  const float scaled = x != x       ? x
+                       : bs.divide ? hl_div_rn(x, bs.encode_factor)
+                                   : hl_mul_rn(x, bs.encode_factor);
   const float magnitude = hl_f32_from_bits(hl_f32_bits(scaled) & 0x7fffffffu);
   *clipped = magnitude > hl_quant_element_max(s->element);
   hl_round_spec r = hl_round_spec_make(s->element, s->rounding, HL_OVERFLOW_SATURATE, false);

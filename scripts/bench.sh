@@ -35,10 +35,11 @@ stage "numerics probes"
 run numerics/halflab-numerics all "${quick[@]}"
 run numerics/halflab-numerics formats --value 0.4 "${quick[@]}"   # the 0.4 of the value_bits chart
 
-stage "GEMM and bandwidth"
+stage "GEMM, bandwidth and the quantizers"
 run bench/halflab-bench gemm "${quick[@]}"
 run bench/halflab-bench gemm --accuracy "${quick[@]}"
 run bench/halflab-bench bandwidth "${quick[@]}"
+run bench/halflab-bench quantize "${quick[@]}"
 
 stage "AMP core overhead (CPU)"
 run bench/halflab-bench mlp-step --device cpu "${quick[@]}"

@@ -13,12 +13,12 @@
 set -euo pipefail
 dir=${1:?usage: plots/report.d/20-bench.sh RESULTS_DIR}
 . "$(dirname "$0")/../report-lib.sh"
-have gemm.csv || have bandwidth.csv || have gemm_accuracy.csv || exit 0
+have gemm.csv || have bandwidth.csv || have gemm_accuracy.csv || have quantize.csv || exit 0
 
 
 echo "## GEMM and memory bandwidth (\`halflab-bench gemm\`, \`halflab-bench bandwidth\`)"
 echo
-provenance 'gemm*.csv' 'bandwidth*.csv' 'mlp_step*.csv'
+provenance 'gemm*.csv' 'bandwidth*.csv' 'mlp_step*.csv' 'quantize*.csv'
 # What the runs here actually used of each half-precision unit: the evidence
 # from gemm.csv's implementation column (the library's instruction set named
 # there) and the types the bandwidth and GEMM rows converted. Prints one
@@ -141,7 +141,7 @@ expectations_file() {
   elif have "$1_targets.csv"; then echo "$1_targets.csv"; fi
 }
 exp_files=()
-for p in gemm bandwidth mlp_step; do
+for p in gemm bandwidth mlp_step quantize; do
   f=$(expectations_file $p)
   [ -n "$f" ] && exp_files+=("$f")
 done
@@ -247,6 +247,20 @@ if have bandwidth.csv; then
           f[c["datasheet_pct"]] == "" ? "-" : sprintf("%.1f%%", f[c["datasheet_pct"]])
       }
     }'
+  echo
+fi
+
+if have quantize.csv; then
+  echo "### Block quantizers (\`halflab-bench quantize\`)"
+  echo
+  echo "fp32 to codes and block scales, $(meta quantize.csv input); bytes: $(meta quantize.csv bytes). Codes: $(meta quantize.csv codes)."
+  echo "The reference: $(meta quantize.csv reference)."
+  echo
+  echo "| format | element | rule | block | GB/s | x copy reference | reads the input first for its amax |"
+  echo "|---|---|---|---|---|---|---|"
+  table quantize.csv '$c["unit"] != "copy" {
+      printf "| %s | %s | %s | %s | %.2f | %.2f | %s |\n", $c["kernel"] == "amax" ? "amax pass alone" : $c["format"], $c["element"],
+        $c["rule"], $c["block"], $c["gb_per_s"], $c["ref_ratio"], $c["amax_first"] == "" ? "-" : $c["amax_first"] }'
   echo
 fi
 
@@ -425,6 +439,10 @@ if have bandwidth.csv; then
     "GB/s of each kernel against the array size, one panel per kernel, one line per type (its family colour), with the copy reference at each size (grey dashes: the fastest of several copies of that size, same run, same threads); the last panel shows the copies themselves.$llc $bw"
   chart bandwidth-gelems "triad elements per second by type" \
     "Triad in elements per second; the dashed line is exactly twice fp32's. $(streaming_verdict)"
+fi
+if have quantize.csv; then
+  chart quantize "block quantizers against the copy reference" \
+    "Bytes read and written per second by each block quantizer over the fastest copy of the same input in the same run (grey dashes: 1; dotted: the 0.7 expected past the caches on a CPU), blocks along rows filled and down columns hatched; the first bar is the amax pass alone, which the tensor rule and nvfp4 pay before their codes. Codes by $(table quantize.csv '$c["kernel"] == "quantize" { print $c["unit"]; exit }')."
 fi
 if have bandwidth_host.csv || [ -f "$dir/bandwidth-host.png" ]; then
   chart bandwidth-host "host to device copies" \
