@@ -35,6 +35,31 @@ __global__ void tensor_amax_kernel(const float *x, size_t n, device_counts *coun
   if (nan) atomicOr(&counts->nan, 1u);
 }
 
+/* The largest |x[i]| (a NaN if one is NaN; 0 for n = 0), with counters dc
+ * (device memory) zeroed first and left zero but for the amax. */
+static float tensor_amax(const float *x, size_t n, device_counts *dc) {
+  cudaStream_t stream = hl_cuda_stream();
+  device_counts hc;
+  HL_CUDA_CHECK(cudaMemsetAsync(dc, 0, sizeof *dc, stream));
+  if (n) {
+    tensor_amax_kernel<<<hl_cuda_grid(n, THREADS), THREADS, 0, stream>>>(x, n, dc);
+    HL_CUDA_CHECK_LAUNCH();
+  }
+  HL_CUDA_CHECK(cudaMemcpyAsync(&hc, dc, sizeof hc, cudaMemcpyDeviceToHost, stream));
+  HL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  HL_CUDA_CHECK(cudaMemsetAsync(dc, 0, sizeof *dc, stream));
+  return hc.nan ? hl_f32_from_bits(0x7fc00000u) : hl_f32_from_bits(hc.amax_bits);
+}
+
+static float cuda_amax(const float *x, size_t n) {
+  cudaStream_t stream = hl_cuda_stream();
+  device_counts *dc;
+  HL_CUDA_CHECK(cudaMallocAsync((void **)&dc, sizeof *dc, stream));
+  const float amax = tensor_amax(x, n, dc);
+  HL_CUDA_CHECK(cudaFreeAsync(dc, stream));
+  return amax;
+}
+
 /* Where the quantization blocks lie: a grid of block_rows x block_cols
  * blocks; the tensor rule's one block is cut into rows here (its scale is
  * given, `fixed`), so that many thread blocks share it. */
@@ -112,15 +137,8 @@ static void cuda_quantize(const hl_quant_spec *s, const float *x, size_t rows, s
   cudaStream_t stream = hl_cuda_stream();
   device_counts *dc, hc;
   HL_CUDA_CHECK(cudaMallocAsync((void **)&dc, sizeof *dc, stream));
-  HL_CUDA_CHECK(cudaMemsetAsync(dc, 0, sizeof *dc, stream));
   const size_t n = rows * cols;
-  if (n) {
-    tensor_amax_kernel<<<hl_cuda_grid(n, THREADS), THREADS, 0, stream>>>(x, n, dc);
-    HL_CUDA_CHECK_LAUNCH();
-  }
-  HL_CUDA_CHECK(cudaMemcpyAsync(&hc, dc, sizeof hc, cudaMemcpyDeviceToHost, stream));
-  HL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const float amax_all = hc.nan ? hl_f32_from_bits(0x7fc00000u) : hl_f32_from_bits(hc.amax_bits);
+  const float amax_all = tensor_amax(x, n, dc);
 
   block_layout L;
   L.rows = rows, L.cols = cols;
@@ -184,4 +202,4 @@ static void cuda_dequantize(const hl_quant_spec *s, const hl_quantized *q, size_
   HL_CUDA_CHECK_LAUNCH();
 }
 
-extern "C" const struct hl_quantize_kernels hl_cuda_quantize_kernels = {cuda_quantize, cuda_dequantize};
+extern "C" const struct hl_quantize_kernels hl_cuda_quantize_kernels = {cuda_quantize, cuda_dequantize, cuda_amax};

@@ -149,6 +149,21 @@ static void test_tensor_rule_options(void **state) {
   free(x);
 }
 
+/* the amax pass alone (the quantize benchmark's row), with and without a NaN, and of nothing */
+static void test_amax(void **state) {
+  (void)state;
+  const hl_backend *g = gpu_backend;
+  if (!g->quantize->amax || !hl_backend_cpu.quantize->amax) fail_msg("a backend has no amax pass");
+  for (int special = 0; special < 2; special++)
+    for (size_t n = 0; n < 300000; n = n * 7 + 1) {
+      float *x = matrix(n, 11 + n, special), *dx = g->alloc(n * 4 + 4);
+      g->copy_from_host(dx, x, n * 4);
+      const float want = hl_backend_cpu.quantize->amax(x, n), got = g->quantize->amax(dx, n);
+      if (!same_float(want, got)) fail_msg("amax of %zu values (special %d): cpu %a, gpu %a", n, special, want, got);
+      g->free(dx), free(x);
+    }
+}
+
 int main(void) {
   hl_require_gpu();
 #ifdef HL_HAVE_CUDA
@@ -161,6 +176,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_rule),
       cmocka_unit_test(test_tensor_rule_options),
+      cmocka_unit_test(test_amax),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
