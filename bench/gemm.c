@@ -62,7 +62,7 @@ static const char usage[] =
     "  --studies LIST  square, align, gpt2 (default: all three; with --sizes: square)\n"
     "  --reps N        timed samples per point (default: adaptive, see the CSV's method line)\n"
     "  --accuracy      relative error against fp64 as k grows (64 .. 65536) per input and accumulation type;\n"
-    "                  also block-scaled inputs (fp8-tensor, fp8-block, mxfp8, mxfp6, mxfp4, nvfp4) and a model\n"
+    "                  also block-scaled inputs (fp8-tensor, fp8-block, mxfp8[-e5m2], mxfp6[-e3m2], mxfp4, nvfp4) and a model\n"
     "                  of Hopper's narrow fp8 accumulator (fp8-tensor-acc14, ...), emulated on the CPU\n"
     "  --device D      auto (default: the GPU when usable, else the CPU), cpu, cuda\n"
     "  --out DIR       output folder (default results/<machine>/)\n"

@@ -93,8 +93,12 @@ static const acc_variant variants[] = {
      * through cuBLASLt's block-scaled GEMM on sm_100 */
     {.name = "mxfp8", .in = HL_E4M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
      .b_block = {1, 32}, .sum = SUM_ROUNDED, .gpu_block = HL_GEMM_SCALE_MX_E8M0_32},
+    {.name = "mxfp8-e5m2", .in = HL_E5M2, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL,
+     .a_block = {1, 32}, .b_block = {1, 32}, .sum = SUM_ROUNDED},
     {.name = "mxfp6", .in = HL_E2M3, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
      .b_block = {1, 32}, .sum = SUM_ROUNDED},
+    {.name = "mxfp6-e3m2", .in = HL_E3M2, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL,
+     .a_block = {1, 32}, .b_block = {1, 32}, .sum = SUM_ROUNDED},
     {.name = "mxfp4", .in = HL_E2M1, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_MX_RCEIL, .a_block = {1, 32},
      .b_block = {1, 32}, .sum = SUM_ROUNDED},
     {.name = "nvfp4", .in = HL_E2M1, .acc = HL_F32, .quantized = true, .rule = HL_SCALE_NVFP4, .a_block = {1, 16},

@@ -34,23 +34,24 @@ set datafile separator ','
 set datafile commentschars '#'
 set datafile columnheaders
 
-NV = 16
+NV = 18
 array id[NV] = ["fp32", "tf32", "fp16", "fp16-acc16", "bf16", "bf16-accbf16", "fp8", \
                 "fp8-tensor", "fp8-tensor-acc14", "fp8-tensor-acc14-p128", "fp8-block", "fp8-block-acc14-p128", \
-                "mxfp8", "mxfp6", "mxfp4", "nvfp4"]
+                "mxfp8", "mxfp8-e5m2", "mxfp6", "mxfp6-e3m2", "mxfp4", "nvfp4"]
 array label[NV] = ["fp32 in, fp32 acc", "tf32 in, fp32 acc", "fp16 in, fp32 acc", "fp16 in, fp16 acc", \
                   "bf16 in, fp32 acc", "bf16 in, bf16 acc", "fp8 e4m3 in, fp32 acc", \
                   "fp8 per-tensor, fp32 acc", "fp8 per-tensor, 14-bit acc", "fp8 per-tensor, 14-bit acc, fp32 every 128", \
                   "fp8 1x128/128x128, fp32 acc", "fp8 1x128/128x128, 14-bit acc, fp32 every 128 (DeepSeek-V3)", \
-                  "MXFP8 e4m3", "MXFP6 e2m3", "MXFP4 e2m1", "NVFP4 e2m1"]
+                  "MXFP8 e4m3", "MXFP8 e5m2", "MXFP6 e2m3", "MXFP6 e3m2", "MXFP4 e2m1", "NVFP4 e2m1"]
 # the CSV's method of each line, and the row of panels it is drawn in (2: emulated inputs)
 array meth[NV] = ["simulated", "simulated", "simulated", "simulated", "simulated", "simulated", "simulated", \
-                  "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated"]
-array prow[NV] = [1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2]
+                  "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", "emulated", \
+                  "emulated", "emulated"]
+array prow[NV] = [1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
 emulated = system(sprintf("grep -q ',emulated,' '%s' && echo 1 || echo 0", in)) eq "1"
 c_fp6 = '#E69F00'
 c_fp4 = '#882255'
-array ecolor[NV] = ['', '', '', '', '', '', '', c_fp8, c_fp8, c_fp8, c_fp8, c_fp8, c_fp8, c_fp6, c_fp4, c_fp4]
+array ecolor[NV] = ['', '', '', '', '', '', '', c_fp8, c_fp8, c_fp8, c_fp8, c_fp8, c_fp8, c_fp8, c_fp6, c_fp6, c_fp4, c_fp4]
 lcolor(i) = i <= 7 ? fcolor(id[i]) : ecolor[i]
 array dataset[2] = ["signed", "positive"]
 array dtitle[2] = ["data uniform in [-1, 1): partial sums grow like sqrt(k)", "data uniform in [0, 1): partial sums grow like k/4"]
@@ -58,10 +59,10 @@ has(v) = strstrt(' '.present, ' '.v.' ') > 0
 
 array label_n[NV] = ["fp32", "tf32", "fp16", "fp16, acc16", "bf16", "bf16, acc bf16", "fp8", \
                     "fp8 tensor", "fp8 tensor, acc14", "fp8 tensor, acc14/128", "fp8 block", "fp8 block, acc14/128", \
-                    "MXFP8", "MXFP6", "MXFP4", "NVFP4"]
+                    "MXFP8", "MXFP8 e5m2", "MXFP6", "MXFP6 e3m2", "MXFP4", "NVFP4"]
 array dtitle_n[2] = ["mixed signs, [-1, 1)", "positive, [0, 1)"]
-array acc_dash[NV] = [1, 3, 2, 4, 2, 4, 2, 2, 4, 3, 2, 3, 2, 2, 2, 2]
-array acc_pt[NV] = [-1, 9, -1, -1, -1, -1, -1, 5, 5, 5, 7, 7, 9, 11, 13, 4]
+array acc_dash[NV] = [1, 3, 2, 4, 2, 4, 2, 2, 4, 3, 2, 3, 2, 4, 2, 4, 2, 2]
+array acc_pt[NV] = [-1, 9, -1, -1, -1, -1, -1, 5, 5, 5, 7, 7, 9, 8, 11, 10, 13, 4]
 # the header and the rows where an awk condition holds (columns by name: $c["variant"]);
 # plotting only those keeps each line unbroken
 rows(cond) = sprintf("< awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; print; next } %s' '%s'", cond, in)
