@@ -43,7 +43,7 @@
 enum { MAX_SOURCES = 16 };
 /* The GEMM study's rows of X per layer: the product's cost grows with them,
  * its error barely does */
-enum { GEMM_X_ROWS = 512, GEMM_X_ROWS_QUICK = 128 };
+enum { GEMM_X_ROWS = 256, GEMM_X_ROWS_QUICK = 128 };
 
 /* --tensors MODEL:KIND:FILE */
 typedef struct {
@@ -328,7 +328,7 @@ int bench_quantize_error_main(int argc, char **argv) {
                                      "  --tensors-made TEXT  how the files were made (a line kept in the CSVs' metadata)\n"
                                      "  --out DIR            output folder (default results/<machine>/)\n"
                                      "  --quick              the sweep in steps of 2^4 instead of 2^1; the products over 128\n"
-                                     "                       rows of each layer's input instead of 512\n";
+                                     "                       rows of each layer's input instead of 256\n";
   bench_common common = {.cli = hl_cli_common_defaults(usage)};
   static qe_options o;
   parse_options(argc, argv, &common, &o);
