@@ -194,7 +194,7 @@ extern const hl_schema bench_gemm_schema, bench_gemm_expectations_schema, bench_
 extern const hl_schema bench_bandwidth_schema, bench_bandwidth_host_schema, bench_bandwidth_expectations_schema;
 extern const hl_schema bench_mlp_step_schema, bench_mlp_step_expectations_schema;
 extern const hl_schema bench_footprint_params_schema, bench_footprint_training_schema;
-extern const hl_schema bench_quantize_error_schema, bench_quantize_sweep_schema;
+extern const hl_schema bench_quantize_error_schema, bench_quantize_sweep_schema, bench_quantize_gemm_schema;
 extern const hl_schema bench_quantize_schema, bench_quantize_expectations_schema;
 /* All of them, NULL-terminated, in the order `halflab-bench --columns-md` prints them */
 extern const hl_schema *const bench_schemas[];

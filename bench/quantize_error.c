@@ -19,8 +19,11 @@
  * (quantize_error.csv). The scale sweep (quantize_sweep.csv) takes, per
  * model and kind, the tensor with the largest amax over rms (the most
  * outlying values) and moves its per-tensor scale over powers of two around
- * max / amax. All of it is software quantization on the CPU: emulated, no
- * fp8, fp6 or fp4 unit is used. */
+ * max / amax. Where a model's activations and weights are both given, each
+ * linear layer's product with both operands quantized is held against its
+ * fp64 product (quantize_gemm.csv, bench/quantize_gemm.c). All of it is
+ * software quantization on the CPU: emulated, no fp8, fp6 or fp4 unit is
+ * used. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +31,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/quantize_gemm.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/models/weight_file.h"
@@ -37,6 +41,9 @@
 
 #define UNIT "cpu: software quantization (emulated)"
 enum { MAX_SOURCES = 16 };
+/* The GEMM study's rows of X per layer: the product's cost grows with them,
+ * its error barely does */
+enum { GEMM_X_ROWS = 256, GEMM_X_ROWS_QUICK = 128 };
 
 /* --tensors MODEL:KIND:FILE */
 typedef struct {
@@ -288,6 +295,20 @@ static void sweep_rows(const qe_options *o, workspace *w, hl_csv_rows *rows) {
   }
 }
 
+/* Each model's activations file against its weights file: the GEMM study's rows; false when no pair exists */
+static bool gemm_rows(const qe_options *o, size_t x_rows_max, hl_csv_rows *rows) {
+  int layers = 0;
+  for (int ai = 0; ai < o->n; ai++) {
+    if (strcmp(o->sources[ai].kind, "activation")) continue;
+    for (int wi = 0; wi < o->n; wi++)
+      if (!strcmp(o->sources[wi].kind, "weight") && !strcmp(o->sources[wi].model, o->sources[ai].model)) {
+        layers += quantize_gemm_rows(o->sources[ai].model, &o->sources[wi].file, &o->sources[ai].file, x_rows_max, rows);
+        break;
+      }
+  }
+  return layers > 0;
+}
+
 /* ------------------------------------------------------------- main -- */
 
 int bench_quantize_error_main(int argc, char **argv) {
@@ -297,14 +318,17 @@ int bench_quantize_error_main(int argc, char **argv) {
                                      "per-tensor, 1x128 fp32 blocks, MX FLOOR and RCEIL, NVFP4) do to real tensors: shares of\n"
                                      "zero, subnormal, normal and clipped values, blocks clipped, SQNR and the largest relative\n"
                                      "error (quantize_error.csv); the per-tensor scale swept over powers of two for each\n"
-                                     "file's most outlying tensor (quantize_sweep.csv). Software quantization on the CPU.\n"
+                                     "file's most outlying tensor (quantize_sweep.csv); where a model's weights and activations\n"
+                                     "are both given, each linear layer's product X W^T with both operands quantized against\n"
+                                     "its fp64 product (quantize_gemm.csv). Software quantization on the CPU (emulated).\n"
                                      "\n"
                                      "  --tensors MODEL:KIND:FILE  a weight file (halflab-train --save-init, --dump-grads,\n"
                                      "                       --dump-activations); MODEL names it in the CSVs (e.g. tiny),\n"
                                      "                       KIND is weight, activation or gradient; up to 16 files\n"
                                      "  --tensors-made TEXT  how the files were made (a line kept in the CSVs' metadata)\n"
                                      "  --out DIR            output folder (default results/<machine>/)\n"
-                                     "  --quick              the sweep in steps of 2^4 instead of 2^1\n";
+                                     "  --quick              the sweep in steps of 2^4 instead of 2^1; the products over 128\n"
+                                     "                       rows of each layer's input instead of 256\n";
   bench_common common = {.cli = hl_cli_common_defaults(usage)};
   static qe_options o;
   parse_options(argc, argv, &common, &o);
@@ -321,7 +345,7 @@ int bench_quantize_error_main(int argc, char **argv) {
   bench_device d;
   bench_device_open(&d, "cpu");
   char outbuf[4096];
-  const char *outdir = bench_outdir(common.cli.out, d.kind, BENCH_TABLES("quantize_error.csv", "quantize_sweep.csv"),
+  const char *outdir = bench_outdir(common.cli.out, d.kind, BENCH_TABLES("quantize_error.csv", "quantize_sweep.csv", "quantize_gemm.csv"),
                                     outbuf, sizeof outbuf);
   hl_meta_set("method", "each tensor of two or more dimensions as a matrix (last dimension: columns, along which "
               "the 1xN blocks run), quantized and decoded by the CPU backend's quantizers (kernels/quantize.h), "
@@ -334,21 +358,32 @@ int bench_quantize_error_main(int argc, char **argv) {
   if (o.tensors_made) hl_meta_set("tensors_made", "%s", o.tensors_made);
   hl_meta_set("sweep", "per model and kind the tensor with the largest amax / rms; scale = (max / amax) x 2^x, x = %d "
               "to %d in steps of %d", o.sweep_lo, o.sweep_hi, o.sweep_step);
+  const size_t gemm_x_rows = common.cli.quick ? GEMM_X_ROWS_QUICK : GEMM_X_ROWS;
+  hl_meta_set("gemm", "quantize_gemm.csv: per linear layer Y = X W^T (W stored out x in), the first %zu rows of X; "
+              "both operands quantized and decoded, summed in fp32; against the fp64 product of the fp32 tensors",
+              gemm_x_rows);
   if (common.cli.quick) hl_meta_set("quick", "yes");
   /* block scales: at most one per element */
   workspace w = {{bench_host_alloc(largest, "codes"), bench_host_alloc(sizeof(float) * largest, "block scales"),
                   bench_host_alloc(largest, "scale codes"), 1.0f, 1.0f},
                  bench_host_alloc(sizeof(float) * largest, "decoded values")};
-  hl_csv_rows errors = {0}, sweep = {0};
+  hl_csv_rows errors = {0}, sweep = {0}, gemm = {0};
   error_rows(&o, &w, &errors);
   sweep_rows(&o, &w, &sweep);
+  const bool gemm_made = gemm_rows(&o, gemm_x_rows, &gemm);
   bench_rows_write(&errors, outdir, &bench_quantize_error_schema);
   bench_rows_write(&sweep, outdir, &bench_quantize_sweep_schema);
+  char gemm_path[4200];
+  snprintf(gemm_path, sizeof gemm_path, "%s/quantize_gemm.csv", outdir);
+  if (gemm_made) bench_rows_write(&gemm, outdir, &bench_quantize_gemm_schema);
+  else remove(gemm_path); /* an earlier run's table would not match these files */
   hl_csv_rows_free(&errors);
   hl_csv_rows_free(&sweep);
+  hl_csv_rows_free(&gemm);
   free(w.q.codes), free(w.q.block_scales), free(w.q.scale_codes), free(w.decoded);
   for (int i = 0; i < o.n; i++) hl_weight_file_free(&o.sources[i].file);
   fflush(stdout);
-  fprintf(stderr, "%s: quantize-error: wrote %s/quantize_error.csv and quantize_sweep.csv\n", hl_prog(), outdir);
+  fprintf(stderr, "%s: quantize-error: wrote %s/quantize_error.csv, quantize_sweep.csv%s\n", hl_prog(), outdir,
+          gemm_made ? " and quantize_gemm.csv" : " (no layer's input and weight both given: no quantize_gemm.csv)");
   return 0;
 }

@@ -410,9 +410,45 @@ const hl_schema bench_quantize_sweep_schema = {
     "One row per swept tensor (per model and kind, the one with the largest amax / rms), format and scale.",
     HL_SCHEMA_COLUMNS(quantize_sweep_columns)};
 
+static const hl_column quantize_gemm_columns[] = {
+    {"device", "", HL_COL_TEXT, NULL, "the device that ran the row: cpu (software quantization)",
+     "bench/quantize_gemm.c: put_row"},
+    {"unit", "", HL_COL_TEXT, NULL, "what computed: cpu: software quantization and fp32 sums (emulated; no fp8, "
+     "fp6 or fp4 unit)", "bench/quantize_gemm.c: put_row"},
+    {"model", "", HL_COL_TEXT, NULL, "the model the tensors come from, as --tensors named it (e.g. tiny, small)",
+     "bench/quantize_error.c: parse_source"},
+    {"layer", "", HL_COL_TEXT, NULL, "the linear layer: its input LAYER.input (activations) times LAYER.weight "
+     "(weights) transposed; lm_head, the tied head, reads transformer.wte.weight", "bench/quantize_gemm.c: weight_of"},
+    {"m", "1", HL_COL_INT, NULL, "rows of X in the product: its first m rows (tokens)", "bench/quantize_gemm.c: "
+     "quantize_gemm_rows"},
+    {"x_rows", "1", HL_COL_INT, NULL, "rows of X in the file (batch x seq); X's scales and amax see them all",
+     "bench/quantize_gemm.c: quantize_gemm_rows"},
+    {"n", "1", HL_COL_INT, NULL, "the layer's outputs: rows of W (stored out x in)", "bench/quantize_gemm.c: "
+     "quantize_gemm_rows"},
+    {"k", "1", HL_COL_INT, NULL, "the reduction: the layer's inputs, the last dimension of X and of W",
+     "bench/quantize_gemm.c: quantize_gemm_rows"},
+    {"format", "", HL_COL_TEXT, NULL, "both operands' element format: e4m3, e5m2, e2m3, e3m2, e2m1, or fp32 (not "
+     "quantized: the fp32 accumulation's own error)", "bench/quantize_gemm.c: recipes"},
+    {"rule", "", HL_COL_TEXT, NULL, "the scale rule (kernels/quantize.h): tensor (max / amax, Transformer Engine), "
+     "block-fp32 (DeepSeek-V3), mx-rceil, mx-floor (E8M0 per block), nvfp4; none for fp32",
+     "bench/quantize_gemm.c: recipes"},
+    {"x_block", "", HL_COL_TEXT, NULL, "the block a scale of X covers, rows x columns (along k), or whole",
+     "bench/quantize_gemm.c: block_text"},
+    {"w_block", "", HL_COL_TEXT, NULL, "the block a scale of W covers, rows x columns (along k), or whole",
+     "bench/quantize_gemm.c: block_text"},
+    {"rel_err", "1", HL_COL_REAL, "%.6g", "||Y - Y_fp64||_F / ||Y_fp64||_F: Y = X W^T from the decoded operands summed "
+     "in fp32, Y_fp64 the fp64 product of the fp32 tensors as given", "bench/quantize_gemm.c: rel_err"},
+};
+
+const hl_schema bench_quantize_gemm_schema = {
+    "quantize_gemm.csv", "halflab-bench quantize-error", "bench/quantize_gemm.c: study_layer",
+    "One row per linear layer (input and weight both given), element format and scale rule: the product's error.",
+    HL_SCHEMA_COLUMNS(quantize_gemm_columns)};
+
 const hl_schema *const bench_schemas[] = {
     &bench_gemm_schema,          &bench_gemm_expectations_schema,     &bench_gemm_accuracy_schema,
     &bench_bandwidth_schema,     &bench_bandwidth_host_schema,        &bench_bandwidth_expectations_schema,
     &bench_mlp_step_schema,      &bench_mlp_step_expectations_schema, &bench_footprint_params_schema,
-    &bench_footprint_training_schema, &bench_quantize_error_schema, &bench_quantize_sweep_schema, &bench_quantize_schema,
+    &bench_footprint_training_schema, &bench_quantize_error_schema, &bench_quantize_sweep_schema, &bench_quantize_gemm_schema,
+    &bench_quantize_schema,
     &bench_quantize_expectations_schema, NULL};

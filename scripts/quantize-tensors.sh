@@ -5,8 +5,9 @@
 # schedule; small: 20 of 200), then one more step that writes the trained
 # weights (--save-init of the resumed run), that step's unscaled gradients
 # (--dump-grads) and each linear layer's input (--dump-activations); then
-# halflab-bench quantize-error on the six files: quantize_error.csv and
-# quantize_sweep.csv in the results folder. The weight files stay in a
+# halflab-bench quantize-error on the six files: quantize_error.csv,
+# quantize_sweep.csv and (each model's activations against its weights)
+# quantize_gemm.csv in the results folder. The weight files stay in a
 # scratch folder, removed at the end. --quick: the tiny preset alone, no
 # training first (the initial weights and the first step's tensors), the
 # sweep in steps of 2^4 (bench-quick).

@@ -10,15 +10,16 @@
 set -euo pipefail
 dir=${1:?usage: plots/report.d/15-quantization.sh RESULTS_DIR}
 . "$(dirname "$0")/../report-lib.sh"
-have quantize_error.csv || have quantize_sweep.csv || exit 0
+have quantize_error.csv || have quantize_sweep.csv || have quantize_gemm.csv || exit 0
 
 echo "## Narrow formats on the GPT's tensors (\`halflab-bench quantize-error\`)"
 echo
 provenance 'quantize_*.csv'
 src=quantize_error.csv
 have $src || src=quantize_sweep.csv
+have $src || src=quantize_gemm.csv
 made=$(meta $src tensors_made)
-kinds=$(table $src '{ p = $c["model"] " " $c["kind"] "s"; if (!(p in s)) { s[p] = 1; printf "%s%s", n++ ? ", " : "", p } }')
+kinds=$(table $src '{ p = $c["model"] " " ($c["kind"] == "" ? "layer" : $c["kind"]) "s"; if (!(p in s)) { s[p] = 1; printf "%s%s", n++ ? ", " : "", p } }')
 echo "Tensors: ${made:-as given to --tensors}: $kinds. Each tensor of two or more dimensions is a matrix"
 echo "(blocks run along its last dimension), quantized and decoded again by the CPU backend's quantizers, nearest-even"
 echo "and saturating: **software quantization on the CPU (emulated)**; no fp8, fp6 or fp4 unit ran. Device: $(meta $src device)."
@@ -126,4 +127,50 @@ if have quantize_sweep.csv; then
   echo
   chart quantize-sweep "Shares of zero, subnormal, normal and clipped values as the per-tensor scale moves" \
     "Per kind the tensor with the largest amax / rms; x = log2 of the scale over max / amax. Left of 0 the smallest values flush to zero, right of it the largest clip; a format's usable window is the width of its normal band."
+fi
+
+if have quantize_gemm.csv; then
+  echo "### The GPT's linear layers as GEMMs"
+  echo
+  echo "Each linear layer's product Y = X W^T (W stored out x in, as PyTorch stores it; the head reads the tied token"
+  echo "embedding), with X and W quantized and decoded by the same rule, blocks along the reduction k for both operands"
+  echo "(X in 1x128 tiles and W in 128x128 blocks for DeepSeek-V3's rule), summed in fp32; the error is"
+  echo "||Y - Y_fp64||_F / ||Y_fp64||_F against the fp64 product of the fp32 tensors, over at most the first"
+  echo "$(table quantize_gemm.csv '$c["m"] + 0 > m { m = $c["m"] + 0 } END { print m }') rows of X (its scales see every row). **Emulated** on the CPU: no fp8, fp6 or fp4 unit ran. Median over the layers:"
+  echo
+  table quantize_gemm.csv '
+    function median(key,   n, i, j, t, a) { n = cnt[key]; for (i = 1; i <= n; i++) a[i] = v[key, i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    { fr = $c["format"] " " $c["rule"]; if (!(fr in seen)) { seen[fr] = 1; order[++nfr] = fr; blk[fr] = $c["x_block"] " / " $c["w_block"] }
+      m = $c["model"]; if (!(m in ms)) { ms[m] = 1; mo[++nm] = m }
+      key = fr SUBSEP m; v[key, ++cnt[key]] = $c["rel_err"] + 0; layers[m] = cnt[key] }
+    END { printf "| format | rule | blocks of X / W |"; for (i = 1; i <= nm; i++) printf " %s (%d layers) |", mo[i], layers[mo[i]]; print ""
+      printf "|---|---|---|"; for (i = 1; i <= nm; i++) printf "---|"; print ""
+      for (f = 1; f <= nfr; f++) { split(order[f], FR, " "); printf "| %s | %s | %s |", FR[1], FR[2], blk[order[f]]
+        for (i = 1; i <= nm; i++) { key = order[f] SUBSEP mo[i]; x = median(key)
+          printf " %s |", !cnt[key] ? "-" : x < 1e-4 ? sprintf("%.1e", x) : sprintf("%.2f%%", 100 * x) }
+        print "" } }'
+  echo
+  # the sentences: the largest model (the last named), medians over its layers
+  table quantize_gemm.csv '
+    function median(key,   n, i, j, t, a) { n = cnt[key]; for (i = 1; i <= n; i++) a[i] = v[key, i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    { m = $c["model"]; last = m; key = m SUBSEP $c["format"] " " $c["rule"]; v[key, ++cnt[key]] = $c["rel_err"] + 0 }
+    END { m = last; t = median(m SUBSEP "e4m3 tensor"); b = median(m SUBSEP "e4m3 block-fp32")
+      x8 = median(m SUBSEP "e4m3 mx-rceil"); x4 = median(m SUBSEP "e2m1 mx-rceil"); nv = median(m SUBSEP "e2m1 nvfp4")
+      f32 = median(m SUBSEP "fp32 none"); e5 = median(m SUBSEP "e5m2 tensor")
+      printf "On the %s GPT the median error of the layers'"'"' products is %.2f%% with e4m3 and one scale per tensor, ", m, 100 * t
+      printf "%.2f%% with DeepSeek-V3'"'"'s blocks and %.2f%% with MXFP8: ", 100 * b, 100 * x8
+      if (b > 0.8 * t && x8 > 0.8 * t) printf "a floating-point element'"'"'s relative precision does not depend on its scale, so where no value underflows or clips, finer scales gain little. "
+      else printf "finer scales cut the error, as the tensors hold values a single scale pushes under e4m3'"'"'s normal range. "
+      printf "e5m2, one significand bit fewer, gives %.2f%% (%.1fx e4m3'"'"'s). ", 100 * e5, e5 / t
+      printf "In fp4, MXFP4 reaches %.1f%% and NVFP4 %.1f%%", 100 * x4, 100 * nv
+      if (nv < x4) printf ": NVFP4'"'"'s 16-element blocks with E4M3 scales (not powers of two) fit each block more closely.\n"
+      else printf ": NVFP4'"'"'s finer blocks do not help here.\n"
+      printf "The unquantized fp32 operands summed in fp32 give %.1e: the error is the operands'"'"' rounding, not the sums.\n", f32 }'
+  echo
+  chart quantize-gemm "Error of each linear layer's product per format and scale rule" \
+    "One point per layer (shape: which layer), a bar at the median over the layers, per format and rule (colour: the element format); one panel per model; log scale."
 fi

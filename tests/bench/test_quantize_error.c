@@ -10,6 +10,11 @@
  *   - the e2m1 MX rows (FLOOR and RCEIL) agree with a recomputation here:
  *     the scale rule from frexp, nearest-even on e2m1's eight magnitudes;
  *   - the sweep's scale is (max / amax) 2^x;
+ *   - the GEMM study (quantize_gemm.csv) has every layer under every format
+ *     and rule, labelled emulated; MXFP4's error is above MXFP8's layer by
+ *     layer; one layer's e4m3 per-tensor row agrees with a recomputation
+ *     here (Transformer Engine's scale, elements rounded by formats/round.h,
+ *     an fp64 product); with no activations, no quantize_gemm.csv;
  *   - bad input (a malformed --tensors, a missing, foreign, truncated or
  *     corrupt file, --device cuda; --dump-activations for the MLP or with
  *     --steps 0): exit 2, one line, no file. */
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/round.h"
 #include "tests/bench/schema_check.h"
 #include "tests/peers/weights.h"
 #include "tests/support/hltest.h"
@@ -81,6 +87,39 @@ static recomputed mx_e2m1(const float *x, int64_t rows, int64_t cols, bool floor
   r.blocks_clipped = (double)blocks_clipped / (double)blocks;
   r.sqnr_db = 10 * log10(signal / noise);
   return r;
+}
+
+/* ---------------------------------------------- independent e4m3 GEMM -- */
+
+/* x (rows x k) under Transformer Engine's per-tensor rule in e4m3: scale =
+ * 448 / amax (fp32), codes by formats/round.h (nearest-even, saturating),
+ * decoded and divided by the scale in fp64; the first `keep` rows */
+static double *e4m3_tensor_rule(const float *x, int64_t rows, int64_t keep, int64_t k) {
+  float amax = 0;
+  for (int64_t i = 0; i < rows * k; i++) amax = fmaxf(amax, fabsf(x[i]));
+  const float scale = 448.0f / amax;
+  const hl_round_spec r = hl_round_spec_make(HL_E4M3, HL_ROUNDING_NEAREST_EVEN, HL_OVERFLOW_SATURATE, false);
+  double *q = malloc(sizeof(double) * (size_t)(keep * k));
+  for (int64_t i = 0; i < keep * k; i++) q[i] = hl_round_decode(HL_E4M3, hl_round_bits_generic(&r, x[i] * scale, 0)) / scale;
+  return q;
+}
+
+/* ||X W^T - Xq Wq^T||_F / ||X W^T||_F in fp64 over X's first m rows (W n x k, out x in) */
+static double e4m3_tensor_gemm_err(const wtensor *x, const wtensor *w, int64_t m) {
+  const int64_t k = w->dims[1], n = w->dims[0], x_rows = x->numel / k;
+  double *xq = e4m3_tensor_rule(x->values, x_rows, m, k), *wq = e4m3_tensor_rule(w->values, n, n, k);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double y = 0, yq = 0;
+      for (int64_t p = 0; p < k; p++) {
+        y += (double)x->values[i * k + p] * w->values[j * k + p];
+        yq += xq[i * k + p] * wq[j * k + p];
+      }
+      num += (yq - y) * (yq - y), den += y * y;
+    }
+  free(xq), free(wq);
+  return sqrt(num / den);
 }
 
 /* ------------------------------------------------------------ helpers -- */
@@ -148,6 +187,53 @@ static int expect_e2m1_recomputed(const hl_table *t, const char *model, const ch
     }
   }
   return checked;
+}
+
+
+/* quantize_gemm.csv of the tiny GPT's tensors (weights w, activations a) */
+static void expect_gemm_table(const char *path, const wfile *w, const wfile *a) {
+  expect_csv_follows_schema(path, &bench_quantize_gemm_schema);
+  hl_table *g = hl_table_read(path);
+  assert_non_null(g);
+  static const char *const recipes[][2] = {{"fp32", "none"},     {"e4m3", "tensor"},   {"e5m2", "tensor"},
+                                           {"e4m3", "block-fp32"}, {"e4m3", "mx-rceil"}, {"e5m2", "mx-rceil"},
+                                           {"e2m3", "mx-rceil"}, {"e3m2", "mx-rceil"}, {"e2m1", "mx-rceil"},
+                                           {"e2m1", "mx-floor"}, {"e2m1", "nvfp4"}};
+  enum { NREC = sizeof recipes / sizeof recipes[0] };
+  assert_int_equal(g->nrows, a->n * NREC); /* every linear layer's input meets its weight */
+  for (int r = 0; r < g->nrows; r++) assert_non_null(strstr(cell(g, r, "unit"), "(emulated)"));
+  for (int i = 0; i < a->n; i++) {
+    char layer[128];
+    snprintf(layer, sizeof layer, "%.*s", (int)(strlen(a->t[i].name) - strlen(".input")), a->t[i].name);
+    int row[NREC];
+    for (int q = 0; q < NREC; q++) {
+      row[q] = hl_table_find(g, "model", "tiny", "layer", layer, "format", recipes[q][0], "rule", recipes[q][1], NULL);
+      if (row[q] < 0) fail_msg("quantize_gemm.csv: no %s %s row of %s", recipes[q][0], recipes[q][1], layer);
+    }
+    const int64_t k = a->t[i].dims[a->t[i].ndim - 1];
+    assert_int_equal((int64_t)num(g, row[0], "k"), k);
+    assert_int_equal((int64_t)num(g, row[0], "x_rows"), a->t[i].numel / k);
+    /* fp32 as given: the accumulation's own error alone */
+    if (!(num(g, row[0], "rel_err") < 1e-5)) fail_msg("%s: fp32 rel_err %s", layer, cell(g, row[0], "rel_err"));
+    /* MXFP4 (RCEIL and FLOOR) loses more than MXFP8 e4m3 and e5m2, layer by layer */
+    for (int fp4 = 8; fp4 <= 9; fp4++)
+      for (int fp8 = 4; fp8 <= 5; fp8++)
+        if (!(num(g, row[fp4], "rel_err") > num(g, row[fp8], "rel_err")))
+          fail_msg("%s: %s %s rel_err %s not above %s %s's %s", layer, recipes[fp4][0], recipes[fp4][1],
+                   cell(g, row[fp4], "rel_err"), recipes[fp8][0], recipes[fp8][1], cell(g, row[fp8], "rel_err"));
+  }
+  /* one layer's e4m3 per-tensor row recomputed: the CSV's six digits and its fp32 sums are within 1e-4 of it */
+  const wtensor *x = wfile_find(a, "transformer.h.1.mlp.c_fc.input"), *wt = wfile_find(w, "transformer.h.1.mlp.c_fc.weight");
+  assert_non_null(x);
+  assert_non_null(wt);
+  const int r = hl_table_find(g, "model", "tiny", "layer", "transformer.h.1.mlp.c_fc", "format", "e4m3", "rule", "tensor", NULL);
+  assert_true(r >= 0);
+  assert_int_equal((int64_t)num(g, r, "n"), wt->dims[0]);
+  const int64_t m = (int64_t)num(g, r, "m"), x_rows = x->numel / wt->dims[1];
+  assert_int_equal(m, x_rows < 128 ? x_rows : 128); /* --quick: the first 128 rows */
+  const double want = e4m3_tensor_gemm_err(x, wt, m);
+  expect_near(num(g, r, "rel_err"), want, 1e-4 * want, "e4m3 per-tensor GEMM rel_err", "transformer.h.1.mlp.c_fc");
+  hl_table_free(g);
 }
 
 /* ------------------------------------------------------------- tests -- */
@@ -218,6 +304,11 @@ static void test_gpt_tensors(void **state) {
   }
   hl_table_free(t);
   hl_table_free(s);
+
+  wfile *w = wfile_read(hl_path(dir, "w.bin"), why, sizeof why);
+  if (!w) fail_msg("%s", why);
+  expect_gemm_table(hl_path(out, "quantize_gemm.csv"), w, a);
+  wfile_free(w);
   wfile_free(a);
   hl_rmtree(dir);
 }
@@ -243,6 +334,7 @@ static void test_outlier(void **state) {
   hl_table *t = hl_table_read(hl_path(hl_path(dir, "q"), "quantize_error.csv"));
   assert_non_null(t);
   expect_shares_sum_to_one(t);
+  assert_false(hl_file_exists(hl_path(hl_path(dir, "q"), "quantize_gemm.csv"))); /* no activations: no GEMM */
   static const char *const formats[] = {"e4m3", "e5m2", "e2m3", "e3m2", "e2m1"};
   for (int f = 0; f < 5; f++) {
     const int per_tensor = row_of(t, "synth", "weight", "outlier", formats[f], "tensor");

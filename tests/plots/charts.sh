@@ -46,6 +46,10 @@ quantize_charts=""
 if [ -n "$qsrc" ]; then
   cp "$(dirname "$qsrc")/quantize_error.csv" "$(dirname "$qsrc")/quantize_sweep.csv" "$cpu/"
   quantize_charts="quantize-sweep quantize-sqnr quantize-floor-rceil"
+  if [ -f "$(dirname "$qsrc")/quantize_gemm.csv" ]; then
+    cp "$(dirname "$qsrc")/quantize_gemm.csv" "$cpu/"
+    quantize_charts="$quantize_charts quantize-gemm"
+  fi
 fi
 if ! "$root/scripts/plots.sh" --strict "$cpu" >"$work/cpu.log" 2>&1; then
   cat "$work/cpu.log" >&2
@@ -59,6 +63,8 @@ done
 [ ! -e "$cpu/bandwidth-host.png" ] || fail "CPU folder: bandwidth-host.png drawn without bandwidth_host.csv"
 [ -z "$qsrc" ] || grep -q "FLOOR clips the maximum of [0-9.]*% of MXFP4 blocks" "$cpu/REPORT.md" ||
   fail "CPU report: no MX FLOOR sentence from quantize_error.csv"
+[ ! -f "$cpu/quantize_gemm.csv" ] || grep -q "median error of the layers' products" "$cpu/REPORT.md" ||
+  fail "CPU report: no GEMM sentence from quantize_gemm.csv"
 if grep -nE "$gpu_words" "$cpu/REPORT.md" >"$work/words" 2>/dev/null; then
   cat "$work/words" >&2
   fail "GPU wording in the CPU report (lines above)"
